@@ -1,0 +1,19 @@
+"""The collectives lab: real all-reduces over torch.distributed on the learner's own machine.
+
+``run(fn, ranks=2, timeout=30)`` runs a function on local ranks (gloo on 127.0.0.1);
+``algorithms`` holds hand-written collectives; ``bench.sweep`` measures them in
+nccl-tests form; ``calibrate`` fits alpha and beta; ``exercises.check_ring`` grades the
+learner's ring all-reduce.
+"""
+from .launch import RankError, RankTimeout, current, init_process_group, run
+from . import algorithms, metrics  # noqa: E402
+
+__all__ = ["run", "RankError", "RankTimeout", "current", "init_process_group", "algorithms", "metrics",
+           "bench", "calibrate", "exercises"]
+
+
+def __getattr__(name):
+    if name in ("bench", "calibrate", "exercises"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(name)

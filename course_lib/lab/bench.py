@@ -1,0 +1,283 @@
+"""All-reduce benchmark in the form of nccl-tests: built-in and hand-written algorithms side by side.
+
+From a notebook::
+
+    result = lab.bench.sweep(sizes=["64K", "1M", "16M"], ranks=(2,), algorithms=("builtin", "ring"))
+    print(result)              # the table; result.rows holds one dict per (ranks, size, algorithm)
+
+From a shell (local ranks, gloo on 127.0.0.1)::
+
+    python -m course_lib.lab.bench --ranks 2,4 -b 64K -e 64M -f 4
+
+Under torchrun, on one node or many (NCCL when GPUs are present, gloo otherwise)::
+
+    torchrun --standalone --nproc_per_node=8 -m course_lib.lab.bench -b 1M -e 1G -f 2
+
+Timing: every repetition refills the buffer, meets at a barrier, then times one operation
+on every rank; the time of a repetition is the slowest rank's; the figure reported is the
+median over ``iters`` repetitions after ``warmup`` untimed ones. Algorithms run interleaved
+inside each repetition (rotating order), so a noisy neighbour slows them all alike and
+their ratio stays fair. Inputs hold small integers, so every algorithm's sum is exact and the
+correctness column compares bits: ``#wrong`` counts elements that differ on any rank.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+from .. import units, validate
+from . import metrics
+
+DTYPES = ("float32", "float64", "int32", "int64")
+ALGORITHM_NAMES = ("builtin", "ring", "naive", "halving_doubling", "tree")
+MAX_BYTES = 2 * 2**30
+
+
+def _algorithm(name, pipeline):
+    import torch.distributed as dist
+
+    from . import algorithms
+
+    if name == "builtin":
+        return lambda t: dist.all_reduce(t)
+    if name == "ring":
+        return lambda t: algorithms.ring_all_reduce(t, pipeline=pipeline)
+    return getattr(algorithms, f"{name}_all_reduce")
+
+
+def _pattern(count, rank, dtype, device):
+    import torch
+
+    index = torch.arange(count, device=device) % 13
+    return (index + rank).to(dtype)
+
+
+def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
+            pipeline=8, device="cpu") -> list[dict]:
+    """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
+    import torch
+    import torch.distributed as dist
+
+    torch_dtype = getattr(torch, dtype)
+    itemsize = torch.empty(0, dtype=torch_dtype).element_size()
+    fns = {name: _algorithm(name, pipeline) for name in algorithms}
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    rows = []
+    for nbytes in sizes:
+        count = max(1, int(nbytes) // itemsize)
+        src = _pattern(count, rank, torch_dtype, device)
+        index = torch.arange(count, device=device) % 13
+        expected = (index * world_size + world_size * (world_size - 1) // 2).to(torch_dtype)
+        buf = torch.empty_like(src)
+        times = {name: [] for name in algorithms}
+        wrong = {name: 0 for name in algorithms}
+        for rep in range(warmup + iters):
+            shift = rep % len(algorithms)
+            for name in algorithms[shift:] + algorithms[:shift]:
+                buf.copy_(src)
+                sync()
+                dist.barrier()
+                start = time.perf_counter()
+                fns[name](buf)
+                sync()
+                elapsed = time.perf_counter() - start
+                if rep >= warmup:
+                    times[name].append(elapsed)
+                if rep == warmup + iters - 1:
+                    wrong[name] = int((buf != expected).sum())
+        names = list(algorithms)
+        stats = torch.tensor([[t for t in times[n]] for n in names], dtype=torch.float64, device=device)
+        dist.all_reduce(stats, op=dist.ReduceOp.MAX)
+        bad = torch.tensor([wrong[n] for n in names], dtype=torch.float64, device=device)
+        dist.all_reduce(bad, op=dist.ReduceOp.SUM)
+        for i, name in enumerate(names):
+            per_rep = stats[i].tolist()
+            med = statistics.median(per_rep)
+            size = count * itemsize
+            rows.append({"size": size, "count": count, "type": dtype, "ranks": world_size,
+                         "algorithm": name, "time_s": med, "times_s": per_rep,
+                         "algbw": metrics.algbw(size, med),
+                         "busbw": metrics.busbw("all_reduce", size, med, world_size),
+                         "wrong": int(bad[i].item())})
+    return rows
+
+
+def _worker(rank, world_size, config):
+    from .launch import current
+
+    info = current()
+    return measure(rank, world_size, device=info.device if info else "cpu", **config)
+
+
+HEADER = (f"#{'size':>12} {'count':>12} {'type':>8} {'ranks':>5} {'algorithm':>17} "
+          f"{'time(us)':>10} {'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6}")
+
+
+def format_rows(rows) -> str:
+    """nccl-tests-style table of benchmark rows (bandwidths in GB/s, SI, per direction)."""
+    lines = [HEADER]
+    for row in rows:
+        lines.append(f" {row['size']:>12d} {row['count']:>12d} {row['type']:>8} {row['ranks']:>5d} "
+                     f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {row['algbw'] / 1e9:>11.3f} "
+                     f"{row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
+    return "\n".join(lines)
+
+
+@dataclass
+class SweepResult:
+    """Rows of a sweep (one dict per ranks x size x algorithm) and the table that prints them."""
+
+    rows: list = field(default_factory=list)
+
+    def table(self) -> str:
+        return format_rows(self.rows)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def select(self, algorithm=None, ranks=None) -> list[dict]:
+        """Rows of one ``algorithm`` and/or one ``ranks`` count."""
+        return [r for r in self.rows if (algorithm is None or r["algorithm"] == algorithm)
+                and (ranks is None or r["ranks"] == ranks)]
+
+    def ratio(self, algorithm, reference="builtin", ranks=None) -> dict:
+        """{size: busbw(algorithm) / busbw(reference)} for the rows of ``ranks``."""
+        mine = {(r["ranks"], r["size"]): r for r in self.select(algorithm, ranks)}
+        ref = {(r["ranks"], r["size"]): r for r in self.select(reference, ranks)}
+        return {key[1]: mine[key]["busbw"] / ref[key]["busbw"] for key in mine if key in ref}
+
+
+def _sizes(sizes):
+    if isinstance(sizes, (str, int, float)):
+        sizes = [sizes]
+    out = []
+    for size in sizes:
+        nbytes = units.parse_size(size)
+        out.append(validate.integer("sizes", int(validate.number("sizes", nbytes, low=1, high=MAX_BYTES))))
+    if not out:
+        raise ValueError("sizes must not be empty")
+    return out
+
+
+def size_range(minbytes, maxbytes, factor=2.0) -> list[int]:
+    """Sizes from ``minbytes`` to ``maxbytes`` (bytes or '64K'-style), each ``factor`` (> 1) times the last."""
+    low, high = _sizes(minbytes)[0], _sizes(maxbytes)[0]
+    factor = validate.number("factor", factor, low=1.0, high=1024.0, low_inclusive=False)
+    if high < low:
+        raise ValueError(f"maxbytes must be >= minbytes ({low}), got {high}")
+    out, size = [], float(low)
+    while size <= high * (1 + 1e-9):
+        out.append(int(round(size)))
+        size *= factor
+    return out
+
+
+def _config(sizes, algorithms, dtype, warmup, iters, pipeline):
+    if isinstance(algorithms, str):
+        algorithms = [a.strip() for a in algorithms.split(",")]
+    algorithms = tuple(validate.choice("algorithms", a, ALGORITHM_NAMES) for a in algorithms)
+    if not algorithms:
+        raise ValueError("algorithms must name at least one of " + ", ".join(ALGORITHM_NAMES))
+    return {"sizes": _sizes(sizes), "algorithms": algorithms,
+            "dtype": validate.choice("dtype", dtype, DTYPES),
+            "warmup": validate.integer("warmup", warmup, low=0, high=1000),
+            "iters": validate.integer("iters", iters, low=1, high=10000),
+            "pipeline": validate.integer("pipeline", pipeline, low=1, high=64)}
+
+
+def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring"), dtype="float32",
+          warmup: int = 2, iters: int = 5, pipeline: int = 8, timeout: float = 120,
+          backend: str = "gloo", echo: bool = False) -> SweepResult:
+    """Benchmark all-reduce ``algorithms`` over ``sizes`` (bytes or '16M'; <= 2 GiB) and ``ranks`` counts.
+
+    ``warmup`` in [0, 1000] and ``iters`` in [1, 10000] repetitions; ``pipeline`` in [1, 64]
+    sub-chunks for the ring; ``timeout`` (s) per rank count. Returns a ``SweepResult``.
+    """
+    config = _config(sizes, algorithms, dtype, warmup, iters, pipeline)
+    if isinstance(ranks, int):
+        ranks = (ranks,)
+    ranks = [validate.integer("ranks", r, low=1, high=64) for r in ranks]
+    from .launch import run
+
+    result = SweepResult()
+    for p in ranks:
+        result.rows.extend(run(_worker, ranks=p, timeout=timeout, args=(config,), backend=backend,
+                               echo=echo)[0])
+    return result
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(prog="python -m course_lib.lab.bench",
+                                     description="All-reduce benchmark in nccl-tests form "
+                                                 "(built-in vs hand-written algorithms).")
+    parser.add_argument("-b", "--minbytes", default="64K", help="smallest size (bytes, or 64K, 1M...)")
+    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size")
+    parser.add_argument("-f", "--stepfactor", type=float, default=4.0, help="size multiplier")
+    parser.add_argument("-n", "--iters", type=int, default=5, help="timed repetitions (median reported)")
+    parser.add_argument("-w", "--warmup", type=int, default=2, help="untimed repetitions")
+    parser.add_argument("-d", "--dtype", default="float32", choices=DTYPES)
+    parser.add_argument("--algorithms", default="builtin,ring", help="comma list of " + ",".join(ALGORITHM_NAMES))
+    parser.add_argument("--ranks", default="2", help="comma list of local rank counts (ignored under torchrun)")
+    parser.add_argument("--pipeline", type=int, default=8, help="ring sub-chunks per step")
+    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set."""
+    args = _parse(argv)
+    sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor)
+    config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ and "course-lab-rank" not in _process_name():
+        rows = _torchrun(config, args)
+        if rows is None:
+            return 0
+    else:
+        backend = "gloo" if args.backend == "auto" else args.backend
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+        rows = sweep(ranks=ranks, backend=backend, timeout=args.timeout, **config).rows
+    print(format_rows(rows), flush=True)
+    return 0
+
+
+def _process_name():
+    import multiprocessing
+
+    return multiprocessing.current_process().name
+
+
+def _torchrun(config, args):
+    """One rank of a torchrun job: join from the environment, measure, print on rank 0."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    device = "cpu"
+    if backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo" if os.environ.get("MASTER_ADDR", "127.0.0.1")
+                          in ("127.0.0.1", "localhost") else "")
+    if not os.environ["GLOO_SOCKET_IFNAME"]:
+        del os.environ["GLOO_SOCKET_IFNAME"]
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout))
+    try:
+        rows = measure(dist.get_rank(), dist.get_world_size(), device=device, **config)
+    finally:
+        rank = dist.get_rank()
+        dist.destroy_process_group()
+    return rows if rank == 0 else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Checker for the learner's ring all-reduce.
+
+The learner writes, in a notebook cell::
+
+    def my_ring(tensor, rank, world_size):
+        # sum ``tensor`` over all ranks, in place, with dist.send/recv/isend/irecv
+        raise NotImplementedError
+
+and calls ``lab.exercises.check_ring(my_ring)``. The function runs on 2 and 3 ranks (forked
+children, so a notebook function works) over awkward sizes (1 element, primes, sizes not
+divisible by the rank count) and dtypes (float32, float64, int32, int64). Inputs are small
+integers, so any correct summation order gives exact bits. All ranks agree after each case
+(a built-in all-reduce of a flag) and stop together at the first failure, so a wrong answer
+is reported, not hung. ``check_ring`` prints feedback and returns a ``RingCheck``; it never
+raises for a wrong answer. ``grade_ring`` raises ``AssertionError`` unless correct (hidden tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import validate
+
+NOT_ANSWERED = "not answered yet"
+SIZES = (1, 2, 3, 5, 7, 13, 64, 1000, 4099, 65537)
+DTYPES = ("float32", "float64", "int32", "int64")
+RANKS = (2, 3)
+
+
+@dataclass(frozen=True)
+class RingCheck:
+    """``status``: 'correct', 'wrong', 'error', 'timeout' or 'not answered'; ``case`` the failing case."""
+
+    status: str
+    message: str
+    case: dict | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _repr_markdown_(self) -> str:  # a notebook shows the message, not the dataclass
+        return self.message
+
+
+def _inputs(size, dtype, rank):
+    import torch
+
+    g = torch.Generator().manual_seed(7919 * size + 31 * rank + len(dtype))
+    return torch.randint(-1000, 1000, (size,), generator=g).to(getattr(torch, dtype))
+
+
+def _expected(size, dtype, world_size):
+    import torch
+
+    total = sum(_inputs(size, dtype, r).to(torch.int64) for r in range(world_size))
+    return total.to(getattr(torch, dtype))
+
+
+def _check_worker(rank, world_size, fn, cases):
+    import torch
+    import torch.distributed as dist
+
+    for case in cases:
+        size, dtype = case["size"], case["dtype"]
+        tensor = _inputs(size, dtype, rank)
+        original = tensor
+        failure = None
+        result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
+        if original.data_ptr() != tensor.data_ptr() or original.shape != (size,):
+            failure = "the tensor was replaced or resized; all-reduce must work in place"
+        elif result is not None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
+            failure = "you returned a tensor but left the input unchanged; sum into the input tensor in place"
+        else:
+            wrong = (tensor != _expected(size, dtype, world_size)).nonzero().view(-1)
+            if wrong.numel():
+                first = int(wrong[0])
+                failure = (f"{wrong.numel()} of {size} elements are wrong on rank {rank} "
+                           f"(first at index {first})")
+        flag = torch.tensor([0 if failure is None else 1 + rank], dtype=torch.int64)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        if flag.item():
+            return {"status": "wrong", "case": case, "detail": failure,
+                    "reporter": int(flag.item()) - 1}
+    return {"status": "correct"}
+
+
+def _hint(case, world_size):
+    size = case["size"]
+    if size < world_size:
+        return (f"Here the tensor has fewer elements ({size}) than ranks ({world_size}): some chunks "
+                "are empty. Skip sending and receiving empty chunks (both sides know their sizes).")
+    if size % world_size:
+        return (f"{size} elements do not split evenly over {world_size} ranks: make the chunk "
+                "boundaries the same on every rank, e.g. the first size % p chunks one element longer.")
+    if case["dtype"].startswith("int"):
+        return "Integer tensors: keep the dtype of the input for the receive buffer (torch.empty_like)."
+    return ("Check the chunk index each rank sends and receives at every step: in step s of the "
+            "reduce-scatter rank r sends one chunk to r+1 and adds the chunk from r-1 into its own copy.")
+
+
+def _cases():
+    return [{"size": s, "dtype": d} for s in SIZES for d in DTYPES]
+
+
+def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> RingCheck:
+    """Run the learner's ``fn(tensor, rank, world_size) -> None`` on each rank count in ``ranks``.
+
+    ``ranks``: rank counts in [2, 8]; ``timeout`` in (0, 600] s per rank count. Prints feedback
+    when ``verbose`` and returns a ``RingCheck``. A function that raises ``NotImplementedError``
+    is 'not answered'.
+    """
+    from .launch import RankError, RankTimeout, run
+
+    if fn is None or fn is NotImplemented or fn is Ellipsis:
+        return _say(RingCheck("not answered", f"Ring all-reduce: {NOT_ANSWERED}."), verbose)
+    if not callable(fn):
+        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, got {fn!r}")
+    if isinstance(ranks, int):
+        ranks = (ranks,)
+    ranks = [validate.integer("ranks", r, low=2, high=8) for r in ranks]
+    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
+    for p in ranks:
+        try:
+            outcome = run(_check_worker, ranks=p, timeout=timeout, args=(fn, _cases()),
+                          start_method="fork", echo=verbose)
+        except RankTimeout:
+            return _say(RingCheck("timeout", (
+                f"Ring all-reduce on {p} ranks did not finish within {timeout:g} s. A deadlock? "
+                "If every rank calls a blocking send before its receive, large messages wait "
+                "forever: post the receive with irecv (or use isend) and wait on both.")), verbose)
+        except RankError as err:
+            if err.cause.startswith("NotImplementedError"):
+                return _say(RingCheck("not answered", f"Ring all-reduce: {NOT_ANSWERED}."), verbose)
+            return _say(RingCheck("error", f"Ring all-reduce on {p} ranks failed: rank {err.rank} "
+                                           f"raised {err.cause}"), verbose)
+        first = next((o for o in outcome if o["status"] != "correct"), None)
+        if first is None:
+            continue
+        case = dict(first["case"], ranks=p)
+        wrong = next(o for o in outcome if o["status"] == "wrong" and o.get("detail"))
+        return _say(RingCheck("wrong", (
+            f"Not yet: on {p} ranks with {case['size']} element(s) of {case['dtype']}, "
+            f"{wrong['detail']}. Hint: {_hint(case, p)}"), case), verbose)
+    return _say(RingCheck("correct", f"Correct: your ring all-reduce matches dist.all_reduce on "
+                                     f"{', '.join(map(str, ranks))} ranks for {len(_cases())} "
+                                     "sizes x dtypes."), verbose)
+
+
+def grade_ring(fn, ranks=RANKS, timeout: float = 30) -> None:
+    """Raise ``AssertionError`` with the feedback unless ``check_ring`` says correct (for hidden tests)."""
+    result = check_ring(fn, ranks=ranks, timeout=timeout, verbose=False)
+    if not result.correct:
+        raise AssertionError(result.message)
+
+
+def _say(result: RingCheck, verbose: bool) -> RingCheck:
+    if verbose:
+        print(result.message)
+    return result

@@ -1,0 +1,81 @@
+"""The ring exercise checker: correct, not answered, wrong with a case and hint, deadlock, crash."""
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from course_lib.lab import algorithms, exercises  # noqa: E402
+from tests.test_lab_helpers import live_children  # noqa: E402
+
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork"),
+              pytest.mark.timeout(120)]
+
+
+def test_reference_ring_is_correct():
+    result = exercises.check_ring(lambda t, rank, p: algorithms.ring_all_reduce(t), verbose=False)
+    assert result.correct, result.message
+    exercises.grade_ring(lambda t, rank, p: algorithms.ring_all_reduce(t))
+
+
+def test_not_answered(capsys):
+    def todo(tensor, rank, world_size):
+        raise NotImplementedError
+
+    result = exercises.check_ring(todo)
+    assert result.status == "not answered"
+    assert "not answered yet" in capsys.readouterr().out
+    assert exercises.check_ring(None, verbose=False).status == "not answered"
+    with pytest.raises(AssertionError, match="not answered"):
+        exercises.grade_ring(todo)
+
+
+def test_wrong_on_sizes_not_divisible_names_case_and_hint():
+    def divisible_only(tensor, rank, world_size):
+        n = tensor.numel() // world_size * world_size
+        if n:
+            algorithms.ring_all_reduce(tensor[:n])
+
+    result = exercises.check_ring(divisible_only, verbose=False)
+    assert result.status == "wrong"
+    assert result.case["ranks"] == 2 and result.case["size"] == 1
+    assert "Hint" in result.message
+
+
+def test_wrong_when_not_in_place():
+    def copy_only(tensor, rank, world_size):
+        out = tensor.clone()
+        dist.all_reduce(out)
+        return out
+
+    result = exercises.check_ring(copy_only, ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "in place" in result.message
+
+
+def test_deadlock_is_a_timeout_and_leaves_nothing():
+    def both_receive(tensor, rank, world_size):
+        dist.recv(tensor, (rank + 1) % world_size)
+
+    result = exercises.check_ring(both_receive, ranks=(2,), timeout=2, verbose=False)
+    assert result.status == "timeout" and "deadlock" in result.message
+    assert live_children() == []
+
+
+def test_crash_names_rank():
+    def crash(tensor, rank, world_size):
+        if rank == 1:
+            raise IndexError("bad index")
+        dist.barrier()
+
+    result = exercises.check_ring(crash, ranks=(2,), verbose=False)
+    assert result.status == "error" and "rank 1" in result.message and "IndexError" in result.message
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="fn"):
+        exercises.check_ring(3)
+    with pytest.raises(ValueError, match="ranks"):
+        exercises.check_ring(lambda t, r, p: None, ranks=(1,))
+    with pytest.raises(ValueError, match="timeout"):
+        exercises.check_ring(lambda t, r, p: None, timeout=-1)
