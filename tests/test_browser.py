@@ -1,0 +1,436 @@
+"""Browser test: the student notebooks in real JupyterLab, driven in headless Chromium.
+
+For every notebook in notebooks/ that shows a live explorer, this test starts JupyterLab on
+127.0.0.1 (token on, throw-away config, runtime, settings and workspace directories), opens a copy
+of the notebook in Debian's Chromium through Playwright (``executable_path``; Playwright never
+downloads a browser here), runs all cells from the Run menu, and checks that
+
+* every code cell ran and none shows an error,
+* the explorer (``.course-explorer``) renders at least one ipywidgets slider,
+* moving a slider with the keyboard changes the readout (``.course-readout``) and redraws the plot,
+* the page logs no JavaScript error (console ``error`` messages and uncaught ``pageerror``s).
+
+A screenshot of each notebook goes to artifacts/browser/<notebook-stem>.png. New chapters are
+covered as soon as their student notebook calls an explorer.
+
+Chromium missing: the test skips, or fails when COURSE_REQUIRE_BROWSER=1 (set by .ci/run).
+Run it alone with ``.venv/bin/python -m pytest -m browser tests/test_browser.py``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "browser"
+REQUIRE_BROWSER = os.environ.get("COURSE_REQUIRE_BROWSER") == "1"
+
+# Explorers are called from a code cell, e.g. ``gradients.gradient_exchange_explorer()`` or
+# ``widgets.explorer(draw, controls)``; they display a VBox with the CSS class course-explorer.
+EXPLORER_CALL = re.compile(r"\b\w*explorer\s*\(")
+
+# Generous limits for a slow, shared 2-core machine; every wait is on an explicit condition.
+SERVER_START_S = 180
+PAGE_LOAD_S = 180
+RUN_ALL_S = 420
+WIDGET_S = 60
+MS = 1000
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-proxy-server",  # the server is on 127.0.0.1; never route it through a proxy
+]
+
+
+def _notebooks_with_explorers():
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        if any(c.get("cell_type") == "code" and EXPLORER_CALL.search("".join(c.get("source", "")))
+               for c in cells):
+            found.append(path)
+    return found
+
+
+NOTEBOOKS = _notebooks_with_explorers()
+
+
+def _missing(reason):
+    if REQUIRE_BROWSER:
+        pytest.fail(f"{reason} (COURSE_REQUIRE_BROWSER=1, so this fails instead of skipping)")
+    pytest.skip(reason)
+
+
+def _find_chromium():
+    """Debian's Chromium; COURSE_CHROMIUM names another binary (and, pointed nowhere, tests the skip)."""
+    override = os.environ.get("COURSE_CHROMIUM")
+    candidates = (override,) if override else ("/usr/bin/chromium", shutil.which("chromium"))
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- JupyterLab server
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# The sandbox has proxy variables for package registries; the local server must be reached directly.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class LabServer:
+    """A JupyterLab subprocess on 127.0.0.1 with its own token and throw-away state."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.root = base / "root"            # notebooks are copied here; the repository stays clean
+        self.port = _free_port()
+        self.token = secrets.token_hex(24)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = base / "jupyterlab.log"
+        self.proc = None
+        self._log = None
+
+    # -- REST helpers
+    def api(self, path, method="GET"):
+        req = urllib.request.Request(f"{self.url}/api/{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with _DIRECT.open(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def log_tail(self, chars=4000):
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    # -- lifecycle
+    def start(self):
+        dirs = {name: self.base / name for name in ("config", "data", "runtime", "settings", "workspaces")}
+        for d in [self.root, *dirs.values()]:
+            d.mkdir(parents=True, exist_ok=True)
+        # No announcements, update checks or PyPI extension listings: nothing reaches for the network.
+        (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps({
+            "LabApp": {
+                "news_url": None,
+                "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
+                "extension_manager": "readonly",
+            },
+        }))
+        user_settings = {
+            # fetchNews "false" also stops the toast that asks whether to fetch news.
+            "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+                {"fetchNews": "false", "checkForUpdates": False},
+            "@jupyterlab/extensionmanager-extension/plugin.jupyterlab-settings": {"enabled": False},
+            # The test's own File > Save is the only write: an autosave could race with reading it back.
+            "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+            # Attach every cell to the DOM, so the test can see each cell's prompt and outputs.
+            "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+        }
+        for rel, value in user_settings.items():
+            path = dirs["settings"] / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value))
+
+        env = dict(os.environ)
+        for var in ("JUPYTER_TOKEN", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_PREFER_ENV_PATH"):
+            env.pop(var, None)
+        env.update(
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+            IPYTHONDIR=str(self.base / "ipython"),
+            MPLCONFIGDIR=str(self.base / "matplotlib"),
+            PYTHONUNBUFFERED="1",
+            NO_PROXY="127.0.0.1,localhost",
+            no_proxy="127.0.0.1,localhost",
+        )
+        cmd = [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser",
+            "--allow-root",  # CI containers run as root; harmless otherwise
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.terminals_enabled=False",
+            f"--IdentityProvider.token={self.token}",
+        ]
+        self._log = open(self.log_path, "wb")
+        # Own session: teardown can signal the server without touching pytest.
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode} while starting:\n{self.log_tail()}")
+            try:
+                self.api("status")
+                # /lab answers only once the lab extension is loaded.
+                with _DIRECT.open(f"{self.url}/lab?token={self.token}", timeout=10) as resp:
+                    if resp.status == 200:
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab not ready after {SERVER_START_S} s:\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def shutdown_kernels(self):
+        try:
+            for session in self.api("sessions"):
+                self.api(f"sessions/{session['id']}", method="DELETE")
+            for kernel in self.api("kernels"):
+                self.api(f"kernels/{kernel['id']}", method="DELETE")
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
+            pass  # the server is gone or going; stop() below still kills every child
+
+    def stop(self):
+        if self.proc is None:
+            return
+        try:
+            import psutil
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except Exception:  # psutil missing or the server already exited
+            children = []
+        if self.proc.poll() is None:
+            self.shutdown_kernels()
+            self.proc.send_signal(signal.SIGTERM)  # jupyter_server shuts its kernels down on SIGTERM
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        for child in children:  # kernels run in their own sessions: end any that outlived the server
+            try:
+                child.kill()
+            except Exception:
+                pass
+        if self._log:
+            self._log.close()
+        self.proc = None
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = _find_chromium()
+    if path is None:
+        _missing("Chromium is not installed (run `bash scripts/ensure_chromium.sh` as root, "
+                 "or install Debian's 'chromium' package)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _missing("the playwright Python package is not installed (pip install -e '.[dev]')")
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab(chromium, tmp_path_factory):
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------- the test
+
+_PROMPTS_JS = """
+() => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  return panel ? [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent.trim()) : [];
+}
+"""
+NUMBERED = re.compile(r"^\[\d+\]:$")
+
+
+def _code_cell_count(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return sum(c["cell_type"] == "code" for c in cells)
+
+
+def _kernels_idle(lab):
+    kernels = lab.api("kernels")
+    return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
+
+
+def _wait_for_run_all(page, lab, n_code):
+    """Wait until no cell is queued or running and the kernel is idle; return the prompts.
+
+    After an error the kernel aborts the queued cells: they go back to ``[ ]:`` and never get a
+    number, so "every cell numbered" alone would wait forever on a failing notebook.
+    """
+    deadline = time.monotonic() + RUN_ALL_S
+    settled = 0
+    started = False
+    while time.monotonic() < deadline:
+        prompts = page.evaluate(_PROMPTS_JS)
+        # Run All marks every cell queued ("[*]:") at once; until then nothing has started.
+        started = started or any(p != "[ ]:" for p in prompts)
+        if not started:
+            page.wait_for_timeout(500)
+            continue
+        busy = len(prompts) != n_code or any(p == "[*]:" for p in prompts)
+        # Two calm polls in a row: a cell's prompt turns to a number just before the kernel idles.
+        settled = settled + 1 if not busy and _kernels_idle(lab) else 0
+        if settled >= 2:
+            return prompts
+        page.wait_for_timeout(1000)
+    what = "finish" if started else "start"
+    raise AssertionError(f"Run All did not {what} in {RUN_ALL_S} s; prompts: {page.evaluate(_PROMPTS_JS)}")
+
+
+def _saved_errors(path, n_code, deadline):
+    """Error outputs of the notebook as saved from JupyterLab, read back from disk.
+
+    Read from the file, not the contents API: a GET while the server is still writing the file
+    interferes with its atomic save. Until the save is complete the file may be partial or still the
+    unexecuted copy, so wait until it parses and every code cell has an execution count.
+    """
+    while True:
+        try:
+            code = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+            if len(code) == n_code and all(c.get("execution_count") for c in code):
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} was not saved with every code cell executed")
+        time.sleep(0.5)
+    return [f"cell [{c['execution_count']}]: {o.get('ename')}: {o.get('evalue')}"
+            for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no notebook in notebooks/ calls an explorer yet"))], ids=lambda p: p.stem if p else "none")
+def test_notebook_in_jupyterlab(notebook, chromium, lab, tmp_path, record_property):
+    from playwright.sync_api import sync_playwright
+
+    shutil.copy(notebook, lab.root / notebook.name)
+    n_code = _code_cell_count(notebook)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / f"{notebook.stem}.png"
+    screenshot.unlink(missing_ok=True)
+    errors = []
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=chromium, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1100}, timeout=120 * MS)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(WIDGET_S * MS)
+            page.on("console", lambda m: errors.append(f"console.error: {m.text} @ {m.location}")
+                    if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            try:
+                _exercise_notebook(page, lab, notebook, n_code)
+            finally:
+                try:
+                    page.screenshot(path=str(screenshot))
+                    record_property("screenshot", str(screenshot))
+                    print(f"screenshot: {screenshot}")
+                except Exception as exc:  # never hide the real failure behind a screenshot problem
+                    print(f"screenshot failed: {exc}")
+        finally:
+            context.close()
+            lab.shutdown_kernels()
+
+    assert not errors, "JavaScript errors in the page:\n" + "\n".join(errors)
+
+
+def _menu(page, menu, command):
+    """Open a main-menu menu and click the item bound to a JupyterLab command."""
+    page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile(f"^{menu}$")).click()
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
+
+
+def _exercise_notebook(page, lab, notebook, n_code):
+    # A workspace of its own: the server's default workspace would reopen the notebooks of earlier
+    # tests, whose saved widget views point at models of kernels already shut down.
+    workspace = f"test-{notebook.stem}-{secrets.token_hex(4)}"
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{notebook.name}?token={lab.token}",
+              timeout=PAGE_LOAD_S * MS)
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    panel.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=PAGE_LOAD_S * MS)
+    # The kernel must be connected before Run All: JupyterLab silently skips code cells run while
+    # the notebook has no kernel yet. The status bar's kernel item reads "<kernel> | Idle" only once
+    # the kernel is connected and idle (the toolbar's execution indicator says "idle" from the start).
+    page.locator(f'#jp-main-statusbar .jp-StatusBar-TextItem[title="Change kernel for {notebook.name}"]',
+                 has_text=re.compile(r"\| Idle$")).wait_for(timeout=PAGE_LOAD_S * MS)
+
+    _menu(page, "Run", "runmenu:run-all")  # Run > Run All Cells, as a learner would
+
+    prompts = _wait_for_run_all(page, lab, n_code)
+    not_run = [i for i, p in enumerate(prompts) if not NUMBERED.match(p)]
+    # Save (to the temporary copy) and read back the outputs: in the DOM an error traceback and a
+    # warning are both rendered as stderr, but the saved notebook says output_type "error".
+    _menu(page, "File", "docmanager:save")
+    errors = _saved_errors(lab.root / notebook.name, n_code, time.monotonic() + WIDGET_S) if not not_run else []
+    assert not not_run and not errors, (
+        f"{notebook.name}: not every cell ran without error; code cells not run (0-based): {not_run}; "
+        f"errors: {errors}; cell outputs:\n" + "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())[-3000:])
+
+    # The live explorer and its sliders.
+    box = panel.locator(".course-explorer").first
+    box.wait_for(timeout=WIDGET_S * MS)
+    sliders = box.locator(".widget-slider")
+    sliders.first.wait_for(timeout=WIDGET_S * MS)
+    assert sliders.count() >= 1
+    readout = box.locator(".course-readout")
+    page.wait_for_function(
+        "el => el.textContent.trim().length > 0", arg=readout.element_handle(), timeout=WIDGET_S * MS)
+    before, before_raw = readout.inner_text(), readout.text_content()
+    image = box.locator(".jp-OutputArea-output img").first
+    image.wait_for(timeout=WIDGET_S * MS)
+    image_before = image.get_attribute("src")
+
+    # Move the first slider one step with the keyboard on its handle.
+    handle = sliders.first.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([el, old]) => el.textContent !== old && el.textContent.trim().length > 0",
+                           arg=[readout.element_handle(), before_raw], timeout=WIDGET_S * MS)
+    assert readout.inner_text() != before
+    # The plot redraws too (clear_output(wait=True) then a new image).
+    page.wait_for_function(
+        """([box, old]) => { const img = box.querySelector('.jp-OutputArea-output img');
+                             return img && img.complete && img.getAttribute('src') !== old; }""",
+        arg=[box.element_handle(), image_before], timeout=WIDGET_S * MS)
+
+    box.evaluate("el => el.scrollIntoView({block: 'start'})")
