@@ -1,0 +1,588 @@
+# %% [markdown]
+# # 06 · Data parallelism: what DDP sends, when, and what it costs
+#
+# **Time:** about 90 minutes. **Prerequisites:** chapter 00 (gradient bytes per step), chapter 04 (the
+# ring all-reduce, reduce-scatter and all-gather, the alpha-beta model), chapter 05 (one NIC per GPU,
+# rail-optimised fat trees).
+#
+# **After this chapter you can**
+# - say what PyTorch's `DistributedDataParallel` (DDP) sends, in which pieces (buckets) and at which
+#   moment of the step, and compute the bytes and the time for a given model, GPU count and link;
+# - explain how bucketing overlaps the gradient all-reduce with the backward pass, and compute the
+#   **exposed** communication: the part that is not hidden;
+# - compute a scaling efficiency, tell weak from strong scaling, and name the limits of "linear scaling";
+# - compute the memory per GPU of ZeRO stages 1, 2 and 3 (16 bytes per parameter for mixed-precision
+#   Adam) and the traffic each stage adds;
+# - run DDP for real on your CPU, measure what its communication costs, and compare it with the
+#   alpha-beta model and a loopback bandwidth you measure yourself;
+# - say where these models stop being true, against published measurements.
+#
+# Conventions as always: **1 GB = 10⁹ bytes**, **1 GiB = 2³⁰ bytes**, every bandwidth says *per
+# direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
+# published measurements from `course_lib/data/published_training.json` and `published_dp_scaling.json`.
+
+# %%
+# %matplotlib inline
+from course_lib import checks, costmodel, ddp_run, hardware, parallel, units
+from course_lib.explorers import data_parallel as dp
+
+# %% [markdown]
+# ## 1. What DDP sends, and when
+#
+# In data parallelism every GPU (every **rank**) holds a full copy of the model and runs forward and
+# backward passes on its own slice of the global batch. After the backward pass each rank has a gradient
+# for *every* parameter, computed from different data. Before the optimizer step all ranks must hold the
+# same **average** gradient, so that the same update keeps the copies identical. That average is one
+# **all-reduce** per step over one value per parameter: a sum across ranks, divided by the number of
+# ranks (the *world size*).
+#
+# `torch.nn.parallel.DistributedDataParallel` does it like this:
+# 1. **At construction** it broadcasts rank 0's parameters so that every copy starts identical, and packs
+#    the parameters into **buckets** of about `bucket_cap_mb` each, in *reverse* order of
+#    `model.parameters()`: roughly the order in which the backward pass produces their gradients (the last
+#    layer first). After the first step it rebuilds the buckets in the order the gradients really arrived.
+# 2. **During the backward pass** a hook on every parameter notes when its gradient is ready. When every
+#    gradient of a bucket is ready, DDP copies them into one flat buffer, divides it by the world size and
+#    starts an **asynchronous all-reduce** of that bucket, then lets the backward pass go on. Buckets are
+#    reduced in order, one after another.
+# 3. **At the end of the backward pass** DDP waits for the last bucket and copies the averaged values
+#    back into every `.grad`. The optimizer step then does the same thing on every rank: weights are never
+#    sent, they stay equal because the gradients are equal.
+#
+# Dividing first and summing after is the same arithmetic as summing and then dividing (it also keeps
+# 16-bit sums from overflowing). `no_sync()` turns the all-reduce off for a step: used for gradient
+# accumulation, where only the last micro-batch of a step needs to communicate.
+#
+# **Why buckets?** One all-reduce per parameter tensor would pay the per-call latency hundreds of times;
+# one all-reduce of everything would wait for the whole backward pass. Buckets of a few tens of MB are the
+# compromise: few calls, and the first buckets travel while later layers are still computing.
+#
+# **The unit trap.** `bucket_cap_mb=25` is the default, and DDP multiplies it by 2²⁰: the bucket holds
+# 25 **MiB**, not 25 MB.
+
+# %%
+print("DDP's default bucket:", dp.DDP_BUCKET_BYTES, "bytes =", units.format_bytes(dp.DDP_BUCKET_BYTES),
+      "=", units.format_bytes(dp.DDP_BUCKET_BYTES, binary=True))
+
+# %% [markdown]
+# Take the chapter's running example, the 7.5-billion-parameter GPT from Megatron-LM's paper (the ZeRO
+# paper uses the same size), with 16-bit (BF16) gradients on the 8 GPUs of one DGX H100:
+
+# %%
+m75 = parallel.model("megatron-7.5b")
+t75 = dp.ddp_traffic(m75.params, gpus=8, bytes_per_value=2)
+print(f"{m75.name}: {m75.params:,.0f} parameters -> {units.format_bytes(t75['gradient_bytes'])} of gradients per step")
+print(f"in {t75['buckets']} buckets of 25 MiB; each GPU sends {units.format_bytes(t75['bytes_sent_per_gpu'])} in a ring")
+ring75 = costmodel.predict("all_reduce", t75["gradient_bytes"], "dgx-h100", algorithm="ring")
+print(f"ring all-reduce on {hardware.system('dgx-h100').gpu_link.describe()}: {units.format_time(ring75.time_s[0])}")
+
+# %% [markdown]
+# Each GPU sends $2\frac{p-1}{p}$ times the gradient buffer (a reduce-scatter, then an all-gather; chapter
+# 04), here 1.75 times. The time uses the per-direction NVLink bandwidth, reduced by the measured NVLink
+# efficiency that `costmodel.predict` applies (chapter 04). (On this NVSwitch system NCCL can also reduce
+# *inside* the switch, NVLS, which `costmodel.predict` picks when you leave `algorithm="auto"`.)
+#
+# **Which dtype travels?** DDP reduces each gradient in its parameter's dtype. With automatic mixed
+# precision (`torch.autocast`) the parameters stay FP32, so DDP sends **4 bytes per parameter**, twice the
+# BF16 count above, unless you register a compression hook such as
+# `torch.distributed.algorithms.ddp_comm_hooks.default_hooks.bf16_compress_hook`. The ZeRO accounting
+# below and `course_lib.parallel` count 2 bytes per gradient, as for parameters kept in 16 bits. Check
+# which your framework sends; it doubles or halves everything in this chapter.
+#
+# ## 2. Overlap: hiding the all-reduce behind the backward pass
+#
+# Because buckets are all-reduced as soon as they are full, communication runs *during* the backward
+# pass. Only what is still running when the backward pass ends delays the step: the **exposed
+# communication**. The drawing shows one step with 8 buckets, first without overlap (all-reduce after the
+# backward pass), then with it:
+
+# %%
+dp.draw_overlap_timeline(backward_s=0.16, comm_s=0.20, buckets=8, forward_s=0.08);
+
+# %% [markdown]
+# With $n$ equal buckets, the backward pass fills one every $b$ seconds and each all-reduce takes $c$
+# seconds, one at a time. The last bucket can only start when the backward pass ends, so at least $c$ is
+# always exposed; and when $c > b$ every bucket leaves a backlog of $c - b$ behind it:
+#
+# $$t_{\text{exposed}} = c + (n-1)\,\max(0,\; c - b).$$
+#
+# With many small buckets this tends to $\max(c,\; C - B)$ for a total all-reduce time $C = nc$ and
+# backward time $B = nb$: *what does not fit behind the backward pass shows*. That is the rule
+# `course_lib.parallel.estimate` uses (its `dp_overlap` switch). For the drawing above:
+
+# %%
+print("exposed with 8 buckets:     ", units.format_time(dp.exposed_time(0.16, 0.20, 8)))
+print("many-bucket limit max(c, C-B):", units.format_time(max(0.20 / 8, 0.20 - 0.16)))
+print("without overlap:            ", units.format_time(dp.overlap_schedule(0.16, 0.20, 8, overlap=False)["exposed_s"]))
+
+# %% [markdown]
+# Now the running example at scale: 64 GPUs (8 DGX H100 nodes, the catalog's 8 NDR NICs per node), one
+# sequence per GPU per step, ZeRO-1 so that it fits in memory (section 6). `course_lib.parallel` gives the
+# compute time, the data-parallel communication and how much of it shows, with and without overlap:
+
+# %%
+for overlap in (True, False):
+    e = dp.dp_estimate("megatron-7.5b", gpus=64, zero=1, overlap=overlap)
+    comm = sum(t.time_s for t in e.traffic)
+    print(f"overlap={overlap!s:<5}: compute {units.format_time(e.compute_s)}, DP communication {units.format_time(comm)}, "
+          f"exposed {units.format_time(e.dp_exposed_s)} -> step {units.format_time(e.step_time_s)}, "
+          f"efficiency {e.compute_s / e.step_time_s:.1%}")
+
+# %% [markdown]
+# Without overlap the whole all-reduce lands on the step; with it, almost nothing shows here, because the
+# all-reduce fits behind the backward pass. Two things shrink that hiding place:
+# - **gradient accumulation.** With $m$ micro-batches per step the all-reduce runs once, after the last
+#   one (`no_sync()` on the others), and can hide only behind the *last* micro-batch's backward pass,
+#   $1/m$ of the step's backward time. (It also happens $m$ times less often, which is the point.)
+# - **slow links.** When the all-reduce takes longer than the backward pass, the difference shows,
+#   whatever the bucketing.
+#
+# ## 3. Explorer: model size, GPUs, network speed, ZeRO stage
+# Every GPU keeps the same work (sequences per GPU), so the ideal is a flat row of bars (weak scaling).
+# Blue is compute, red the exposed data-parallel communication, the black tick the whole DP communication
+# if nothing were hidden, green the scaling efficiency; the right panel is the memory per GPU of each ZeRO
+# stage at your GPU count. Up to 8 GPUs the ring stays on NVLink; beyond, it crosses the network, where
+# each GPU has its own NIC at the speed you choose. The default is a 100 Gb/s port per GPU:
+
+# %%
+eth100 = hardware.network("eth-100g")
+print(f"{eth100.name}: {eth100.detail} = {units.format_bandwidth(eth100.per_direction)}")
+explorer = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=eth100.per_direction / units.GB, zero=1)
+
+# %% [markdown]
+# Things to try:
+# - network speed from 12.5 to 50 GB/s (one NDR port per GPU, as on a DGX H100): the red vanishes;
+# - back to 12.5 GB/s, sequences per GPU from 1 to 8: more compute per step hides the same all-reduce
+#   better (weak scaling with a bigger per-GPU batch);
+# - ZeRO stage 0: the memory bar goes past the GPU; ZeRO-3: memory drops, red grows (section 6);
+# - untick overlap: every millisecond of communication lands on the step.
+#
+# ## 4. Scaling efficiency and the limits of linear scaling
+#
+# **Scaling efficiency** compares $N$ GPUs with $N$ times one GPU. In **weak scaling** (the usual way to
+# grow data parallelism) each GPU keeps its batch, the global batch grows with $N$, and
+#
+# $$E(N) = \frac{t_{\text{step}}(1)}{t_{\text{step}}(N)} = \frac{t_{\text{compute}}}{t_{\text{compute}} + t_{\text{exposed}}},
+# \qquad \text{speedup} = N \cdot E(N).$$
+#
+# In **strong scaling** the global batch stays fixed: each GPU gets $1/N$ of it, its compute shrinks,
+# while the all-reduce of the full gradients does not. Efficiency falls as $N$ grows, even on a perfect
+# network, until $N$ equals the batch and one sequence per GPU is all that is left to give.
+
+# %%
+weak = dp.scaling_curve("megatron-7.5b", link_gb_s=12.5, zero=1)
+strong = dp.strong_scaling("megatron-7.5b", global_batch=512, link_gb_s=12.5, zero=1)
+for name, c in (("weak (1 sequence per GPU)", weak), ("strong (512 sequences in all)", strong)):
+    print(f"{name:<30}", "  ".join(f"{g}: {e:.0%}" for g, e in zip(c["gpus"], c["efficiency"]) if g >= 8))
+
+# %% [markdown]
+# At 12.5 GB/s per GPU the weak-scaling efficiency falls at the node boundary and then stays flat: the
+# ring's time hardly depends on $N$ (chapter 00). Strong scaling keeps falling, because every doubling
+# halves the compute that hides the same all-reduce.
+#
+# There is a second, non-network limit: **the batch**. Data parallelism needs at least one sequence per
+# GPU, and a model converges well only up to some global batch. Megatron-LM's paper trains GPT-3 175B with
+# the global batch of its published runs (below) and points out that data parallelism alone could then use
+# at most that many GPUs:
+
+# %%
+gpt3_batch = next(c["global_batch"] for c in parallel.published()["cases"] if c["model"] == "gpt3-175b")
+print(f"GPT-3 175B global batch: {gpt3_batch} sequences -> at most {gpt3_batch} data-parallel GPUs")
+
+# %% [markdown]
+# > **Myth / fact: "Data parallelism scales linearly."**
+# > Only while the communication hides behind compute, and only in weak scaling. Published whole-job
+# > measurements (table below, from `published_dp_scaling.json`) land at roughly 90% for convolutional
+# > networks on hundreds of GPUs, and lower for a model with many parameters per unit of compute (VGG-16):
+# > what decides is gradient bytes per FLOP against link speed, not the GPU count.
+#
+# > **Myth / fact: "8 GPUs are 8x faster."**
+# > The speedup is $N \cdot E(N)$ with $E \le 1$, and it holds only if the global batch grows 8x, which
+# > the optimizer must tolerate (the learning rate has to be adapted to the larger batch; Goyal et al. in
+# > the sources). At a fixed batch (strong scaling above) each GPU gets less work and the all-reduce shows
+# > more. Section 7 measures it on your own CPU.
+
+# %%
+dp.show_published_scaling()
+
+# %% [markdown]
+# ## 5. The data-parallel ring on real hardware
+#
+# Across nodes a ring over 16 GPUs of two DGX H100s looks like this on the rail-optimised fat tree of
+# chapter 05. Inside a node the hops go through the NVSwitch (blue); two hops leave the nodes, each on one
+# rail, through that rail's leaf switch (red):
+
+# %%
+dp.draw_dp_ring("dgx-h100", nodes=2, ring=0);
+ring_info = dp.dp_ring_bandwidth("dgx-h100", nodes=2)
+print(f"one ring's slowest link: {units.format_bandwidth(ring_info['one_ring'])} (one NIC)")
+print(f"{ring_info['rings']} rings, one starting on each rail: up to {units.format_bandwidth(ring_info['all_rings'])} per GPU "
+      f"before NVLink limits")
+print(f"what course_lib.parallel gives each rank of the DP group (with measured efficiencies): "
+      f"{units.format_bandwidth(ring_info['model_per_rank'])} over {ring_info['model_link']}")
+
+# %% [markdown]
+# One ring is limited by a single NIC. NCCL runs several rings at once, each shifted so that it leaves
+# the node on a different rail; with one ring per rail every NIC carries traffic in both directions and
+# a rank's share of the all-reduce moves at up to 8 NICs' worth, as long as NVLink keeps up. This is why
+# `parallel.estimate` gives a data-parallel group spanning nodes the node's whole network bandwidth, and why
+# the explorer's "network GB/s per GPU" slider matters 8 times less than you might fear. Section 8 shows a
+# case where real runs did not get this.
+#
+# ## 6. ZeRO: sharding what every GPU repeats
+#
+# Plain DDP keeps a full copy of everything on every GPU. With mixed-precision Adam that is **16 bytes per
+# parameter**: 2 for the 16-bit weights, 2 for the 16-bit gradients and 12 for the optimizer states kept in
+# FP32 (a master copy of the weights, Adam's momentum and its variance, 4 bytes each). ZeRO (Rajbhandari
+# et al.) shards these across the $N$ data-parallel ranks, each rank owning $1/N$ of them:
+#
+# | stage | shards | memory per GPU (bytes) | communication per step |
+# |---|---|---|---|
+# | ZeRO-0 (DDP) | nothing | $16\Psi$ | all-reduce gradients |
+# | ZeRO-1 | optimizer states | $4\Psi + 12\Psi/N$ | reduce-scatter gradients, all-gather updated weights |
+# | ZeRO-2 | + gradients | $2\Psi + 14\Psi/N$ | the same |
+# | ZeRO-3 | + weights | $16\Psi/N$ | all-gather weights for forward **and** backward, reduce-scatter gradients |
+#
+# ($\Psi$ = parameters.) Stages 1 and 2 send no more than DDP: a ring all-reduce *is* a reduce-scatter
+# followed by an all-gather, and ZeRO simply does the update in between, each rank on its own shard.
+# Stage 3 must gather the weights before it can use them, in the forward pass and again in the backward
+# pass: three collectives of the model's size instead of two, **1.5 times the traffic of DDP**.
+#
+# For the 7.5B model on 64 GPUs, next to the figures the ZeRO paper published for the same case:
+
+# %%
+dp.show_zero_table(params=7.5e9, gpus=64)
+dp.draw_zero_memory(params=7.5e9, gpus=64, capacity_bytes=hardware.system("dgx-h100").gpu.memory_bytes);
+
+# %% [markdown]
+# Only model states are counted here; activations come on top (they depend on sequence length and
+# micro-batch, and ZeRO does not shard them). The explorer's memory panel adds them.
+#
+# > **Myth / fact: "ZeRO-3 is free."**
+# > ZeRO-3 cuts model-state memory by the data-parallel degree, and pays with 1.5x the bytes of DDP and
+# > with collectives on the critical path: a layer cannot run its forward pass before its weights are
+# > gathered, so ZeRO-3 must prefetch the next layer's weights while computing this one. Its gathers also
+# > repeat for every micro-batch, where DDP's all-reduce runs once per step. When compute per GPU is
+# > large it hides; at a small batch per GPU it does not (section 8 shows a published case where it
+# > collapsed).
+#
+# ## 7. A real DDP run on your CPU
+#
+# `ddp_run.run()` starts 2 ranks with the course's launcher (`course_lib.lab.run`, gloo over
+# 127.0.0.1), wraps a small MLP in `DistributedDataParallel(..., bucket_cap_mb=1)` and, in the same run:
+# times the training step with DDP's all-reduce and with `no_sync()` (no communication at all); times the
+# all-reduce alone, bucket by bucket; checks that DDP's gradient equals the ranks' gradients summed and
+# divided by 2; measures the loopback link (both ranks sending and receiving at once, fitted to
+# $\alpha + n/B$) and predicts the bucket all-reduces with the same alpha-beta ring as chapter 04; and
+# times the step on 1 rank alone. It takes a few seconds (the first DDP of a session also imports part
+# of PyTorch's compiler stack, which DDP's constructor needs).
+
+# %%
+cpu_run = ddp_run.run()
+print(cpu_run)
+cpu_run.plot();
+
+# %% [markdown]
+# How to read it:
+# - **exposed**: the step with DDP's all-reduce minus the step without it. Compare it with the all-reduce
+#   alone: "hidden" says how much of it overlapped with the backward pass. Exposed can even exceed the
+#   all-reduce alone: DDP also copies gradients into bucket buffers and back, and its hooks and gloo's
+#   thread take turns with the backward pass on the same cores.
+# - **alpha-beta prediction**: built from *your* measured loopback $\alpha$ and $B$, with the same ring
+#   formula as chapter 04. Within a factor of about 2 either way is what to expect on a CPU: the model leaves
+#   out the additions gloo does on the CPU (the "+ additions" bar adds that cost, measured too), buffer
+#   copies and thread hand-offs, and a busy machine makes the small-message fit (the $\alpha$) noisy.
+# - **1 rank alone**: 2 ranks process twice the samples per step; the speedup says how close to 2x that
+#   gets.
+#
+# **Where the CPU stops being a model of GPUs.** Your two ranks share the same cores, caches and memory
+# bandwidth, and "the link" is a memory copy through the operating system. On GPUs, compute runs on the
+# GPU while the NIC or NVLink moves data, so a bucket's all-reduce really runs *beside* the backward pass.
+# Here gloo's communication thread competes with the backward pass for the same cores, so expect little
+# or no hiding; the single rank runs with a core to itself, so expect less than 2x, and with other
+# programs busy on the machine the numbers move from run to run. Rerun the cell to see the spread. The
+# structure is the real one (buckets, hooks, averaging, `no_sync`); the proportions are not those of a GPU
+# cluster.
+#
+# ## 8. Where the model stops being true
+#
+# **Data-parallel scaling, measured.** Megatron-LM's paper trained GPT-3 175B on 384 to 1536 A100 GPUs
+# at a fixed global batch, once with its 3D layout (PTD-P: tensor 8 x pipeline 12 x data 4 to 16) and once
+# with ZeRO-3 alone (data parallelism over every GPU). Measured and predicted throughput per GPU, and each
+# scheme's efficiency relative to its 384-GPU run:
+
+# %%
+dp.show_megatron_dp()
+
+# %% [markdown]
+# For PTD-P the model's *level* is off (its GPU efficiency is an assumption taken from a single-GPU
+# measurement, see `parallel.assumption("gpu_efficiency")`), but its *scaling* is right: growing data
+# parallelism from 4 to 16 costs about 8% in both measurement and model.
+#
+# **ZeRO-3 at scale: the model is 1.7 to 3.4 times optimistic.** Measured ZeRO-3 throughput halves with
+# each doubling of GPUs; the model barely moves. Why? At a fixed global batch each doubling halves the
+# compute per GPU (4, then 2, then 1 sequence per GPU), while every GPU still gathers the full weights
+# twice and reduce-scatters the gradients once per step: the communication per GPU stays the same. The
+# model agrees with that arithmetic, but it assumes each ring runs at the node's full network bandwidth
+# (8 NICs pipelined with NVLink, section 5) and that prefetching hides all of it behind compute. Two
+# pessimistic what-ifs, computed with the same model, bracket the measurements: each GPU limited to **its
+# own NIC**, with and without overlap.
+
+# %%
+ladder = dp.zero3_ladder()
+dp.show_zero3_ladder(ladder)
+dp.plot_zero3_ladder(rows=ladder);
+
+# %% [markdown]
+# The measured points sit between "own NIC" with and without overlap, and at 1536 GPUs on the
+# no-overlap, own-NIC line: communication that neither got the node's aggregate bandwidth nor hid behind
+# the little compute left. The paper attributes the gap to ZeRO-3's cross-node communication (PTD-P keeps
+# its tensor-parallel traffic inside NVLink); the exact mechanism inside DeepSpeed (how it splits and
+# schedules the gathers of 175B parameters over 1536 ranks) is not in the paper, so read the what-ifs as
+# bounds, not as a diagnosis. The lesson for planning: `parallel.plan` leaves ZeRO-2/3 out by default and
+# says why; for ZeRO-3 at small per-GPU batches, trust measurements over the model.
+#
+# **Model-dependence.** The Horovod rows above ran the same cluster and software: two networks at 90%,
+# VGG-16 at 68%. The model would say the same: what counts is gradient bytes per unit of compute.
+#
+# **Your CPU.** Section 7: ranks share cores, so overlap, the speedup and the gap to the alpha-beta line
+# are all worse than on GPUs, for reasons that have nothing to do with the network.
+#
+# ## Check your understanding
+# 1. Why does DDP all-reduce gradients but never send weights, and how do the copies stay identical?
+#
+# <details><summary>Answer</summary>
+#
+# After the all-reduce every rank holds the same averaged gradient; the optimizer step is deterministic, so
+# the same update applied to the same weights gives the same new weights. Rank 0's weights are broadcast
+# once at construction so that they start equal.
+# </details>
+#
+# 2. A 1.3B-parameter model with FP32 parameters trains with DDP and AMP. How many bytes does one step
+#    all-reduce, and how many buckets does it use at the default size?
+#
+# <details><summary>Answer</summary>
+#
+# DDP reduces in the parameters' dtype: 1.3e9 x 4 = 5.2 GB. Buckets: 5.2e9 / (25 x 2**20) = 198.4, so
+# 199 buckets (plus the small first one that recent PyTorch versions use by default).
+# </details>
+#
+# 3. The all-reduce takes 80 ms and the backward pass 200 ms. With gradient accumulation over 4 micro-batches,
+#    how much of the all-reduce can hide?
+#
+# <details><summary>Answer</summary>
+#
+# Only the last micro-batch's backward pass runs while the all-reduce can proceed: if the 200 ms is the
+# whole step's backward, that is 50 ms, so about 30 ms (plus the last bucket) shows. If the 200 ms is one
+# micro-batch's backward, everything but the last bucket hides.
+# </details>
+#
+# 4. Why do ZeRO-1 and ZeRO-2 cost no extra communication, while ZeRO-3 costs 1.5x?
+#
+# <details><summary>Answer</summary>
+#
+# A ring all-reduce is a reduce-scatter plus an all-gather. ZeRO-1/2 keep the reduce-scatter (gradients),
+# update their shard, and all-gather the updated weights: the same bytes. ZeRO-3 does not keep full weights,
+# so it all-gathers them before the forward pass and again before the backward pass, and reduce-scatters the
+# gradients: three collectives of the model's size instead of two.
+# </details>
+#
+# 5. Your CPU run shows the step with DDP longer than the step with `no_sync()` by about the whole all-reduce
+#    time. Does that mean DDP's overlap is broken?
+#
+# <details><summary>Answer</summary>
+#
+# No: overlap needs the communication to run on something other than the cores computing the backward pass.
+# On 2 CPU ranks sharing the cores, gloo's thread and the backward pass take turns. On GPUs the copy engines,
+# NVLink and NICs move the data while the GPU computes.
+# </details>
+#
+# ## Graded exercises
+# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
+# specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
+# relative tolerance, so you do not need to round.
+#
+# **Exercise 06.1** (1 point). A 7-billion-parameter model trains with DDP on **8 GPUs**; its gradients are
+# all-reduced in BF16 with a ring. How many **bytes** does each GPU send per step? Store the number in
+# `ddp_bytes_sent`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-1-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+ddp_bytes_sent = 2 * (8 - 1) / 8 * (7e9 * 2)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.1", ddp_bytes_sent)
+### BEGIN HIDDEN TESTS
+checks.grade("06.1", ddp_bytes_sent)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.2** (2 points). The same 8 GPUs are the A100s of a DGX A100, on NVLink 3 through NVSwitch.
+# Ignoring latency and efficiency losses, how many **seconds** does the ring all-reduce of exercise 06.1
+# take? Store it in `ddp_ring_s`. Take the link from the catalog: `hardware.system("dgx-a100").gpu_link`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-2-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+a100_per_direction = hardware.system("dgx-a100").gpu_link.per_direction
+ddp_ring_s = ddp_bytes_sent / a100_per_direction
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("06.2", ddp_ring_s)
+### BEGIN HIDDEN TESTS
+checks.grade("06.2", ddp_ring_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.3** (2 points). A step's backward pass takes **120 ms** and fills **6 equal buckets**, one
+# after another. All-reducing all of them takes **150 ms** in total, 25 ms per bucket, one bucket at a time;
+# a bucket's all-reduce starts as soon as its gradients are ready and the previous all-reduce has finished.
+# How many **seconds** of communication are exposed (the step goes on after the backward pass ends)? Store
+# it in `exposed_comm_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-3-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+per_bucket_comm, per_bucket_fill = 0.150 / 6, 0.120 / 6
+exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_bucket_fill)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("06.3", exposed_comm_s)
+### BEGIN HIDDEN TESTS
+checks.grade("06.3", exposed_comm_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.4** (1 point). The same step's forward pass takes **60 ms**. Every GPU keeps its batch as
+# GPUs are added (weak scaling), and one GPU alone would not communicate at all. What is the **scaling
+# efficiency**, as a fraction between 0 and 1? Store it in `step_efficiency`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-4-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+compute_only_s = 0.060 + 0.120
+step_efficiency = compute_only_s / (compute_only_s + exposed_comm_s)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.4", step_efficiency)
+### BEGIN HIDDEN TESTS
+checks.grade("06.4", step_efficiency)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.5** (1 point). A 350-million-parameter model with FP32 parameters is wrapped in
+# `DistributedDataParallel(model, bucket_cap_mb=25)`. Assume every gradient tensor is much smaller than a
+# bucket and ignore any smaller first bucket. How many buckets does DDP all-reduce per step? Store the
+# whole number in `n_buckets`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+import math
+n_buckets = math.ceil(350e6 * 4 / (25 * 2**20))
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.5", n_buckets)
+### BEGIN HIDDEN TESTS
+checks.grade("06.5", n_buckets)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.6** (2 points). The 7.5B model trains with mixed-precision Adam on **64 GPUs** with
+# **ZeRO-2**. How many **GB** (10⁹ bytes) of model states (weights, gradients, optimizer states; no
+# activations) does each GPU hold? Store it in `zero2_gb`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-6-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+psi = 7.5e9
+zero2_gb = (2 * psi + (2 + 12) * psi / 64) / 1e9
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("06.6", zero2_gb)
+### BEGIN HIDDEN TESTS
+checks.grade("06.6", zero2_gb)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.7** (1 point). *Spot the error.* One of these claims is wrong. Which one? Store its letter in
+# `wrong_dp_claim`.
+#
+# - **A.** DDP averages gradients: it sums them with an all-reduce and divides by the world size.
+# - **B.** ZeRO-3 divides the model-state memory per GPU by the data-parallel degree at no extra
+#   communication cost.
+# - **C.** ZeRO-1 and ZeRO-2 send as many bytes per step as DDP.
+# - **D.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-7-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+wrong_dp_claim = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.7", wrong_dp_claim)
+### BEGIN HIDDEN TESTS
+checks.grade("06.7", wrong_dp_claim)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Score yourself
+# `checks.check_all(globals())` scores every exercise of the notebook without showing any answer.
+
+# %%
+_ = checks.check_all(globals(), chapter="06")
+
+# %% [markdown]
+# ## Takeaways
+# - DDP sends **one gradient per parameter per step**, in buckets (25 MiB by default), each all-reduced as
+#   soon as the backward pass has filled it; the average is the sum divided by the world size. Weights are
+#   never sent.
+# - A ring all-reduce sends $2\frac{p-1}{p}$ times the gradients per GPU; what matters for the step is the
+#   **exposed** part, roughly $\max(\text{last bucket},\ \text{all-reduce} - \text{backward})$.
+# - Scaling efficiency $= t_{\text{compute}} / (t_{\text{compute}} + t_{\text{exposed}})$ in weak scaling.
+#   It drops at the node boundary on slow networks, it drops steadily in strong scaling, and the global
+#   batch caps the GPU count. Published jobs reach about 90%, not 100%.
+# - Mixed-precision Adam needs **16 bytes per parameter**. ZeRO-1 shards the 12 optimizer bytes, ZeRO-2 also
+#   the 2 gradient bytes, ZeRO-3 also the 2 weight bytes; stages 1-2 send what DDP sends, stage 3 **1.5x**,
+#   on the critical path, every micro-batch.
+# - Models are optimistic where collectives are large, many-ranked and meant to hide: ZeRO-3 at 1536 GPUs
+#   ran 3.4 times slower than the model. Measure.
+#
+# ## Worked questions
+# 1. A 13B model (BF16 gradients) trains with DDP on 32 GPUs, 4 DGX H100 nodes. How many bytes does each GPU
+#    send per step, and how long does the ring take at the per-rank bandwidth printed in section 5?
+#
+# <details><summary>Answer</summary>
+#
+# Gradients: 13e9 x 2 = 26 GB. Each GPU sends 2 x 31/32 x 26 GB = 50.4 GB; at the ~360 GB/s per direction
+# printed in section 5 that is about 0.14 s, to be hidden behind the backward pass.
+# `dp.dp_estimate("llama2-13b", 32, zero=1)` gives the whole step.
+# </details>
+#
+# 2. The same job on nodes with a single 100 Gb/s NIC shared by 8 GPUs?
+#
+# <details><summary>Answer</summary>
+#
+# 100 Gb/s is 12.5 GB/s per direction for the whole node: all its rings share that one port, so each rank's
+# share of the all-reduce moves at about 12.5 GB/s instead of ~360 GB/s: 50.4 GB / 12.5 GB/s = 4 s per step,
+# which no backward pass hides.
+# </details>
+#
+# 3. With ZeRO-3 on those 32 GPUs, how much memory do the model states of the 13B model take per GPU, and how
+#    many bytes does each GPU send per step?
+#
+# <details><summary>Answer</summary>
+#
+# 16 x 13e9 / 32 = 6.5 GB. Traffic 3 x 31/32 x 26 GB = 75.6 GB per GPU per step, 1.5 times DDP's 50.4 GB.
+# </details>
+#
+# ## Further reading
+# - PyTorch, *DistributedDataParallel* (API, `bucket_cap_mb`, `no_sync`): https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html
+# - PyTorch, *Distributed Data Parallel* design notes (buckets, hooks, overlap): https://docs.pytorch.org/docs/stable/notes/ddp.html
+# - Li et al. 2020, *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*: https://arxiv.org/abs/2006.15704
+# - Rajbhandari et al. 2020, *ZeRO: Memory Optimizations Toward Training Trillion Parameter Models*: https://arxiv.org/abs/1910.02054
+# - Narayanan et al. 2021, *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM* (Table 2: PTD-P vs ZeRO-3): https://arxiv.org/abs/2104.04473
+# - Goyal et al. 2017, *Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour*: https://arxiv.org/abs/1706.02677
+# - Horovod, *Benchmarks*: https://github.com/horovod/horovod/blob/master/docs/benchmarks.rst
+# - PyTorch, *FSDP* (ZeRO-3-style sharding in PyTorch): https://docs.pytorch.org/docs/stable/fsdp.html

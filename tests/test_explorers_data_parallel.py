@@ -1,0 +1,306 @@
+"""Chapter 06 library: what DDP sends, overlap, ZeRO traffic and memory, scaling, published data, explorer."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from course_lib import checks, costmodel, parallel, units  # noqa: E402
+from course_lib.explorers import data_parallel as dp  # noqa: E402
+
+
+# ---------------------------------------------------------------- what DDP sends
+
+def test_bytes_sent_per_gpu_is_the_ring_volume():
+    assert dp.bytes_sent_per_gpu("all_reduce", 14e9, 8) == pytest.approx(2 * 7 / 8 * 14e9)
+    assert dp.bytes_sent_per_gpu("all_gather", 14e9, 8) == pytest.approx(7 / 8 * 14e9)
+    assert dp.bytes_sent_per_gpu("reduce_scatter", 14e9, 1) == 0.0
+    for args, name in ((("broadcast", 1e9, 8), "collective"), (("all_reduce", -1, 8), "nbytes"),
+                       (("all_reduce", 1e9, 0), "gpus")):
+        with pytest.raises(ValueError, match=name):
+            dp.bytes_sent_per_gpu(*args)
+
+
+def test_ddp_default_bucket_is_25_mib_and_bucket_count_rounds_up():
+    assert dp.DDP_BUCKET_BYTES == 25 * 2**20
+    assert dp.bucket_count(350e6 * 4) == math.ceil(1.4e9 / (25 * 2**20)) == 54
+    assert dp.bucket_count(25 * 2**20) == 1
+    assert dp.bucket_count(25 * 2**20 + 1) == 2
+    with pytest.raises(ValueError, match="nbytes"):
+        dp.bucket_count(0)
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        dp.bucket_count(1e9, -5)
+
+
+def test_ddp_traffic():
+    t = dp.ddp_traffic(7e9, 8)
+    assert t["gradient_bytes"] == 14e9
+    assert t["bytes_sent_per_gpu"] == pytest.approx(24.5e9)
+    assert t["buckets"] == math.ceil(14e9 / (25 * 2**20))
+    assert dp.ddp_traffic(7e9, 8, bytes_per_value=4)["gradient_bytes"] == 28e9
+    with pytest.raises(ValueError, match="bytes_per_value"):
+        dp.ddp_traffic(7e9, 8, bytes_per_value=16)
+    with pytest.raises(ValueError, match="params"):
+        dp.ddp_traffic(0, 8)
+
+
+# ---------------------------------------------------------------- overlap
+
+@pytest.mark.parametrize("bwd, comm, n", [(0.12, 0.15, 6), (0.12, 0.06, 6), (1.0, 3.0, 10), (0.5, 0.5, 1)])
+def test_overlap_schedule_matches_the_closed_form(bwd, comm, n):
+    b, c = bwd / n, comm / n
+    expected = c + (n - 1) * max(0.0, c - b)
+    sched = dp.overlap_schedule(bwd, comm, n, forward_s=0.05)
+    assert sched["exposed_s"] == pytest.approx(expected)
+    assert sched["step_s"] == pytest.approx(0.05 + bwd + expected)
+    assert sched["hidden_s"] == pytest.approx(comm - expected)
+    assert dp.exposed_time(bwd, comm, n) == pytest.approx(expected)
+    # the communication stream never runs two buckets at once, nor a bucket before its gradients exist
+    for (_, s1, e1), (_, s2, _e2) in zip(sched["comm"], sched["comm"][1:]):
+        assert s2 >= e1 - 1e-12
+    for i, (_, start, _) in enumerate(sched["comm"]):
+        assert start >= 0.05 + (i + 1) * b - 1e-12
+
+
+def test_without_overlap_everything_is_exposed():
+    sched = dp.overlap_schedule(0.12, 0.15, 6, overlap=False)
+    assert sched["exposed_s"] == pytest.approx(0.15)
+    assert sched["hidden_s"] == pytest.approx(0.0)
+
+
+def test_many_buckets_approach_the_rule_parallel_uses():
+    # parallel.estimate: exposed = max(last bucket, comm - backward window)
+    bwd, comm = 0.12, 0.15
+    assert dp.exposed_time(bwd, comm, 10_000) == pytest.approx(max(comm / 10_000, comm - bwd), rel=1e-3)
+    assert dp.exposed_time(bwd, 0.06, 10_000) == pytest.approx(0.06 / 10_000)
+
+
+def test_overlap_validates():
+    for kwargs, name in (({"backward_s": 0}, "backward_s"), ({"comm_s": -1}, "comm_s"), ({"buckets": 0}, "buckets"),
+                         ({"forward_s": -0.1}, "forward_s"), ({"overlap": "yes"}, "overlap")):
+        args = {"backward_s": 0.1, "comm_s": 0.1, "buckets": 4, **kwargs}
+        with pytest.raises(ValueError, match=name):
+            dp.overlap_schedule(**args)
+
+
+def test_scaling_efficiency():
+    assert dp.scaling_efficiency(0.18, 0.05) == pytest.approx(0.18 / 0.23)
+    assert dp.scaling_efficiency(1.0, 0.0) == 1.0
+    with pytest.raises(ValueError, match="compute_s"):
+        dp.scaling_efficiency(0, 0.1)
+    with pytest.raises(ValueError, match="exposed_s"):
+        dp.scaling_efficiency(1, -0.1)
+
+
+# ---------------------------------------------------------------- ZeRO
+
+def test_zero_traffic_stages_1_and_2_equal_ddp_and_stage_3_is_one_and_a_half():
+    for z in (0, 1, 2):
+        assert dp.zero_traffic(7.5e9, 64, z)["ratio_to_ddp"] == pytest.approx(1.0)
+    z3 = dp.zero_traffic(7.5e9, 64, 3)
+    assert z3["ratio_to_ddp"] == pytest.approx(1.5)
+    assert z3["bytes_sent"] == pytest.approx(3 * 63 / 64 * 15e9)
+    assert [op["collective"] for op in z3["ops"]] == ["all_gather", "all_gather", "reduce_scatter"]
+    with pytest.raises(ValueError, match="zero"):
+        dp.zero_traffic(7.5e9, 64, 4)
+
+
+def test_zero_table_uses_parallel_memory_and_matches_the_zero_paper():
+    rows = dp.zero_table(7.5e9, 64)
+    published = {c["zero"]: c["measured_model_state_bytes"] for c in parallel.published()["cases"]
+                 if c["kind"] == "memory"}
+    for r in rows:
+        assert r["total"] == pytest.approx(parallel.model_state_bytes(7.5e9, 64, r["zero"])["total"])
+        assert r["total"] == pytest.approx(published[r["zero"]], rel=0.01)
+    assert rows[0]["total"] == pytest.approx(16 * 7.5e9)
+    assert rows[2]["total"] == pytest.approx(2 * 7.5e9 + 14 * 7.5e9 / 64)
+
+
+# ---------------------------------------------------------------- step time and scaling
+
+def test_dp_system_sets_one_nic_per_gpu():
+    s = dp.dp_system(12.5)
+    assert s.nic_bandwidth_per_gpu == pytest.approx(12.5e9)
+    assert s.gpu_link.per_direction == pytest.approx(450e9)
+    assert dp.dp_system(None).id == "dgx-h100"
+    with pytest.raises(ValueError, match="link_gb_s"):
+        dp.dp_system(0)
+    with pytest.raises(ValueError, match="base"):
+        dp.dp_system(10, base="dgx-h999")
+
+
+def test_dp_estimate_is_parallel_estimate_with_tp_pp_1():
+    e = dp.dp_estimate("megatron-1.7b", 64, 50, zero=1, seqs_per_gpu=2)
+    ref = parallel.estimate("megatron-1.7b", dp.dp_system(50), gpus=64, tp=1, pp=1, global_batch=128, micro_batch=1,
+                            zero=1, recompute="selective")
+    assert e.step_time_s == pytest.approx(ref.step_time_s)
+    assert (e.tp, e.pp, e.dp) == (1, 1, 64)
+    with pytest.raises(ValueError, match="global_batch"):
+        dp.dp_estimate("megatron-1.7b", 64, global_batch=100)
+    with pytest.raises(ValueError, match="overlap"):
+        dp.dp_estimate("megatron-1.7b", 8, overlap=1)
+
+
+def test_weak_scaling_curve_is_compute_over_step():
+    c = dp.scaling_curve("megatron-7.5b", 12.5, zero=1)
+    assert list(c["gpus"]) == list(dp.SCALING_GPUS)
+    assert c["efficiency"][0] == pytest.approx(1.0)
+    assert c["efficiency"] == pytest.approx(c["compute_s"] / c["step_s"])
+    assert c["speedup"] == pytest.approx(c["efficiency"] * c["gpus"])
+    # inside one node NVLink hides the all-reduce; at 12.5 GB/s per GPU across nodes it does not
+    assert c["efficiency"][3] > 0.99 > 0.8 > c["efficiency"][4]
+    # a faster network restores it
+    assert dp.scaling_curve("megatron-7.5b", 50, zero=1)["efficiency"][4] > 0.99
+
+
+def test_no_overlap_costs_efficiency_and_zero3_costs_more():
+    on = dp.scaling_curve("megatron-1.7b", 50, gpus=(64,))["efficiency"][0]
+    off = dp.scaling_curve("megatron-1.7b", 50, overlap=False, gpus=(64,))["efficiency"][0]
+    z3 = dp.scaling_curve("megatron-1.7b", 50, zero=3, gpus=(64,))["efficiency"][0]
+    assert off < on and z3 < on
+
+
+def test_strong_scaling_skips_counts_that_do_not_divide_the_batch():
+    s = dp.strong_scaling("megatron-1.7b", 96, 12.5, gpus=(1, 2, 4, 8, 16, 32, 64))
+    assert list(s["gpus"]) == [1, 2, 4, 8, 16, 32]
+    assert s["speedup"][0] == pytest.approx(1.0)
+    assert s["efficiency"] == pytest.approx(s["speedup"] / s["gpus"])
+    with pytest.raises(ValueError, match="gpus"):
+        dp.strong_scaling("megatron-1.7b", 3, gpus=(2, 4))
+
+
+def test_scaling_validates():
+    with pytest.raises(ValueError, match="gpus"):
+        dp.scaling_curve(gpus=())
+    with pytest.raises(ValueError, match="seqs_per_gpu"):
+        dp.scaling_curve(seqs_per_gpu=0)
+    with pytest.raises(ValueError, match="model_id"):
+        dp.scaling_curve("gpt-9")
+
+
+# ---------------------------------------------------------------- the DP ring
+
+def test_ring_orders_cross_nodes_on_one_rail_each():
+    order = dp.ring_order(2, 8, ring=3)
+    assert order[:8] == [f"n0.gpu{i % 8}" for i in range(3, 11)]
+    assert order[8:] == [f"n1.gpu{i}" for i in (2, 1, 0, 7, 6, 5, 4, 3)]
+    assert len(set(order)) == 16
+    with pytest.raises(ValueError, match="ring"):
+        dp.ring_order(2, 8, ring=8)
+
+
+def test_dp_ring_bandwidth_one_nic_per_ring_eight_rings_per_node():
+    info = dp.dp_ring_bandwidth("dgx-h100", 2)
+    assert info["one_ring"] == pytest.approx(50e9)
+    assert info["rings"] == 8
+    assert info["all_rings"] == pytest.approx(400e9)
+    assert info["model_per_rank"] == pytest.approx(parallel.group_link("dgx-h100", 16, 1).bandwidth)
+    for ring in range(8):
+        assert dp.dp_ring_bandwidth("dgx-h100", 2, ring)["one_ring"] == pytest.approx(50e9)
+
+
+# ---------------------------------------------------------------- published data
+
+def test_published_scaling_cites_sources():
+    rows = dp.published_scaling_rows()
+    assert len(rows) >= 4
+    for r in rows:
+        assert 0 < r["efficiency"] <= 1 and r["url"].startswith("https://") and r["where"]
+    assert min(r["efficiency"] for r in rows) < 0.8  # not linear
+
+
+def test_megatron_rows_and_the_zero3_collapse():
+    rows = dp.megatron_dp_rows()
+    z3 = [r for r in rows if r["scheme"] == "ZeRO-3"]
+    assert [r["gpus"] for r in z3] == [384, 768, 1536]
+    assert z3[-1]["ratio"] == pytest.approx(3.39, rel=0.05)        # the model is ~3.4x optimistic
+    assert 1.6 < z3[1]["ratio"] < 1.8
+    ptdp = [r for r in rows if r["scheme"] == "PTD-P"]
+    assert abs(ptdp[-1]["measured_efficiency"] - ptdp[-1]["predicted_efficiency"]) < 0.03
+
+
+def test_zero3_ladder_brackets_the_measurement():
+    for r in dp.zero3_ladder():
+        assert r["model"] >= r["no_overlap"] and r["model"] >= r["own_nic"] >= r["own_nic_no_overlap"]
+        assert r["own_nic_no_overlap"] * 0.9 <= r["measured"] <= r["model"] * 1.01
+
+
+# ---------------------------------------------------------------- drawing and explorer
+
+def test_drawings_draw():
+    for fn in (dp.draw_overlap_timeline, dp.draw_zero_memory, dp.draw_dp_ring, dp.plot_zero3_ladder):
+        ax = fn()
+        assert ax.get_title()
+        plt.close(ax.figure)
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        dp.draw_zero_memory(capacity_bytes=0)
+
+
+def test_html_tables():
+    assert "<table>" in dp.html_table([{"a": 1}], [("A", lambda r: r["a"])])
+
+
+def test_model_options_sorted_by_size():
+    opts = dp.model_options()
+    sizes = [parallel.model(i).params for _, i in opts]
+    assert sizes == sorted(sizes) and len(opts) == len(parallel.model_ids())
+
+
+def test_explorer_builds_without_a_frontend():
+    ex = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=12.5, zero=1)
+    assert "course-explorer" in ex.box._dom_classes
+    readout = next(c for c in ex.children if "course-readout" in c._dom_classes)
+    assert "64 GPUs" in readout.value and "ZeRO-1" in readout.value
+    ex.controls["gpus"].value = 8   # redraws through the observer
+    ex.controls["zero"].value = 3
+    assert "8 GPUs" in readout.value and "ZeRO-3" in readout.value and "inside one node" in readout.value
+    ex.controls["link_gb_s"].value = 400
+    ex.controls["overlap"].value = False
+    assert "not overlapped" in readout.value
+    plt.close("all")
+
+
+def test_explorer_validates():
+    with pytest.raises(ValueError, match="model"):
+        dp.dp_scaling_explorer(model="gpt-9")
+    with pytest.raises(ValueError, match="value"):
+        dp.dp_scaling_explorer(gpus=3)
+    with pytest.raises(ValueError, match="zero"):
+        dp.dp_scaling_explorer(zero=5)
+
+
+# ---------------------------------------------------------------- exercises
+
+def test_exercise_answers_follow_from_the_library():
+    ex = checks.exercises("06")
+    assert ex["06.1"]["expected"] == pytest.approx(dp.ddp_traffic(7e9, 8)["bytes_sent_per_gpu"])
+    t = costmodel.collective_time("all_reduce", 14e9, 8, 300e9, 0.0, "ring")
+    assert ex["06.2"]["expected"] == pytest.approx(t)
+    assert ex["06.3"]["expected"] == pytest.approx(dp.exposed_time(0.12, 0.15, 6))
+    assert ex["06.4"]["expected"] == pytest.approx(dp.scaling_efficiency(0.18, dp.exposed_time(0.12, 0.15, 6)))
+    assert ex["06.5"]["expected"] == dp.bucket_count(350e6 * 4)
+    assert ex["06.6"]["expected"] == pytest.approx(parallel.model_state_bytes(7.5e9, 64, 2)["total"] / units.GB)
+
+
+@pytest.mark.parametrize("exercise, wrong, fragment", [
+    ("06.1", 14e9, "2(p-1)/p"), ("06.1", 49e9, "FP32"),
+    ("06.2", 0.0817 / 2, "per-direction"), ("06.2", 81.67, "milliseconds"),
+    ("06.3", 0.15, "overlap"), ("06.3", 0.03, "first bucket"), ("06.3", 0.025, "backlog"),
+    ("06.4", 78.26, "fraction"), ("06.4", 0.18 / 0.33, "hidden"),
+    ("06.5", 56, "MiB"), ("06.5", 53, "round up"), ("06.5", 27, "FP32"),
+    ("06.6", 31.40625, "ZeRO-1"), ("06.6", 1.875, "ZeRO-3"), ("06.6", 120, "shard"),
+    ("06.6", 16.640625e9 / 2**30, "GiB"), ("06.6", 15.234375, "optimizer"),
+    ("06.7", "C", "reduce-scatter"), ("06.7", "A", "divides"),
+])
+def test_exercise_hints_catch_common_mistakes(exercise, wrong, fragment):
+    result = checks.evaluate(exercise, wrong)
+    assert result.status == "wrong"
+    assert fragment.lower() in result.message.lower(), result.message
+
+
+def test_every_exercise_accepts_its_answer_and_reports_unanswered():
+    for exercise_id, spec in checks.exercises("06").items():
+        assert checks.evaluate(exercise_id, spec["expected"]).correct
+        assert checks.evaluate(exercise_id, None).status == "not answered"
