@@ -1,0 +1,932 @@
+"""Chapter 07: tensor and pipeline parallelism, which link each one rides, and the TP x PP x DP grid.
+
+Every number of step time, memory and traffic comes from :func:`course_lib.parallel.estimate`
+(the course's model of 3D parallelism); this module arranges it for the chapter:
+
+* tensor parallelism: bytes of one all-reduce, a back-of-envelope communication / compute ratio,
+  and a scan over the TP degree that crosses the NVLink domain;
+* pipeline parallelism: a small event simulator of GPipe, 1F1B and interleaved 1F1B schedules
+  (it measures the bubble that the formula ``(p-1)/(v m)`` predicts) and a timeline drawing;
+* 3D parallelism: Megatron-LM's rank order, which link each group uses, the traffic of a step;
+* the explorers (a TP x PP grid for a cluster, and pipeline schedules) and the comparison with
+  published results from ``parallel.validation_table``.
+
+Units: bytes, seconds, FLOP/s; bandwidths in bytes/s **per direction**.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from .. import costmodel, hardware, parallel, units, validate
+from ..widgets import explorer, gpu_count_slider, link_speed_slider
+from .infiniband import html_table, what_if_system
+
+SCHEDULES = ("gpipe", "1f1b")
+POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64)
+GRID_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+GRID_MODELS = ("gpt3-175b", "llama3-70b", "megatron-1008b")
+GRID_SYSTEMS = ("dgx-a100", "dgx-h100", "dgx-b200")
+MICRO_BATCH_COUNTS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+RECOMPUTE_CHOICES = {
+    "full recomputation (Megatron 2021)": ("full", False),
+    "selective + sequence parallel (Megatron 2022)": ("selective", True),
+    "no recomputation": ("none", False),
+}
+BREAKDOWN_COLOURS = {"compute": "#4c72b0", "pipeline bubble": "#c7c7c7", "tensor-parallel comm": "#dd8452",
+                     "pipeline comm": "#55a868", "data-parallel comm": "#8172b3"}
+MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8172b3", "activations": "#dd8452"}
+
+
+def _model(model_id) -> parallel.Transformer:
+    if isinstance(model_id, parallel.Transformer):
+        return model_id
+    if isinstance(model_id, str):
+        return parallel.model(validate.choice("model_id", model_id, parallel.model_ids()))
+    raise ValueError(f"model_id must be a catalog id ({', '.join(parallel.model_ids())}) or a parallel.Transformer, "
+                     f"got {model_id!r}")
+
+
+def _system(system) -> hardware.System:
+    if isinstance(system, hardware.System):
+        return system
+    if isinstance(system, str):
+        return hardware.system(validate.choice("system", system, hardware.system_ids()))
+    raise ValueError(f"system must be a catalog id such as 'dgx-a100' or a hardware.System, got {system!r}")
+
+
+# ---------------------------------------------------------------- published statements
+
+@lru_cache(maxsize=1)
+def published_claims() -> dict:
+    """The parsed ``data/published_model_parallel.json``: sources and the statements the chapter quotes."""
+    text = resources.files("course_lib").joinpath("data/published_model_parallel.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def claim(claim_id) -> dict:
+    """One published statement by id, with ``value``, ``unit``, ``claim``, ``where``, ``title`` and ``url``."""
+    claims = {c["id"]: c for c in published_claims()["claims"]}
+    row = dict(claims[validate.choice("claim_id", claim_id, claims)])
+    row.update(published_claims()["sources"][row["source"]])
+    return row
+
+
+# ---------------------------------------------------------------- tensor parallelism
+
+def tp_allreduce_bytes(model_id="gpt3-175b", micro_batch=1, bytes_per_value=2) -> float:
+    """Bytes of one tensor-parallel all-reduce: a layer block's output, micro_batch x seq_len x hidden values.
+
+    Every rank of the TP group holds a full-size partial sum, so the buffer does not shrink with the TP degree.
+    """
+    m = _model(model_id)
+    b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
+    nbytes = validate.number("bytes_per_value", bytes_per_value, low=0.5, high=8)
+    return float(b * m.seq_len * m.hidden * nbytes)
+
+
+def tp_comm_to_compute(model_id, tp, link_bytes_per_s, flops_per_s) -> float:
+    """Tensor-parallel communication time / compute time for one layer, forward + backward.
+
+    Four ring all-reduces of ``tp_allreduce_bytes`` per layer and micro-batch (2 forward, 2 backward),
+    each ``2 (t-1)/t x bytes / link_bytes_per_s`` (bandwidth term only), against the layer's share of
+    ``parallel.training_flops`` split over ``t`` GPUs running at ``flops_per_s`` (achieved FLOP/s).
+    For GPT shapes this is ``4 (t-1) F / (3 B (6h + s))``: it grows with t and with F/B, and does
+    not depend on the batch.
+    """
+    m = _model(model_id)
+    t = validate.integer("tp", tp, low=1, high=m.heads)
+    bw = validate.positive("link_bytes_per_s", link_bytes_per_s)
+    flops = validate.positive("flops_per_s", flops_per_s)
+    comm = 4 * 2 * (t - 1) / t * tp_allreduce_bytes(m) / bw
+    compute = parallel.training_flops(m, 1, "none") / m.layers / (t * flops)
+    return comm / compute
+
+
+def tp_link_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8) -> dict:
+    """``tp_comm_to_compute`` for one TP degree on NVLink and on the GPU's share of the node's NICs.
+
+    Bandwidths are achievable bytes/s per direction (spec x the measured efficiency of costmodel);
+    flops is the achieved FLOP/s per GPU (dense BF16 peak x the gpu_efficiency assumption).
+    """
+    m = _model(model_id)
+    sys_ = _system(system)
+    t = validate.integer("tp", tp, low=2, high=m.heads)
+    flops = sys_.gpu.bf16_flops * parallel.assumption("gpu_efficiency")
+    nvl = parallel.group_link(sys_, 2, 1).bandwidth
+    nic = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband")
+    return {"system": sys_.id, "tp": t, "flops": flops, "nvlink_bw": nvl, "nic_bw": nic,
+            "ratio_nvlink": tp_comm_to_compute(m, t, nvl, flops), "ratio_nic": tp_comm_to_compute(m, t, nic, flops)}
+
+
+def tp_scan(model_id="gpt3-175b", system="dgx-a100", pp=16, dp=8, micro_batches=192, tps=(1, 2, 4, 8, 16, 32),
+            recompute="full") -> list[dict]:
+    """Throughput as the TP degree grows, with PP, DP and micro-batches fixed (so GPUs = tp x pp x dp).
+
+    Each row: tp, gpus, crosses_nodes (the TP group leaves the node), fits (memory), tflops_per_gpu,
+    mfu, tp_share (exposed TP time / step time), step_time_s, memory_gb. From ``parallel.estimate``.
+    """
+    m = _model(model_id)
+    sys_ = _system(system)
+    p = validate.integer("pp", pp, low=1, high=m.layers)
+    d = validate.integer("dp", dp, low=1, high=10**6)
+    mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
+    if not isinstance(tps, (list, tuple)) or not tps:
+        raise ValueError(f"tps must be a non-empty list of TP degrees, got {tps!r}")
+    rows = []
+    for t in tps:
+        t = validate.integer("tps", t, low=1, high=m.heads)
+        e = parallel.estimate(m, sys_, gpus=t * p * d, tp=t, pp=p, global_batch=mb * d, micro_batch=1,
+                              recompute=recompute)
+        rows.append({"tp": t, "gpus": e.gpus, "crosses_nodes": t > sys_.gpus_per_node, "fits": e.fits,
+                     "tflops_per_gpu": e.tflops_per_gpu, "mfu": e.mfu, "tp_share": e.tp_exposed_s / e.step_time_s,
+                     "step_time_s": e.step_time_s, "memory_gb": e.memory["total"] / units.GB})
+    return rows
+
+
+def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192):
+    """Two panels: the comm/compute ratio of TP against its degree, and TFLOP/s per GPU from parallel.estimate.
+
+    Left, per system: inside the node the ratio uses NVLink (achievable bandwidth); beyond the node two
+    bounds: every NIC of the node carrying the TP ring (what ``parallel`` assumes) and only the GPU's
+    own share of the NICs. Right: ``tp_scan`` with PP, DP and micro-batches fixed.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+    m = _model(model_id)
+    if not isinstance(systems, (list, tuple)) or not systems:
+        raise ValueError("systems must be a non-empty list of system ids")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    eff = parallel.assumption("gpu_efficiency")
+    for i, sid in enumerate(systems):
+        sys_ = _system(sid)
+        c = colours[i % len(colours)]
+        g = sys_.gpus_per_node
+        flops = sys_.gpu.bf16_flops * eff
+        nvl = parallel.group_link(sys_, 2, 1).bandwidth
+        inside = [t for t in (2, 4, 8, 16, 32, 64) if t <= g and m.heads % t == 0]
+        outside = [g] + [t for t in (16, 32, 64) if t > g and m.heads % t == 0]
+        left.plot(inside, [tp_comm_to_compute(m, t, nvl, flops) for t in inside], "o-", color=c,
+                  label=f"{sys_.name.split('(')[0].strip()}: NVLink")
+        all_nics = [parallel.group_link(sys_, t, 1).bandwidth if t > g else nvl for t in outside]
+        left.plot(outside, [tp_comm_to_compute(m, t, bw, flops) for t, bw in zip(outside, all_nics)], "s--", color=c,
+                  label="  beyond the node, all NICs carry the ring (model)")
+        own = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband")
+        left.plot(outside, [tp_comm_to_compute(m, t, nvl if t <= g else own, flops) for t in outside], "^:", color=c,
+                  label="  beyond the node, one NIC share per GPU")
+        rows = tp_scan(m, sys_, pp, dp, micro_batches, tps=[t for t in (1, 2, 4, 8, 16, 32, 64) if m.heads % t == 0])
+        ts = [r["tp"] for r in rows]
+        right.plot(ts, [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
+        for r in rows:
+            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else "white", ms=7)
+        right.plot([], [], "o-", color=c, label=f"{sys_.id} (hollow: does not fit in memory)")
+        left.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+        right.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+    for a in (left, right):
+        a.set_xscale("log", base=2)
+        a.set_xlim(0.8, 80)
+        a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        a.set_xlabel("tensor-parallel degree t (grey: beyond one 8-GPU node)")
+        a.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    left.axhline(1.0, color="black", lw=0.8)
+    left.set_ylabel("TP communication / compute")
+    left.set_title(f"{m.name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
+    left.legend(fontsize=6.5, loc="upper left")
+    right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
+    right.set_title(f"TP x PP{pp} x DP{dp}, {micro_batches} micro-batches (GPUs = {pp * dp} x TP)", fontsize=9)
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def sequence_parallel_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8, micro_batch=1,
+                                 recompute="selective") -> dict:
+    """All-reduce vs reduce-scatter + all-gather for one TP collective, and activation memory per layer.
+
+    Returns bytes (the buffer), all_reduce_s and rs_ag_s (ring times on the TP group's link, from
+    costmodel.collective_time), and activation bytes per layer without and with sequence parallelism
+    (parallel.activation_bytes_per_layer).
+    """
+    m = _model(model_id)
+    sys_ = _system(system)
+    t = validate.integer("tp", tp, low=2, high=m.heads)
+    n = tp_allreduce_bytes(m, micro_batch)
+    link = parallel.group_link(sys_, t, 1)
+    ar = costmodel.collective_time("all_reduce", n, t, link.bandwidth, link.latency, "ring")
+    rs = costmodel.collective_time("reduce_scatter", n, t, link.bandwidth, link.latency, "ring")
+    ag = costmodel.collective_time("all_gather", n, t, link.bandwidth, link.latency, "ring")
+    return {"bytes": n, "link": link.name, "all_reduce_s": float(ar), "rs_ag_s": float(rs + ag),
+            "activations_without_sp": parallel.activation_bytes_per_layer(m, micro_batch, t, recompute, False),
+            "activations_with_sp": parallel.activation_bytes_per_layer(m, micro_batch, t, recompute, True)}
+
+
+# ---------------------------------------------------------------- pipeline schedules
+
+@dataclass(frozen=True)
+class Op:
+    """One forward (F) or backward (B) pass of one micro-batch on one model chunk of one device; times in seconds."""
+
+    device: int
+    chunk: int
+    micro_batch: int
+    kind: str
+    start: float
+    end: float
+
+
+@dataclass
+class Schedule:
+    """A simulated pipeline schedule: the ops, the time it takes and the bubble it leaves."""
+
+    name: str
+    stages: int
+    micro_batches: int
+    interleave: int
+    forward_time: float
+    backward_time: float
+    send_time: float
+    ops: list = field(repr=False)
+    makespan: float = 0.0
+    peak_in_flight: list = field(default_factory=list)  # per device, in micro-batches of its activations
+    sends: int = 0                                        # activation + gradient sends between devices
+
+    @property
+    def ideal(self) -> float:
+        """Time without any bubble: every device busy with m forward and m backward passes."""
+        return self.micro_batches * (self.forward_time + self.backward_time)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Measured idle time / ideal time (the convention of (p-1)/m)."""
+        return self.makespan / self.ideal - 1.0
+
+    @property
+    def formula(self) -> float:
+        """(p-1)/(v m): the bubble fraction the formula predicts."""
+        return (self.stages - 1) / (self.interleave * self.micro_batches)
+
+
+def _orders(p, m, v, schedule):
+    """Each device's op order: (kind, chunk, micro_batch)."""
+    orders = []
+    for d in range(p):
+        if schedule == "gpipe":
+            orders.append([("F", 0, j) for j in range(m)] + [("B", 0, j) for j in range(m)])
+            continue
+        if v == 1:  # 1F1B (PipeDream-Flush): warm up with p-d-1 forwards, then alternate, then drain
+            w = min(p - d - 1, m)
+            ops = [("F", 0, j) for j in range(w)]
+            for k in range(m - w):
+                ops += [("F", 0, w + k), ("B", 0, k)]
+            orders.append(ops + [("B", 0, k) for k in range(m - w, m)])
+            continue
+        # interleaved 1F1B (Megatron-LM): micro-batches in groups of p, chunk by chunk
+        total = m * v
+
+        def step(k, forward):
+            group, within = divmod(k, p * v)
+            chunk = within // p
+            return ("F" if forward else "B", chunk if forward else v - 1 - chunk, group * p + k % p)
+
+        w = min(2 * (p - d - 1) + (v - 1) * p, total)
+        ops = [step(k, True) for k in range(w)]
+        for k in range(total - w):
+            ops += [step(w + k, True), step(k, False)]
+        orders.append(ops + [step(k, False) for k in range(total - w, total)])
+    return orders
+
+
+def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forward_time=1.0, backward_time=2.0,
+                      send_time=0.0) -> Schedule:
+    """Simulate a pipeline schedule and measure its bubble.
+
+    stages p (devices), micro_batches m, schedule ``gpipe`` or ``1f1b`` (with ``interleave`` v > 1:
+    Megatron's interleaved 1F1B, v model chunks per device, m a multiple of p). forward_time and
+    backward_time: seconds of one micro-batch on one stage (all of its chunks); send_time: seconds
+    added whenever an activation or gradient moves to another device. Each device runs its ops in
+    order; an op starts when its device is free and its input has arrived.
+    """
+    p = validate.integer("stages", stages, low=1, high=256)
+    m = validate.integer("micro_batches", micro_batches, low=1, high=4096)
+    schedule = validate.choice("schedule", schedule, SCHEDULES)
+    v = validate.integer("interleave", interleave, low=1, high=16)
+    tf = validate.positive("forward_time", forward_time)
+    tb = validate.positive("backward_time", backward_time)
+    ts = validate.non_negative("send_time", send_time)
+    if v > 1 and schedule == "gpipe":
+        raise ValueError("interleave must be 1 with schedule 'gpipe' (interleaving is a 1F1B schedule)")
+    if v > 1 and (p == 1 or m % p):
+        raise ValueError(f"micro_batches must be a multiple of stages ({p}) for the interleaved schedule, got {m}")
+    if p * m * v > 40_000:
+        raise ValueError(f"stages x micro_batches x interleave must be <= 40000 to simulate, got {p * m * v}")
+    orders = _orders(p, m, v, schedule)
+    last = p * v - 1
+    end, ops, sends = {}, [], 0
+    ptr, free = [0] * p, [0.0] * p
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for d in range(p):
+            while ptr[d] < len(orders[d]):
+                kind, c, j = orders[d][ptr[d]]
+                vs = c * p + d                      # virtual stage: chunk c of device d
+                if kind == "F":
+                    dep = ("F", vs - 1, j) if vs > 0 else None
+                else:
+                    dep = ("B", vs + 1, j) if vs < last else ("F", vs, j)
+                if dep is not None and dep not in end:
+                    break
+                ready = 0.0
+                if dep is not None:
+                    remote = dep[1] % p != d
+                    ready = end[dep] + (ts if remote else 0.0)
+                    sends += remote
+                start = max(free[d], ready)
+                stop = start + (tf if kind == "F" else tb) / v
+                end[(kind, vs, j)] = stop
+                free[d] = stop
+                ops.append(Op(d, c, j, kind, start, stop))
+                ptr[d] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock
+            raise RuntimeError("the schedule deadlocked")
+    peaks = []
+    for order in orders:
+        live = peak = 0.0
+        for kind, _, _ in order:
+            live += (1 if kind == "F" else -1) / v
+            peak = max(peak, live)
+        peaks.append(peak)
+    name = "GPipe" if schedule == "gpipe" else ("1F1B" if v == 1 else f"interleaved 1F1B (v={v})")
+    return Schedule(name=name, stages=p, micro_batches=m, interleave=v, forward_time=tf, backward_time=tb,
+                    send_time=ts, ops=ops, makespan=max(o.end for o in ops), peak_in_flight=peaks, sends=sends)
+
+
+def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
+    """Draw a schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    if not isinstance(sched, Schedule):
+        raise ValueError(f"sched must be a Schedule from pipeline_schedule, got {type(sched).__name__}")
+    scale = validate.positive("time_unit", time_unit)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 0.45 * sched.stages + 1.4))
+    blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
+    v = sched.interleave
+    label = sched.micro_batches * v <= 32 and sched.stages <= 16
+    for o in sched.ops:
+        shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
+        colour = blues(shade) if o.kind == "F" else oranges(shade)
+        ax.barh(o.device, (o.end - o.start) / scale, left=o.start / scale, height=0.8, color=colour,
+                edgecolor="white", linewidth=0.5)
+        if label:
+            ax.text((o.start + o.end) / 2 / scale, o.device, str(o.micro_batch + 1), ha="center", va="center",
+                    fontsize=6.5, color="black" if o.kind == "B" else "white")
+    ax.set_yticks(range(sched.stages))
+    ax.set_yticklabels([f"GPU {d}" for d in range(sched.stages)], fontsize=7)
+    ax.set_ylim(sched.stages - 0.5, -0.5)
+    ax.set_xlim(0, sched.makespan / scale * 1.01)
+    ax.set_xlabel(unit_label)
+    ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
+                 f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
+                 f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
+    handles = [Patch(color=blues(0.65), label="forward"), Patch(color=oranges(0.65), label="backward"),
+               Patch(fc="white", ec="0.6", label="idle (bubble)")]
+    ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3, frameon=False)
+    return ax
+
+
+def compare_schedules(stages=4, micro_batches=8, interleave=2):
+    """GPipe, 1F1B and interleaved 1F1B for the same p and m, one above the other, on one time axis."""
+    import matplotlib.pyplot as plt
+    p = validate.integer("stages", stages, low=2, high=16)
+    m = validate.integer("micro_batches", micro_batches, low=1, high=64)
+    v = validate.integer("interleave", interleave, low=2, high=8)
+    scheds = [pipeline_schedule(p, m, "gpipe"), pipeline_schedule(p, m, "1f1b"),
+              pipeline_schedule(p, m, "1f1b", interleave=v)]
+    fig, axes = plt.subplots(3, 1, figsize=(11, 1.2 + 1.25 * p), sharex=True)
+    for ax, s in zip(axes, scheds):
+        draw_schedule(s, ax=ax, unit_label="time (one forward pass of a stage = 1, backward = 2)")
+        ax.set_xlim(0, max(x.makespan for x in scheds) * 1.01)
+    fig.tight_layout()
+    return fig
+
+
+def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_batch=1) -> dict:
+    """Seconds of one micro-batch's forward and backward pass on one pipeline stage, and one send between stages.
+
+    From ``parallel.estimate`` with no recomputation (backward = 2 x forward) and one pipeline of
+    ``stages`` stages of ``tp`` GPUs: forward_s, backward_s, send_bytes (per GPU, after the scatter/gather
+    optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
+    """
+    m = _model(model_id)
+    sys_ = _system(system)
+    p = validate.integer("stages", stages, low=2, high=m.layers)
+    t = validate.integer("tp", tp, low=1, high=m.heads)
+    e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
+                          recompute="none")
+    t_mb = e.compute_s / e.micro_batches
+    send = next(tr for tr in e.traffic if tr.kind.startswith("pipeline"))
+    link = parallel.group_link(sys_, p, t)
+    bw = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband") if link.crosses_nodes else link.bandwidth
+    return {"forward_s": t_mb / 3, "backward_s": 2 * t_mb / 3, "send_bytes": send.bytes_per_call, "link": send.link,
+            "crosses_nodes": send.crosses_nodes, "link_bandwidth": bw, "gpus": e.gpus}
+
+
+# ---------------------------------------------------------------- ranks and links
+
+def megatron_coordinates(rank, tp, pp, dp) -> dict:
+    """Megatron-LM's rank order: TP ranks adjacent, then DP, then PP.
+
+    rank = pp_rank x (tp x dp) + dp_rank x tp + tp_rank. Returns tp_rank, dp_rank, pp_rank.
+    """
+    t = validate.integer("tp", tp, low=1, high=10**6)
+    p = validate.integer("pp", pp, low=1, high=10**6)
+    d = validate.integer("dp", dp, low=1, high=10**6)
+    r = validate.integer("rank", rank, low=0, high=t * p * d - 1)
+    pp_rank, rest = divmod(r, t * d)
+    dp_rank, tp_rank = divmod(rest, t)
+    return {"tp_rank": tp_rank, "dp_rank": dp_rank, "pp_rank": pp_rank}
+
+
+def rank_map(tp, pp, dp, gpus_per_node=8) -> list[dict]:
+    """Every rank with its node, local GPU index and Megatron coordinates."""
+    g = validate.integer("gpus_per_node", gpus_per_node, low=1, high=1024)
+    n = validate.integer("tp", tp, low=1) * validate.integer("pp", pp, low=1) * validate.integer("dp", dp, low=1)
+    if n > 100_000:
+        raise ValueError(f"tp x pp x dp must be <= 100000, got {n}")
+    return [{"rank": r, "node": r // g, "local": r % g, **megatron_coordinates(r, tp, pp, dp)} for r in range(n)]
+
+
+def group_links(system, tp, pp, dp) -> dict:
+    """For the TP, DP and PP groups of a layout: size, rank stride, link, bandwidth (bytes/s per direction), crosses_nodes.
+
+    Strides follow Megatron's order (TP 1, DP tp, PP tp x dp); links from ``parallel.group_link``.
+    """
+    sys_ = _system(system)
+    t = validate.integer("tp", tp, low=1, high=10**6)
+    p = validate.integer("pp", pp, low=1, high=10**6)
+    d = validate.integer("dp", dp, low=1, high=10**6)
+    out = {}
+    for kind, size, stride in (("tensor parallel", t, 1), ("data parallel", d, t), ("pipeline", p, t * d)):
+        link = parallel.group_link(sys_, size, stride)
+        out[kind] = {"size": size, "stride": stride, "link": link.name if size > 1 else "(no group)",
+                     "bandwidth": link.bandwidth, "crosses_nodes": link.crosses_nodes and size > 1}
+    return out
+
+
+def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
+    """Draw the GPUs of a small 3D layout node by node: colour = pipeline stage, label = TP and DP rank."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    sys_ = _system(system)
+    g = sys_.gpus_per_node
+    ranks = rank_map(tp, pp, dp, g)
+    nodes = -(-len(ranks) // g)
+    if nodes > 8 or g > 16:
+        raise ValueError(f"tp x pp x dp must fit on at most 8 nodes of at most 16 GPUs to draw, got {nodes} nodes of {g}")
+    own = ax is None
+    if own:
+        _, ax = plt.subplots(figsize=(10, 0.9 * nodes + 2.0))
+    cmap = plt.get_cmap("Set2")
+    for r in ranks:
+        x, y = r["local"], r["node"]
+        ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec="0.3", lw=0.8))
+        ax.text(x + 0.5, y + 0.5, f"rank {r['rank']}\nTP{r['tp_rank']} DP{r['dp_rank']}", ha="center", va="center",
+                fontsize=6.5)
+    for r in ranks:  # outline each TP group
+        if r["tp_rank"] == 0:
+            x, y = r["local"], r["node"]
+            width = min(tp, g - x)
+            ax.add_patch(Rectangle((x + 0.02, y + 0.04), width - 0.04, 0.92, fc="none", ec="black", lw=2.2))
+    for n in range(nodes):
+        ax.text(-0.2, n + 0.5, f"node {n}", ha="right", va="center", fontsize=8)
+    for s in range(pp):
+        ax.bar(0, 0, color=cmap(s % 8), label=f"pipeline stage {s}")
+    links = group_links(sys_, tp, pp, dp)
+    lines = [f"{k} groups of {v['size']}: {v['link']}" + (" (crosses nodes)" if v["crosses_nodes"] else "")
+             for k, v in links.items()]
+    ax.set_xlim(-1.4, g + 0.1)
+    ax.set_ylim(nodes + 0.1, -0.1)
+    ax.set_axis_off()
+    ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {sys_.name}, Megatron rank order (thick boxes: TP groups)\n"
+                 + "\n".join(lines), fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
+    if own:
+        ax.figure.tight_layout()
+    return ax
+
+
+# ---------------------------------------------------------------- traffic of one step
+
+_SENT_FACTOR = {"all_reduce": lambda k: 2 * (k - 1) / k, "RS+AG (SP)": lambda k: 2 * (k - 1) / k,
+                "RS + AG": lambda k: (k - 1) / k, "reduce_scatter": lambda k: (k - 1) / k,
+                "all_gather": lambda k: (k - 1) / k, "point-to-point": lambda k: 1.0}
+
+
+def traffic_rows(est) -> list[dict]:
+    """The traffic of an ``Estimate`` per kind, with the bytes each GPU sends per step.
+
+    A ring all-reduce of n bytes sends 2(k-1)/k n per GPU; a reduce-scatter or all-gather (k-1)/k n;
+    a pipeline send n. Keys: kind, collective, group, link, crosses_nodes, calls, bytes_per_call,
+    sent_per_gpu (bytes per step), time_s, exposed_s.
+    """
+    if not isinstance(est, parallel.Estimate):
+        raise ValueError(f"est must be a parallel.Estimate, got {type(est).__name__}")
+    rows = []
+    for tr in est.traffic:
+        if tr.collective not in _SENT_FACTOR:
+            raise ValueError(f"est has a collective this chapter does not know: {tr.collective!r}")
+        sent = tr.calls_per_step * tr.bytes_per_call * _SENT_FACTOR[tr.collective](tr.group_size)
+        rows.append({"kind": tr.kind, "collective": tr.collective, "group": tr.group_size, "link": tr.link,
+                     "crosses_nodes": tr.crosses_nodes, "calls": tr.calls_per_step, "bytes_per_call": tr.bytes_per_call,
+                     "sent_per_gpu": sent, "time_s": tr.time_s, "exposed_s": tr.exposed_s})
+    return rows
+
+
+def sent_by_link(est) -> dict:
+    """Bytes each GPU sends per step inside its node and across nodes (from ``traffic_rows``)."""
+    rows = traffic_rows(est)
+    inside = sum(r["sent_per_gpu"] for r in rows if not r["crosses_nodes"])
+    across = sum(r["sent_per_gpu"] for r in rows if r["crosses_nodes"])
+    return {"inside": inside, "across": across, "total": inside + across}
+
+
+def _show(html):
+    from IPython.display import HTML, display
+    display(HTML(html))
+
+
+def show_traffic(est):
+    """Table of one step's traffic per GPU: what, how often, how big, over which link, how long."""
+    _show(html_table(traffic_rows(est), {
+        "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
+        "link": lambda r: r["link"] + (" (across nodes)" if r["crosses_nodes"] else " (inside the node)"),
+        "calls per step": lambda r: f"{r['calls']:,}", "bytes per call": lambda r: units.format_bytes(r["bytes_per_call"]),
+        "sent per GPU per step": lambda r: units.format_bytes(r["sent_per_gpu"]),
+        "time": lambda r: units.format_time(r["time_s"]), "exposed": lambda r: units.format_time(r["exposed_s"])}))
+
+
+def show_plan(plan_, top=6):
+    """Table of the planner's best layouts."""
+    if not isinstance(plan_, parallel.Plan):
+        raise ValueError(f"plan_ must be a parallel.Plan, got {type(plan_).__name__}")
+    _show(html_table(plan_.table(top), {
+        "#": lambda r: r["rank"], "layout": lambda r: r["layout"], "micro-batch": lambda r: r["micro_batch"],
+        "ZeRO": lambda r: r["zero"], "recompute": lambda r: r["recompute"],
+        "step": lambda r: units.format_time(r["step_time_s"]), "TFLOP/s per GPU": lambda r: f"{r['tflops_per_gpu']:.0f}",
+        "MFU": lambda r: f"{r['mfu']:.1%}", "memory GB": lambda r: f"{r['memory_gb']:.1f}"}))
+
+
+# ---------------------------------------------------------------- the TP x PP grid
+
+def layout_grid(model_id="gpt3-175b", system="dgx-a100", gpus=1024, micro_batches=192, recompute="full",
+                sequence_parallel=False, tps=POWERS_OF_TWO, pps=POWERS_OF_TWO) -> dict:
+    """Estimate every TP x PP layout of ``gpus`` GPUs, DP taking the rest, m micro-batches of 1 per pipeline.
+
+    Returns ``{"tps", "pps", "cells": {(tp, pp): Estimate}, "invalid": {(tp, pp): reason}}``; the global
+    batch of a cell is micro_batches x DP, so every pipeline sees the same m and the bubble is (p-1)/m.
+    """
+    m = _model(model_id)
+    sys_ = _system(system)
+    n = validate.integer("gpus", gpus, low=1, high=10**6)
+    mb = validate.integer("micro_batches", micro_batches, low=1, high=10**5)
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    for name, seq in (("tps", tps), ("pps", pps)):
+        if not isinstance(seq, (list, tuple)) or not seq:
+            raise ValueError(f"{name} must be a non-empty list of integers, got {seq!r}")
+    tps = [validate.integer("tps", t, low=1, high=10**4) for t in tps]
+    pps = [validate.integer("pps", p, low=1, high=10**4) for p in pps]
+    cells, invalid = {}, {}
+    for t in tps:
+        for p in pps:
+            reason = _invalid(m, n, t, p)
+            if reason:
+                invalid[(t, p)] = reason
+                continue
+            d = n // (t * p)
+            cells[(t, p)] = parallel.estimate(m, sys_, gpus=n, tp=t, pp=p, global_batch=mb * d, micro_batch=1,
+                                              recompute=recompute, sequence_parallel=sequence_parallel and t > 1)
+    return {"tps": tps, "pps": pps, "cells": cells, "invalid": invalid}
+
+
+def _invalid(m, n, t, p) -> str:
+    if m.heads % t:
+        return f"TP {t} does not divide the {m.heads} heads"
+    if m.layers % p:
+        return f"PP {p} does not divide the {m.layers} layers"
+    if n % (t * p):
+        return f"TP x PP = {t * p} does not divide {n} GPUs"
+    return ""
+
+
+def best_fitting(grid) -> parallel.Estimate | None:
+    """The fitting layout of a ``layout_grid`` with the highest MFU (None if nothing fits)."""
+    if not isinstance(grid, dict) or "cells" not in grid:
+        raise ValueError("grid must be the dict returned by layout_grid")
+    fitting = [e for e in grid["cells"].values() if e.fits]
+    return max(fitting, key=lambda e: e.mfu) if fitting else None
+
+
+def _grid_system(system, nic_gbit_s, nvlink_gb_s):
+    return what_if_system(system, nic_gbit_s=nic_gbit_s, nvlink_gb_s=nvlink_gb_s)
+
+
+def _draw_grid(ax, grid, tp, pp):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    tps, pps = grid["tps"], grid["pps"]
+    cmap = plt.get_cmap("viridis")
+    best = best_fitting(grid)
+    top = best.mfu if best is not None else 1.0
+    for i, t in enumerate(tps):
+        for j, p in enumerate(pps):
+            e = grid["cells"].get((t, p))
+            if e is None:
+                ax.add_patch(Rectangle((j, i), 1, 1, fc="white", ec="0.85", hatch="//"))
+                continue
+            mem = e.memory["total"] / units.GB
+            if e.fits:
+                shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
+                ax.add_patch(Rectangle((j, i), 1, 1, fc=cmap(shade), ec="white"))
+                ax.text(j + 0.5, i + 0.5, f"{e.mfu:.0%}\n{mem:.0f} GB", ha="center", va="center", fontsize=6.5,
+                        color="white" if shade < 0.6 else "black")
+            else:
+                ax.add_patch(Rectangle((j, i), 1, 1, fc="0.8", ec="white"))
+                ax.text(j + 0.5, i + 0.5, f"{mem:.0f} GB\ntoo big" if mem < 1e4 else "too big", ha="center",
+                        va="center", fontsize=6, color="0.35")
+    if (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]:
+        ax.add_patch(Rectangle((pps.index(pp), tps.index(tp)), 1, 1, fc="none", ec="red", lw=2.5))
+    ax.set_xlim(0, len(pps))
+    ax.set_ylim(len(tps), 0)
+    ax.set_xticks(np.arange(len(pps)) + 0.5)
+    ax.set_xticklabels(pps)
+    ax.set_yticks(np.arange(len(tps)) + 0.5)
+    ax.set_yticklabels(tps)
+    ax.set_xlabel("pipeline stages PP")
+    ax.set_ylabel("tensor parallel TP")
+    ax.set_title("MFU and memory per GPU of every layout (brighter = faster)\n"
+                 "(grey: does not fit; hatched: impossible; red: selected)", fontsize=8)
+
+
+def _draw_selected(top, bottom, e):
+    if e is None:
+        for a in (top, bottom):
+            a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
+                   transform=a.transAxes, fontsize=8)
+            a.set_axis_off()
+        return
+    left = 0.0
+    for name, value in e.breakdown().items():
+        top.barh(0, value, left=left, color=BREAKDOWN_COLOURS[name], label=f"{name} {units.format_time(value)}")
+        left += value
+    top.set_yticks([])
+    top.set_xlabel("seconds per step")
+    top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = {e.bubble_fraction:.3f}",
+                  fontsize=8)
+    top.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    left = 0.0
+    gb = units.GB
+    for name in MEMORY_COLOURS:
+        value = e.memory[name] / gb
+        bottom.barh(0, value, left=left, color=MEMORY_COLOURS[name], label=f"{name} {value:.1f} GB")
+        left += value
+    bottom.axvline(e.memory["usable"] / gb, color="red", lw=1.5)
+    bottom.set_xlim(0, max(left, e.memory["capacity"] / gb) * 1.05)
+    bottom.set_yticks([])
+    bottom.set_xlabel("GB per GPU (red line: usable memory)")
+    bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
+                     f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
+    bottom.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+
+
+def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
+    rc, sp = RECOMPUTE_CHOICES[recompute_mode]
+    m = _model(model_id)
+    sys_ = _grid_system(system, nic_gbit_s, nvlink_gb_s)
+    tps = [t for t in POWERS_OF_TWO if m.heads % t == 0]
+    pps = [p for p in POWERS_OF_TWO if m.layers % p == 0]
+    return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)
+
+
+def _grid_draw(ax, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
+    fig = ax.figure
+    spec = ax.get_subplotspec()
+    ax.remove()
+    outer = spec.subgridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
+    right = outer[1].subgridspec(2, 1, hspace=1.5)
+    heat, top, bottom = fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])
+    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
+    _draw_grid(heat, grid, tp, pp)
+    _draw_selected(top, bottom, grid["cells"].get((tp, pp)))
+
+
+def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
+    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
+    e = grid["cells"].get((tp, pp))
+    links = (f"NIC {nic_gbit_s:.3g} Gb/s = {nic_gbit_s / 8:.3g} GB/s per direction (one per GPU), "
+             f"NVLink {nvlink_gb_s:.3g} GB/s per direction per GPU")
+    if e is None:
+        reason = grid["invalid"].get((tp, pp)) or _invalid(_model(model_id), gpus, tp, pp) or "not in the grid"
+        text = f"TP{tp} x PP{pp} on {gpus} GPUs is impossible: {reason}."
+    else:
+        bd = e.breakdown()
+        parts = ", ".join(f"{k} {100 * v / e.step_time_s:.1f}%" for k, v in bd.items() if v > 0)
+        text = (f"<b>{e.layout}</b>, global batch {e.global_batch} = {e.micro_batches} micro-batches x DP {e.dp}: "
+                f"step <b>{units.format_time(e.step_time_s)}</b> ({parts}); bubble (p-1)/m = {e.bubble_fraction:.3f}; "
+                f"memory {e.memory['total'] / units.GB:.1f} of {e.memory['usable'] / units.GB:.0f} GB usable: "
+                f"<b>{'fits' if e.fits else 'does not fit'}</b>; {e.tflops_per_gpu:.0f} TFLOP/s per GPU, "
+                f"MFU {e.mfu:.1%}.")
+    best = best_fitting(grid)
+    if best is not None:
+        text += f" Best fitting layout in the grid: {best.layout} (MFU {best.mfu:.1%})."
+    else:
+        text += " No layout of the grid fits in memory."
+    return f"{text} Links: {links}."
+
+
+def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp=16, micro_batches=192,
+                    recompute_mode="full recomputation (Megatron 2021)"):
+    """Sliders: GPUs, NIC Gb/s, NVLink GB/s, TP, PP, micro-batches; dropdowns: model, system, recomputation.
+
+    Left: every TP x PP layout of the cluster (MFU, memory, fit); right: the selected layout's step time
+    split and memory per GPU, all from ``parallel.estimate``. Changing the system resets the link sliders
+    to the catalog's values.
+    """
+    import ipywidgets as w
+    model_id = validate.choice("model_id", model_id, GRID_MODELS)
+    system = validate.choice("system", system, GRID_SYSTEMS)
+    if gpus not in GRID_GPU_COUNTS:
+        raise ValueError(f"gpus must be one of {GRID_GPU_COUNTS}, got {gpus!r}")
+    for name, value in (("tp", tp), ("pp", pp)):
+        if value not in POWERS_OF_TWO:
+            raise ValueError(f"{name} must be one of {POWERS_OF_TWO}, got {value!r}")
+    if micro_batches not in MICRO_BATCH_COUNTS:
+        raise ValueError(f"micro_batches must be one of {MICRO_BATCH_COUNTS}, got {micro_batches!r}")
+    recompute_mode = validate.choice("recompute_mode", recompute_mode, RECOMPUTE_CHOICES)
+    sys_ = hardware.system(system)
+    nic = units.bytes_to_bits(sys_.nic.per_direction) / 1e9
+    nvl = sys_.gpu_link.per_direction / units.GB
+    style = {"description_width": "initial"}
+    controls = {
+        "model_id": w.Dropdown(options=[(parallel.model(i).name, i) for i in GRID_MODELS], value=model_id,
+                               description="model", style=style),
+        "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in GRID_SYSTEMS], value=system,
+                             description="system", style=style, layout={"width": "480px"}),
+        "gpus": gpu_count_slider(gpus, options=GRID_GPU_COUNTS),
+        "nic_gbit_s": link_speed_slider(nic, low=10, high=1600, description="NIC Gb/s per direction (one per GPU)"),
+        "nvlink_gb_s": link_speed_slider(nvl, low=10, high=2000, description="NVLink GB/s per direction per GPU"),
+        "tp": w.SelectionSlider(options=POWERS_OF_TWO, value=tp, description="TP", continuous_update=False, style=style),
+        "pp": w.SelectionSlider(options=POWERS_OF_TWO, value=pp, description="PP", continuous_update=False, style=style),
+        "micro_batches": w.SelectionSlider(options=MICRO_BATCH_COUNTS, value=micro_batches,
+                                           description="micro-batches m per pipeline", continuous_update=False,
+                                           style=style),
+        "recompute_mode": w.Dropdown(options=list(RECOMPUTE_CHOICES), value=recompute_mode,
+                                     description="activations", style=style, layout={"width": "480px"}),
+    }
+
+    def reset_links(change):
+        s = hardware.system(change["new"])
+        controls["nic_gbit_s"].value = units.bytes_to_bits(s.nic.per_direction) / 1e9
+        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+
+    controls["system"].observe(reset_links, names="value")
+    return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
+                    figsize=(11.5, 5.0))
+
+
+# ---------------------------------------------------------------- the schedule explorer
+
+def _schedule_draw(ax, stages, micro_batches, interleave, schedule, link_gb_s, model_id="gpt3-175b",
+                   system="dgx-a100"):
+    timing = stage_timing(model_id, system, stages)
+    if interleave > 1 and (schedule == "gpipe" or micro_batches % stages):
+        ax.text(0.5, 0.5, "interleaving needs the 1F1B schedule and m a multiple of p", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    send = timing["send_bytes"] / (link_gb_s * units.GB)
+    s = pipeline_schedule(stages, micro_batches, schedule, interleave, timing["forward_s"], timing["backward_s"], send)
+    draw_schedule(s, ax=ax, time_unit=1e-3, unit_label="milliseconds")
+
+
+def _schedule_readout(stages, micro_batches, interleave, schedule, link_gb_s, model_id="gpt3-175b",
+                      system="dgx-a100"):
+    timing = stage_timing(model_id, system, stages)
+    if interleave > 1 and (schedule == "gpipe" or micro_batches % stages):
+        return "Interleaving needs the 1F1B schedule and a number of micro-batches that is a multiple of the stages."
+    send = timing["send_bytes"] / (link_gb_s * units.GB)
+    s = pipeline_schedule(stages, micro_batches, schedule, interleave, timing["forward_s"], timing["backward_s"], send)
+    return (f"{s.name}, {stages} stages x TP 8 = {timing['gpus']} GPUs, m = {micro_batches}: step "
+            f"<b>{units.format_time(s.makespan)}</b> vs {units.format_time(s.ideal)} without a bubble; bubble "
+            f"<b>{s.bubble_fraction:.3f}</b> (formula (p-1)/(v m) = {s.formula:.3f}); {s.sends} sends of "
+            f"{units.format_bytes(timing['send_bytes'])} at {link_gb_s:.3g} GB/s per direction = "
+            f"{units.format_time(send)} each; GPU 0 holds {s.peak_in_flight[0]:.3g} micro-batches of activations.")
+
+
+def schedule_explorer(stages=4, micro_batches=8, interleave=1, schedule="1f1b", link_gb_s=25.0):
+    """Sliders: pipeline stages (GPUs along the pipeline), micro-batches, interleaving, schedule, link GB/s.
+
+    Times are GPT-3 175B with TP 8 on DGX A100 stages (parallel.estimate); a send carries one
+    micro-batch's activations (or gradients) between stages over a link of ``link_gb_s``.
+    """
+    import ipywidgets as w
+    stages = validate.integer("stages", stages, low=2, high=32)
+    if stages not in (2, 4, 8, 16, 32):
+        raise ValueError(f"stages must be one of (2, 4, 8, 16, 32), got {stages}")
+    micro_batches = validate.integer("micro_batches", micro_batches, low=1, high=64)
+    if interleave not in (1, 2, 3, 4):
+        raise ValueError(f"interleave must be one of (1, 2, 3, 4), got {interleave!r}")
+    schedule = validate.choice("schedule", schedule, SCHEDULES)
+    validate.number("link_gb_s", link_gb_s, low=0.1, high=1000)
+    style = {"description_width": "initial"}
+    controls = {
+        "stages": gpu_count_slider(stages, options=(2, 4, 8, 16, 32), description="pipeline stages p (nodes of 8 GPUs)"),
+        "micro_batches": w.IntSlider(value=micro_batches, min=1, max=64, description="micro-batches m",
+                                     continuous_update=False, style=style),
+        "interleave": w.Dropdown(options=[("none", 1), ("2 chunks per GPU", 2), ("3 chunks per GPU", 3),
+                                          ("4 chunks per GPU", 4)], value=interleave,
+                                 description="interleaving v", style=style),
+        "schedule": w.Dropdown(options=[("GPipe", "gpipe"), ("1F1B", "1f1b")], value=schedule,
+                               description="schedule", style=style),
+        "link_gb_s": link_speed_slider(link_gb_s, low=0.1, high=1000,
+                                       description="stage-to-stage link GB/s per direction"),
+    }
+    return explorer(_schedule_draw, controls, readout=_schedule_readout, title="Pipeline schedules",
+                    figsize=(11, 4.0))
+
+
+# ---------------------------------------------------------------- validation
+
+def validation_rows(include_zero3=False) -> list[dict]:
+    """The throughput rows of ``parallel.validation_table`` (ZeRO-3 rows left out unless asked; chapter 06 has them)."""
+    if not isinstance(include_zero3, bool):
+        raise ValueError(f"include_zero3 must be True or False, got {include_zero3!r}")
+    return [r for r in parallel.validation_table() if r["kind"] == "throughput"
+            and (include_zero3 or "ZeRO-3" not in r["config"])]
+
+
+def show_validation(rows=None):
+    """Table: predicted vs measured TFLOP/s per GPU, with the source of each measurement."""
+    rows = validation_rows() if rows is None else rows
+    _show(html_table(rows, {
+        "case": lambda r: r["id"], "configuration": lambda r: r["config"],
+        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
+        "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]}))
+
+
+def plot_validation(rows=None, ax=None):
+    """Predicted vs measured TFLOP/s per GPU for the published Megatron-LM runs."""
+    import matplotlib.pyplot as plt
+    rows = validation_rows() if rows is None else rows
+    if not rows:
+        raise ValueError("rows must not be empty")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.2))
+    groups = {"weak-scaling": ("o", "tab:blue", "Table 1 weak scaling, 1.7B -> 1T"),
+              "gpt3-175b": ("*", "tab:red", "GPT-3 175B, 1024 GPUs"),
+              "ptdp-vs-zero3-175b": ("s", "tab:green", "GPT-3 175B, 384-1536 GPUs (Table 2)")}
+    for key, (marker, colour, label) in groups.items():
+        sel = [r for r in rows if r["group"] == key]
+        if sel:
+            ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour, ms=9 if marker == "*" else 6,
+                    ls="none", label=label)
+    lo = min(min(r["measured"], r["predicted"]) for r in rows) * 0.85
+    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.1
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="model = measurement")
+    ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color="0.9", label="within 10%")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured TFLOP/s per GPU (Narayanan et al. 2021)")
+    ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
+    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return ax
+
+
+def efficiency_to_match(case_id="mlm21-gpt3-1024") -> float:
+    """The gpu_efficiency at which the model reproduces one published throughput exactly (bisection)."""
+    ids = [r["id"] for r in validation_rows(include_zero3=True)]
+    case_id = validate.choice("case_id", case_id, ids)
+
+    def ratio(eff):
+        return next(r["ratio"] for r in parallel.validation_table(gpu_efficiency=eff) if r["id"] == case_id)
+
+    lo, hi = 0.05, 1.0
+    if ratio(hi) < 1:
+        return 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ratio(mid) < 1 else (lo, mid)
+    return 0.5 * (lo + hi)
+

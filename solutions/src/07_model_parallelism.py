@@ -1,0 +1,714 @@
+# %% [markdown]
+# # 07 · Model parallelism: tensor, pipeline and 3D
+#
+# **Time:** about 90 minutes. **Prerequisites:** chapters 00-06: per direction vs bidirectional, the ring
+# all-reduce time $2\frac{p-1}{p}\frac{n}{B}$ (04), NVSwitch nodes (03), one NIC per GPU and rail-optimised
+# fat trees (05), data parallelism and ZeRO (06).
+#
+# **After this chapter you can**
+# - explain Megatron-style tensor parallelism (a column-parallel layer followed by a row-parallel one) and
+#   count its all-reduces: 2 in the forward and 2 in the backward pass of every transformer layer;
+# - compute the bytes of one tensor-parallel all-reduce for a real model, and the ratio of tensor-parallel
+#   communication to compute, and use it to explain why tensor parallelism stays inside the NVLink domain;
+# - say what sequence parallelism changes (memory) and what it does not (bytes);
+# - draw GPipe, 1F1B and interleaved 1F1B schedules, derive the bubble $(p-1)/m$ and $(p-1)/(v\,m)$, and
+#   size the point-to-point sends between stages;
+# - lay out TP x PP x DP on a cluster in Megatron's rank order and say which traffic rides NVLink and
+#   which rides the InfiniBand rails;
+# - use `course_lib.parallel` to compare layouts, and say where its numbers stop matching published runs.
+#
+# Conventions as always: **1 GB = 10⁹ bytes**, **1 Gb/s = 10⁹ bits/s**, every bandwidth says *per
+# direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
+# published training results from `course_lib/data/published_training.json` and the other published
+# statements of this chapter from `course_lib/data/published_model_parallel.json`, each with its URL.
+
+# %%
+# %matplotlib inline
+from course_lib import checks, costmodel, hardware, parallel, topology, units
+from course_lib.explorers import infiniband as ib
+from course_lib.explorers import model_parallel as mp
+
+# %% [markdown]
+# ## 1. Why split the model?
+#
+# Data parallelism (chapter 06) gives every GPU a full copy of the model. Training with mixed-precision
+# Adam keeps **16 bytes per parameter**: 2 for BF16 weights, 2 for gradients, 12 for the optimizer
+# (FP32 master weights, momentum, variance). For GPT-3:
+
+# %%
+gpt3 = parallel.model("gpt3-175b")
+states = parallel.model_state_bytes(gpt3.params)
+a100 = hardware.gpu("a100-sxm")
+print(f"{gpt3.name}: {gpt3.params / 1e9:.1f} billion parameters, {gpt3.layers} layers, hidden size {gpt3.hidden}")
+print(f"weights + gradients + Adam states: {units.format_bytes(states['total'])}")
+print(f"one {a100.name}: {units.format_bytes(a100.memory_bytes)} -> at least "
+      f"{states['total'] / a100.memory_bytes:.0f} GPUs just to hold them")
+
+# %% [markdown]
+# 2.8 TB of model state does not fit on one GPU, nor on one 8-GPU node. ZeRO-3 (chapter 06) shards the
+# states but then has to gather every layer's weights for every micro-batch. **Model parallelism** instead
+# splits the *work* of the model:
+# - **tensor parallelism (TP)** splits every weight matrix of a layer over $t$ GPUs, which compute each
+#   layer together;
+# - **pipeline parallelism (PP)** gives each of $p$ GPUs (or groups of GPUs) a contiguous block of layers,
+#   and streams micro-batches through them;
+# - **data parallelism (DP)** replicates the result $d$ times. With all three, $t \times p \times d$ GPUs
+#   train one model: **3D parallelism**.
+#
+# Each kind sends different bytes, at a different rate, to different partners. Which link carries
+# which traffic decides whether the cluster computes or waits.
+#
+# ## 2. Tensor parallelism (Megatron-LM)
+#
+# ### 2.1 A column-parallel layer, then a row-parallel layer
+# The MLP of a transformer layer computes $Z = \mathrm{GeLU}(XA)\,B$ with $X$ of shape
+# $(b\,s) \times h$ (micro-batch $b$ sequences of $s$ tokens, hidden size $h$), $A$ of shape $h \times 4h$
+# and $B$ of shape $4h \times h$. Split it over $t$ GPUs:
+#
+# 1. **Column-parallel $A$**: $A = [A_1, \dots, A_t]$, GPU $i$ holds the columns $A_i$ and computes
+#    $Y_i = \mathrm{GeLU}(X A_i)$. GeLU acts element by element, so each GPU can apply it to its own columns:
+#    **no communication**.
+# 2. **Row-parallel $B$**: $B$ is split by rows $B_1, \dots, B_t$ to match. GPU $i$ computes $Y_i B_i$, a
+#    *partial sum* of the full $(b\,s) \times h$ output: $Z = \sum_i Y_i B_i$. One **all-reduce** adds the
+#    partial sums, and every GPU has $Z$.
+#
+# In the backward pass the mirror image happens: the gradient with respect to $X$ is a sum over the $t$
+# column blocks, so it needs **one all-reduce** too. Megatron names the two operators $f$ (identity
+# forward, all-reduce backward, at the block's input) and $g$ (all-reduce forward, identity backward, at
+# its output).
+#
+# Self-attention splits the same way: the heads are divided among the GPUs (the Q, K, V projections are
+# column-parallel, each GPU computes attention for its own heads) and the output projection is
+# row-parallel. So **each of the two blocks of a layer needs one all-reduce forward and one backward**:
+
+# %%
+c = mp.claim("tp-allreduces-per-layer")
+print(f"{c['value']} {c['unit']}\n  source: {c['title']}, {c['where']}: {c['url']}")
+
+# %% [markdown]
+# With **full activation recomputation** (the forward pass of each layer is run again during the
+# backward pass to avoid storing activations), the two forward all-reduces are repeated: 6 per layer.
+#
+# ### 2.2 How many bytes?
+# Every all-reduce carries the block's full output: $b \times s \times h$ values, 2 bytes each in BF16.
+# It does **not** shrink as $t$ grows, because every GPU holds a full-size partial sum. For GPT-3 with one
+# sequence per micro-batch:
+
+# %%
+ar_bytes = mp.tp_allreduce_bytes("gpt3-175b", micro_batch=1)
+print(f"b x s x h x 2 bytes = 1 x {gpt3.seq_len} x {gpt3.hidden} x 2 = {ar_bytes:,.0f} bytes = {units.format_bytes(ar_bytes)}")
+
+# %% [markdown]
+# How many of those does a GPU see in one training step? Take the layout of the published GPT-3 run
+# (section 6): 1,024 A100 GPUs as **TP 8 x PP 16 x DP 8**, a global batch of 1,536 sequences, one sequence
+# per micro-batch, full recomputation. Each GPU holds $96/16 = 6$ layers, and each pipeline processes
+# $1536/8 = 192$ micro-batches per step. `parallel.estimate` counts the calls:
+
+# %%
+pub = parallel.estimate("gpt3-175b", "dgx-a100", gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full")
+tp_traffic = mp.traffic_rows(pub)[0]
+print(f"{tp_traffic['calls']:,} all-reduces of {units.format_bytes(tp_traffic['bytes_per_call'])} per step "
+      f"(6 per layer x 6 layers x 192 micro-batches)")
+print(f"each GPU sends 2(t-1)/t of each: {units.format_bytes(tp_traffic['sent_per_gpu'])} per step, "
+      f"over {tp_traffic['link']}, taking {units.format_time(tp_traffic['time_s'])}")
+
+# %% [markdown]
+# Each GPU sends about **600 GB per step** for tensor parallelism alone, more than 100 times what it sends
+# for data parallelism (section 4). This is affordable only because it rides NVLink.
+#
+# ### 2.3 Why tensor parallelism stays inside the NVLink domain
+# Compare the communication of one layer with its compute. Per layer and micro-batch, four ring all-reduces
+# of $2bsh$ bytes take $4 \cdot 2\frac{t-1}{t}\cdot\frac{2bsh}{B}$ on a link of $B$ bytes/s per direction.
+# The layer's forward and backward take about $3 \cdot \frac{b s (24h^2 + 4sh)}{t\,F}$ on GPUs that reach
+# $F$ FLOP/s each. Their ratio is
+#
+# $$\frac{\text{TP communication}}{\text{compute}} = \frac{4\,(t-1)\,F}{3\,B\,(6h + s)}.$$
+#
+# Three things to notice: the batch cancels (bigger micro-batches do not help); it grows with $t - 1$
+# (every doubling of $t$ halves the compute per GPU but not the bytes); and it grows with $F/B$, so **faster
+# GPUs need faster links**. `mp.tp_link_comparison` evaluates it with achievable bandwidths (spec x the
+# measured efficiency of chapter 04) and $F$ = peak x the course's GPU efficiency assumption:
+
+# %%
+for sid in ("dgx-a100", "dgx-h100"):
+    r = mp.tp_link_comparison("gpt3-175b", sid, tp=8)
+    print(f"{sid}: F = {r['flops'] / 1e12:.0f} TFLOP/s; TP 8 on NVLink ({units.format_bandwidth(r['nvlink_bw'])}): "
+          f"comm/compute = {r['ratio_nvlink']:.2f}; on one NIC share ({units.format_bandwidth(r['nic_bw'])}): "
+          f"{r['ratio_nic']:.2f}")
+
+# %% [markdown]
+# On NVLink the all-reduces cost 8% (A100) to 16% (H100) of the compute. If each GPU had to send them
+# through its own NIC, they would cost 78% to 124% of the compute: the GPUs would spend as long waiting
+# as computing, every layer. And this traffic cannot be hidden easily: each all-reduce sits between two
+# matrix multiplications that need its result.
+#
+# The left panel below draws the ratio against $t$. Inside a node the ratio grows as $t-1$; beyond the
+# node (grey) two bounds: the dotted line gives each GPU only its own share of the NICs; the dashed line
+# lets **every NIC of the node carry the TP ring at once**, which is what `course_lib.parallel` assumes. The
+# right panel is the model's throughput with PP and DP fixed (so the GPU count grows with $t$).
+
+# %%
+mp.plot_tp_crossing("gpt3-175b", ("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192);
+
+# %% [markdown]
+# Even with the model's generous assumption, throughput per GPU falls once TP leaves the node, and it
+# falls faster on H100: three times the FLOP/s against 1.5 times the NVLink bandwidth. (Hollow points
+# at small $t$ do not fit in 80 GB.)
+#
+# > **Myth / fact: "Tensor parallelism can span nodes just as well."**
+# > *Myth.* A TP group all-reduces a full activation tensor 4 to 6 times per layer and micro-batch, on the
+# > critical path, and the bytes do not shrink as the group grows. Per GPU, a DGX A100's network gives
+# > 12 times less bandwidth than NVLink (chapter 05), so the ratio above goes from 0.08 to 0.78. Narayanan
+# > et al. measured the best throughput per GPU at a TP degree equal to the GPUs of one node, and a drop
+# > beyond it (printed below). The model in this course *under*-states the drop (section 6).
+
+# %%
+c = mp.claim("tp-best-at-node-size")
+print(f"{c['claim']}\n  best TP degree: {c['value']} ({c['where']}); {c['title']}: {c['url']}")
+
+# %% [markdown]
+# ### 2.4 Sequence parallelism, briefly
+# Between the TP regions of a layer sit layer norms and dropouts, which tensor parallelism leaves
+# *replicated*: every GPU of the group computes and stores them on the full $b \times s \times h$ tensor.
+# **Sequence parallelism** (Korthikanti et al. 2022) splits those parts along the sequence instead: each
+# GPU keeps $s/t$ of the tokens. Where a TP region begins, an **all-gather** rebuilds the full sequence;
+# where it ends, a **reduce-scatter** replaces the all-reduce, adding the partial sums and handing each
+# GPU its slice of tokens.
+#
+# A ring all-reduce *is* a reduce-scatter followed by an all-gather (chapter 04), so the bytes are the
+# same. What changes is memory:
+
+# %%
+sp = mp.sequence_parallel_comparison("gpt3-175b", "dgx-a100", tp=8, micro_batch=1, recompute="selective")
+print(f"one {units.format_bytes(sp['bytes'])} all-reduce over {sp['link']}: {units.format_time(sp['all_reduce_s'])}; "
+      f"reduce-scatter + all-gather: {units.format_time(sp['rs_ag_s'])}")
+print(f"activations per layer (TP 8, selective recomputation): {units.format_bytes(sp['activations_without_sp'])} "
+      f"without, {units.format_bytes(sp['activations_with_sp'])} with sequence parallelism")
+
+# %% [markdown]
+# Same time, a third of the activation memory: sequence parallelism is free memory, not less traffic.
+
+# %%
+c = mp.claim("sp-same-volume")
+print(f"{c['claim']}\n  {c['title']}, {c['where']}: {c['url']}")
+
+# %% [markdown]
+# ## 3. Pipeline parallelism
+#
+# ### 3.1 Stages, micro-batches and the bubble
+# Cut the 96 layers into $p$ **stages** of consecutive layers, one stage per GPU (or per TP group). Stage
+# $i$ needs the activations of stage $i-1$ before it can start: one stage alone would leave the other
+# $p-1$ idle. So the batch is cut into $m$ **micro-batches**, which follow each other through the pipeline,
+# and the gradients of all of them are added before one optimizer step (a "flush" at the end of each step).
+#
+# **GPipe** runs all $m$ forward passes, then all $m$ backward passes. Let a forward pass of one
+# micro-batch on one stage take $t_f$ and a backward pass $t_b$. The last stage starts its first forward pass
+# after $(p-1)\,t_f$ and the first stage finishes its last backward pass $(p-1)\,t_b$ after the last stage
+# did. The step takes $(m + p - 1)(t_f + t_b)$ instead of the ideal $m(t_f + t_b)$; each GPU is idle for
+# $(p-1)(t_f+t_b)$, the **bubble**:
+#
+# $$\text{bubble fraction} = \frac{(p-1)(t_f+t_b)}{m\,(t_f+t_b)} = \frac{p-1}{m}$$
+#
+# (as a fraction of the ideal time; as a share of the whole step it is $\frac{p-1}{m+p-1}$).
+#
+# ### 3.2 1F1B and interleaving
+# **1F1B** (PipeDream-Flush): after a warm-up of $p - i - 1$ forward passes, stage $i$ alternates one
+# forward and one backward pass, then drains. The bubble is the **same** $(p-1)/m$, but a stage holds the
+# activations of at most $p$ micro-batches instead of $m$: that is why everyone uses it.
+#
+# **Interleaved 1F1B** (Megatron-LM): each GPU holds $v$ smaller chunks of layers (GPU 0 has layers 1-3 and
+# 49-51 of a 96-layer model with $p = 16$, $v=2$), so a micro-batch visits every GPU $v$ times, each visit $v$
+# times shorter. The fill and drain shrink by $v$: bubble $\frac{p-1}{v\,m}$. The price: about $v$ times
+# more sends between stages, and $m$ must be a multiple of $p$.
+#
+# `mp.pipeline_schedule` simulates each schedule op by op (each GPU runs its ops in order; an op starts
+# when its GPU is free and its input has arrived) and *measures* the bubble. Here $p = 4$, $m = 8$,
+# $t_b = 2\,t_f$; the number in a box is the micro-batch, white is idle time:
+
+# %%
+mp.compare_schedules(stages=4, micro_batches=8, interleave=2);
+
+# %% [markdown]
+# The measured bubbles equal the formulas: 3/8 for GPipe and 1F1B, 3/16 interleaved (lighter boxes there
+# are each GPU's second chunk of layers). Note the memory in each title: GPU 0 of GPipe holds all 8
+# micro-batches of activations, 1F1B only 4 ($= p$), interleaved $p + (p-1)/v$. For a real run the bubble
+# is small only when $m \gg p$:
+
+# %%
+for p, m, v in ((8, 8, 1), (8, 32, 1), (8, 32, 2), (16, 192, 1)):
+    s = mp.pipeline_schedule(p, m, "1f1b", interleave=v)
+    print(f"p={p:>2}, m={m:>3}, v={v}: bubble {s.bubble_fraction:.3f} (formula {s.formula:.3f}); step "
+          f"{s.makespan / s.ideal:.2f} x the ideal time")
+c = mp.claim("interleaved-gain")
+print(f"measured by Megatron-LM: {c['claim']}\n  {c['title']}, {c['where']}: {c['url']}")
+
+# %% [markdown]
+# ### 3.3 Point-to-point sends between stages
+# At each stage boundary the forward pass sends one micro-batch's activations, $b \times s \times h$ values,
+# to the next stage, and the backward pass sends the same amount of gradient back: **50 MB per micro-batch
+# per boundary and direction** for GPT-3 (the same tensor as one TP all-reduce). In Megatron's rank order
+# (section 4) the next stage is on another node, so the send crosses InfiniBand. Two things keep it cheap:
+# - it is **point to point** (one partner, once per micro-batch per boundary), not a collective that grows
+#   with the group;
+# - the $t$ GPUs of a TP group hold identical copies of the activations, so each sends only its $1/t$ slice
+#   over **its own NIC** (its own rail), and the next stage rebuilds the tensor with an all-gather over
+#   NVLink (the "scatter/gather optimisation" of Narayanan et al.).
+
+# %%
+st = mp.stage_timing("gpt3-175b", "dgx-a100", stages=16, tp=8)
+send_s = st["send_bytes"] / st["link_bandwidth"]
+print(f"per GPU per send: {units.format_bytes(st['send_bytes'])} over {st['link']} at "
+      f"{units.format_bandwidth(st['link_bandwidth'])} -> {units.format_time(send_s)}")
+print(f"one micro-batch on one stage: forward {units.format_time(st['forward_s'])}, backward "
+      f"{units.format_time(st['backward_s'])} -> a send costs {send_s / st['forward_s']:.1%} of a forward pass")
+c = mp.claim("scatter-gather")
+print(f"scatter/gather: {c['claim']} ({c['where']}; {c['url']})")
+
+# %% [markdown]
+# A quarter of a millisecond against tens of milliseconds of compute: pipeline traffic is small enough for
+# the slower network. It still adds to the critical path during warm-up and drain (the first micro-batch crosses
+# $p-1$ boundaries before the last stage can start), and interleaving multiplies the number of sends by $v$.
+#
+# ### Explorer: pipeline schedules
+# Stages are DGX A100 nodes running GPT-3 with TP 8; times come from `parallel.estimate`, and each send
+# carries one micro-batch's activations (per GPU, after scatter/gather) over a link of the speed you
+# choose. Things to try:
+# - $m$ from 4 to 32 at $p = 4$: the bubble shrinks as $(p-1)/m$;
+# - the schedule from 1F1B to GPipe: same step time, but GPU 0's activation memory grows from $p$ to $m$;
+# - interleaving 2 at $p=4$, $m=8$: half the bubble, twice the sends;
+# - the link from 25 down to 0.1 GB/s: only at a few hundred MB/s do the sends start to show (the measured
+#   bubble then exceeds the formula, which counts no communication).
+
+# %%
+schedule_box = mp.schedule_explorer(stages=4, micro_batches=8, interleave=1, schedule="1f1b", link_gb_s=25.0)
+
+# %% [markdown]
+# > **Myth / fact: "More pipeline stages are free."**
+# > *Myth.* With $m$ fixed, each extra stage adds $1/m$ of idle time: at $m = 8$ going from 4 to 8 stages
+# > takes the bubble from 0.375 to 0.875 (computed below). Keeping it small needs $m \gg p$, so a deeper
+# > pipeline needs a larger global batch, which convergence limits. Each stage also adds a boundary to
+# > cross (warm-up and drain), and the first stage holds activations for $p$ micro-batches. (On a fixed
+# > cluster and batch, trading DP for PP raises $m$ with $p$, and the bubble stays near $N b/(B\,t)$ for $N$
+# > GPUs and a global batch of $B$ sequences: the price of depth shows when the model grows and the batch
+# > cannot.) Stages are not free; they are a cheap way, in bandwidth, to spread a model across nodes.
+
+# %%
+for p in (4, 8, 16):
+    print(f"m = 8, p = {p:>2}: bubble {mp.pipeline_schedule(p, 8).bubble_fraction:.3f} of the ideal time")
+
+# %% [markdown]
+# ## 4. 3D parallelism: which traffic rides which link
+#
+# ### 4.1 Megatron's rank order
+# Megatron-LM numbers the GPUs so that **TP ranks are adjacent, then DP, then PP**:
+#
+# $$\text{rank} = \text{pp\_rank}\cdot(t\,d) + \text{dp\_rank}\cdot t + \text{tp\_rank}.$$
+#
+# Launchers place consecutive ranks on the same node (chapter 05), so with $t$ at most the GPUs of a node a
+# TP group never leaves its node. A DP group takes every $t$-th rank and a PP group every $(t\,d)$-th, so
+# they span nodes as soon as those strides reach the node size. When $t$ equals the GPUs of a node, both link
+# GPUs with the **same local index**: GPU $k$ of one node talks to GPU $k$ of another, over NIC $k$, on rail
+# $k$, one switch hop apart in a rail-optimised fat tree (chapter 05). The order follows the bytes: the group
+# that sends most gets the fastest link.
+#
+# A small example, 32 GPUs on 4 DGX A100 nodes as TP 4 x PP 2 x DP 4 (colour: pipeline stage; thick
+# boxes: TP groups):
+
+# %%
+mp.draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100");
+
+# %% [markdown]
+# The real system underneath: each DGX A100 is eight GPUs on NVSwitch, and GPU $k$ of every node reaches
+# leaf switch $k$ through its own NIC. The links come from the catalog (GB/s per direction):
+
+# %%
+topology.nvswitch_system("dgx-a100").draw();
+ib.draw_rails("dgx-a100", nodes=2);
+
+# %% [markdown]
+# ### 4.2 The traffic of one step
+# Back to the published GPT-3 layout, TP 8 x PP 16 x DP 8 on 128 DGX A100 nodes. First the groups and their
+# links, then everything one GPU sends in one step:
+
+# %%
+for kind, g in mp.group_links("dgx-a100", tp=8, pp=16, dp=8).items():
+    print(f"{kind:<16} groups of {g['size']:>2}, rank stride {g['stride']:>3}: {g['link']} "
+          f"({units.format_bandwidth(g['bandwidth'])} per rank){' - crosses nodes' if g['crosses_nodes'] else ''}")
+mp.show_traffic(pub)
+
+# %% [markdown]
+# Read the table row by row:
+# - **tensor parallel**: thousands of all-reduces of 50 MB, about 600 GB per GPU per step, all on NVLink;
+# - **pipeline**: a few hundred sends of 6.3 MB (scatter/gather), a few GB, on the rails;
+# - **data parallel**: one all-reduce per step of the GPU's own gradients (its 6 layers split 8 ways, plus the
+#   embedding: 2.9 GB in BF16), mostly hidden behind the last backward pass, on the rails.
+
+# %%
+split = mp.sent_by_link(pub)
+print(f"sent per GPU per step: {units.format_bytes(split['inside'])} inside the node (NVLink), "
+      f"{units.format_bytes(split['across'])} across nodes ({split['across'] / split['total']:.1%} of the bytes)")
+dp_only = 2 * (1024 - 1) / 1024 * 2 * gpt3.params
+print(f"pure data parallelism (if it fitted): {units.format_bytes(dp_only)} per GPU per step, all across nodes")
+
+# %% [markdown]
+# > **Myth / fact: "Model parallelism reduces communication."**
+# > *Myth.* It reduces **memory**. In bytes, a GPU of the 3D layout sends about as much per step as pure data
+# > parallelism would (616 GB against 698 GB, above), and it sends it far more often: thousands of
+# > latency-sensitive collectives on the critical path instead of one overlappable gradient all-reduce.
+# > What 3D parallelism changes is **where** the bytes go: about 99% of them stay on NVLink, and the slower
+# > network carries about 1%. It works because the rank order matches the traffic to the links.
+#
+# ### 4.3 Let the planner choose
+# `parallel.plan` searches TP x PP x DP (and micro-batch size, ZeRO-1, recomputation, interleaving), drops
+# what does not fit in memory and ranks the rest by step time. The same search from a terminal:
+# `python -m course_lib plan --model gpt3-175b --system dgx-a100 --gpus 1024 --global-batch 1536 --search`.
+
+# %%
+plan = parallel.plan("gpt3-175b", "dgx-a100", gpus=1024, global_batch=1536)
+mp.show_plan(plan, top=6)
+print("\n".join(plan.explanation))
+
+# %% [markdown]
+# The winner keeps TP inside the node, recomputes only the attention scores (selective), uses interleaving
+# to shrink the bubble, and shards the optimizer over DP (ZeRO-1) to make room. The best layout with TP
+# across nodes is about 10% slower *in this model*, which is optimistic about crossing nodes (section 6).
+#
+# ## 5. Explorer: the TP x PP x DP grid of a cluster
+# Every cell is one layout of your cluster: TP down, PP across, DP the rest. Each pipeline runs $m$
+# micro-batches of one sequence per step (so the global batch is $m \times$ DP, and the bubble of every
+# cell is $(p-1)/m$). A cell shows the model FLOP/s utilisation (MFU) and the memory per GPU; grey cells do
+# not fit, hatched ones are impossible (TP must divide the heads, PP the layers, TP x PP the GPUs). On the
+# right: the selected layout's step time split into compute, bubble and exposed communication, and its
+# memory. Everything comes from `parallel.estimate`. Things to try:
+# - TP from 8 to 16 and 32: the tensor-parallel share of the step (orange) jumps as soon as TP leaves the node;
+# - the NIC speed from 200 down to 25 Gb/s: TP 8 x PP 16 loses a few percent (only pipeline and data-parallel
+#   traffic use the NICs); select TP 16 x PP 8 and do it again: it loses more than half;
+# - the NVLink speed down to 50 GB/s per direction: every layout with TP > 1 slows down;
+# - $m$ from 192 down to 32: the bubble (grey) of PP 16 grows from 0.08 to 0.47; try PP 32;
+# - GPUs from 1024 to 128: which layouts still fit?
+# - the system from DGX A100 to DGX H100: the same layout becomes more communication-bound.
+
+# %%
+grid_box = mp.layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp=16, micro_batches=192)
+
+# %% [markdown]
+# ## 6. Where the model stops being true
+#
+# `parallel.validation_table` puts the model next to published throughputs (Narayanan et al. 2021, DGX A100
+# nodes with 8 HDR NICs each, full recomputation). Fields the paper does not state next to a number are
+# filled with stated defaults and listed in the data file as assumptions, not fitted.
+
+# %%
+rows = mp.validation_rows()
+mp.show_validation(rows)
+mp.plot_validation(rows);
+
+# %% [markdown]
+# For GPT-3 175B on 1,024 A100 GPUs the model gives about 126 TFLOP/s per GPU against 140 measured: 10% low.
+# Across the table it ranges from 8% high to 23% low, and the misses have causes you can name.
+#
+# **1. One GPU-efficiency constant.** All compute time is FLOPs / (peak x `gpu_efficiency`), one constant
+# taken from a single-GPU V100 run (so that it is independent of these cases; printed below). Real GEMMs get more efficient as they grow: the
+# measurements rise from 137 to 163 TFLOP/s per GPU as the models grow from 1.7B to 1T parameters, while the
+# model stays flat near 125. The efficiency that would reproduce the GPT-3 run exactly:
+
+# %%
+print(f"assumed {parallel.assumption('gpu_efficiency'):.2f}; GPT-3 on 1024 GPUs needs "
+      f"{mp.efficiency_to_match('mlm21-gpt3-1024'):.3f}; the 1T model on 3072 GPUs "
+      f"{mp.efficiency_to_match('mlm21-t1-1008b'):.3f}")
+
+# %% [markdown]
+# Both are above the assumption, and the larger model needs more: the signature of GEMM efficiency growing
+# with matrix size, which one constant cannot follow.
+#
+# **2. Tensor-parallel communication is assumed fully exposed.** The model adds every TP all-reduce to the
+# step time, as the 2021 runs did; newer Megatron-LM versions can overlap much of it with the neighbouring
+# matrix multiplications (`--tp-comm-overlap`, with sequence parallelism and Transformer Engine). How much is at stake: make the TP all-reduces
+# almost free (a what-if NVLink of 5,000 GB/s per direction) and compare. Overlap can win at most this much;
+# before comparing with a published run, check whether its framework overlapped TP communication.
+
+# %%
+fast = ib.what_if_system("dgx-a100", nvlink_gb_s=5000)
+hidden = parallel.estimate("gpt3-175b", fast, gpus=1024, tp=8, pp=16, global_batch=1536, dp_overlap=False)
+print(f"TP all-reduces exposed: {pub.tflops_per_gpu:.0f} TFLOP/s per GPU ({pub.tp_exposed_s / pub.step_time_s:.1%} "
+      f"of the step); nearly free: {hidden.tflops_per_gpu:.0f} TFLOP/s per GPU")
+
+# %% [markdown]
+# **3. Tensor parallelism across nodes is modelled optimistically.** When a TP group spans nodes, the model
+# gives its ring the bandwidth of **all the NICs of a node at once** (each of the node's GPUs is in the group,
+# and a ring can use one NIC per channel). On a DGX H100 that is as fast as NVLink:
+
+# %%
+for sid in ("dgx-a100", "dgx-h100"):
+    inside, across = parallel.group_link(sid, 8, 1), parallel.group_link(sid, 16, 1)
+    own = hardware.system(sid).nic_bandwidth_per_gpu * costmodel.efficiency("infiniband")
+    print(f"{sid}: TP 8 {units.format_bandwidth(inside.bandwidth)}; TP 16 as modelled {units.format_bandwidth(across.bandwidth)}; "
+          f"one NIC share per GPU {units.format_bandwidth(own)}")
+
+# %% [markdown]
+# That bound is reached only by one large all-reduce running alone. In a training step the TP all-reduces
+# are 50 MB (mid-size messages, for which chapter 04's model is already optimistic by up to 2x), they share
+# those NICs with the pipeline sends and the data-parallel all-reduce, and each ring step pays a network
+# latency instead of an NVLink one. So the model's loss of 15-22% when TP goes from 8 to 16 (section 2.3,
+# right panel) is a lower bound. Narayanan et al. measured the best layouts at TP = 8, and every run of their
+# weak-scaling table keeps TP at 8 or below. Use the model to rank layouts that keep TP inside the node; do
+# not trust it to price layouts that do not.
+#
+# **Also left out:** imbalance between stages (the first and last stages also hold the embeddings and the
+# loss), the time to launch thousands of small kernels, stragglers and congestion in the fabric, and the
+# optimizer step itself.
+#
+# ## Check your understanding
+# 1. Raising the TP degree from 8 to 16 halves the work of each GPU in a layer. What happens to the bytes of
+#    each TP all-reduce, and to the ratio of communication to compute?
+#
+# <details><summary>Answer</summary>
+#
+# The bytes stay $2bsh$: each GPU holds a full-size partial sum. Each GPU sends $2\frac{t-1}{t}$ of it, a bit
+# more (1.75 to 1.875 times the buffer). Compute per GPU halves, so the ratio
+# $\frac{4(t-1)F}{3B(6h+s)}$ roughly doubles (from $7$ to $15$ in the numerator), and more if the bandwidth
+# $B$ drops because the group leaves the node.
+# </details>
+#
+# 2. 1F1B has exactly the same bubble as GPipe. Why does every framework use it?
+#
+# <details><summary>Answer</summary>
+#
+# Memory. GPipe runs all $m$ forward passes before any backward pass, so a stage stores the activations of
+# $m$ micro-batches; 1F1B starts backward passes as soon as the pipeline is full, so a stage holds at most $p$.
+# A small bubble needs $m \gg p$, which GPipe cannot afford.
+# </details>
+#
+# 3. TP 8 x PP 16 x DP 8 on DGX A100 nodes, Megatron's rank order. Over which NIC does GPU 3 of a node
+#    all-reduce its gradients, and with whom?
+#
+# <details><summary>Answer</summary>
+#
+# Its DP group holds ranks $r, r+8, r+16, \dots$: GPU 3 of 8 different nodes (the 8 nodes of one pipeline
+# stage). Each uses its own NIC 3, so the whole group is on rail 3: one leaf switch between any two members.
+# </details>
+#
+# 4. Sequence parallelism replaces each all-reduce with a reduce-scatter and an all-gather. Does it cut the
+#    tensor-parallel traffic?
+#
+# <details><summary>Answer</summary>
+#
+# No: a ring all-reduce is a reduce-scatter followed by an all-gather, so the bytes are the same. It splits
+# the layer norms and dropouts along the sequence, which cuts the activation memory (by about 3x for GPT-3
+# at TP 8 above).
+# </details>
+#
+# 5. Interleaving with $v = 2$ halves the bubble. What does it cost?
+#
+# <details><summary>Answer</summary>
+#
+# About twice as many pipeline sends (a micro-batch crosses $p\,v - 1$ boundaries instead of $p - 1$), a few more
+# activations on the first stage ($p + (p-1)/v$ micro-batches instead of $p$), and $m$ must be a multiple of
+# $p$.
+# </details>
+#
+# ## Graded exercises
+# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
+# specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
+# relative tolerance, so you do not need to round.
+#
+# **Exercise 07.1** (1 point). A 1F1B pipeline has $p = 8$ stages and runs $m = 32$ micro-batches per step.
+# What is its bubble as a **fraction of the ideal (bubble-free) time**? Store it in `bubble_p8_m32` (a fraction
+# such as 0.5, not a percentage).
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-1-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+bubble_p8_m32 = (8 - 1) / 32
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("07.1", bubble_p8_m32)
+### BEGIN HIDDEN TESTS
+checks.grade("07.1", bubble_p8_m32)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.2** (1 point). The same pipeline with the **interleaved** schedule, $v = 2$ model chunks per
+# GPU. Bubble as a fraction of the ideal time? Store it in `bubble_interleaved`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-2-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+bubble_interleaved = (8 - 1) / (2 * 32)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("07.2", bubble_interleaved)
+### BEGIN HIDDEN TESTS
+checks.grade("07.2", bubble_interleaved)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.3** (1 point). Llama 3 405B (hidden size 16,384) trains on sequences of 8,192 tokens. With
+# micro-batch 1 and BF16 activations, how many **bytes** does one tensor-parallel all-reduce carry (the buffer
+# on each GPU)? Store it in `tp_allreduce_nbytes`. Compute it yourself; you may check it with
+# `mp.tp_allreduce_bytes` (the model id is `"llama3-405b"`).
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-3-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("07.3", tp_allreduce_nbytes)
+### BEGIN HIDDEN TESTS
+checks.grade("07.3", tp_allreduce_nbytes)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.4** (2 points). GPT-3 175B (96 layers) on 1,024 GPUs as TP 8 x PP 16 x DP 8, global batch
+# 1,536 sequences, micro-batch 1, **without** activation recomputation. How many tensor-parallel all-reduces
+# does **one GPU** take part in during one training step? Store it in `tp_allreduces_per_step`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-4-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+layers_per_gpu = 96 // 16
+micro_batches_per_pipeline = 1536 // (1 * 8)
+tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("07.4", tp_allreduces_per_step)
+### BEGIN HIDDEN TESTS
+checks.grade("07.4", tp_allreduces_per_step)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.5** (1 point). On a DGX H100 (NVLink 4: 450 GB/s per direction per GPU, spec), how long does
+# one such all-reduce (exercise 07.3) take as a ring over the 8 GPUs of the node, counting bandwidth only (no
+# latency)? Answer in **microseconds**, stored in `tp_allreduce_h100_us`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("07.5", tp_allreduce_h100_us)
+### BEGIN HIDDEN TESTS
+checks.grade("07.5", tp_allreduce_h100_us)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.6** (1 point). GPT-3 175B on 512 A100 80 GB GPUs (64 DGX A100 nodes), mixed-precision Adam
+# (16 bytes per parameter), no ZeRO, full recomputation, micro-batch 1. Only one of these layouts fits in
+# memory. Which one? Store its letter in `fitting_layout`. Reason it out first; then you may check with
+# `parallel.estimate(...).fits`.
+#
+# - **A.** TP 8 x PP 2 x DP 32
+# - **B.** TP 4 x PP 8 x DP 16
+# - **C.** TP 8 x PP 8 x DP 8
+# - **D.** TP 1 x PP 8 x DP 64
+
+# %% nbgrader={"grade": false, "grade_id": "ex07-6-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+fitting_layout = "C"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("07.6", fitting_layout)
+### BEGIN HIDDEN TESTS
+checks.grade("07.6", fitting_layout)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Score yourself
+# `checks.check_all(globals(), chapter="07")` scores every exercise of the notebook without showing any answer.
+
+# %%
+_ = checks.check_all(globals(), chapter="07")
+
+# %% [markdown]
+# ## Takeaways
+# - Megatron tensor parallelism pairs a **column-parallel** and a **row-parallel** layer, so each attention or
+#   MLP block needs **one all-reduce forward and one backward**: 4 per layer and micro-batch (6 with full
+#   recomputation), each of $b \cdot s \cdot h$ values, **50 MB for GPT-3** at micro-batch 1.
+# - TP communication / compute $= \frac{4(t-1)F}{3B(6h+s)}$: it grows with $t$ and with GPU speed over link
+#   speed, and the batch does not help. On NVLink it is about 0.08 (A100) to 0.16 (H100) at $t = 8$; over a
+#   GPU's share of the NICs it would be about 10 times more. **TP stays inside the NVLink domain.**
+# - Sequence parallelism turns each all-reduce into a reduce-scatter + all-gather: **same bytes, less
+#   activation memory**.
+# - The pipeline bubble is $(p-1)/m$ of the ideal time for GPipe and 1F1B, $(p-1)/(v\,m)$ interleaved. 1F1B
+#   keeps at most $p$ micro-batches of activations instead of $m$; interleaving costs $v$ times more sends.
+# - Pipeline sends are point to point, once per micro-batch and boundary, and cut by $t$ with scatter/gather:
+#   small enough for InfiniBand.
+# - Megatron's rank order (TP adjacent, then DP, then PP) puts TP on NVLink and DP and PP on the rails, GPU $k$
+#   to GPU $k$: about 99% of a GPU's bytes stay in the node.
+# - The model is within 25% of published Megatron-LM runs (10% low for GPT-3 on 1,024 A100s); it misses the
+#   gain of larger GEMMs, assumes TP communication fully exposed, and is optimistic about TP across nodes.
+#
+# ## Worked questions
+# Try each before opening the answer; the code cell under them lets you check with the library.
+#
+# **W1.** Llama 3 70B trains with sequences of 8,192 tokens (hidden size 8,192) at micro-batch 1 and TP 8 on
+# DGX H100 nodes. How big is one TP all-reduce, and what is the TP communication / compute ratio on NVLink?
+#
+# <details><summary>Answer</summary>
+#
+# $1 \times 8192 \times 8192 \times 2$ bytes = 134 MB, 2.7 times GPT-3's. The ratio is
+# $\frac{4 \cdot 7\,F}{3B(6h+s)}$ with $h = s = 8192$: about 0.20, higher than GPT-3's 0.16 on the same
+# machine because $h$ is smaller (less compute per byte sent). The long sequences help a little ($s$ in the
+# denominator: attention compute grows with $s^2$, the all-reduce only with $s$).
+# </details>
+#
+# **W2.** The published GPT-3 layout runs $m = 192$ micro-batches through 16 stages. What is the bubble, and
+# what does interleaving with $v = 2$ buy in the model?
+#
+# <details><summary>Answer</summary>
+#
+# $15/192 = 0.078$ of the ideal time. With $v = 2$ (6 layers per stage divide by 2, and 192 is a multiple of
+# 16) it halves to 0.039, and the model's step time falls by about 3%: the bubble saved, minus the doubled
+# pipeline sends.
+# </details>
+#
+# **W3.** The GPT-3 cluster could move from HDR (200 Gb/s) to NDR (400 Gb/s) NICs, or lose half of its NVLink
+# bandwidth. Which change matters more for TP 8 x PP 16 x DP 8?
+#
+# <details><summary>Answer</summary>
+#
+# Halving NVLink: the TP all-reduces, 8% of the step, nearly double. Doubling the NICs only speeds up the
+# pipeline sends and the exposed part of the DP all-reduce, together well under 1% of the step. With TP inside
+# the node, the network is not the bottleneck of this layout.
+# </details>
+#
+# **W4.** A colleague plans TP 16 across two DGX H100 nodes because "the model says it is only 20% slower".
+# What do you answer?
+#
+# <details><summary>Answer</summary>
+#
+# That 20% is a lower bound: the model gives the TP ring all eight NICs of each node at once, as fast as NVLink
+# on a DGX H100, with no contention from the pipeline and data-parallel traffic and at large-message
+# efficiency. Per GPU the network has 9 times less bandwidth than NVLink. Published runs kept TP within a node.
+# Use PP (or a larger NVLink domain such as an NVL72 rack) to spread the model further.
+# </details>
+
+# %%
+llama = mp.tp_link_comparison("llama3-70b", "dgx-h100", tp=8)
+print(f"W1: {units.format_bytes(mp.tp_allreduce_bytes('llama3-70b'))}, ratio {llama['ratio_nvlink']:.2f}")
+v2 = parallel.estimate("gpt3-175b", "dgx-a100", gpus=1024, tp=8, pp=16, global_batch=1536, interleave=2)
+print(f"W2: bubble {pub.bubble_fraction:.3f} -> {v2.bubble_fraction:.3f}; step {units.format_time(pub.step_time_s)}"
+      f" -> {units.format_time(v2.step_time_s)} ({1 - v2.step_time_s / pub.step_time_s:.1%} less)")
+for name, s in (("NDR NICs", ib.what_if_system("dgx-a100", nic_gbit_s=400)),
+                ("half NVLink", ib.what_if_system("dgx-a100", nvlink_gb_s=150))):
+    e = parallel.estimate("gpt3-175b", s, gpus=1024, tp=8, pp=16, global_batch=1536)
+    print(f"W3: {name}: step {units.format_time(e.step_time_s)} ({e.step_time_s / pub.step_time_s - 1:+.1%})")
+
+# %% [markdown]
+# ## Further reading
+# - Shoeybi et al. 2019, *Megatron-LM: Training Multi-Billion Parameter Language Models Using Model
+#   Parallelism* (column- and row-parallel layers, the f and g operators): https://arxiv.org/abs/1909.08053
+# - Narayanan et al. 2021, *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM*
+#   (PTD-P, interleaved schedule, scatter/gather, rank order, the GPT-3 and 1T runs): https://arxiv.org/abs/2104.04473
+# - Korthikanti et al. 2022, *Reducing Activation Recomputation in Large Transformer Models* (sequence
+#   parallelism, selective recomputation): https://arxiv.org/abs/2205.05198
+# - Huang et al. 2019, *GPipe*: https://arxiv.org/abs/1811.06965
+# - Narayanan et al. 2021, *Memory-Efficient Pipeline-Parallel DNN Training* (PipeDream-Flush, 1F1B):
+#   https://arxiv.org/abs/2006.09503
+# - Megatron Core developer guide, *tensor_parallel* and *pipeline_parallel* packages:
+#   https://docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/tensor_parallel.html
+# - The course's model: `help(parallel.estimate)`, `python -m course_lib plan --help`, and every published
+#   case with its source in `parallel.published()["sources"]`.
