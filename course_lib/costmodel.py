@@ -329,11 +329,15 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm):
         if algorithm == "nvls" and f.nvls_bw is None:
             return None
         shard = n / g
-        t_inter = collective_time("all_reduce", shard, N, net_per_gpu, f.net_hop, "ring")
         if algorithm == "nvls":
-            # in-switch reduce-scatter and all-gather, pipelined with the network stage (NCCL's NVLS tree)
+            # NCCL's NVLS tree: in-switch reduce-scatter and all-gather inside each node, pipelined
+            # with a tree between nodes on each GPU's 1/g shard. As for the tree above, each NIC
+            # carries the shard once on two nodes and twice (up and down the tree) beyond.
+            per_nic = 1.0 if N == 2 else 2.0
+            t_inter = 2 * _log2(N) * f.net_hop + per_nic * shard / net_per_gpu
             t_intra = n / f.nvls_bw
             return f.launch + _in_network_extra() + 2 * f.intra_hop + np.maximum(t_intra, t_inter)
+        t_inter = collective_time("all_reduce", shard, N, net_per_gpu, f.net_hop, "ring")
         # textbook two-level: reduce-scatter in node, all-reduce across nodes on 1/g, all-gather in node (not overlapped)
         t_rs = collective_time("reduce_scatter", n, g, f.intra_bw, f.intra_hop, "ring")
         t_ag = collective_time("all_gather", n, g, f.intra_bw, f.intra_hop, "ring")
