@@ -5,9 +5,15 @@ show "not answered yet": a reading copy gives nothing away), writes
 ``DIR/NN_name.html`` for each and an ``index.html`` linking them. The explorers'
 static plots are ordinary image outputs, so they show in every page; the live
 widgets need a kernel and appear as their text fallback.
+
+With ``--slides`` each chapter is also written as a reveal.js slide deck,
+``DIR/NN_name.slides.html`` (nbconvert's slides exporter): every section heading
+(``#`` or ``##``) opens a new slide, ``###`` a sub-slide below it, so an instructor
+can present a chapter without preparing slides. The deck loads reveal.js from its CDN.
 """
 from __future__ import annotations
 
+import copy
 import html
 import re
 from pathlib import Path
@@ -27,8 +33,32 @@ def _title(nb, fallback: str) -> str:
     return fallback
 
 
-def export_notebook(path: Path, out_dir: Path, timeout: int = 300) -> dict:
-    """Execute one notebook and write it as HTML; returns {'html', 'title', 'images'}."""
+def slide_types(nb) -> list[str]:
+    """nbconvert slide type per cell: ``slide`` at a ``#``/``##`` heading, ``subslide`` at ``###``, else ``-``."""
+    types = []
+    for index, cell in enumerate(nb.cells):
+        first = cell.source.lstrip().split("\n", 1)[0] if cell.cell_type == "markdown" else ""
+        if index == 0 or re.match(r"^#{1,2}\s", first):
+            types.append("slide")
+        elif re.match(r"^###\s", first):
+            types.append("subslide")
+        else:
+            types.append("-")
+    return types
+
+
+def _write_slides(nb, target: Path) -> None:
+    from nbconvert import SlidesExporter
+
+    nb = copy.deepcopy(nb)
+    for cell, kind in zip(nb.cells, slide_types(nb)):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    body, _ = SlidesExporter().from_notebook_node(nb)
+    target.write_text(body, encoding="utf-8")
+
+
+def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool = False) -> dict:
+    """Execute one notebook and write it as HTML (and slides); returns {'html', 'title', 'images', 'slides'}."""
     import nbformat
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import ExecutePreprocessor
@@ -40,22 +70,34 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300) -> dict:
     target.write_text(body, encoding="utf-8")
     images = sum(1 for cell in nb.cells if cell.cell_type == "code"
                  for output in cell.get("outputs", []) if "image/png" in output.get("data", {}))
-    return {"html": target, "title": _title(nb, path.stem), "images": images}
+    deck = None
+    if slides:
+        deck = out_dir / f"{path.stem}.slides.html"
+        _write_slides(nb, deck)
+    return {"html": target, "title": _title(nb, path.stem), "images": images, "slides": deck}
 
 
-def export_course(out_dir, notebooks=None, timeout: int = 300) -> list[dict]:
-    """Export every student notebook (or the given paths) to ``out_dir``; writes index.html."""
+def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False) -> list[dict]:
+    """Export every student notebook (or the given paths) to ``out_dir``; writes index.html.
+
+    ``timeout``: seconds per cell, in [10, 3600]; ``slides``: also write a slide deck per chapter.
+    """
     if not isinstance(out_dir, (str, Path)):
         raise ValueError(f"out_dir must be a folder path, got {out_dir!r}")
     timeout = validate.integer("timeout", timeout, low=10, high=3600)
+    if not isinstance(slides, bool):
+        raise ValueError(f"slides must be True or False, got {slides!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in notebooks] if notebooks else sorted(NOTEBOOKS.glob("*.ipynb"))
     for path in paths:
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")
-    pages = [export_notebook(path, out_dir, timeout) for path in paths]
-    items = "\n".join(f'<li><a href="{html.escape(p["html"].name)}">{html.escape(p["title"])}</a></li>' for p in pages)
+    pages = [export_notebook(path, out_dir, timeout, slides) for path in paths]
+    items = "\n".join(
+        f'<li><a href="{html.escape(p["html"].name)}">{html.escape(p["title"])}</a>'
+        + (f' (<a href="{html.escape(p["slides"].name)}">slides</a>)' if p["slides"] else "") + "</li>"
+        for p in pages)
     (out_dir / "index.html").write_text(
         "<!doctype html><meta charset='utf-8'><title>GPU interconnects for distributed training</title>"
         "<h1>GPU interconnects for distributed training</h1>"
@@ -69,12 +111,14 @@ def register(sub) -> None:
     p = sub.add_parser("export", help="render the course with outputs to static HTML")
     p.add_argument("out_dir", help="folder to write the HTML pages into")
     p.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
+    p.add_argument("--slides", action="store_true", help="also write a reveal.js slide deck per chapter")
     p.set_defaults(func=_cli)
 
 
 def _cli(args) -> int:
-    pages = export_course(args.out_dir, timeout=args.timeout)
+    pages = export_course(args.out_dir, timeout=args.timeout, slides=args.slides)
     for page in pages:
-        print(f"{page['html']}  ({page['images']} plots)  {page['title']}")
+        deck = f"  slides: {page['slides'].name}" if page["slides"] else ""
+        print(f"{page['html']}  ({page['images']} plots)  {page['title']}{deck}")
     print(f"{len(pages)} chapters + index.html in {args.out_dir}")
     return 0

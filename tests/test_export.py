@@ -39,3 +39,26 @@ def test_bad_input():
         export.export_course("/tmp/x", timeout=1)
     with pytest.raises(ValueError, match="notebooks"):
         export.export_course("/tmp/x", notebooks=["README.md"])
+
+
+def test_slides_open_a_slide_at_each_section(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title\nintro"),
+        nbformat.v4.new_code_cell("1 + 1"),
+        nbformat.v4.new_markdown_cell("## 1. A section"),
+        nbformat.v4.new_markdown_cell("### 1.1 A subsection"),
+        nbformat.v4.new_markdown_cell("text with a # that is not a heading"),
+    ])
+    assert export.slide_types(nb) == ["slide", "-", "slide", "subslide", "-"]
+    path = tmp_path / "99_tiny.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "out"
+    pages = export.export_course(out, notebooks=[path], timeout=60, slides=True)
+    deck = pages[0]["slides"].read_text()
+    assert pages[0]["slides"].name == "99_tiny.slides.html"
+    assert "reveal" in deck and deck.count("<section") >= 3
+    assert "99_tiny.slides.html" in (out / "index.html").read_text()
+    with pytest.raises(ValueError, match="slides"):
+        export.export_course(out, notebooks=[path], slides="yes")
