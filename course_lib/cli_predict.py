@@ -173,8 +173,29 @@ def _compare(args) -> int:
     return 0
 
 
+def _validation(args) -> int:
+    rows = costmodel.validation_table()
+    summary = costmodel.validation_summary(rows)
+    if args.json:
+        sources = costmodel.published()["sources"]
+        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+                         indent=2))
+        return 0
+    print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")
+    print(f"# {'case':<26} {'system':<9} {'nodes':>5} {'size (B)':>12} {'algo':>6} "
+          f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
+    for r in rows:
+        print(f"  {r['id']:<26} {r['system']:<9} {r['nodes']:>5} {r['nbytes']:>12d} {r['algorithm']:>6} "
+              f"{r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
+              f"{r['ratio']:>6.2f}  {r['source']}")
+    print(f"# {summary['cases']} cases; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
+          f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
+          f"within 50% ({summary['small_share']:.0%}). Sources: --json")
+    return 0
+
+
 def register(subparsers) -> None:
-    """Add the ``predict`` and ``compare`` commands to the course CLI."""
+    """Add the ``predict``, ``compare`` and ``validation`` commands to the course CLI."""
     p = subparsers.add_parser("predict", help="predict nccl-tests output for a collective on a catalog system")
     p.add_argument("collective", help=f"one of {', '.join(costmodel.COLLECTIVES)}")
     p.add_argument("--system", required=True, help="catalog system id (python -m course_lib systems)")
@@ -201,3 +222,7 @@ def register(subparsers) -> None:
     c.add_argument("--algo", default="auto", choices=ALGO_CHOICES, help="algorithm for the model")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_compare)
+
+    v = subparsers.add_parser("validation", help="the cost model against published nccl-tests runs")
+    v.add_argument("--json", action="store_true", help="print JSON with each case's source")
+    v.set_defaults(func=_validation)

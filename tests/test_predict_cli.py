@@ -58,3 +58,18 @@ def test_compare(tmp_path, capsys):
     assert cli.main(["compare", str(f), "--system", "dgx-h100", "-g", "8", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert abs(data["rows"][1]["ratio"] - 1) < 0.2
+
+
+def test_validation_command_prints_every_case_with_its_ratio(capsys):
+    from course_lib import costmodel
+
+    assert cli.main(["validation"]) == 0
+    out = capsys.readouterr().out
+    rows = costmodel.validation_table()
+    for r in rows:
+        assert r["id"] in out and f"{r['ratio']:.2f}" in out
+    assert f"{len(rows)} cases" in out
+    assert cli.main(["validation", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["cases"]) == len(rows)
+    assert all(c["source"]["url"].startswith("https://") for c in data["cases"])
