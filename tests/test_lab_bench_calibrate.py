@@ -112,3 +112,11 @@ def test_calibrate_end_to_end_and_plot():
     assert ax.get_xscale() == "log" and len(ax.lines) >= 2
     plt.close(fig)
     assert live_children() == []
+
+
+def test_batch_for_amortises_small_operations():
+    assert bench.batch_for(64 * 1024) == bench.MAX_BATCH
+    assert bench.batch_for(1 << 20) == 16
+    assert bench.batch_for(64 << 20) == 1
+    with pytest.raises(ValueError, match="nbytes"):
+        bench.batch_for(0)

@@ -13,12 +13,15 @@ Under torchrun, on one node or many (NCCL when GPUs are present, gloo otherwise)
 
     torchrun --standalone --nproc_per_node=8 -m course_lib.lab.bench -b 1M -e 1G -f 2
 
-Timing: every repetition refills the buffer, meets at a barrier, then times one operation
-on every rank; the time of a repetition is the slowest rank's; the figure reported is the
-median over ``iters`` repetitions after ``warmup`` untimed ones. Algorithms run interleaved
-inside each repetition (rotating order), so a noisy neighbour slows them all alike and
-their ratio stays fair. Inputs hold small integers, so every algorithm's sum is exact and the
-correctness column compares bits: ``#wrong`` counts elements that differ on any rank.
+Timing: every repetition meets at a barrier, then times ``batch_for(size)`` operations back
+to back on every rank (as nccl-tests does), so the skew with which ranks leave the barrier,
+one message latency or more, is spread over the batch instead of landing on one small
+operation. The time of a repetition is the slowest rank's, per operation; the figure reported
+is the median over ``iters`` repetitions after ``warmup`` untimed ones. Algorithms run
+interleaved inside each repetition (rotating order), so a noisy neighbour slows them all alike
+and their ratio stays fair. Correctness is checked on one more operation from a fresh copy of
+the inputs: they hold small integers, so every algorithm's sum is exact and the correctness
+column compares bits (``#wrong`` counts elements that differ on any rank).
 """
 from __future__ import annotations
 
@@ -56,6 +59,17 @@ def _pattern(count, rank, dtype, device):
     return (index + rank).to(dtype)
 
 
+BATCH_BYTES = 16 * 2**20
+MAX_BATCH = 20
+
+
+def batch_for(nbytes) -> int:
+    """Operations timed back to back per repetition: enough to move ``BATCH_BYTES`` (16 MiB),
+    between 1 and ``MAX_BATCH`` (20). ``nbytes`` > 0."""
+    nbytes = validate.positive("nbytes", nbytes)
+    return max(1, min(MAX_BATCH, int(BATCH_BYTES // nbytes)))
+
+
 def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
             pipeline=8, device="cpu") -> list[dict]:
     """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
@@ -75,6 +89,7 @@ def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warm
         buf = torch.empty_like(src)
         times = {name: [] for name in algorithms}
         wrong = {name: 0 for name in algorithms}
+        batch = batch_for(count * itemsize)
         for rep in range(warmup + iters):
             shift = rep % len(algorithms)
             for name in algorithms[shift:] + algorithms[:shift]:
@@ -82,13 +97,17 @@ def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warm
                 sync()
                 dist.barrier()
                 start = time.perf_counter()
-                fns[name](buf)
+                for _ in range(batch):
+                    fns[name](buf)
                 sync()
-                elapsed = time.perf_counter() - start
+                elapsed = (time.perf_counter() - start) / batch
                 if rep >= warmup:
                     times[name].append(elapsed)
-                if rep == warmup + iters - 1:
-                    wrong[name] = int((buf != expected).sum())
+        for name in algorithms:
+            buf.copy_(src)
+            fns[name](buf)
+            sync()
+            wrong[name] = int((buf != expected).sum())
         names = list(algorithms)
         stats = torch.tensor([[t for t in times[n]] for n in names], dtype=torch.float64, device=device)
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)
@@ -99,7 +118,7 @@ def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warm
             med = statistics.median(per_rep)
             size = count * itemsize
             rows.append({"size": size, "count": count, "type": dtype, "ranks": world_size,
-                         "algorithm": name, "time_s": med, "times_s": per_rep,
+                         "algorithm": name, "time_s": med, "times_s": per_rep, "batch": batch,
                          "algbw": metrics.algbw(size, med),
                          "busbw": metrics.busbw("all_reduce", size, med, world_size),
                          "wrong": int(bad[i].item())})

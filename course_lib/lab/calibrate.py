@@ -110,6 +110,8 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
     import torch
     import torch.distributed as dist
 
+    from .bench import batch_for
+
     other = 1 - rank
     rows = []
     for nbytes in sizes:
@@ -117,27 +119,31 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
         send = torch.ones(count)
         recv = torch.empty(count)
         acc = torch.zeros(count)
+        batch = batch_for(count * 4)  # back-to-back operations per sample, as in bench.measure
         pingpong, exchange, add = [], [], []
         for rep in range(warmup + iters):
             dist.barrier()
             start = time.perf_counter()
-            if rank == 0:
-                dist.send(send, 1)
-                dist.recv(recv, 1)
-            else:
-                dist.recv(recv, 0)
-                dist.send(send, 0)
-            t_pp = (time.perf_counter() - start) / 2
+            for _ in range(batch):
+                if rank == 0:
+                    dist.send(send, 1)
+                    dist.recv(recv, 1)
+                else:
+                    dist.recv(recv, 0)
+                    dist.send(send, 0)
+            t_pp = (time.perf_counter() - start) / (2 * batch)
             dist.barrier()
             start = time.perf_counter()
-            works = [dist.irecv(recv, other), dist.isend(send, other)]
-            for work in works:
-                work.wait()
-            t_ex = time.perf_counter() - start
+            for _ in range(batch):
+                works = [dist.irecv(recv, other), dist.isend(send, other)]
+                for work in works:
+                    work.wait()
+            t_ex = (time.perf_counter() - start) / batch
             dist.barrier()
             start = time.perf_counter()
-            acc.add_(recv)
-            t_add = time.perf_counter() - start
+            for _ in range(batch):
+                acc.add_(recv)
+            t_add = (time.perf_counter() - start) / batch
             if rep >= warmup:
                 pingpong.append(t_pp)
                 exchange.append(t_ex)
