@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,instructor]'
 	touch $(STAMP)
 
+# Jupyter refuses to start as root unless told; containers and cloud notebooks often run as root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.root_dir=$(CURDIR) \
-		--LabApp.default_url=/lab/tree/notebooks/00_why_communication.ipynb
+		--LabApp.default_url=/lab/tree/notebooks/00_why_communication.ipynb $(ALLOW_ROOT)
 
 browser-deps: $(STAMP)
 	bash scripts/ensure_chromium.sh
