@@ -7,6 +7,7 @@ Chapter-specific explorers are built with :func:`explorer`.
 """
 from __future__ import annotations
 
+from html import escape
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -99,6 +100,24 @@ def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None,
     box.add_class("course-explorer")
     display(box)
     return Explorer(box, controls)
+
+
+def html_table(rows, columns) -> str:
+    """A small HTML table of ``rows``; ``columns`` maps header -> function(row) -> text
+    (a dict, or a list of (header, function) pairs). Cell text is HTML-escaped."""
+    pairs = list(columns.items()) if isinstance(columns, dict) else list(columns or ())
+    if not pairs or not all(isinstance(p, tuple) and len(p) == 2 and callable(p[1]) for p in pairs):
+        raise ValueError("columns must be a non-empty dict (or list of pairs) of header -> function(row)")
+    head = "".join(f"<th>{escape(str(h))}</th>" for h, _ in pairs)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(fn(r)))}</td>" for _, fn in pairs) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def show_html(html: str) -> None:
+    """Display an HTML fragment in the notebook."""
+    from IPython.display import HTML, display
+    display(HTML(html))
 
 
 class Explorer:

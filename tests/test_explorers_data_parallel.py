@@ -238,10 +238,6 @@ def test_drawings_draw():
         dp.draw_zero_memory(capacity_bytes=0)
 
 
-def test_html_tables():
-    assert "<table>" in dp.html_table([{"a": 1}], [("A", lambda r: r["a"])])
-
-
 def test_model_options_sorted_by_size():
     opts = dp.model_options()
     sizes = [parallel.model(i).params for _, i in opts]

@@ -218,12 +218,6 @@ def test_plots_draw_without_error():
         plt.close(ax.figure)
 
 
-def test_html_table_validates():
-    assert "<table>" in ib.html_table([{"a": 1}], {"A": lambda r: r["a"]})
-    with pytest.raises(ValueError, match="columns"):
-        ib.html_table([], {})
-
-
 def test_explorer_builds_without_a_frontend():
     box = ib.cliff_explorer()
     assert "course-explorer" in box.box._dom_classes

@@ -19,7 +19,7 @@ from importlib import resources
 import numpy as np
 
 from .. import costmodel, hardware, parallel, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 from . import infiniband
 
 MIB = 2**20
@@ -456,16 +456,6 @@ def plot_zero3_ladder(ax=None, rows=None):
 
 # ---------------------------------------------------------------- tables
 
-def html_table(rows, columns) -> str:
-    """An HTML table of ``rows`` (dicts) with ``columns`` as (header, function of a row -> text)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h, _ in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(f(r)))}</td>" for _, f in columns) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _show(html):
-    from IPython.display import HTML, display
-    display(HTML(html))
 
 
 def show_zero_table(params=7.5e9, gpus=64):
@@ -480,12 +470,12 @@ def show_zero_table(params=7.5e9, gpus=64):
         cols.append(("ZeRO paper, Fig. 1 (GB)", lambda r: gb(published[r["zero"]]) if r["zero"] in published else "-"))
     cols += [("collectives per step", lambda r: r["collectives"]),
              ("GB sent per GPU per step", lambda r: gb(r["bytes_sent"])), ("vs DDP", lambda r: f"{r['ratio_to_ddp']:.2f}x")]
-    _show(html_table(zero_table(params, gpus), cols))
+    show_html(html_table(zero_table(params, gpus), cols))
 
 
 def show_published_scaling():
     """Display the published DP scaling efficiencies with their sources."""
-    _show(html_table(published_scaling_rows(), [
+    show_html(html_table(published_scaling_rows(), [
         ("model", lambda r: r["model"]), ("GPUs", lambda r: r["gpus"]),
         ("compared with", lambda r: f"{r['baseline_gpus']} GPUs" if r["baseline_gpus"] else "ideal line"),
         ("scaling efficiency", lambda r: f"{100 * r['efficiency']:.0f}%"), ("network", lambda r: r["network"]),
@@ -494,7 +484,7 @@ def show_published_scaling():
 
 def show_megatron_dp():
     """Display the PTD-P and ZeRO-3 rows: measured vs predicted, and efficiency vs 384 GPUs."""
-    _show(html_table(megatron_dp_rows(), [
+    show_html(html_table(megatron_dp_rows(), [
         ("scheme", lambda r: r["scheme"]), ("GPUs", lambda r: r["gpus"]),
         ("measured TFLOP/s", lambda r: f"{r['measured']:.0f}"), ("model TFLOP/s", lambda r: f"{r['predicted']:.0f}"),
         ("model / measured", lambda r: f"{r['ratio']:.2f}"),
@@ -505,7 +495,7 @@ def show_megatron_dp():
 def show_zero3_ladder(rows=None):
     """Display :func:`zero3_ladder` as a table (TFLOP/s per GPU)."""
     rows = zero3_ladder() if rows is None else rows
-    _show(html_table(rows, [
+    show_html(html_table(rows, [
         ("GPUs", lambda r: r["gpus"]), ("seq. per GPU", lambda r: r["micro_batch"]),
         ("model compute s", lambda r: f"{r['compute_s']:.1f}"), ("model ZeRO-3 comm s", lambda r: f"{r['comm_s']:.1f}"),
         ("course model", lambda r: f"{r['model']:.0f}"), ("no overlap", lambda r: f"{r['no_overlap']:.0f}"),

@@ -13,14 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from functools import lru_cache
-from html import escape
 from importlib import resources
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from .. import costmodel, hardware, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 IB_GENERATIONS = ("ib-edr", "ib-hdr", "ib-ndr", "ib-xdr")
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -395,24 +394,11 @@ def check_hierarchical_time(func):
 
 # ---------------------------------------------------------------- views
 
-def html_table(rows, columns) -> str:
-    """A small HTML table: ``columns`` maps header -> function(row) -> text."""
-    if not isinstance(columns, dict) or not columns:
-        raise ValueError("columns must be a non-empty dict of header -> function(row)")
-    head = "".join(f"<th>{escape(h)}</th>" for h in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(fn(r)))}</td>" for fn in columns.values()) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _show(html):
-    from IPython.display import HTML, display
-    display(HTML(html))
 
 
 def show_generations():
     """Table of InfiniBand generations per 4x port, bits and bytes, per direction and both."""
-    _show(html_table(ib_generations(), {
+    show_html(html_table(ib_generations(), {
         "port": lambda r: r["name"], "year": lambda r: r["year"],
         "Gb/s per direction (bits)": lambda r: f"{r['gbit_s_per_direction']:g}",
         "GB/s per direction (bytes)": lambda r: f"{r['gb_s_per_direction']:g}",
@@ -421,7 +407,7 @@ def show_generations():
 
 def show_transports():
     """Table: line rate vs achieved per NIC for InfiniBand, RoCE and TCP."""
-    _show(html_table(transports_table(), {
+    show_html(html_table(transports_table(), {
         "transport": lambda r: r["transport"], "line rate": lambda r: f"{r['line_gbit_s']:g} Gb/s = {r['line_gb_s']:g} GB/s",
         "NCCL achieved, GB/s per direction": lambda r: (f"{r['achieved_low_gb_s']:g}" if r["achieved_low_gb_s"] == r["achieved_high_gb_s"]
                                                         else f"{r['achieved_low_gb_s']:g}-{r['achieved_high_gb_s']:g}"),
@@ -432,7 +418,7 @@ def show_transports():
 
 def show_rank_table(nnodes=2, nproc_per_node=4):
     """Table of the environment torchrun gives each process."""
-    _show(html_table(rank_table(nnodes, nproc_per_node), {
+    show_html(html_table(rank_table(nnodes, nproc_per_node), {
         "node (GROUP_RANK)": lambda r: r["node_rank"], "LOCAL_RANK (= GPU)": lambda r: r["local_rank"],
         "RANK": lambda r: r["rank"], "WORLD_SIZE": lambda r: r["world_size"]}))
 
@@ -441,7 +427,7 @@ def show_model_vs_measured(rows=None):
     """Table: measured busbw against the three models, GB/s per direction."""
     rows = model_vs_measured() if rows is None else rows
     gb = lambda x: f"{x / units.GB:.0f}"
-    _show(html_table(rows, {
+    show_html(html_table(rows, {
         "run": lambda r: r["label"],
         "measured busbw": lambda r: gb(r["measured_low"]) if r["measured_low"] == r["measured_high"]
         else f"{gb(r['measured_low'])}-{gb(r['measured_high'])}",

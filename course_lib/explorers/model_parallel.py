@@ -23,8 +23,8 @@ from importlib import resources
 import numpy as np
 
 from .. import costmodel, hardware, parallel, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
-from .infiniband import html_table, what_if_system
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from .infiniband import what_if_system
 
 SCHEDULES = ("gpipe", "1f1b")
 POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64)
@@ -560,14 +560,10 @@ def sent_by_link(est) -> dict:
     return {"inside": inside, "across": across, "total": inside + across}
 
 
-def _show(html):
-    from IPython.display import HTML, display
-    display(HTML(html))
-
 
 def show_traffic(est):
     """Table of one step's traffic per GPU: what, how often, how big, over which link, how long."""
-    _show(html_table(traffic_rows(est), {
+    show_html(html_table(traffic_rows(est), {
         "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
         "link": lambda r: r["link"] + (" (across nodes)" if r["crosses_nodes"] else " (inside the node)"),
         "calls per step": lambda r: f"{r['calls']:,}", "bytes per call": lambda r: units.format_bytes(r["bytes_per_call"]),
@@ -579,7 +575,7 @@ def show_plan(plan_, top=6):
     """Table of the planner's best layouts."""
     if not isinstance(plan_, parallel.Plan):
         raise ValueError(f"plan_ must be a parallel.Plan, got {type(plan_).__name__}")
-    _show(html_table(plan_.table(top), {
+    show_html(html_table(plan_.table(top), {
         "#": lambda r: r["rank"], "layout": lambda r: r["layout"], "micro-batch": lambda r: r["micro_batch"],
         "ZeRO": lambda r: r["zero"], "recompute": lambda r: r["recompute"],
         "step": lambda r: units.format_time(r["step_time_s"]), "TFLOP/s per GPU": lambda r: f"{r['tflops_per_gpu']:.0f}",
@@ -878,7 +874,7 @@ def validation_rows(include_zero3=False) -> list[dict]:
 def show_validation(rows=None):
     """Table: predicted vs measured TFLOP/s per GPU, with the source of each measurement."""
     rows = validation_rows() if rows is None else rows
-    _show(html_table(rows, {
+    show_html(html_table(rows, {
         "case": lambda r: r["id"], "configuration": lambda r: r["config"],
         "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
         "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]}))

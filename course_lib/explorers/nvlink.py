@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from html import escape
 from importlib import resources
 
 import numpy as np
 
 from .. import costmodel, hardware, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 MESH_GPU_COUNTS = tuple(range(2, 17))
 MAX_RING_SEARCH_GPUS = 10
@@ -459,24 +458,11 @@ def model_vs_measured(case="a100-allreduce-azure") -> dict:
 
 # ---------------------------------------------------------------- views
 
-def html_table(rows, columns) -> str:
-    """A small HTML table: ``columns`` maps header -> function(row) -> text."""
-    if not isinstance(columns, dict) or not columns:
-        raise ValueError("columns must be a non-empty dict of header -> function(row)")
-    head = "".join(f"<th>{escape(h)}</th>" for h in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(fn(r)))}</td>" for fn in columns.values()) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _show(html):
-    from IPython.display import HTML, display
-    display(HTML(html))
 
 
 def show_generations():
     """Table: NVLink 1-5, links x per-link rate = per-GPU bandwidth, per direction and bidirectional."""
-    _show(html_table(generations(), {
+    show_html(html_table(generations(), {
         "NVLink": lambda r: r["generation"], "GPU": lambda r: r["gpu"], "year": lambda r: r["year"],
         "links per GPU": lambda r: r["links"], "GB/s per link, per direction": lambda r: f"{r['link_gb_s_per_direction']:g}",
         "GB/s per GPU, per direction": lambda r: f"{r['gb_s_per_direction']:g}",
@@ -486,7 +472,7 @@ def show_generations():
 
 def show_vendor_quotes():
     """Table: the vendor's bidirectional figure and the per-direction half."""
-    _show(html_table(vendor_quotes(), {
+    show_html(html_table(vendor_quotes(), {
         "GPU": lambda r: r["gpu"], "vendor figure, GB/s bidirectional": lambda r: f"{r['gb_s_bidirectional']:g}",
         "usable by a collective, GB/s per direction": lambda r: f"{r['gb_s_per_direction']:g}",
         "from": lambda r: r["detail"], "source": lambda r: r["source"]}))
@@ -494,7 +480,7 @@ def show_vendor_quotes():
 
 def show_bridge_vs_pcie(nbytes=1e9):
     """Table: 3090 bridge vs 4090 PCIe, bandwidth and 2-GPU all-reduce time."""
-    _show(html_table(bridge_vs_pcie(nbytes), {
+    show_html(html_table(bridge_vs_pcie(nbytes), {
         "system": lambda r: r["system"], "GPU-to-GPU link": lambda r: r["gpu_link"],
         "GB/s per direction": lambda r: f"{r['link_gb_s_per_direction']:.4g}",
         "GB/s bidirectional": lambda r: f"{r['link_gb_s_bidirectional']:.4g}",
@@ -505,7 +491,7 @@ def show_bridge_vs_pcie(nbytes=1e9):
 
 def show_dgx1_links():
     """Table: GPU 0's neighbours in a DGX-1, direct links vs max flow."""
-    _show(html_table(dgx1_direct_links(), {
+    show_html(html_table(dgx1_direct_links(), {
         "from gpu0 to": lambda r: r["peer"], "NVLink links": lambda r: r["links"],
         "direct, GB/s per direction": lambda r: f"{r['direct_gb_s']:g}",
         "max flow through other GPUs, GB/s per direction": lambda r: f"{r['max_flow_gb_s']:g}"}))
@@ -513,7 +499,7 @@ def show_dgx1_links():
 
 def show_measurements():
     """Table: published measurements next to the spec, with the ratio and source."""
-    _show(html_table(measurements(), {
+    show_html(html_table(measurements(), {
         "system": lambda r: r["system"], "what": lambda r: r["kind"], "link": lambda r: r["link"],
         "spec GB/s": lambda r: f"{r['spec_gb_s']:g} {r['direction']}",
         "measured GB/s": lambda r: f"{r['measured_gb_s']:g} {r['direction']}",

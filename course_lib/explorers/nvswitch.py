@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from .. import costmodel, hardware, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
 PCIE_TREE_MAX_GPUS = 16  # two sockets with PCIe switches: what topology.pcie_tree builds
@@ -386,16 +386,6 @@ def size_sweep(system_id) -> dict:
 
 # ---------------------------------------------------------------- tables and figures
 
-def _html_table(rows, columns) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(fn(r)))}</td>" for fn in columns.values()) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _show(html):
-    from IPython.display import HTML, display
-    display(HTML(html))
 
 
 def _gb(x):
@@ -404,7 +394,7 @@ def _gb(x):
 
 def show_generations():
     """Table of NVSwitch generations: ports, chip bandwidth per direction and both, systems, link spread."""
-    _show(_html_table(generations(), {
+    show_html(html_table(generations(), {
         "NVSwitch": lambda r: f"gen {r['generation']} ({r['year']})", "NVLink": lambda r: r["nvlink_generation"],
         "ports per chip": lambda r: r["ports_per_chip"],
         "GB/s per port, per direction": lambda r: f"{r['port_per_direction'] / units.GB:g}",
@@ -419,7 +409,7 @@ def show_generations():
 def show_port_budgets(system_ids=("dgx-2", "dgx-a100", "dgx-h100", "dgx-b200", "gb200-nvl72")):
     """Table: where each system's switch ports go."""
     rows = [port_budget(s) for s in system_ids]
-    _show(_html_table(rows, {
+    show_html(html_table(rows, {
         "system": lambda r: r["system"], "chips x ports": lambda r: f"{r['chips']} x {r['ports_per_chip']} = {r['total_ports']}",
         "GPU links": lambda r: r["gpu_links"], "to GPUs": lambda r: r["gpu_ports"],
         "to other baseboard": lambda r: r["trunk_ports"], "out of the box": lambda r: r["external_ports"],
@@ -430,7 +420,7 @@ def show_port_budgets(system_ids=("dgx-2", "dgx-a100", "dgx-h100", "dgx-b200", "
 def show_fabric_comparison(gpus=8, per_gpu_bw=450e9, nbytes=1e9, pcie_generation=4):
     """Table of ``fabric_comparison``: GB/s per direction and all-reduce times."""
     rows = fabric_comparison(gpus, per_gpu_bw, nbytes, pcie_generation)
-    _show(_html_table(rows, {
+    show_html(html_table(rows, {
         "fabric": lambda r: r["fabric"] + ("" if r["buildable"] else " (not buildable)"),
         "one pair, GB/s per direction": lambda r: f"{r['pair'] / units.GB:,.3g}",
         "bisection, GB/s per direction": lambda r: _gb(r["bisection"]),
@@ -441,7 +431,7 @@ def show_fabric_comparison(gpus=8, per_gpu_bw=450e9, nbytes=1e9, pcie_generation
 def show_real_systems(names=("pcie-tree-switches", "dgx-1-hybrid-cube-mesh", "dgx-a100", "dgx-h100")):
     """``topology.summary`` of real 8-GPU machines: per-pair range, bisection, ring bottleneck (GB/s per direction)."""
     rows = [topology.summary(topology.named(n)) for n in names]
-    _show(_html_table(rows, {
+    show_html(html_table(rows, {
         "machine": lambda r: r["name"], "GPUs": lambda r: r["gpus"],
         "GPU 0 to another, GB/s": lambda r: (f"{r['pair_gb_s_min']:.0f}" if r["pair_gb_s_min"] == r["pair_gb_s_max"]
                                               else f"{r['pair_gb_s_min']:.0f}-{r['pair_gb_s_max']:.0f}"),
@@ -451,7 +441,7 @@ def show_real_systems(names=("pcie-tree-switches", "dgx-1-hybrid-cube-mesh", "dg
 
 def show_nvls_measurements():
     """Table of published busbw with and without NVLS against the per-direction line rate."""
-    _show(_html_table(nvls_measurements(), {
+    show_html(html_table(nvls_measurements(), {
         "system": lambda r: r["system"], "GPUs": lambda r: r["gpus"], "algorithm": lambda r: r["algorithm"],
         "busbw GB/s": lambda r: f"{r['busbw'] / units.GB:.0f}", "algbw GB/s": lambda r: f"{r['algbw'] / units.GB:.0f}",
         "line rate GB/s per direction": lambda r: f"{r['line_rate'] / units.GB:.0f}",

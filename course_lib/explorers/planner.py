@@ -21,8 +21,8 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from .. import hardware, parallel, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, link_speed_slider
-from .infiniband import _show, draw_rails, html_table, what_if_system
+from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from .infiniband import draw_rails, what_if_system
 
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_HOUR = 3600.0
@@ -105,7 +105,7 @@ def show_brief(brief: Brief = BRIEF):
             ("budget", f"at most {brief.max_gpu_hours / 1e6:g} M GPU-hours"),
             ("GPUs", f"at most {brief.max_gpus:,}"),
             ("systems offered", ", ".join(hardware.system(s).name for s in brief.systems))]
-    _show(html_table(rows, {"": lambda r: r[0], "the brief": lambda r: r[1]}))
+    show_html(html_table(rows, {"": lambda r: r[0], "the brief": lambda r: r[1]}))
 
 
 # ---------------------------------------------------------------- 1. memory
@@ -168,7 +168,7 @@ def show_states_table(params, memories_gb=(80, 141, 180)):
     for m in rows[0]["min_gpus"]:
         cols[f"fewest {m:g} GB GPUs"] = (lambda mm: lambda r: ("impossible" if r["min_gpus"][mm] is None
                                                                else f"{r['min_gpus'][mm]:,}"))(m)
-    _show(html_table(rows, cols))
+    show_html(html_table(rows, cols))
 
 
 def activation_rows(model, tps=(1, 4, 8), recomputes=("none", "selective", "full"), micro_batch=1) -> list[dict]:
@@ -198,7 +198,7 @@ def show_activation_rows(model, tps=(1, 4, 8), recomputes=("none", "selective", 
     cols = {"recomputation": lambda r: r["recompute"]}
     for t in tps:
         cols[f"TP {t}: GB"] = (lambda tt: lambda r: f"{r[tt]:.1f}")(t)
-    _show(html_table(rows, cols))
+    show_html(html_table(rows, cols))
 
 
 def memory_rows(model, system, gpus, global_batch, layouts) -> list[dict]:
@@ -226,7 +226,7 @@ def memory_rows(model, system, gpus, global_batch, layouts) -> list[dict]:
 def show_memory_rows(rows):
     """Memory rows as an HTML table (GB per GPU)."""
     f = lambda key: lambda r: f"{r[key]:.1f}"  # noqa: E731
-    _show(html_table(rows, {"layout": lambda r: r["layout"], "ZeRO": lambda r: r["zero"],
+    show_html(html_table(rows, {"layout": lambda r: r["layout"], "ZeRO": lambda r: r["zero"],
                             "recompute": lambda r: r["recompute"], "weights": f("weights_gb"),
                             "gradients": f("gradients_gb"), "optimizer": f("optimizer_gb"),
                             "activations": f("activations_gb"), "total GB": f("total_gb"),
@@ -267,7 +267,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
 
 def show_system_rows(system_ids=ALL_SYSTEMS):
     """The candidate systems as an HTML table, per direction first."""
-    _show(html_table(system_rows(system_ids), {
+    show_html(html_table(system_rows(system_ids), {
         "system": lambda r: r["id"], "GPU": lambda r: r["gpu"], "memory GB": lambda r: f"{r['memory_gb']:g}",
         "BF16 dense TFLOP/s": lambda r: f"{r['bf16_tflops']:g}", "GPUs per NVLink/PCIe domain": lambda r: r["domain"],
         "GPU link": lambda r: (f"{r['gpu_link']}: {r['gpu_link_gb_s']:.4g} GB/s per direction "
@@ -396,7 +396,7 @@ def _mark(ok):
 
 def show_comparison(rows, brief: Brief = BRIEF):
     """compare_systems rows as an HTML table with the brief's limits ticked."""
-    _show(html_table(rows, {
+    show_html(html_table(rows, {
         "system": lambda r: r["system"], "GPUs": lambda r: f"{r['gpus']:,}", "best layout": lambda r: r["layout"],
         "micro-batch, recompute": lambda r: f"{r['micro_batch']}, {r['recompute']}" if r["fits"] else "-",
         "memory GB/GPU": lambda r: f"{r['memory_gb']:.0f}" if r["fits"] else "-",
@@ -419,7 +419,7 @@ def traffic_rows(estimate) -> list[dict]:
 def show_traffic(estimate):
     """traffic_rows as HTML, with the step time for scale."""
     rows = traffic_rows(estimate)
-    _show(f"<p>{estimate.layout}, micro-batch {estimate.micro_batch}, ZeRO-{estimate.zero}, "
+    show_html(f"<p>{estimate.layout}, micro-batch {estimate.micro_batch}, ZeRO-{estimate.zero}, "
           f"recompute {estimate.recompute}: step {units.format_time(estimate.step_time_s)}</p>" + html_table(rows, {
               "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
               "link": lambda r: r["link"] + (" (crosses nodes)" if r["crosses_nodes"] else " (inside a node)"),
@@ -452,7 +452,7 @@ def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gb_
 
 def show_link_sensitivity(rows):
     """link_sensitivity rows as HTML."""
-    _show(html_table(rows, {
+    show_html(html_table(rows, {
         "case": lambda r: r["case"], "best layout": lambda r: r["layout"],
         "tokens/s per GPU": lambda r: f"{r['tokens_per_s_per_gpu']:,.0f}" if r["fits"] else "-",
         "days": lambda r: f"{r['days']:.1f}" if r["fits"] else "-",
@@ -550,7 +550,7 @@ def show_published_comparison(rows=None):
     """published_comparison as HTML."""
     rows = published_comparison() if rows is None else rows
     fmt = {"gpu_hours": lambda v: f"{v / 1e6:.2f} M GPU-hours", "days": lambda v: f"{v:.1f} days"}
-    _show(html_table(rows, {
+    show_html(html_table(rows, {
         "run": lambda r: r["label"], "modelled on": lambda r: f"{r['gpus']:,} x {r['system']}, {r['layout']}",
         "published": lambda r: fmt[r["quantity"]](r["published"]),
         "predicted": lambda r: fmt[r["quantity"]](r["predicted"]),
@@ -590,7 +590,7 @@ def validation_ranges() -> list[dict]:
 
 def show_validation_ranges():
     """validation_ranges as HTML."""
-    _show(html_table(validation_ranges(), {
+    show_html(html_table(validation_ranges(), {
         "group of published cases": lambda r: r["group"], "cases": lambda r: r["cases"],
         "quantity": lambda r: r["quantity"],
         "predicted / measured": lambda r: f"{r['low']:.2f}-{r['high']:.2f}", "source": lambda r: r["source"]}))
