@@ -79,3 +79,18 @@ def test_validation():
         exercises.check_ring(lambda t, r, p: None, ranks=(1,))
     with pytest.raises(ValueError, match="timeout"):
         exercises.check_ring(lambda t, r, p: None, timeout=-1)
+
+
+def test_ring_checker_adapts_check_ring_for_the_callable_exercise_kind():
+    ok, message = exercises.ring_checker(lambda t, rank, p: algorithms.ring_all_reduce(t), ranks=(2,))
+    assert ok and message.startswith("Correct")
+    ok, message = exercises.ring_checker(lambda t, rank, p: None, ranks=(2,))
+    assert not ok and "Hint" in message
+
+    def todo(tensor, rank, world_size):
+        raise NotImplementedError()
+
+    with pytest.raises(NotImplementedError):
+        exercises.ring_checker(todo, ranks=(2,))
+    with pytest.raises(NotImplementedError):
+        exercises.ring_checker(None)

@@ -160,3 +160,15 @@ def _say(result: RingCheck, verbose: bool) -> RingCheck:
     if verbose:
         print(result.message)
     return result
+
+
+def ring_checker(fn, ranks=RANKS, timeout: float = 30) -> tuple[bool, str]:
+    """Checker for a ``callable`` exercise (``checks`` kind): ``(ok, message)`` from ``check_ring``.
+
+    Raises ``NotImplementedError`` when the ring is not answered yet (a stub that raises it,
+    or None), so ``checks.check`` reports *not answered yet*; ranks and timeout as in ``check_ring``.
+    """
+    result = check_ring(fn, ranks=ranks, timeout=timeout, verbose=False)
+    if result.status == "not answered":
+        raise NotImplementedError(result.message)
+    return result.correct, result.message

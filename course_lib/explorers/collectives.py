@@ -1,0 +1,1042 @@
+"""Chapter 04: the collectives lab.
+
+What this module holds for the chapter, from the drawings to the lab:
+
+* the six collectives as before/after buffers (``collective_buffers``, ``draw_collectives``);
+* the message patterns of the all-reduce algorithms (``algorithm_pattern``, ``draw_algorithms``)
+  and their alpha-beta cost from :func:`course_lib.costmodel.collective_time` (``algorithm_table``);
+* the ring all-reduce step by step, with the same chunk order as
+  :func:`course_lib.lab.algorithms.ring_all_reduce` (``ring_states``, ``draw_ring_step``,
+  ``draw_ring_steps``, ``ring_explorer``);
+* the cost explorer: message size, ranks, link speed, latency and algorithm (``cost_explorer``);
+* lab helpers: a race of the learner's ring against the library's and gloo's (``race``), the
+  oversubscription table (``oversubscription_table``), the predict-then-measure comparison
+  (``compare_prediction``) and published measurements against the model (``published_sweeps``,
+  ``plot_published``, ``model_failures``).
+
+Units: sizes in bytes, times in seconds, bandwidths in bytes/s **per direction** unless a
+name says otherwise (``link_gb_s`` is GB/s per direction, ``latency_us`` microseconds).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+from matplotlib.ticker import FuncFormatter
+
+from .. import costmodel, hardware, units, validate
+from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+
+COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+# chapter name -> costmodel name; "naive" is the parameter server (costmodel calls it "direct")
+ALGORITHMS = {"naive": "direct", "ring": "ring", "tree": "tree", "recursive_doubling": "recursive_doubling",
+              "halving_doubling": "halving_doubling", "double_binary_tree": "double_binary_tree"}
+ALGORITHM_LABELS = {"naive": "naive (parameter server)", "ring": "ring", "tree": "binomial tree",
+                    "recursive_doubling": "recursive doubling", "halving_doubling": "halving-doubling",
+                    "double_binary_tree": "double binary tree (NCCL)"}
+PATTERN_ALGORITHMS = ("naive", "ring", "tree", "recursive_doubling", "halving_doubling")
+ALGORITHM_COLOURS = {"naive": "tab:red", "ring": "tab:blue", "tree": "tab:green",
+                     "recursive_doubling": "tab:purple", "halving_doubling": "tab:orange",
+                     "double_binary_tree": "tab:brown"}
+RING_RANKS = (2, 3, 4, 5, 6, 8)
+EXPLORER_RANKS = tuple(p for p in GPU_COUNTS if p <= 1024)
+MIN_SIZE, MAX_SIZE = 1e3, 1e10  # explorer range: 1 KB .. 10 GB
+
+
+def _ranks(name, value, low=1, high=1024):
+    return validate.integer(name, value, low=low, high=high)
+
+
+# ---------------------------------------------------------------- the six collectives
+
+_LETTERS = "ABCDEFGH"
+
+
+def collective_buffers(collective, ranks=4):
+    """What each rank holds before and after ``collective`` on ``ranks`` ranks (2-8).
+
+    Returns ``(before, after)``: one list per rank of cells; a cell is ``None`` (nothing
+    there) or ``(label, owner)``: ``owner`` is the rank whose data it is, or ``"sum"`` for a
+    reduced value. Rank r's input is letter r (``A``, ``B``, ...); ``A1`` is chunk 1 of
+    rank 0's buffer; ``Σ1`` is chunk 1 summed over all ranks. For all-to-all, ``B3`` is the
+    piece rank 1 has for rank 3.
+    """
+    collective = validate.choice("collective", collective, COLLECTIVES)
+    p = _ranks("ranks", ranks, low=2, high=8)
+    own = lambda r, c: (f"{_LETTERS[r]}{c}", r)  # noqa: E731
+    total = lambda c: (f"Σ{c}", "sum")  # noqa: E731
+    if collective == "broadcast":
+        before = [[("A", 0)]] + [[None] for _ in range(1, p)]
+        after = [[("A", 0)] for _ in range(p)]
+    elif collective == "reduce":
+        before = [[(_LETTERS[r], r)] for r in range(p)]
+        after = [[("Σ", "sum")]] + [[(_LETTERS[r], r)] for r in range(1, p)]
+    elif collective == "all_gather":
+        before = [[(_LETTERS[r], r) if c == r else None for c in range(p)] for r in range(p)]
+        after = [[(_LETTERS[c], c) for c in range(p)] for _ in range(p)]
+    elif collective == "reduce_scatter":
+        before = [[own(r, c) for c in range(p)] for r in range(p)]
+        after = [[total(c) if c == r else None for c in range(p)] for r in range(p)]
+    elif collective == "all_reduce":
+        before = [[own(r, c) for c in range(p)] for r in range(p)]
+        after = [[total(c) for c in range(p)] for _ in range(p)]
+    else:  # all_to_all: rank r's piece c goes to rank c, into slot r: a transpose
+        before = [[own(r, c) for c in range(p)] for r in range(p)]
+        after = [[own(c, r) for c in range(p)] for r in range(p)]
+    return before, after
+
+
+def collectives_table(ranks=8) -> list[dict]:
+    """One row per collective: what it does, where training uses it, and nccl-tests' busbw factor at ``ranks``.
+
+    The busbw factor (costmodel.busbw_factor) is also the number of bytes each rank must move
+    through its link per byte of nccl-tests' size, with the best send/receive algorithm.
+    """
+    p = _ranks("ranks", ranks, low=1, high=1_000_000)
+    what = {
+        "broadcast": ("one rank's buffer is copied to every rank",
+                      "start of training: rank 0's initial weights to every replica"),
+        "reduce": ("the element-wise sum of all buffers lands on one rank",
+                   "a loss or a metric summed on rank 0"),
+        "all_gather": ("each rank contributes one piece; every rank ends with all pieces",
+                       "ZeRO-3 / FSDP gathering parameter shards before a layer runs"),
+        "reduce_scatter": ("the sum is computed and cut in pieces; rank r keeps piece r",
+                           "ZeRO-2/3 / FSDP: each rank keeps the summed gradients of its shard"),
+        "all_reduce": ("every rank ends with the element-wise sum of all buffers",
+                       "data parallelism (DDP): gradients; tensor parallelism: activations"),
+        "all_to_all": ("rank r sends its piece c to rank c: a transpose of pieces",
+                       "mixture of experts: tokens to their experts and back"),
+    }
+    return [{"collective": c, "what": what[c][0], "used_for": what[c][1],
+             "busbw_factor": costmodel.busbw_factor(c, p)} for c in COLLECTIVES]
+
+
+def _cell_colour(owner):
+    import matplotlib.pyplot as plt
+    if owner == "sum":
+        return "0.25"
+    return plt.get_cmap("tab10")(int(owner) % 10)
+
+
+def _draw_buffers(ax, rows, x0, y0, cell=1.0, fontsize=8):
+    from matplotlib.patches import Rectangle
+    for r, cells in enumerate(rows):
+        y = y0 - r * 1.25 * cell
+        for c, item in enumerate(cells):
+            x = x0 + c * cell
+            if item is None:
+                ax.add_patch(Rectangle((x, y), cell, cell, fc="white", ec="0.7", lw=0.8, ls=":"))
+                continue
+            label, owner = item
+            colour = _cell_colour(owner)
+            ax.add_patch(Rectangle((x, y), cell, cell, fc=colour, ec="black", lw=0.8,
+                                   alpha=1.0 if owner == "sum" else 0.55))
+            ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center", fontsize=fontsize,
+                    color="white" if owner == "sum" else "black")
+
+
+def draw_collectives(ranks=4, axes=None):
+    """Draw the six collectives on ``ranks`` (2-8) ranks: buffers before (left) and after (right).
+
+    ``axes``: six matplotlib Axes, or None for a new 2 x 3 figure. Returns the axes.
+    """
+    import matplotlib.pyplot as plt
+    p = _ranks("ranks", ranks, low=2, high=8)
+    if axes is None:
+        _, axes = plt.subplots(2, 3, figsize=(11, 5.4))
+    axes = np.ravel(axes)
+    if axes.size != len(COLLECTIVES):
+        raise ValueError(f"axes must hold {len(COLLECTIVES)} Axes, got {axes.size}")
+    for ax, name in zip(axes, COLLECTIVES):
+        before, after = collective_buffers(name, p)
+        width_b, width_a = max(map(len, before)), max(map(len, after))
+        gap = 1.6
+        _draw_buffers(ax, before, 0.0, 0.0)
+        _draw_buffers(ax, after, width_b + gap, 0.0)
+        for r in range(p):
+            ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=7)
+        mid_y = -(p - 1) * 1.25 / 2 + 0.5
+        ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
+                    arrowprops={"arrowstyle": "-|>", "lw": 1.5})
+        ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
+        ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
+        ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=7, color="0.3")
+        ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=7, color="0.3")
+        ax.set_title(name.replace("_", "-"), fontsize=10)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    axes[0].figure.suptitle(f"The six collectives on {p} ranks (letters: each rank's data; Σ: summed over "
+                            "all ranks; dotted: nothing there)", fontsize=10)
+    return axes
+
+
+# ---------------------------------------------------------------- algorithms
+
+def algorithm_pattern(algorithm, ranks=8) -> list[list[tuple[int, int]]]:
+    """Messages of one all-reduce ``algorithm`` on ``ranks`` (2-64), step by step.
+
+    Returns one list per step of ``(src, dst)`` messages sent in that step. ``algorithm``
+    is one of ``PATTERN_ALGORITHMS``. The naive algorithm has two phases (all to rank 0,
+    rank 0 to all); rank 0 really sends its p-1 messages one after another, which the
+    alpha-beta model counts as bandwidth, not as steps. Recursive doubling and
+    halving-doubling need a power of two here (the library folds the extra ranks in first).
+    """
+    algorithm = validate.choice("algorithm", algorithm, PATTERN_ALGORITHMS)
+    p = _ranks("ranks", ranks, low=2, high=64)
+    if algorithm == "naive":
+        return [[(r, 0) for r in range(1, p)], [(0, r) for r in range(1, p)]]
+    if algorithm == "ring":
+        return [[(r, (r + 1) % p) for r in range(p)] for _ in range(2 * (p - 1))]
+    if algorithm == "tree":  # binomial tree: reduce to rank 0, then broadcast back down
+        up, mask = [], 1
+        while mask < p:
+            up.append([(r, r - mask) for r in range(p) if r & mask and not r & (mask - 1)])
+            mask <<= 1
+        return up + [[(b, a) for a, b in step] for step in reversed(up)]
+    if p & (p - 1):
+        raise ValueError(f"ranks must be a power of two for {algorithm} in this drawing, got {p}")
+    masks = []
+    mask = p >> 1
+    while mask:
+        masks.append(mask)
+        mask >>= 1
+    exchange = lambda m: [(r, r ^ m) for r in range(p)]  # noqa: E731 - both directions at once
+    if algorithm == "recursive_doubling":
+        return [exchange(m) for m in reversed(masks)]
+    return [exchange(m) for m in masks] + [exchange(m) for m in reversed(masks)]
+
+
+def algorithm_table(nbytes, ranks, bandwidth, latency) -> list[dict]:
+    """Alpha-beta cost of each all-reduce algorithm of ``ALGORITHMS`` from costmodel.collective_time.
+
+    ``nbytes`` (> 0, bytes per rank), ``ranks`` (1-1e6), ``bandwidth`` (bytes/s per direction,
+    > 0), ``latency`` (alpha, s per step, >= 0). Each row: ``steps`` (latency terms),
+    ``bytes_per_rank`` (what the busiest rank sends), ``time_s`` and ``vs_lower_bound``
+    (time over the 2(p-1)/p n/B bound; inf for one rank).
+    """
+    n = validate.positive("nbytes", nbytes)
+    p = _ranks("ranks", ranks, low=1, high=1_000_000)
+    bw = validate.positive("bandwidth", bandwidth)
+    alpha = validate.non_negative("latency", latency)
+    bound = costmodel.lower_bound_time(n, p, bw)
+    rows = []
+    for name, model in ALGORITHMS.items():
+        steps = costmodel.collective_time("all_reduce", 0.0, p, 1.0, 1.0, model)
+        factor = costmodel.collective_time("all_reduce", 1.0, p, 1.0, 0.0, model)
+        t = costmodel.collective_time("all_reduce", n, p, bw, alpha, model)
+        rows.append({"algorithm": name, "label": ALGORITHM_LABELS[name], "steps": steps,
+                     "bytes_per_rank": factor * n, "time_s": t,
+                     "latency_share": steps * alpha / t if t > 0 else 0.0,
+                     "vs_lower_bound": t / bound if bound > 0 else float("inf")})
+    return rows
+
+
+def show_algorithm_table(nbytes, ranks, bandwidth, latency):
+    """Display ``algorithm_table`` as HTML (sizes SI, bandwidth per direction)."""
+    rows = algorithm_table(nbytes, ranks, bandwidth, latency)
+    show_html(html_table(rows, {
+        "algorithm": lambda r: r["label"], "latency steps": lambda r: f"{r['steps']:g}",
+        "bytes sent by the busiest rank": lambda r: units.format_bytes(r["bytes_per_rank"]),
+        "time": lambda r: units.format_time(r["time_s"]),
+        "of which latency": lambda r: f"{r['latency_share']:.0%}",
+        "time / lower bound": lambda r: f"{r['vs_lower_bound']:.2f}"}))
+
+
+def _circle(p, radius=1.0):
+    angles = np.pi / 2 - 2 * np.pi * np.arange(p) / p
+    return np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
+
+
+def _arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
+    from matplotlib.patches import FancyArrowPatch
+    ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, color=colour, lw=lw,
+                                 shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
+
+
+def _nodes(ax, pos, labels=None, size=0.16):
+    from matplotlib.patches import Circle
+    for r, (x, y) in enumerate(pos):
+        ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
+        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=7, zorder=4)
+
+
+def draw_algorithms(ranks=8, axes=None):
+    """Draw who sends to whom in the naive, ring, tree and halving-doubling all-reduces on ``ranks``.
+
+    ``ranks``: a power of two in [2, 16]. ``axes``: four Axes or None. Colour = step
+    (dark early, light late). Returns the axes.
+    """
+    import matplotlib.pyplot as plt
+    p = _ranks("ranks", ranks, low=2, high=16)
+    if p & (p - 1):
+        raise ValueError(f"ranks must be a power of two in [2, 16], got {p}")
+    if axes is None:
+        _, axes = plt.subplots(1, 4, figsize=(13, 3.6))
+    axes = np.ravel(axes)
+    if axes.size != 4:
+        raise ValueError(f"axes must hold 4 Axes, got {axes.size}")
+    cmap = plt.get_cmap("viridis")
+    pos = _circle(p)
+    # naive: everyone to rank 0 in the middle, and back
+    ax = axes[0]
+    centre = np.array([[0.0, 0.0]])
+    outer = _circle(p - 1)
+    for i in range(p - 1):
+        _arrow(ax, outer[i], centre[0], cmap(0.1), rad=0.12)
+        _arrow(ax, centre[0], outer[i], cmap(0.75), rad=0.12)
+    _nodes(ax, np.vstack([centre, outer]))
+    ax.set_title(f"naive (parameter server)\nrank 0: {p - 1} buffers in, {p - 1} out", fontsize=9)
+    # ring
+    ax = axes[1]
+    for r in range(p):
+        _arrow(ax, pos[r], pos[(r + 1) % p], "tab:blue", rad=-0.25)
+    _nodes(ax, pos)
+    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=9)
+    # binomial tree
+    ax = axes[2]
+    steps = algorithm_pattern("tree", p)
+    levels = len(steps) // 2
+    tree_pos = _tree_layout(p)
+    for k, step in enumerate(steps[:levels]):
+        for a, b in step:
+            _arrow(ax, tree_pos[a], tree_pos[b], cmap(k / max(1, levels)), rad=0.0)
+    _nodes(ax, tree_pos)
+    ax.set_title(f"binomial tree\n{levels} steps up (reduce), {levels} down", fontsize=9)
+    # halving-doubling as a butterfly: ranks across, steps down
+    ax = axes[3]
+    hd = algorithm_pattern("halving_doubling", p)
+    xs = np.linspace(-1, 1, p)
+    for k, step in enumerate(hd):
+        y0, y1 = 1 - k * 2 / len(hd), 1 - (k + 1) * 2 / len(hd)
+        for a, b in step:
+            ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
+    for k in range(len(hd) + 1):
+        y = 1 - k * 2 / len(hd)
+        ax.plot(xs, np.full(p, y), "o", color="black", ms=3)
+    half = len(hd) // 2
+    ax.text(1.1, 0.5, "halving", fontsize=7, va="center", rotation=-90)
+    ax.text(1.1, -0.5, "doubling", fontsize=7, va="center", rotation=-90)
+    ax.set_title(f"halving-doubling (butterfly)\n{half} halving + {half} doubling steps", fontsize=9)
+    for ax in axes:
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.35, 1.55)
+        ax.set_ylim(-1.3, 1.3)
+        ax.axis("off")
+    return axes
+
+
+def _tree_children(r, p):
+    low = r & -r if r else p
+    m, out = 1, []
+    while m < low and r + m < p:
+        out.append(r + m)
+        m <<= 1
+    return out[::-1]  # largest subtree first
+
+
+def _tree_layout(p):
+    """Binomial tree: rank 0 on top, each rank's children below it, subtrees side by side."""
+    depth = max(1, int(math.ceil(math.log2(p))))
+    pos = np.zeros((p, 2))
+    slot = [0]
+
+    def place(r, level):
+        kids = _tree_children(r, p)
+        for k in kids:
+            place(k, level + 1)
+        if kids:
+            pos[r, 0] = pos[kids, 0].mean()
+        else:
+            pos[r, 0] = slot[0]
+            slot[0] += 1
+        pos[r, 1] = level
+
+    place(0, 0)
+    leaves = max(1, slot[0] - 1)
+    pos[:, 0] = -1.0 + 2.0 * pos[:, 0] / leaves
+    pos[:, 1] = 1.0 - 2.0 * pos[:, 1] / depth
+    return pos
+
+
+# ---------------------------------------------------------------- the ring, step by step
+
+def ring_steps(ranks) -> int:
+    """Number of steps of a ring all-reduce on ``ranks`` (1-64): 2(p-1)."""
+    return 2 * (_ranks("ranks", ranks, low=1, high=64) - 1)
+
+
+def ring_schedule(ranks) -> list[list[dict]]:
+    """The transfers of each ring step (index 0 is step 1), in the library's chunk order.
+
+    Reduce-scatter step s (0-based): rank r sends chunk (r-s-1) mod p to rank r+1 and adds
+    the chunk (r-s-2) mod p it receives from rank r-1. All-gather step s: rank r sends
+    chunk (r-s) mod p and stores the chunk (r-s-1) mod p it receives. Each transfer is a
+    dict ``src``, ``dst``, ``chunk``, ``phase`` ('reduce-scatter' or 'all-gather').
+    """
+    p = _ranks("ranks", ranks, low=1, high=64)
+    out = []
+    for s in range(p - 1):
+        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s - 1) % p, "phase": "reduce-scatter"}
+                    for r in range(p)])
+    for s in range(p - 1):
+        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s) % p, "phase": "all-gather"}
+                    for r in range(p)])
+    return out
+
+
+def ring_states(ranks) -> list[list[list[frozenset]]]:
+    """Contents of every chunk on every rank after each step of the ring (index 0: before step 1).
+
+    ``states[k][r][c]`` is the set of ranks whose data chunk c of rank r holds after k
+    steps: {r} at the start, all ranks when it is fully reduced. Simulated from
+    ``ring_schedule``: sends use the state before the step, all at once.
+    """
+    p = _ranks("ranks", ranks, low=1, high=64)
+    state = [[frozenset({r}) for _ in range(p)] for r in range(p)]
+    states = [state]
+    for transfers in ring_schedule(p):
+        new = [row[:] for row in state]
+        for t in transfers:
+            data = state[t["src"]][t["chunk"]]
+            if t["phase"] == "reduce-scatter":
+                new[t["dst"]][t["chunk"]] = state[t["dst"]][t["chunk"]] | data
+            else:
+                new[t["dst"]][t["chunk"]] = data
+        state = new
+        states.append(state)
+    return states
+
+
+def owned_chunks(state) -> dict[int, list[int]]:
+    """For one state of ``ring_states``: rank -> the chunks it holds fully reduced (all ranks summed)."""
+    if not isinstance(state, (list, tuple)) or not state:
+        raise ValueError("state must be one entry of ring_states(...): a list of ranks' chunk sets")
+    p = len(state)
+    everyone = frozenset(range(p))
+    return {r: [c for c, s in enumerate(row) if s == everyone] for r, row in enumerate(state)}
+
+
+def ring_step_info(step, ranks=4) -> dict:
+    """What happens at ``step`` (0 = start, up to 2(p-1)) of a ring on ``ranks`` (2-8): phase and a sentence."""
+    p = _ranks("ranks", ranks, low=2, high=8)
+    step = validate.integer("step", step, low=0, high=2 * (p - 1))
+    if step == 0:
+        return {"phase": "start", "step": 0, "text": f"Start: each of the {p} ranks holds its own buffer, "
+                                                     f"cut into {p} chunks."}
+    transfers = ring_schedule(p)[step - 1]
+    phase = transfers[0]["phase"]
+    k = step if phase == "reduce-scatter" else step - (p - 1)
+    if phase == "reduce-scatter":
+        text = (f"Reduce-scatter step {k} of {p - 1}: every rank sends one chunk (1/{p} of the buffer) to its "
+                "right neighbour and adds the chunk arriving from its left into its own copy.")
+        if k == p - 1:
+            text += " Now each rank owns one fully reduced chunk (black border)."
+    else:
+        text = (f"All-gather step {k} of {p - 1}: every rank forwards a finished chunk to the right; the "
+                "receiver overwrites its copy, no adding.")
+        if k == p - 1:
+            text += " Done: every rank holds the whole sum."
+    return {"phase": phase, "step": step, "transfers": transfers, "text": text}
+
+
+def _ring_layout(p):
+    """Box centres, box width and cell size for a ring of p boxes on a circle (data units)."""
+    cell = 0.55 if p <= 4 else 0.32
+    width = cell * p
+    radius = {2: 1.2, 3: 1.7, 4: 1.75, 5: 2.5, 6: 2.8, 7: 3.1}.get(p, 3.3)
+    return _circle(p, radius), width, cell, radius
+
+
+def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
+    """Draw the ring's chunks after ``step`` steps (0 to 2(p-1)) and the transfers of that step.
+
+    Each rank is a row of p cells placed clockwise around a circle; a cell lists the ranks whose
+    data it holds (darker = more of the sum; from 5 ranks on, a count); fully reduced chunks
+    have a black border and a Σ. Arrows show the chunk each rank sent in this step (red:
+    reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 4-14. Returns the Axes.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = _ranks("ranks", ranks, low=2, high=8)
+    step = validate.integer("step", step, low=0, high=2 * (p - 1))
+    fontsize = validate.number("fontsize", fontsize, low=4, high=14)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 5.2))
+    state = ring_states(p)[step]
+    info = ring_step_info(step, p)
+    centres, width, cell, radius = _ring_layout(p)
+    cmap = plt.get_cmap("Blues")
+    everyone = frozenset(range(p))
+    for r, (x, y) in enumerate(centres):
+        x0, y0 = x - width / 2, y - cell / 2
+        ax.text(x, y + cell / 2 + 0.06, f"rank {r}", ha="center", va="bottom", fontsize=fontsize, weight="bold")
+        for c, holds in enumerate(state[r]):
+            done = holds == everyone
+            shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
+            ax.add_patch(Rectangle((x0 + c * cell, y0), cell, cell, fc=cmap(shade), ec="black",
+                                   lw=2.0 if done else 0.6, zorder=2))
+            label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
+            ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
+                    fontsize=fontsize * (0.85 if len(label) > 2 else 1.0), color="white" if shade > 0.55 else "black")
+            ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize * 0.7,
+                    color="0.4")
+    if step > 0:
+        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
+        rad = -0.35
+        for t in info["transfers"]:
+            a, b = centres[t["src"]] * 0.62, centres[t["dst"]] * 0.62
+            _arrow(ax, a, b, colour, rad=rad, lw=1.5, shrink=4)
+            d = b - a
+            label_at = (a + b) / 2 + 0.5 * rad * np.array([d[1], -d[0]])
+            ax.text(label_at[0], label_at[1], f"c{t['chunk']}", ha="center", va="center", fontsize=fontsize,
+                    color=colour, zorder=4, bbox={"fc": "white", "ec": "none", "pad": 0.3})
+    lim = radius + width / 2 + 0.15
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-radius - 0.6, radius + 0.75)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    title = "start: every rank holds only its own data" if step == 0 else \
+        f"step {step} of {2 * (p - 1)}: {info['phase']}"
+    ax.set_title(title, fontsize=fontsize + 2)
+    return ax
+
+
+def draw_ring_steps(ranks=4, ncols=4):
+    """Every step of the ring on ``ranks`` (2-6) in one figure (the static step-through). Returns the figure."""
+    import matplotlib.pyplot as plt
+    p = _ranks("ranks", ranks, low=2, high=6)
+    ncols = validate.integer("ncols", ncols, low=1, high=8)
+    total = ring_steps(p) + 1
+    nrows = int(math.ceil(total / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 3.2 * nrows))
+    axes = np.ravel(axes)
+    for k in range(total):
+        draw_ring_step(k, p, ax=axes[k], fontsize=6.5)
+    for ax in axes[total:]:
+        ax.axis("off")
+    fig.suptitle(f"Ring all-reduce on {p} ranks: reduce-scatter (red arrows) then all-gather (green). "
+                 "A cell lists the ranks whose data it holds; Σ = the full sum.", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _ring_draw(ax, ranks, step):
+    draw_ring_step(min(step, 2 * (ranks - 1)), ranks, ax=ax)
+
+
+def _ring_readout(ranks, step):
+    step = min(step, 2 * (ranks - 1))
+    info = ring_step_info(step, ranks)
+    owned = owned_chunks(ring_states(ranks)[step])
+    done = sum(len(v) for v in owned.values())
+    return (f"{info['text']} Fully reduced chunks so far: {done} of {ranks * ranks} "
+            f"(ranks x chunks). Each step moves 1/{ranks} of the buffer per rank; "
+            f"{2 * (ranks - 1)} steps move 2({ranks}-1)/{ranks} = {2 * (ranks - 1) / ranks:.3g} buffers per rank.")
+
+
+def ring_explorer(ranks=4, step=0):
+    """Live step-through of the ring: sliders on ranks (2-8) and step (0 to 2(p-1)); static view first."""
+    import ipywidgets as w
+    if ranks not in RING_RANKS:
+        raise ValueError(f"ranks must be one of {RING_RANKS}, got {ranks!r}")
+    step = validate.integer("step", step, low=0, high=2 * (ranks - 1))
+    style = {"description_width": "initial"}
+    controls = {
+        "ranks": w.SelectionSlider(options=RING_RANKS, value=ranks, description="ranks (GPUs)",
+                                   continuous_update=False, style=style),
+        "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step",
+                            continuous_update=False, style=style),
+    }
+    box = explorer(_ring_draw, controls, readout=_ring_readout, title="The ring all-reduce, step by step",
+                   figsize=(5.6, 5.6))
+
+    def _limit(change):  # the step slider follows the number of steps of the chosen ring
+        controls["step"].max = 2 * (change["new"] - 1)
+
+    controls["ranks"].observe(_limit, names="value")
+    return box
+
+
+# ---------------------------------------------------------------- the cost explorer
+
+def cost_curves(ranks, bandwidth, latency, sizes=None) -> dict:
+    """All-reduce time (s) vs size for every algorithm of ``ALGORITHMS`` and the lower bound.
+
+    ``ranks`` 1-1e6; ``bandwidth`` bytes/s per direction; ``latency`` s per step;
+    ``sizes`` bytes (default 1 KB to 10 GB). Returns ``{"sizes": ..., name: times, "lower_bound": ...}``.
+    """
+    p = _ranks("ranks", ranks, low=1, high=1_000_000)
+    bw = validate.positive("bandwidth", bandwidth)
+    alpha = validate.non_negative("latency", latency)
+    n = np.logspace(np.log10(MIN_SIZE), np.log10(MAX_SIZE), 120) if sizes is None else \
+        np.atleast_1d(validate.sizes("sizes", sizes)).astype(float)
+    out = {"sizes": n}
+    for name, model in ALGORITHMS.items():
+        out[name] = np.asarray(costmodel.collective_time("all_reduce", n, p, bw, alpha, model), dtype=float)
+    out["lower_bound"] = np.asarray(costmodel.lower_bound_time(n, p, bw), dtype=float)
+    return out
+
+
+def fastest(nbytes, ranks, bandwidth, latency) -> str:
+    """Name (key of ``ALGORITHMS``) of the fastest all-reduce algorithm in the alpha-beta model."""
+    rows = algorithm_table(nbytes, ranks, bandwidth, latency)
+    return min(rows, key=lambda r: r["time_s"])["algorithm"]
+
+
+def crossover_size(ranks, bandwidth, latency, algorithm="recursive_doubling", versus="ring"):
+    """Size (bytes) above which ``versus`` beats ``algorithm``, both all-reduce; None if it never does (1 KB-10 GB)."""
+    algorithm = validate.choice("algorithm", algorithm, list(ALGORITHMS))
+    versus = validate.choice("versus", versus, list(ALGORITHMS))
+    curves = cost_curves(ranks, bandwidth, latency, np.logspace(np.log10(MIN_SIZE), np.log10(MAX_SIZE), 2000))
+    better = curves[versus] < curves[algorithm]
+    if not better.any():
+        return None
+    return float(curves["sizes"][np.argmax(better)])
+
+
+def _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm):
+    validate.number("size_mb", size_mb, low=MIN_SIZE / 1e6, high=MAX_SIZE / 1e6)
+    _ranks("ranks", ranks, low=2, high=1024)
+    validate.number("link_gb_s", link_gb_s, low=0.1, high=5000)
+    validate.number("latency_us", latency_us, low=0.0, high=10_000)
+    return validate.choice("algorithm", algorithm, list(ALGORITHMS))
+
+
+def draw_cost(ax, size_mb, ranks, link_gb_s, latency_us, algorithm):
+    """Explorer plot: time vs size for every algorithm (chosen one bold), the lower bound, your point.
+
+    ``size_mb`` MB (1e-3 to 1e4), ``ranks`` 2-1024, ``link_gb_s`` GB/s per direction, ``latency_us``
+    alpha in microseconds per step, ``algorithm`` a key of ``ALGORITHMS``.
+    """
+    algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
+    curves = cost_curves(ranks, link_gb_s * units.GB, latency_us * 1e-6)
+    n = curves["sizes"]
+    for name in ALGORITHMS:
+        chosen = name == algorithm
+        ax.plot(n, curves[name], "-", color=ALGORITHM_COLOURS[name], lw=2.6 if chosen else 1.0,
+                alpha=1.0 if chosen else 0.55, label=ALGORITHM_LABELS[name] + (" (chosen)" if chosen else ""))
+    ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
+    size = size_mb * 1e6
+    t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6,
+                                  ALGORITHMS[algorithm])
+    ax.plot(size, t, "D", color="black", ms=8, zorder=5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
+    floor = min(float(np.min(curves[name])) for name in ALGORITHMS if float(np.min(curves[name])) > 0)
+    ax.set_ylim(bottom=floor / 5)
+    ax.set_xlabel("message size per rank (SI)")
+    ax.set_ylabel("all-reduce time")
+    ax.set_title(f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
+                 f"alpha = {latency_us:.3g} us per step", fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def cost_readout(size_mb, ranks, link_gb_s, latency_us, algorithm) -> str:
+    """One line for the explorer: time, algbw, busbw and the bound at the chosen point (HTML)."""
+    algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
+    n, bw, alpha = size_mb * 1e6, link_gb_s * units.GB, latency_us * 1e-6
+    rows = {r["algorithm"]: r for r in algorithm_table(n, ranks, bw, alpha)}
+    row = rows[algorithm]
+    best = min(rows.values(), key=lambda r: r["time_s"])
+    bound = costmodel.lower_bound_time(n, ranks, bw)
+    t = row["time_s"]
+    return (f"{ALGORITHM_LABELS[algorithm]}, {units.format_bytes(n)} on {ranks} ranks: <b>{units.format_time(t)}</b> "
+            f"({row['latency_share']:.0%} of it latency); algbw {units.format_bandwidth(costmodel.algbw(n, t))}, "
+            f"busbw <b>{units.format_bandwidth(costmodel.busbw('all_reduce', n, t, ranks))}</b>; "
+            f"lower bound {units.format_time(bound)} ({row['vs_lower_bound']:.2f}x). "
+            f"Fastest here: <b>{best['label']}</b> ({units.format_time(best['time_s'])}).")
+
+
+def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algorithm="ring"):
+    """Sliders: message size (MB), ranks, link speed (GB/s per direction), alpha (us) and algorithm.
+
+    Defaults: 1 GB on 8 ranks over NVLink 4 (the catalog's per-direction rate) with the
+    per-hop latency of the course's cost model. Shows a static plot first.
+    """
+    import ipywidgets as w
+    link_gb_s = hardware.nvlink(4).per_direction / units.GB if link_gb_s is None else link_gb_s
+    latency_us = costmodel.hop_latency("nvlink") * 1e6 if latency_us is None else latency_us
+    algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
+    if ranks not in EXPLORER_RANKS:
+        raise ValueError(f"ranks must be one of {EXPLORER_RANKS}, got {ranks!r}")
+    style = {"description_width": "initial"}
+    controls = {
+        "size_mb": w.FloatLogSlider(value=size_mb, base=10, min=-3, max=4, step=0.05,
+                                    description="message MB per rank", continuous_update=False,
+                                    readout_format=".3g", style=style),
+        "ranks": gpu_count_slider(ranks, options=EXPLORER_RANKS, description="ranks (GPUs)"),
+        "link_gb_s": link_speed_slider(link_gb_s, low=0.1, high=2000, description="link GB/s per direction"),
+        "latency_us": w.FloatLogSlider(value=max(latency_us, 0.01), base=10, min=-1, max=3, step=0.05,
+                                       description="alpha, us per step", continuous_update=False,
+                                       readout_format=".3g", style=style),
+        "algorithm": w.Dropdown(options=[(ALGORITHM_LABELS[k], k) for k in ALGORITHMS], value=algorithm,
+                                description="algorithm", style=style),
+    }
+    return explorer(draw_cost, controls, readout=cost_readout,
+                    title="All-reduce algorithms in the alpha-beta model", figsize=(8, 4.6))
+
+
+# ---------------------------------------------------------------- the lab: a race of ring all-reduces
+
+def _contenders(pipeline_pieces=8):
+    import torch.distributed as dist
+
+    from ..lab import algorithms
+    return {"library ring, pipeline=1": lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=1),
+            f"library ring, pipeline={pipeline_pieces}":
+                lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=pipeline_pieces),
+            "gloo built-in": lambda t, rank, p: dist.all_reduce(t)}
+
+
+def _race_worker(rank, world_size, entries, sizes, iters, warmup):
+    import torch
+    import torch.distributed as dist
+
+    rows = []
+    for nbytes in sizes:
+        count = max(1, nbytes // 4)
+        src = (torch.arange(count) % 13 + rank).to(torch.float32)
+        expected = (torch.arange(count) % 13 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
+        buf = torch.empty_like(src)
+        times = {name: [] for name in entries}
+        wrong = dict.fromkeys(entries, 0)
+        names = list(entries)
+        for rep in range(warmup + iters):
+            shift = rep % len(names)
+            for name in names[shift:] + names[:shift]:  # rotate the order: noise hits everyone alike
+                buf.copy_(src)
+                dist.barrier()
+                start = time.perf_counter()
+                entries[name](buf, rank, world_size)
+                elapsed = time.perf_counter() - start
+                if rep >= warmup:
+                    times[name].append(elapsed)
+                if rep == warmup + iters - 1:
+                    wrong[name] = int((buf != expected).sum())
+        stats = torch.tensor([statistics.median(times[n]) for n in names], dtype=torch.float64)
+        dist.all_reduce(stats, op=dist.ReduceOp.MAX)
+        bad = torch.tensor([wrong[n] for n in names], dtype=torch.float64)
+        dist.all_reduce(bad, op=dist.ReduceOp.SUM)
+        for i, name in enumerate(names):
+            t = float(stats[i])
+            rows.append({"size": count * 4, "ranks": world_size, "algorithm": name, "time_s": t,
+                         "algbw": costmodel.algbw(count * 4, t),
+                         "busbw": costmodel.busbw("all_reduce", count * 4, t, world_size),
+                         "wrong": int(bad[i])})
+    return rows
+
+
+def _probe_worker(rank, world_size, fn):
+    import torch
+    import torch.distributed as dist
+
+    count = 1031  # prime: chunks of unequal size
+    tensor = (torch.arange(count) % 7 + rank).to(torch.float32)
+    try:
+        fn(tensor, rank, world_size)
+    except NotImplementedError:
+        return "not answered"
+    expected = (torch.arange(count) % 7 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
+    bad = torch.tensor([int((tensor != expected).sum())], dtype=torch.int64)
+    dist.all_reduce(bad)
+    return "ok" if int(bad) == 0 else "wrong"
+
+
+def probe(fn, ranks=2, timeout=15.0) -> str:
+    """Run ``fn(tensor, rank, world_size)`` once on ``ranks`` (2-8) local ranks and say how it went.
+
+    Returns 'ok', 'not answered' (it raised NotImplementedError), 'wrong' (wrong sums),
+    'error: ...' (a rank raised or died) or 'timeout' (a deadlock); never raises for those.
+    """
+    from ..lab.launch import RankError, RankTimeout, run
+    if fn is None or fn is Ellipsis:
+        return "not answered"
+    if not callable(fn):
+        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, got {fn!r}")
+    p = _ranks("ranks", ranks, low=2, high=8)
+    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
+    try:
+        results = run(_probe_worker, ranks=p, timeout=timeout, args=(fn,), start_method="fork", echo=False)
+    except RankTimeout:
+        return "timeout"
+    except RankError as err:
+        if err.cause.startswith("NotImplementedError"):
+            return "not answered"
+        return f"error: rank {err.rank} raised {err.cause}"
+    if "not answered" in results:
+        return "not answered"
+    return "ok" if all(r == "ok" for r in results) else "wrong"
+
+
+def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, timeout=90.0,
+         pipeline=8, verbose=True) -> list[dict]:
+    """Time the learner's ring ``fn`` against the library's ring (pipeline 1 and ``pipeline``) and gloo's.
+
+    ``fn(tensor, rank, world_size)`` sums in place (or None to race the library only);
+    ``sizes`` bytes or '16M' strings (binary prefixes, 1 B to 256 MiB); ``ranks`` 2-8;
+    ``iters`` 1-100 timed and ``warmup`` 0-10 untimed repetitions (median of the slowest rank);
+    ``timeout`` seconds; ``pipeline`` 1-64. A learner's function that is not answered, wrong,
+    raises or deadlocks is left out with a printed note: the race never fails because of it.
+    Returns rows (size, ranks, algorithm, time_s, algbw, busbw, wrong), bandwidths bytes/s.
+    """
+    from ..lab.launch import RankError, RankTimeout, run
+    if isinstance(sizes, (str, int, float)):
+        sizes = [sizes]
+    nbytes = [int(validate.number("sizes", units.parse_size(s), low=1, high=256 * 2**20)) for s in sizes]
+    if not nbytes:
+        raise ValueError("sizes must not be empty")
+    p = _ranks("ranks", ranks, low=2, high=8)
+    iters = validate.integer("iters", iters, low=1, high=100)
+    warmup = validate.integer("warmup", warmup, low=0, high=10)
+    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
+    pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
+    if fn is not None and not callable(fn):
+        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None or None, got {fn!r}")
+    say = print if verbose else (lambda *a, **k: None)
+    entries = {}
+    if fn is not None:
+        status = probe(fn, p, timeout=min(timeout, 20.0))
+        if status == "ok":
+            entries["your ring"] = fn
+        else:
+            reason = {"not answered": "is not answered yet", "wrong": "gives wrong sums",
+                      "timeout": "did not finish (a deadlock?)"}.get(status, f"failed ({status})")
+            say(f"Note: your ring {reason}, so it is left out; the library ring stands in for it below.")
+    entries.update(_contenders(pipeline))
+    try:
+        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
+                   start_method="fork", echo=False)[0]
+    except (RankError, RankTimeout) as err:
+        if "your ring" not in entries:
+            raise
+        say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
+        entries.pop("your ring")
+        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
+                   start_method="fork", echo=False)[0]
+
+
+def format_race(rows, reference="gloo built-in") -> str:
+    """nccl-tests-like table of ``race`` rows, with each time relative to ``reference`` (bandwidths GB/s, per direction)."""
+    if not isinstance(rows, (list, tuple)) or not rows:
+        raise ValueError("rows must be a non-empty list from race(...)")
+    ref = {r["size"]: r["time_s"] for r in rows if r["algorithm"] == reference}
+    lines = [f"{'size':>10} {'ranks':>5} {'algorithm':>26} {'time':>10} {'algbw GB/s':>10} {'busbw GB/s':>10} "
+             f"{'time / ' + reference:>22} {'#wrong':>6}"]
+    for r in rows:
+        rel = f"{r['time_s'] / ref[r['size']]:.2f}" if r["size"] in ref else "-"
+        lines.append(f"{units.format_bytes(r['size'], binary=True):>10} {r['ranks']:>5} {r['algorithm']:>26} "
+                     f"{units.format_time(r['time_s']):>10} {r['algbw'] / units.GB:>10.3f} "
+                     f"{r['busbw'] / units.GB:>10.3f} {rel:>22} {r['wrong']:>6}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- predict, measure, oversubscribe
+
+def _rows_at(rows, algorithm):
+    return {(r["ranks"], r["size"]): r for r in rows if r["algorithm"] == algorithm}
+
+
+def oversubscription_table(cal, rows, ranks=4, base=2, algorithm="builtin") -> list[dict]:
+    """How a run on ``ranks`` compares with one on ``base`` ranks, measured and modelled, per size.
+
+    ``cal``: a ``lab.calibrate.Calibration``; ``rows``: benchmark rows holding both rank counts.
+    Columns: ``measured_ratio`` (time on ranks / time on base), ``model_ratio`` (the fitted
+    ring model without contention), ``stretched_ratio`` (with the stretch max(1, ranks/cores)),
+    ``pred_over_measured`` (the stretched model over the measured time on ``ranks``).
+    """
+    ranks = _ranks("ranks", ranks, low=2, high=64)
+    base = _ranks("base", base, low=1, high=64)
+    if not hasattr(cal, "predict") or not hasattr(cal, "cores"):
+        raise ValueError("cal must be a Calibration from lab.calibrate.calibrate()")
+    from ..lab.calibrate import contention
+    at = _rows_at(rows, algorithm)
+    out = []
+    for (p, size), row in sorted(at.items()):
+        if p != ranks or (base, size) not in at:
+            continue
+        t_base, t = at[(base, size)]["time_s"], row["time_s"]
+        model = cal.predict(size, ranks, stretch=1.0) / cal.predict(size, base, stretch=1.0)
+        stretch = contention(ranks, cal.cores) / contention(base, cal.cores)
+        out.append({"size": size, "measured_base_s": t_base, "measured_s": t, "measured_ratio": t / t_base,
+                    "model_ratio": model, "stretched_ratio": model * stretch,
+                    "pred_over_measured": cal.predict(size, ranks) / t})
+    if not out:
+        raise ValueError(f"rows must hold {algorithm} rows for both {base} and {ranks} ranks at the same sizes")
+    return out
+
+
+def format_oversubscription(table, ranks=4, base=2, cores=None) -> str:
+    """Printable ``oversubscription_table``."""
+    if not isinstance(table, (list, tuple)) or not table:
+        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
+    head = (f"{'size':>9} {f'{base} ranks':>10} {f'{ranks} ranks':>10} {'measured x':>11} {'model x':>8} "
+            f"{'model x stretch':>16} {'stretched model / measured':>27}")
+    lines = [f"{ranks} ranks vs {base} ranks" + (f" on {cores} cores" if cores else ""), head]
+    for r in table:
+        lines.append(f"{units.format_bytes(r['size'], binary=True):>9} {units.format_time(r['measured_base_s']):>10} "
+                     f"{units.format_time(r['measured_s']):>10} {r['measured_ratio']:>11.2f} {r['model_ratio']:>8.2f} "
+                     f"{r['stretched_ratio']:>16.2f} {r['pred_over_measured']:>27.2f}")
+    return "\n".join(lines)
+
+
+def oversubscription_lines(table, ranks=4, base=2) -> list[str]:
+    """Plain-language reading of ``oversubscription_table`` for its smallest and largest size."""
+    if not isinstance(table, (list, tuple)) or not table:
+        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
+    lines = []
+    rows = [table[0]] if len(table) == 1 else [table[0], table[-1]]
+    for row in rows:
+        m, lo, hi = row["measured_ratio"], row["model_ratio"], row["stretched_ratio"]
+        near = lambda x: abs(m / x - 1) <= 0.15  # noqa: E731
+        if near(hi):
+            where = f"close to the stretched model ({hi:.2f}x)"
+        elif m > hi:
+            where = f"more than even the stretched model ({hi:.2f}x)"
+        elif near(lo):
+            where = f"close to the model without contention ({lo:.2f}x)"
+        elif m < lo:
+            where = f"less than the model without contention ({lo:.2f}x)"
+        else:
+            where = f"between the model without contention ({lo:.2f}x) and with the stretch ({hi:.2f}x)"
+        lines.append(f"{units.format_bytes(row['size'], binary=True)}: {ranks} ranks took {m:.2f}x the time of "
+                     f"{base} ranks, {where}.")
+    return lines
+
+
+def compare_prediction(predicted_s, rows, nbytes, ranks, cal, algorithm="builtin") -> list[str]:
+    """Lines comparing a learner's prediction (s, or None) with the measured time and the calibrated model.
+
+    ``rows``: benchmark rows that include ``nbytes`` (bytes) on ``ranks``. An unanswered
+    prediction (None) is reported as such; the expected answer is never printed.
+    """
+    from ..lab.calibrate import contention
+    n = int(validate.positive("nbytes", nbytes))
+    p = _ranks("ranks", ranks, low=1, high=64)
+    at = _rows_at(rows, algorithm)
+    if (p, n) not in at:
+        raise ValueError(f"rows must hold a {algorithm} measurement of nbytes={n} on ranks={p}")
+    measured = at[(p, n)]["time_s"]
+    stretch = contention(p, cal.cores)
+    lines = [f"measured here: {units.format_bytes(n, binary=True)} on {p} ranks, {algorithm}: {units.format_time(measured)}"
+             f" ({cal.cores} cores, stretch max(1, {p}/{cal.cores}) = {stretch:g})",
+             f"the model with this machine's fit (alpha, beta, gamma, stretch): {units.format_time(cal.predict(n, p))}"]
+    if predicted_s is None or predicted_s is Ellipsis:
+        lines.insert(0, "your prediction: not answered yet (exercise 04.5)")
+        return lines
+    try:
+        pred = float(predicted_s)
+    except (TypeError, ValueError):
+        return [f"your prediction must be a number of seconds, got {type(predicted_s).__name__}"] + lines
+    if not math.isfinite(pred) or pred <= 0:
+        return ["your prediction must be a positive number of seconds"] + lines
+    lines.insert(0, f"your prediction (given alpha and beta, no stretch): {units.format_time(pred)}")
+    lines.append(f"measured / your prediction = {measured / pred:.2f}; "
+                 f"measured / (your prediction x stretch) = {measured / (pred * stretch):.2f}")
+    return lines
+
+
+# ---------------------------------------------------------------- published measurements vs the model
+
+def published_sweeps(min_points=4) -> dict:
+    """Single-node all-reduce sweeps among the published cases: source id -> sorted cases (>= ``min_points``)."""
+    min_points = validate.integer("min_points", min_points, low=2, high=100)
+    groups: dict = {}
+    for case in costmodel.published()["cases"]:
+        if case["collective"] == "all_reduce" and case.get("nodes", 1) == 1:
+            groups.setdefault(case["source"], []).append(case)
+    return {k: sorted(v, key=lambda c: c["nbytes"]) for k, v in groups.items() if len(v) >= min_points}
+
+
+def plot_published(ax=None, min_points=4):
+    """Published 8-GPU all-reduce sweeps (busbw, GB/s per direction) against the simple ring model.
+
+    Per sweep: measured points; the ring at spec bandwidth (alpha-beta with the course's
+    latencies, no efficiency); the course model (achievable efficiencies, NCCL-like choice
+    of algorithm); the link's per-direction rate, which no send/receive algorithm can beat.
+    """
+    import matplotlib.pyplot as plt
+    sweeps = published_sweeps(min_points)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.4))
+    grid = np.logspace(3, np.log10(16 * 2**30), 100)
+    for i, (src, cases) in enumerate(sweeps.items()):
+        colour = f"C{i}"
+        system = cases[0]["system"]
+        sys_ = hardware.system(system)
+        x = [c["nbytes"] for c in cases]
+        ax.plot(x, [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
+                label=f"measured: {cases[0]['as_measured']}")
+        simple = costmodel.predict("all_reduce", grid, system, algorithm="ring", achievable=False)
+        course = costmodel.predict("all_reduce", grid, system, achievable=True)
+        ax.plot(grid, simple.busbw / units.GB, "--", color=colour, lw=1.2, label=f"simple ring model, spec ({system})")
+        ax.plot(grid, course.busbw / units.GB, ":", color=colour, lw=1.6, label=f"course model, achievable ({system})")
+        ax.axhline(sys_.gpu_link.per_direction / units.GB, color=colour, lw=0.8, alpha=0.5)
+        ax.text(grid[-1], sys_.gpu_link.per_direction / units.GB * 0.985,
+                f"{sys_.gpu_link.name}: {sys_.gpu_link.per_direction / units.GB:g} GB/s per direction",
+                fontsize=7, color=colour, ha="right", va="top")
+    ax.set_xscale("log", base=2)
+    ticks = [2.0**k for k in range(10, 35, 5)]
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
+    ax.set_xlabel("all-reduce size (nccl-tests size column)")
+    ax.set_ylabel("busbw, GB/s per direction")
+    ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=6.5, loc="upper left")
+    return ax
+
+
+def model_failures(small=2**20) -> list[str]:
+    """Sentences, computed from the published cases, where the simple ring model and reality part.
+
+    Small messages (< ``small`` bytes): the model's latency; busbw above the link's rate
+    (in-network reduction); multi-node cases off by more than 1.5x in the course model.
+    """
+    small = validate.positive("small", small)
+    lines = []
+    cases = costmodel.published()["cases"]
+    table = {r["id"]: r for r in costmodel.validation_table()}
+    sources = costmodel.published()["sources"]
+    tiny = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) == 1 and c["nbytes"] < small]
+    if tiny:
+        worst = max(tiny, key=lambda c: abs(math.log(table[c["id"]]["ratio"])))
+        simple = costmodel.predict("all_reduce", worst["nbytes"], worst["system"], algorithm="ring", achievable=False)
+        lines.append(f"Small messages: {units.format_bytes(worst['nbytes'], binary=True)} on {worst['as_measured']}: "
+                     f"measured busbw {worst['busbw_gb_s']:g} GB/s, simple model {float(simple.busbw[0]) / units.GB:.3g} "
+                     f"GB/s, course model {table[worst['id']]['predicted_busbw'] / units.GB:.3g} GB/s. Here the time is "
+                     "a fixed launch cost and per-step latencies that vary between machines "
+                     f"({sources[worst['source']]['url']}).")
+    above = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) == 1
+             and c["busbw_gb_s"] * units.GB > hardware.system(c["system"]).gpu_link.per_direction]
+    if above:
+        best = max(above, key=lambda c: c["busbw_gb_s"])
+        link = hardware.system(best["system"]).gpu_link
+        lines.append(f"Above the line rate: {units.format_bytes(best['nbytes'], binary=True)} on {best['as_measured']}: "
+                     f"busbw {best['busbw_gb_s']:g} GB/s, more than the {link.per_direction / units.GB:g} GB/s per "
+                     f"direction of {link.name}. No send/receive algorithm can do that; NVSwitch adds the data "
+                     f"in the switch (NVLS), so busbw is no longer a wire rate ({sources[best['source']]['url']}).")
+    multi = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) > 1
+             and abs(math.log(table[c["id"]]["ratio"])) > math.log(1.5)]
+    for c in multi[:2]:
+        r = table[c["id"]]
+        lines.append(f"Across nodes: {c['as_measured']}: measured {c['busbw_gb_s']:g} GB/s busbw, course model "
+                     f"{r['predicted_busbw'] / units.GB:.3g} GB/s ({r['algorithm']}), {r['ratio']:.2g}x off; NCCL's choice of "
+                     f"algorithm and NIC placement decide, which the model does not see ({sources[c['source']]['url']}).")
+    return lines
+
+
+# ---------------------------------------------------------------- small views
+
+
+
+def show_collectives_table(ranks=8):
+    """Display ``collectives_table`` as HTML."""
+    rows = collectives_table(ranks)
+    show_html(html_table(rows, {
+        "collective": lambda r: r["collective"].replace("_", "-"), "what it does": lambda r: r["what"],
+        "where training uses it": lambda r: r["used_for"],
+        f"busbw factor at p = {ranks} (bytes per rank per byte of size)": lambda r: f"{r['busbw_factor']:.3g}"}))

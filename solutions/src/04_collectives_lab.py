@@ -1,0 +1,693 @@
+# %% [markdown]
+# # 04 · The collectives lab
+#
+# **Time:** about 100 minutes. **Prerequisites:** chapter 00 (why gradients are all-reduced), chapters
+# 02-03 (NVLink per direction vs bidirectional, NVSwitch). Basic PyTorch tensors; no GPU needed.
+#
+# **After this chapter you can**
+# - say what broadcast, reduce, all-gather, reduce-scatter, all-reduce and all-to-all do, and where
+#   training uses each;
+# - describe the naive (parameter-server), ring, tree, recursive-doubling and halving-doubling
+#   all-reduces, and follow a ring all-reduce chunk by chunk;
+# - use the alpha-beta model, derive the bandwidth lower bound $2\frac{p-1}{p}\cdot\frac{n}{B}$ and turn it
+#   into a time;
+# - compute **algbw** and **busbw** exactly as nccl-tests does, and say what busbw is and is not;
+# - run a real all-reduce on your CPU, **write a ring all-reduce yourself**, benchmark it, fit $\alpha$ and
+#   $\beta$ for your machine, and say where the model stops being true.
+#
+# Conventions as always: **1 GB = 10⁹ bytes** (SI), **1 MiB = 2²⁰ bytes** where sizes are binary (the lab's
+# `"4M"` means 4 MiB, as in nccl-tests), every bandwidth says *per direction* or *bidirectional*.
+# Hardware numbers come from `course_lib.hardware`, published measurements from
+# `course_lib/data/published_collectives.json`, each with its source.
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import torch
+import torch.distributed as dist
+
+from course_lib import checks, costmodel, hardware, lab, units
+from course_lib.explorers import collectives as cl
+
+# %% [markdown]
+# ## 1. Six collectives
+#
+# A distributed training job runs one process per GPU, called a **rank** (numbered 0 to $p-1$). A
+# **collective** is an operation that every rank of a group calls together, each with its own buffer.
+# Six of them cover nearly all the traffic of training. In the picture each rank's data has a letter
+# (rank 0: A, rank 1: B, ...), chunk $c$ of it is `A0`, `A1`, ..., and `Σ1` is chunk 1 summed over all
+# ranks:
+
+# %%
+cl.draw_collectives(ranks=4)
+plt.show()
+
+# %%
+cl.show_collectives_table(ranks=8)
+
+# %% [markdown]
+# Three things to notice:
+# - **all-reduce = reduce-scatter + all-gather.** Compare the pictures: after a reduce-scatter rank $r$
+#   holds the summed chunk $r$; an all-gather of those chunks gives every rank the whole sum. The ring
+#   algorithm below does exactly this, and so does ZeRO/FSDP when it splits the all-reduce into its two
+#   halves (chapter 06).
+# - **all-to-all** reduces nothing: it is a transpose of pieces, which is why mixture-of-experts layers
+#   are so sensitive to the network: every byte crosses it.
+# - **Size convention.** nccl-tests' `size` column is the buffer of *each rank* for all-reduce,
+#   broadcast and reduce, but the *total* buffer (the all-gather output, the reduce-scatter input) for
+#   all-gather, reduce-scatter and all-to-all. The last column of the table is the *busbw factor* of
+#   section 5.
+#
+# ## 2. Algorithms for all-reduce
+#
+# The same all-reduce can be carried out by very different message patterns. Let each of $p$ ranks hold
+# $n$ bytes.
+#
+# - **Naive (parameter server).** Everybody sends its buffer to rank 0, rank 0 adds them up and sends the
+#   sum back. Two "steps", but rank 0 receives $(p-1)\,n$ bytes and sends $(p-1)\,n$: its link is the
+#   bottleneck, and it gets worse with every rank added.
+# - **Ring.** Ranks form a ring; the buffer is cut into $p$ chunks. In $p-1$ steps of a
+#   **reduce-scatter** each rank passes one chunk to its right neighbour and adds the chunk coming from
+#   its left; then $p-1$ steps of an **all-gather** circulate the finished chunks. Every step moves only
+#   $n/p$ bytes per rank, and every rank is busy at every step.
+# - **Tree (binomial).** Reduce up a tree to rank 0 in $\lceil\log_2 p\rceil$ levels, then broadcast back
+#   down: few steps, but the whole buffer travels at every level.
+# - **Recursive doubling.** In step $k$ every rank swaps its *whole* current vector with the partner whose
+#   number differs in bit $k$ (distance 1, 2, 4, ...), and both add. After $\log_2 p$ steps all ranks hold
+#   the sum. The fewest steps of all, but $\log_2 p$ whole buffers per rank.
+# - **Recursive halving-doubling** (Rabenseifner). Halving: swap *half* the vector with the partner at
+#   distance $p/2$, keep and add the other half; then a quarter with the partner at $p/4$, and so on: a
+#   reduce-scatter in $\log_2 p$ steps. Doubling undoes it as an all-gather. $2\log_2 p$ steps and the same
+#   bytes as the ring.
+#
+# NCCL uses rings, and between nodes also a *double binary tree* (two trees, each carrying half the data,
+# so that every rank sends about the buffer once). `course_lib/lab/algorithms.py` holds hand-written naive,
+# ring, tree and halving-doubling all-reduces, short enough to read; the lab runs the ring, and
+# `lab.bench.sweep(algorithms=...)` can race any of them.
+
+# %%
+cl.draw_algorithms(ranks=8)
+plt.show()
+
+# %% [markdown]
+# The alpha-beta model of section 4 gives each algorithm a number of latency **steps** and a number of
+# **bytes** its busiest rank must move. Here they are for 8 ranks over NVLink 4 (the catalog's
+# per-direction rate), with the course's per-step NVLink latency, once for a large and once for a small
+# message (from `costmodel.collective_time`):
+
+# %%
+nvl4 = hardware.nvlink(4)
+alpha_nvl = costmodel.hop_latency("nvlink")
+print(f"{nvl4.name}: {units.format_bandwidth(nvl4.per_direction)} "
+      f"({units.format_bandwidth(nvl4.bidirectional, direction='bidirectional')}); "
+      f"alpha = {units.format_time(alpha_nvl)} per step")
+for size in (1e9, 64e3):
+    print(f"\nAll-reduce of {units.format_bytes(size)} on 8 ranks:")
+    cl.show_algorithm_table(size, 8, nvl4.per_direction, alpha_nvl)
+
+# %% [markdown]
+# For 1 GB, bytes decide: ring and halving-doubling reach the lower bound (ratio 1.00, section 4), while
+# recursive doubling moves $\log_2 p$ times the buffer, the tree $2\log_2 p$ times and the naive algorithm's
+# rank 0 $2(p-1)$ times. For 64 KB, latency decides and the ring's $2(p-1)$ steps hurt. (The model is kind
+# to the naive algorithm there: it charges rank 0's $p-1$ messages as bytes only, while a real rank 0 also
+# pays a per-message cost for each of them.)
+#
+# Notice that in this model halving-doubling is never worse than the ring: same bytes, fewer steps. Real
+# libraries still prefer rings for large messages because the model assumes every pair of ranks has its
+# own full-speed link. A ring only ever talks to its neighbours, so it maps onto any topology that has a
+# cycle of fast links (an NVLink mesh, a PCIe chain, one rail of a cluster), works for any $p$, and sends
+# equal-sized messages that pipeline well. Halving-doubling's partners at distance $p/2$ may share links
+# with other pairs, and it needs a power of two (the library folds extra ranks in first).
+#
+# ## 3. The ring, step by step
+#
+# Cut each rank's buffer into $p$ chunks, $c_0 \dots c_{p-1}$. In **reduce-scatter** step $s$ (counting
+# from 0), rank $r$ sends chunk $(r-s-1) \bmod p$ to rank $r+1$ and adds the chunk $(r-s-2) \bmod p$ that
+# arrives from rank $r-1$ into its own copy. In **all-gather** step $s$ it sends chunk $(r-s) \bmod p$, which
+# is finished, and stores the chunk $(r-s-1) \bmod p$ that arrives, without adding. This is the chunk order
+# of `lab.algorithms.ring_all_reduce`. Each cell below lists the ranks whose data it holds:
+
+# %%
+cl.draw_ring_steps(ranks=4)
+plt.show()
+
+# %% [markdown]
+# Follow chunk `c0` of rank 1: it starts as rank 1's own data, travels right, gathers a contribution at
+# every rank, and after $p-1=3$ steps lands, complete, on rank 0. The same happens to every chunk at once.
+# The simulation behind the picture confirms it:
+
+# %%
+states = cl.ring_states(4)
+print("after the reduce-scatter (step 3): rank -> fully reduced chunks", cl.owned_chunks(states[3]))
+print("after the all-gather     (step 6): rank -> fully reduced chunks", cl.owned_chunks(states[6]))
+
+# %% [markdown]
+# After the reduce-scatter each rank owns exactly one fully reduced chunk, its own number; after the
+# all-gather every rank has them all. Count the traffic: every step, each rank sends $n/p$ bytes and
+# receives $n/p$ bytes, at the same time; $2(p-1)$ steps make $2\frac{p-1}{p}n$ bytes per rank, the same on
+# every rank and every link.
+#
+# ### Explorer: step through the ring
+# Move **step** to walk through the algorithm; change **ranks** to see that every ring has $2(p-1)$ steps
+# and ends the reduce-scatter with one finished chunk per rank. From 5 ranks on, a cell shows how many
+# ranks' data it holds instead of listing them.
+
+# %%
+ring_box = cl.ring_explorer(ranks=4)
+
+# %% [markdown]
+# ## 4. The alpha-beta model and the lower bound
+#
+# The simplest useful model of a link: sending a message of $m$ bytes takes
+#
+# $$t(m) = \alpha + \frac{m}{B} = \alpha + m\,\beta,$$
+#
+# where $\alpha$ (seconds) is the fixed cost of a message (software, launch, wire latency) and $B$ the
+# bandwidth **per direction** ($\beta = 1/B$, seconds per byte). A collective is a number of steps; if all
+# ranks send at once in each step, the time adds up step by step. The ring:
+#
+# $$t_{\text{ring}} = 2(p-1)\,\alpha \;+\; 2\frac{p-1}{p}\cdot\frac{n}{B} \;\;\big(+\; \tfrac{p-1}{p}\,n\,\gamma\big),$$
+#
+# the last term being the time to add the received bytes ($\gamma$ seconds per byte), which matters on CPUs
+# and which section 8 measures.
+#
+# **The lower bound.** Can any algorithm move fewer bytes than the ring? Follow one element of the buffer
+# and list, in the order they are sent, the messages that carry it (its value, or a partial sum of it).
+# Messages sent at the same moment can be listed in any order: a message sent a little later never
+# carries less. Some rank is the first to hold the complete sum. Before that can happen, each of the other
+# $p-1$ ranks must have sent its contribution on: at least $p-1$ messages. At that moment none of those
+# $p-1$ ranks holds the complete sum yet, so each must still *receive* at least one message: $p-1$ more,
+# different from the first ones. So each element costs at least $2(p-1)$ element messages, the whole buffer
+# at least $2(p-1)\,n$ bytes sent in total, and $p$ ranks can together send at most $p\,B$ bytes per second:
+#
+# $$t \;\ge\; \frac{2(p-1)\,n}{p\,B} \;=\; 2\frac{p-1}{p}\cdot\frac{n}{B}.$$
+#
+# The ring's bandwidth term *is* this bound (Patarasuk and Yuan showed that ring-based all-reduce is
+# bandwidth-optimal): the ring loses only in latency, $2(p-1)\alpha$. The argument assumes the ranks do the
+# adding; a switch that adds in the network (NVLink SHARP, chapter 03) breaks it.
+#
+# **A number.** An all-reduce of 1 GB on 8 H100s, NVLink 4, at best:
+
+# %%
+bound = costmodel.lower_bound_time(1e9, 8, nvl4.per_direction)
+wrong = costmodel.lower_bound_time(1e9, 8, nvl4.bidirectional)
+print(f"2 x 7/8 x 1 GB / {units.format_bandwidth(nvl4.per_direction)} = {units.format_time(bound)}")
+print(f"with {units.format_bandwidth(nvl4.bidirectional, direction='bidirectional')} plugged in (wrong): "
+      f"{units.format_time(wrong)}, {bound / wrong:.0f}x too optimistic")
+
+# %% [markdown]
+# Each GPU sends 1.75 GB and receives 1.75 GB at the same time, in opposite directions of its links, so
+# the per-direction rate sets the pace. Plugging in the bidirectional total is the most common error in
+# public material: it makes every all-reduce look twice as fast as it can be.
+#
+# **Exercise 04.1** (1 point). A 7-billion-parameter model has 14 GB of BF16 gradients (2 bytes per
+# parameter). What is the lower bound, in **seconds**, on all-reducing them over the 8 A100s of a DGX A100
+# (NVLink 3, figures from the catalog below)? Store it in `lower_bound_a100_s`.
+
+# %%
+nvl3 = hardware.nvlink(3)
+print(f"{nvl3.name}: vendors quote {units.format_bandwidth(nvl3.bidirectional, direction='bidirectional')}; "
+      f"{nvl3.detail}")
+
+# %% nbgrader={"grade": false, "grade_id": "ex04-1-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+lower_bound_a100_s = 2 * (8 - 1) / 8 * 14e9 / 300e9
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex04-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("04.1", lower_bound_a100_s)
+### BEGIN HIDDEN TESTS
+checks.grade("04.1", lower_bound_a100_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. algbw and busbw, exactly as nccl-tests defines them
+#
+# NVIDIA's nccl-tests (`all_reduce_perf` and friends) prints two bandwidths for every size; its
+# `PERFORMANCE.md` defines them:
+# - **algbw** (algorithm bandwidth) $= S / t$: the `size` column $S$ (bytes, see the convention of section 1)
+#   divided by the time $t$. Simple, but for all-reduce it falls as you add ranks even on perfect hardware,
+#   because each rank must move $2\frac{p-1}{p}$ times its buffer.
+# - **busbw** (bus bandwidth) $=$ algbw $\times$ a factor per collective, chosen so that the result can be
+#   compared with the hardware's per-direction link rate whatever the number of ranks:
+#
+# | collective | busbw / algbw |
+# |---|---|
+# | all-reduce | $2\frac{p-1}{p}$ |
+# | reduce-scatter, all-gather | $\frac{p-1}{p}$ |
+# | broadcast, reduce | $1$ |
+#
+# The factor is exactly the bytes a bandwidth-optimal algorithm moves per rank per byte of $S$. So for an
+# all-reduce that reaches the lower bound of section 4, busbw equals the link rate. The 1 GB all-reduce
+# on 8 H100s at the bound:
+
+# %%
+algbw = costmodel.algbw(1e9, bound)
+busbw = costmodel.busbw("all_reduce", 1e9, bound, 8)
+print(f"algbw = 1 GB / {units.format_time(bound)} = {units.format_bandwidth(algbw)}")
+print(f"busbw = algbw x 2 x 7/8 = {units.format_bandwidth(busbw)}  (= the NVLink 4 rate per direction)")
+
+# %% [markdown]
+# > **Myth / fact: "algbw is the link speed."**
+# > No. algbw is the size divided by the time. For an all-reduce it is at most $\frac{p}{2(p-1)}$ of the
+# > link rate (for the 8-GPU all-reduce above, 257 of 450 GB/s per direction), and it changes with the
+# > number of ranks. busbw is the number to compare with the link's per-direction rate.
+#
+# > **Myth / fact: "busbw above the link rate means the link is faster than its spec."**
+# > No. busbw is not measured on a wire; it is algbw times a factor that assumes the *ranks* do the adding
+# > (the lower bound of section 4). On NVSwitch systems with NVLink SHARP (NVLS, chapter 03) the switch adds,
+# > each GPU sends its buffer about once instead of $2\frac{p-1}{p}$ times, and busbw comes out **above**
+# > the link rate. Section 9 shows published 8-GPU runs above it. Nothing is faster than spec; the
+# > formula's assumption no longer holds.
+#
+# **Exercise 04.2** (1 point). A run of `all_reduce_perf -b 1G -e 1G -g 8` (one process, 8 GPUs) prints,
+# with the bandwidth columns hidden:
+#
+# ```
+# #       size         count      type   redop    root     time   algbw   busbw  #wrong
+#   1073741824     268435456     float     sum      -1   5012.3     ???     ???       0
+# ```
+#
+# The time is in microseconds. What busbw, in **GB/s**, does nccl-tests print? Store it in `busbw_gb_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex04-2-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+algbw_line_gb_s = 1073741824 / 5012.3e-6 / 1e9
+busbw_gb_s = algbw_line_gb_s * 2 * (8 - 1) / 8
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex04-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("04.2", busbw_gb_s)
+### BEGIN HIDDEN TESTS
+checks.grade("04.2", busbw_gb_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Explorer: size, ranks, link speed and algorithm
+#
+# Every curve is `costmodel.collective_time` for one algorithm; the dashed line is the lower bound;
+# the diamond is your choice. Things to try:
+# - at the default (1 GB, 8 ranks), the bandwidth-optimal algorithms sit on the bound; slide the size down
+#   to 0.01 MB and watch the order change;
+# - raise **ranks** to 1024 with a 1 MB message: the ring's $2(p-1)$ steps become the whole cost;
+# - set **alpha** to 100 us (the order of what section 8 measures for gloo on a laptop) and find where the
+#   ring starts to win;
+# - halve **link GB/s per direction**: only the large-message end moves.
+
+# %%
+cost_box = cl.cost_explorer()
+
+# %% [markdown]
+# Where does the ring overtake recursive doubling: on 8 ranks over NVLink 4, and on 1024 ranks over
+# InfiniBand NDR, each with the course's per-step latency of that link?
+
+# %%
+for ranks, link, tech in ((8, nvl4, "nvlink"), (1024, hardware.network("ib-ndr"), "infiniband")):
+    size = cl.crossover_size(ranks, link.per_direction, costmodel.hop_latency(tech))
+    print(f"{ranks:>5} ranks, {link.name} ({units.format_bandwidth(link.per_direction)}, alpha "
+          f"{units.format_time(costmodel.hop_latency(tech))}): ring wins above "
+          f"{units.format_bytes(size) if size else 'never in 1 KB-10 GB'}")
+
+# %% [markdown]
+# More ranks and a slower network push the crossover up: that is why NCCL picks its algorithm and
+# protocol per message size, and why a model-based tuner needs both $\alpha$ and $B$.
+#
+# **Exercise 04.3** (1 point). In the alpha-beta model, which algorithm all-reduces **256 KB** fastest on
+# **64 ranks** with $\alpha$ = 5 µs per step and 450 GB/s per direction? Store the letter in
+# `fastest_small_allreduce`. (Reason it out, then check with the explorer or `cl.algorithm_table`.)
+#
+# - **A.** ring
+# - **B.** binomial tree
+# - **C.** recursive doubling
+# - **D.** naive (parameter server)
+
+# %% nbgrader={"grade": false, "grade_id": "ex04-3-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+fastest_small_allreduce = "C"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex04-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("04.3", fastest_small_allreduce)
+### BEGIN HIDDEN TESTS
+checks.grade("04.3", fastest_small_allreduce)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. The lab: real all-reduces on your CPU
+#
+# `lab.run(fn, ranks, timeout)` starts `ranks` processes on this machine, joins them into a
+# `torch.distributed` process group over **gloo** (PyTorch's CPU backend, talking over 127.0.0.1), calls
+# `fn(rank, world_size)` on each and returns their results as a list. The processes are *forked* from
+# this kernel, so a function defined in a notebook cell works. The timeout matters: if a rank waits
+# forever (a deadlock) or dies, every rank is stopped and you get an error that names it, instead of a
+# hung notebook.
+#
+# ### 7.1 gloo's built-in all-reduce on 2 ranks
+
+# %%
+def hello_all_reduce(rank, world_size):
+    x = torch.full((4,), float(rank + 1))   # rank 0 holds 1s, rank 1 holds 2s
+    dist.all_reduce(x)                      # sum over all ranks, in place
+    return x.tolist()
+
+
+lab.run(hello_all_reduce, ranks=2, timeout=30)
+
+# %% [markdown]
+# Both ranks end with 1 + 2 = 3 everywhere. On GPUs the same line runs on NCCL: `dist.all_reduce` is the
+# call DDP makes for every gradient bucket (chapter 06).
+#
+# ### 7.2 Exercise 04.4: write a ring all-reduce (3 points)
+#
+# Complete `my_ring_all_reduce(tensor, rank, world_size)`. It must leave in `tensor`, **in place**, the sum
+# of all ranks' tensors, as `dist.all_reduce` does, using only point-to-point messages. You have:
+# - `dist.isend(t, dst)` and `dist.irecv(t, src)`: start sending tensor `t` to rank `dst` / receiving into
+#   `t` from rank `src`, and return at once with a handle; `handle.wait()` blocks until it is done. The
+#   tensors must be contiguous (slices of a 1-D tensor are);
+# - `lab.algorithms.chunk_bounds(numel, parts)`: the `[start, stop)` of each of `parts` chunks (the first
+#   `numel % parts` chunks get one extra element);
+# - the chunk order of section 3: reduce-scatter step $s$ sends chunk $(r-s-1) \bmod p$ to the right and adds
+#   the received chunk $(r-s-2) \bmod p$; all-gather step $s$ sends chunk $(r-s) \bmod p$ and stores chunk
+#   $(r-s-1) \bmod p$.
+#
+# Pitfalls the checker looks for:
+# - **deadlock**: if every rank first makes a *blocking* `dist.send` and only then a `dist.recv`, large
+#   messages wait for each other forever. Post the `irecv` and the `isend` of a step together, then wait on
+#   both;
+# - **uneven and tiny tensors**: 7 elements on 3 ranks, or 1 element on 2 ranks (some chunks are empty:
+#   skip sending and receiving those, both sides know their sizes);
+# - **dtypes**: the checker uses float32, float64, int32 and int64: receive into a buffer of the input's
+#   dtype;
+# - **in place**: work on `tensor.view(-1)` and write into it; returning a new tensor does not count.
+#
+# The checker runs your function on 2 and 3 ranks over 40 size and dtype cases and compares with
+# `dist.all_reduce`. Every run has a timeout, so a deadlock is reported, not hung.
+
+# %% nbgrader={"grade": false, "grade_id": "ex04-4-answer", "locked": false, "schema_version": 3, "solution": true}
+def my_ring_all_reduce(tensor, rank, world_size):
+    """Sum `tensor` over all ranks, in place: ring reduce-scatter, then ring all-gather."""
+    ### BEGIN SOLUTION
+    p = world_size
+    flat = tensor.view(-1)
+    bounds = lab.algorithms.chunk_bounds(flat.numel(), p)
+    right, left = (rank + 1) % p, (rank - 1) % p
+
+    def ring_step(send_chunk, recv_chunk, add):
+        (s0, s1), (r0, r1) = bounds[send_chunk], bounds[recv_chunk]
+        incoming = torch.empty(r1 - r0, dtype=flat.dtype) if add else flat[r0:r1]
+        pending = []
+        if r1 > r0:
+            pending.append(dist.irecv(incoming, left))
+        if s1 > s0:
+            pending.append(dist.isend(flat[s0:s1], right))
+        for request in pending:
+            request.wait()
+        if add and r1 > r0:
+            flat[r0:r1] += incoming
+
+    for s in range(p - 1):   # reduce-scatter: rank r ends with chunk r summed
+        ring_step((rank - s - 1) % p, (rank - s - 2) % p, add=True)
+    for s in range(p - 1):   # all-gather: pass the finished chunks around
+        ring_step((rank - s) % p, (rank - s - 1) % p, add=False)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex04-4-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+checks.check("04.4", my_ring_all_reduce)
+### BEGIN HIDDEN TESTS
+checks.grade("04.4", my_ring_all_reduce)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### 7.3 Race: your ring, the library's ring, gloo's built-in
+#
+# `cl.race` times your function beside the library's `ring_all_reduce` (without and with pipelining) and
+# gloo's built-in all-reduce, interleaved so that a noisy neighbour slows all of them alike. Each time is
+# the median over repetitions of the slowest rank. If your ring is not written yet, or wrong, it is left
+# out with a note, and the rest of the race still runs.
+
+# %%
+race_rows = cl.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
+print(cl.format_race(race_rows))
+
+# %% [markdown]
+# How to read it: the last-but-one column is each time divided by gloo's at the same size. On a laptop
+# two ranks share the cores with the operating system, so two runs of the same code can differ by tens of
+# percent, and by more at the smaller sizes: run the cell twice before you believe a ranking.
+#
+# ### 7.4 What makes the library's ring fast
+#
+# Open `course_lib/lab/algorithms.py` (`ring_all_reduce` and `_pipelined_step`). Three things separate it
+# from a straightforward ring like the one you wrote:
+#
+# 1. **Receives and sends are posted together.** Every `irecv` and `isend` of a step is started before
+#    the rank waits for anything. gloo moves the bytes on its own I/O threads, so data keeps flowing while
+#    the Python thread waits or adds. A rank that sends, waits, and only then receives leaves the link idle
+#    half the time.
+# 2. **Pipelined sub-chunks.** Each step's chunk is cut into up to `pipeline` pieces (never smaller than the
+#    size printed below), and the rank adds piece $k$ as soon as it arrives, while piece $k+1$ is still on
+#    its way. The adding ($\gamma$ in the model) hides behind the transfer instead of adding to it.
+# 3. **A preallocated receive buffer.** The reduce-scatter receives into a scratch buffer that is kept
+#    between calls. Allocating a fresh buffer at every step (the simplest ring calls `torch.empty` in every
+#    step) can hand back new pages from the operating system, and touching a fresh page the first time
+#    costs a page fault, which for large chunks can cost as much as copying the data.
+#
+# On GPUs, NCCL does the same three things in its own way: its kernels keep several chunks in flight per
+# channel, run many channels (rings) in parallel, and use fixed, preregistered buffers.
+
+# %%
+print("smallest pipelined piece:", units.format_bytes(lab.algorithms.MIN_PIECE_BYTES, binary=True))
+
+# %% [markdown]
+# ### 7.5 A benchmark table in nccl-tests form
+#
+# `lab.bench.sweep` measures sizes and algorithms and prints the table nccl-tests prints, with the same
+# definitions of algbw and busbw (GB/s, per direction). With 2 ranks the all-reduce factor $2\frac{p-1}{p}$
+# is 1, so busbw equals algbw. `#wrong` counts elements that differ from the exact sum (inputs are small
+# integers, so every algorithm's result is exact).
+
+# %%
+sweep = lab.bench.sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring"), iters=5,
+                        timeout=120)
+print(sweep)
+print({units.format_bytes(size, binary=True): round(ratio, 2) for size, ratio in sweep.ratio("ring").items()},
+      "<- library ring busbw / gloo busbw")
+
+# %% [markdown]
+# The same benchmark runs from a shell, and under `torchrun` on real GPUs with NCCL, so you can put your
+# cluster's numbers next to these:
+#
+# ```
+# python -m course_lib.lab.bench --ranks 2,4 -b 64K -e 64M -f 4
+# torchrun --standalone --nproc_per_node=8 -m course_lib.lab.bench --backend nccl -b 1M -e 1G -f 2
+# ```
+#
+# ## 8. Calibrate the model on this machine
+#
+# `lab.calibrate.calibrate()` measures two ranks in two ways, for sizes from 1 KiB to 16 MiB:
+# - **ping-pong**: one message at a time, half the round trip;
+# - **exchange**: both ranks send and receive at once, which is what every ring step does;
+#
+# and fits $t = \alpha + n\beta$ to each (minimising the *relative* error, so small and large sizes count
+# alike). It also times adding a received buffer into another: $\gamma$, seconds per byte. The ring model
+# uses the exchange fit.
+
+# %%
+cal = lab.calibrate.calibrate()
+print("exchange fit: ", cal.exchange)
+print("ping-pong fit:", cal.pingpong)
+print(f"gamma (adding) = {cal.gamma * 1e9:.3g} ns/byte; cores = {cal.cores}")
+print(f"adding is {cal.gamma / (cal.exchange.beta + cal.gamma):.0%} of a reduce-scatter step's per-byte cost "
+      "(the most that pipelining can hide)")
+
+# %% [markdown]
+# Here "the link" is the operating system copying bytes between two processes through memory, done by the
+# same CPU cores that run the ranks. If the exchange bandwidth comes out below the ping-pong bandwidth,
+# that is why: two directions at once share the cores and memory bandwidth, unlike the two directions of
+# an NVLink or InfiniBand port.
+#
+# **Exercise 04.5** (2 points). *Predict, then measure.* With the pure alpha-beta ring model of section 4
+# (no $\gamma$, no contention), predict the time, in **seconds**, of an all-reduce of **4 MiB**
+# (4,194,304 bytes) on **4 ranks**, with $\alpha$ = 200 µs and $\beta$ = 1 ns/byte (1 GB/s per direction):
+# round numbers of the order a laptop's calibration finds. Store it in `predicted_ring_s`. The next section
+# measures that all-reduce on this machine.
+
+# %% nbgrader={"grade": false, "grade_id": "ex04-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+alpha_given, beta_given, n_given, p_given = 200e-6, 1e-9, 4 * 2**20, 4
+predicted_ring_s = 2 * (p_given - 1) * alpha_given + 2 * (p_given - 1) / p_given * n_given * beta_given
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex04-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("04.5", predicted_ring_s)
+### BEGIN HIDDEN TESTS
+checks.grade("04.5", predicted_ring_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 9. Where the model stops being true
+#
+# ### 9.1 More ranks than cores
+#
+# Now measure gloo's all-reduce on 2 ranks **and on 4 ranks**, in the same run. On a 2-core machine 4 ranks
+# must take turns on the cores. The calibration's model accounts for that with a *stretch factor*
+# $\max(1, \text{ranks}/\text{cores})$ that multiplies every term: the crudest possible correction.
+
+# %%
+rows = lab.bench.sweep(sizes=("64K", "1M", "4M", "16M"), ranks=(2, 4), algorithms=("builtin",), iters=7,
+                       timeout=120).rows
+print(lab.bench.format_rows(rows))
+print()
+print("\n".join(cl.compare_prediction(predicted_ring_s, rows, 4 * 2**20, 4, cal)))
+
+# %% [markdown]
+# Your prediction used round values of $\alpha$ and $\beta$ and assumed every rank has a core of its own.
+# "The model with this machine's fit" uses the calibrated $\alpha$, $\beta$ and $\gamma$ and multiplies by
+# the stretch. The two ratios on the last line say how far the pure alpha-beta prediction is from the
+# measurement, without and with the contention correction. (Not answered yet? Solve exercise 04.5 and rerun
+# the cell.)
+#
+# Measured points over the calibrated model's curves (one colour per rank count; the legend gives each
+# curve's stretch):
+
+# %%
+fig, ax = plt.subplots(figsize=(7.5, 4.5))
+cal.plot(ax, rows, algorithms=("builtin",))
+ax.set_title(f"gloo all-reduce on this machine ({cal.cores} cores): measured vs the calibrated model", fontsize=10)
+plt.show()
+
+# %% [markdown]
+# And the comparison that matters, 4 ranks against 2, per size: how much slower it measured, how much slower
+# the model says it should be without contention, and with the stretch:
+
+# %%
+over = cl.oversubscription_table(cal, rows, ranks=4, base=2)
+print(cl.format_oversubscription(over, ranks=4, base=2, cores=cal.cores))
+print()
+print("\n".join(cl.oversubscription_lines(over, ranks=4, base=2)))
+
+# %% [markdown]
+# What to look for in your numbers (they change from run to run; read them, not this text):
+# - **Large messages.** With enough data per step the stretch usually gets the order of magnitude right:
+#   two ranks per core means each gets about half the CPU time for its copies and adds. The lines under
+#   the table say where your measurement falls.
+# - **Small messages.** Here 4 ranks on 2 cores are typically much slower than even the stretched model.
+#   Each rank is several threads (Python, gloo's I/O thread, the process group's workers). A ring step
+#   cannot finish until the neighbour's message arrives, and the neighbour may not be running: the
+#   operating system runs it when its turn comes, which can take longer than sending the whole message.
+#   Each of the $2(p-1)$ steps can pay that wait. "Time = stretch × model" assumes the work can be shared
+#   out smoothly; waiting for a process that is not running cannot be.
+# - **Noise.** Small sizes vary most between runs; the model's $\alpha$, fitted on two ranks, inherits it.
+#
+# On GPUs none of this happens (each rank has its own GPU), which is why the model fits published GPU
+# measurements better than it fits an oversubscribed laptop (next section). With 4 cores or more the
+# stretch is 1: rerun this section there and see how close the two rank counts come to the model.
+#
+# ### 9.2 Where the model misses published GPU measurements
+#
+# The course's cost model (`costmodel`, chapters 02-05) is this same alpha-beta ring with NCCL's per-step
+# latencies, a fixed launch cost and measured link efficiencies. Against published nccl-tests sweeps on
+# 8-GPU nodes (dots), the simple ring model at spec bandwidth (dashed) and the course model (dotted):
+
+# %%
+cl.plot_published()
+plt.show()
+print("\n\n".join(cl.model_failures()))
+
+# %% [markdown]
+# Where the simple model stops being true on GPUs, from the sweeps above and the cost model's own notes:
+# 1. **Efficiency.** Measured busbw of an A100 ring levels off well below NVLink's spec; the course model
+#    applies a sourced efficiency (`costmodel.efficiency_table()`), the simple model does not.
+# 2. **Small messages** are a fixed launch cost plus per-step latencies that differ between machines by
+#    a factor of about 3; the model gets the shape, not the exact number.
+# 3. **Mid-size messages** (about 1-100 MB): NCCL switches protocols (LL, LL128, Simple) and the number
+#    of channels with the size; the model does not, and is optimistic there by up to about 2x.
+# 4. **In-network reduction** (NVLS) lifts busbw *above* the per-direction line rate: the lower bound of
+#    section 4 assumes the ranks add, and here the switch does.
+# 5. **Across nodes**, NCCL's choice of algorithm (its tree on two nodes sends half the data over the
+#    network) and NIC placement put measurements up to 2x away from the model (chapter 05).
+#
+# ## Check your understanding
+# 1. Why does the naive (parameter-server) all-reduce get slower with every rank you add, while the ring
+#    does not (for large messages)?
+#
+# <details><summary>Answer</summary>
+#
+# Rank 0 must receive $(p-1)$ buffers and send $(p-1)$ back: its link carries $2(p-1)\,n$ bytes, growing
+# with $p$. In the ring every rank sends $2\frac{p-1}{p}n < 2n$ bytes whatever $p$, and all links work at once;
+# only its latency term, $2(p-1)\alpha$, grows with $p$.
+# </details>
+#
+# 2. After the reduce-scatter half of a ring all-reduce on 8 ranks, what does rank 5 hold?
+#
+# <details><summary>Answer</summary>
+#
+# One chunk, 1/8 of the buffer, summed over all 8 ranks (in the library's order, chunk 5); its other
+# chunks hold partial sums that the all-gather will overwrite. That is exactly a reduce-scatter.
+# </details>
+#
+# 3. An nccl-tests all-reduce on 8 GPUs reports algbw 200 GB/s. What busbw does it print, and why does
+#    NVIDIA recommend comparing busbw, not algbw, with the link rate?
+#
+# <details><summary>Answer</summary>
+#
+# busbw = 200 × 2 × 7/8 = 350 GB/s. algbw depends on the rank count (each rank moves $2\frac{p-1}{p}$
+# buffers), busbw does not: for a bandwidth-optimal algorithm it equals the rate each link carries per
+# direction, so it compares directly with the link's per-direction spec.
+# </details>
+#
+# 4. A vendor sheet says "1.8 TB/s NVLink" for a GPU. What is the fastest an 8-GPU all-reduce of 10 GB can
+#    be, without in-network reduction?
+#
+# <details><summary>Answer</summary>
+#
+# 1.8 TB/s is bidirectional: 900 GB/s per direction. $2 \cdot \frac{7}{8} \cdot 10\text{ GB} / 900\text{ GB/s}
+# \approx 19.4$ ms. With 1.8 TB/s plugged in you would get 9.7 ms, which no send/receive algorithm can reach.
+# </details>
+#
+# 5. On a 2-core laptop you benchmark 8 ranks, and small all-reduces come out far slower than the model
+#    with its stretch of $8/2 = 4$. Does that tell you how 8 GPUs would behave?
+#
+# <details><summary>Answer</summary>
+#
+# No. The measurement is dominated by processes waiting for the operating system to run them, which does
+# not happen when every rank has its own GPU. Calibrate $\alpha$ and $\beta$ where each rank has its own
+# core (or GPU), or compare with published measurements.
+# </details>
+#
+# ## Score yourself
+# `checks.check_all(globals(), chapter="04")` scores every exercise of the notebook without showing any
+# answer.
+
+# %%
+_ = checks.check_all(globals(), chapter="04")
+
+# %% [markdown]
+# ## Takeaways
+# - Six collectives carry training's traffic; **all-reduce = reduce-scatter + all-gather**, and all-to-all
+#   reduces nothing.
+# - **Naive** all-reduces funnel everything through one rank; **trees** and **recursive doubling** save
+#   latency steps and pay in bytes; **ring** and **halving-doubling** move the minimum number of bytes.
+# - The **lower bound** is $2\frac{p-1}{p}\cdot\frac{n}{B}$ with $B$ **per direction**: 1 GB on 8 H100s takes
+#   at least 3.89 ms, not half of it. The ring meets it and pays $2(p-1)\alpha$ in latency.
+# - **algbw** = size / time; **busbw** = algbw × $2\frac{p-1}{p}$ for all-reduce, comparable with the
+#   per-direction link rate. busbw above it means in-network reduction, not a faster link.
+# - A ring all-reduce is a short loop of `isend`/`irecv`; a fast one posts them together, pipelines
+#   sub-chunks and reuses its buffers.
+# - On a CPU the alpha-beta model fits two ranks roughly, best for large messages; with more ranks than
+#   cores it breaks, most for small messages, because ranks wait for the scheduler. On GPUs it misses for
+#   small and mid-size messages, in-network reduction and multi-node algorithm choices.
+#
+# ## Further reading
+# - NVIDIA nccl-tests, *Performance* (the definitions of algbw and busbw): https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+# - R. Thakur, R. Rabenseifner, W. Gropp, *Optimization of Collective Communication Operations in MPICH*,
+#   International Journal of High Performance Computing Applications 19(1), 2005 (ring, recursive doubling,
+#   halving-doubling, their alpha-beta-gamma costs): https://doi.org/10.1177/1094342005051521
+# - P. Patarasuk, X. Yuan, *Bandwidth optimal all-reduce algorithms for clusters of workstations*, Journal of
+#   Parallel and Distributed Computing 69(2), 2009 (the lower bound; a ring-based algorithm meets it, and
+#   butterfly-like algorithms suffer contention on real clusters):
+#   https://doi.org/10.1016/j.jpdc.2008.09.002
+# - NVIDIA, *NCCL user guide: collective operations*: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/collectives.html
+# - PyTorch, *Writing distributed applications with PyTorch* (point-to-point and collectives with gloo):
+#   https://docs.pytorch.org/tutorials/intermediate/dist_tuto.html
+# - Every measurement in this chapter with its source: `costmodel.published()["sources"]`.
