@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import validate
@@ -77,14 +79,16 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
     return {"html": target, "title": _title(nb, path.stem), "images": images, "slides": deck}
 
 
-def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False) -> list[dict]:
+def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False, jobs=None) -> list[dict]:
     """Export every student notebook (or the given paths) to ``out_dir``; writes index.html.
 
-    ``timeout``: seconds per cell, in [10, 3600]; ``slides``: also write a slide deck per chapter.
+    ``timeout``: seconds per cell, in [10, 3600]; ``slides``: also write a slide deck per chapter;
+    ``jobs``: notebooks executed at once, in [1, 64] (default: the CPU count), each in its own kernel.
     """
     if not isinstance(out_dir, (str, Path)):
         raise ValueError(f"out_dir must be a folder path, got {out_dir!r}")
     timeout = validate.integer("timeout", timeout, low=10, high=3600)
+    jobs = validate.integer("jobs", (os.cpu_count() or 1) if jobs is None else jobs, low=1, high=64)
     if not isinstance(slides, bool):
         raise ValueError(f"slides must be True or False, got {slides!r}")
     out_dir = Path(out_dir)
@@ -93,7 +97,8 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
     for path in paths:
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")
-    pages = [export_notebook(path, out_dir, timeout, slides) for path in paths]
+    with ThreadPoolExecutor(max_workers=min(jobs, len(paths) or 1)) as pool:  # kernels are processes
+        pages = list(pool.map(lambda path: export_notebook(path, out_dir, timeout, slides), paths))
     items = "\n".join(
         f'<li><a href="{html.escape(p["html"].name)}">{html.escape(p["title"])}</a>'
         + (f' (<a href="{html.escape(p["slides"].name)}">slides</a>)' if p["slides"] else "") + "</li>"
@@ -112,11 +117,12 @@ def register(sub) -> None:
     p.add_argument("out_dir", help="folder to write the HTML pages into")
     p.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
     p.add_argument("--slides", action="store_true", help="also write a reveal.js slide deck per chapter")
+    p.add_argument("--jobs", type=int, default=None, help="notebooks executed at once (default: CPU count)")
     p.set_defaults(func=_cli)
 
 
 def _cli(args) -> int:
-    pages = export_course(args.out_dir, timeout=args.timeout, slides=args.slides)
+    pages = export_course(args.out_dir, timeout=args.timeout, slides=args.slides, jobs=args.jobs)
     for page in pages:
         deck = f"  slides: {page['slides'].name}" if page["slides"] else ""
         print(f"{page['html']}  ({page['images']} plots)  {page['title']}{deck}")

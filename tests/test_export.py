@@ -39,6 +39,8 @@ def test_bad_input():
         export.export_course("/tmp/x", timeout=1)
     with pytest.raises(ValueError, match="notebooks"):
         export.export_course("/tmp/x", notebooks=["README.md"])
+    with pytest.raises(ValueError, match="jobs"):
+        export.export_course("/tmp/x", jobs=0)
 
 
 def test_slides_open_a_slide_at_each_section(tmp_path):
