@@ -12,22 +12,7 @@ import signal
 import time
 
 from course_lib.lab import RankError, init_process_group, run
-
-
-def children_of(pid: int) -> list[int]:
-    """Live (non-zombie) processes whose parent is ``pid`` (Linux /proc)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(entry))
-    return out
+from course_lib.lab.launch import live_children
 
 
 def _raises(rank, world_size):
@@ -68,7 +53,7 @@ def drill(timeout: float = 5.0, ranks: int = 2) -> list[dict]:
             error = str(exc).splitlines()[0]
         elapsed = time.monotonic() - start
         rows.append({"fault": name, "seconds": elapsed, "error": error,
-                     "leftover": len(children_of(os.getpid()))})
+                     "leftover": len(live_children())})
     return rows
 
 

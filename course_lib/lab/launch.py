@@ -341,6 +341,31 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def live_children(pid: int | None = None) -> list[int]:
+    """Process ids of the live (not zombie) children of ``pid`` (default: this process), Linux only.
+
+    multiprocessing's resource tracker (started once per interpreter by the 'spawn' start method,
+    ending with it) is not a rank and is not listed. Used to show that a run leaves nothing behind.
+    """
+    pid = os.getpid() if pid is None else validate.integer("pid", pid, low=1)
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != pid or fields[0] == "Z":
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if b"resource_tracker" in handle.read():
+                    continue
+        except OSError:
+            continue
+        out.append(int(entry))
+    return out
+
+
 def _host_store(workdir, timeout):
     import torch.distributed as dist
 
