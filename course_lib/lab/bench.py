@@ -13,13 +13,18 @@ Under torchrun, on one node or many (NCCL when GPUs are present, gloo otherwise)
 
     torchrun --standalone --nproc_per_node=8 -m course_lib.lab.bench -b 1M -e 1G -f 2
 
-Timing: every repetition meets at a barrier, then times ``batch_for(size)`` operations back
-to back on every rank (as nccl-tests does), so the skew with which ranks leave the barrier,
-one message latency or more, is spread over the batch instead of landing on one small
-operation. The time of a repetition is the slowest rank's, per operation; the figure reported
-is the median over ``iters`` repetitions after ``warmup`` untimed ones. Algorithms run
-interleaved inside each repetition (rotating order), so a noisy neighbour slows them all alike
-and their ratio stays fair. Correctness is checked on one more operation from a fresh copy of
+Timing: every repetition meets at a barrier, then runs ``batch_for(size)`` operations back
+to back on every rank (as nccl-tests does) and stamps the clock after each one. The first
+operation of a batch carries the skew with which ranks left the barrier (one message latency
+or more) and is dropped when the batch has more than one; the others start when the previous
+operation ended, on every rank. An operation's time is the slowest rank's. ``time_s`` is the
+median over all timed operations of ``iters`` repetitions after ``warmup`` untimed ones, and
+``mean_s`` their mean, the figure nccl-tests prints. On a busy or virtual machine the two
+differ: one operation in twenty may stall for milliseconds when the scheduler parks a rank,
+which moves the mean but not the median. (On GPUs the clock is read once per batch, after a
+synchronize, and every operation gets the batch's average.) Algorithms run interleaved inside
+each repetition (rotating order), so a noisy neighbour slows them all alike and their ratio
+stays fair. Correctness is checked on one more operation from a fresh copy of
 the inputs: they hold small integers, so every algorithm's sum is exact and the correctness
 column compares bits (``#wrong`` counts elements that differ on any rank).
 """
@@ -70,59 +75,101 @@ def batch_for(nbytes) -> int:
     return max(1, min(MAX_BATCH, int(BATCH_BYTES // nbytes)))
 
 
+def time_ops(op, batch: int, sync=lambda: None, per_op: bool = True) -> list[float]:
+    """Run ``op()`` ``batch`` (>= 1) times back to back; seconds per operation.
+
+    ``per_op``: one time per operation, the first dropped when ``batch`` > 1 (it carries the
+    barrier's skew); otherwise one entry, the batch's average, read after ``sync()``.
+    """
+    if not per_op:
+        start = time.perf_counter()
+        for _ in range(batch):
+            op()
+        sync()
+        return [(time.perf_counter() - start) / batch]
+    stamps = [time.perf_counter()]
+    for _ in range(batch):
+        op()
+        stamps.append(time.perf_counter())
+    elapsed = [b - a for a, b in zip(stamps, stamps[1:])]
+    return elapsed[1:] if batch > 1 else elapsed
+
+
 def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
             pipeline=8, device="cpu") -> list[dict]:
     """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
+    return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device)[0]
+
+
+def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
+                        pipeline=8, device="cpu", probes=None) -> tuple[list[dict], list[dict]]:
+    """``measure``, plus other operations timed in the same repetitions as the all-reduces.
+
+    ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
+    elements): each ``op()`` is timed like an all-reduce, ``batch_for(nbytes)`` back to back.
+    Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes) and the
+    median seconds per operation of every probe, the slowest rank's.
+    """
     import torch
     import torch.distributed as dist
 
     torch_dtype = getattr(torch, dtype)
     itemsize = torch.empty(0, dtype=torch_dtype).element_size()
     fns = {name: _algorithm(name, pipeline) for name in algorithms}
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    rows = []
+    on_gpu = device.startswith("cuda")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    rows, probe_rows = [], []
     for nbytes in sizes:
         count = max(1, int(nbytes) // itemsize)
         src = _pattern(count, rank, torch_dtype, device)
         index = torch.arange(count, device=device) % 13
         expected = (index * world_size + world_size * (world_size - 1) // 2).to(torch_dtype)
         buf = torch.empty_like(src)
-        times = {name: [] for name in algorithms}
-        wrong = {name: 0 for name in algorithms}
         batch = batch_for(count * itemsize)
+
+        def reduce_with(name):
+            return lambda: fns[name](buf)
+
+        ops = {name: (reduce_with(name), batch) for name in algorithms}
+        extra = probes(count, itemsize) if probes else {}
+        ops.update({name: (op, batch_for(max(1, size))) for name, (op, size) in extra.items()})
+        names = list(ops)
+        times = {name: [] for name in names}
         for rep in range(warmup + iters):
-            shift = rep % len(algorithms)
-            for name in algorithms[shift:] + algorithms[:shift]:
+            shift = rep % len(names)
+            for name in names[shift:] + names[:shift]:
                 buf.copy_(src)
                 sync()
                 dist.barrier()
-                start = time.perf_counter()
-                for _ in range(batch):
-                    fns[name](buf)
-                sync()
-                elapsed = (time.perf_counter() - start) / batch
+                elapsed = time_ops(ops[name][0], ops[name][1], sync, per_op=not on_gpu)
                 if rep >= warmup:
-                    times[name].append(elapsed)
+                    times[name].extend(elapsed)
+        wrong = []
         for name in algorithms:
             buf.copy_(src)
             fns[name](buf)
             sync()
-            wrong[name] = int((buf != expected).sum())
-        names = list(algorithms)
-        stats = torch.tensor([[t for t in times[n]] for n in names], dtype=torch.float64, device=device)
-        dist.all_reduce(stats, op=dist.ReduceOp.MAX)
-        bad = torch.tensor([wrong[n] for n in names], dtype=torch.float64, device=device)
+            wrong.append(int((buf != expected).sum()))
+        bad = torch.tensor(wrong, dtype=torch.float64, device=device)
         dist.all_reduce(bad, op=dist.ReduceOp.SUM)
-        for i, name in enumerate(names):
-            per_rep = stats[i].tolist()
-            med = statistics.median(per_rep)
-            size = count * itemsize
+        stats = {}
+        for name in names:  # one tensor per operation: probes may time a different count per repetition
+            slowest = torch.tensor(times[name], dtype=torch.float64, device=device)
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+            stats[name] = slowest.tolist()
+        size = count * itemsize
+        for i, name in enumerate(algorithms):
+            med = statistics.median(stats[name])
             rows.append({"size": size, "count": count, "type": dtype, "ranks": world_size,
-                         "algorithm": name, "time_s": med, "times_s": per_rep, "batch": batch,
+                         "algorithm": name, "time_s": med, "mean_s": statistics.fmean(stats[name]),
+                         "times_s": stats[name], "batch": batch,
                          "algbw": metrics.algbw(size, med),
                          "busbw": metrics.busbw("all_reduce", size, med, world_size),
                          "wrong": int(bad[i].item())})
-    return rows
+        if extra:
+            probe_rows.append({"size": size, "ranks": world_size,
+                               **{name: statistics.median(stats[name]) for name in extra}})
+    return rows, probe_rows
 
 
 def _worker(rank, world_size, config):
@@ -133,16 +180,18 @@ def _worker(rank, world_size, config):
 
 
 HEADER = (f"#{'size':>12} {'count':>12} {'type':>8} {'ranks':>5} {'algorithm':>17} "
-          f"{'time(us)':>10} {'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6}")
+          f"{'time(us)':>10} {'mean(us)':>10} {'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6}")
 
 
 def format_rows(rows) -> str:
-    """nccl-tests-style table of benchmark rows (bandwidths in GB/s, SI, per direction)."""
+    """nccl-tests-style table of benchmark rows: median and mean time per operation (us),
+    algbw and busbw from the median (GB/s, SI, per direction)."""
     lines = [HEADER]
     for row in rows:
+        mean = row.get("mean_s", row["time_s"])
         lines.append(f" {row['size']:>12d} {row['count']:>12d} {row['type']:>8} {row['ranks']:>5d} "
-                     f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {row['algbw'] / 1e9:>11.3f} "
-                     f"{row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
+                     f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {mean * 1e6:>10.1f} "
+                     f"{row['algbw'] / 1e9:>11.3f} {row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
     return "\n".join(lines)
 
 
