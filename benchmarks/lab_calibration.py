@@ -1,9 +1,16 @@
-"""Calibrate alpha, beta (ping-pong and exchange) and gamma, then compare the model with measured all-reduces.
+"""Calibrate the ring model on this machine and compare it with all-reduces timed in the same run.
 
-Run: python benchmarks/lab_calibration.py [--ranks 2,4] [--iters 7] [--plot calibration.png]
-Prints the fits, then predicted/measured per size from 64 KB to 64 MB for gloo's built-in and the
-hand-written ring, with the contention stretch max(1, ranks/cores) for oversubscribed runs.
-Last line: the worst ratio per rank count (goal: every point within 0.8 to 1.25).
+Run: python benchmarks/lab_calibration.py [--ranks 2,4] [--iters 15] [--algorithms builtin,ring]
+
+For each rank count, one run times, interleaved in every repetition: the all-reduces of 64 KB
+to 64 MB, and the pieces of one ring step at each size (an exchange of n/p bytes between two
+ranks alone, the same with every pair at once, and the add). Then per size, predicted/measured:
+- fit: the alpha-beta-gamma line fitted to this run's exchanges, times the stretch
+  max(1, ranks/cores) when ranks outnumber cores (the contention term);
+- steps: 2(p-1) measured exchanges plus (p-1) measured adds, times the same stretch;
+- steps, contended: the same with the exchange measured while every pair exchanges at once
+  (contention measured instead of modelled; 4 ranks and more).
+Last line: the worst ratio of each prediction per rank count (goal: 0.8 to 1.25).
 """
 from __future__ import annotations
 
@@ -13,32 +20,33 @@ import math
 from course_lib.lab import bench, calibrate
 
 
+def worst(ratios):
+    ratios = [r for r in ratios if r is not None]
+    return max(ratios, key=lambda r: abs(math.log(r))) if ratios else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="2,4")
-    parser.add_argument("--iters", type=int, default=7)
-    parser.add_argument("--plot", default=None, help="write a PNG of measured points over the model")
+    parser.add_argument("--iters", type=int, default=15)
+    parser.add_argument("--algorithms", default="builtin,ring")
     args = parser.parse_args()
-    ranks = [int(r) for r in args.ranks.split(",")]
-    cal = calibrate.calibrate(sizes=bench.size_range("16K", "64M", 4), iters=args.iters)
-    sweep = bench.sweep(sizes=bench.size_range("64K", "64M", 4), ranks=ranks,
-                        algorithms=("builtin", "ring"), iters=args.iters, timeout=600)
-    print(sweep.table())
-    worst = {}
-    for algorithm in ("builtin", "ring"):
-        print(f"\n== model vs {algorithm} ==")
-        print(cal.report(sweep.rows, algorithm))
-        for c in cal.compare(sweep.rows, algorithm):
-            key = (algorithm, c["ranks"])
-            worst[key] = max(worst.get(key, 1.0), c["ratio"], key=lambda r: abs(math.log(r)))
-    if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(7, 5))
-        cal.plot(ax, sweep.rows)
-        fig.savefig(args.plot, dpi=120, bbox_inches="tight")
-    print("worst predicted/measured: " + ", ".join(f"{a} {p} ranks {r:.2f}" for (a, p), r in sorted(worst.items())))
+    algorithms = tuple(a.strip() for a in args.algorithms.split(","))
+    summary = []
+    for p in (int(r) for r in args.ranks.split(",")):
+        run = calibrate.measure_same_run(bench.size_range("64K", "64M", 4), ranks=p, algorithms=algorithms,
+                                         iters=args.iters, timeout=900)
+        print(bench.format_rows(run.rows))
+        for algorithm in algorithms:
+            print(f"\n== model vs {algorithm}, {p} ranks ==")
+            print(run.report(algorithm))
+            rows = run.compare(algorithm)
+            for key in ("fit", "steps", "steps_contended"):
+                w = worst(c[key] for c in rows)
+                if w is not None:
+                    summary.append(f"{algorithm} {p} ranks {key} {w:.2f}")
+        print()
+    print("worst predicted/measured: " + ", ".join(summary))
 
 
 if __name__ == "__main__":

@@ -13,12 +13,23 @@ Two measurements give alpha and beta: **ping-pong** (one message at a time, half
 trip) and **simultaneous exchange** (both ranks send and receive at once, as in every ring
 step). The ring model uses the exchange fit, since that is what a ring step does.
 
+The model is only as good as the moment it was calibrated in: on a shared or virtual machine
+the same exchange can take 30% longer a minute later. ``measure_same_run`` therefore times, in
+the same repetitions as the all-reduces, the pieces the ring is made of: one ring step's
+exchange of n/p bytes (one pair of ranks alone, and every pair at once) and its add. Two
+predictions follow: the **alpha-beta fit** of those exchanges (a straight line through all
+sizes), and the **step model**, ``2(p-1)`` measured exchanges plus ``p-1`` measured adds at
+each size, which tests the ring's decomposition without the straight line's error.
+
 In a notebook::
 
     cal = lab.calibrate.calibrate()                  # about 5 s on 2 cores
     rows = lab.bench.sweep(sizes=lab.bench.size_range("64K", "16M", 4), ranks=(2, 4)).rows
     cal.plot(ax, rows)                               # measured points over the model's curves
     print(cal.report(rows))                          # predicted / measured per size
+
+    run = lab.calibrate.measure_same_run(["64K", "1M", "16M"], ranks=2)
+    print(run.report())                              # both predictions / measured, per size
 """
 from __future__ import annotations
 
@@ -110,7 +121,7 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
     import torch
     import torch.distributed as dist
 
-    from .bench import batch_for
+    from .bench import batch_for, time_ops
 
     other = 1 - rank
     rows = []
@@ -119,45 +130,45 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
         send = torch.ones(count)
         recv = torch.empty(count)
         acc = torch.zeros(count)
-        batch = batch_for(count * 4)  # back-to-back operations per sample, as in bench.measure
-        pingpong, exchange, add = [], [], []
+        batch = batch_for(count * 4)  # back-to-back operations per sample, timed as in bench.measure
+
+        def round_trip():
+            if rank == 0:
+                dist.send(send, 1)
+                dist.recv(recv, 1)
+            else:
+                dist.recv(recv, 0)
+                dist.send(send, 0)
+
+        def exchange():
+            works = [dist.irecv(recv, other), dist.isend(send, other)]
+            for work in works:
+                work.wait()
+
+        samples = {"pingpong": [], "exchange": [], "add": []}
         for rep in range(warmup + iters):
             dist.barrier()
-            start = time.perf_counter()
-            for _ in range(batch):
-                if rank == 0:
-                    dist.send(send, 1)
-                    dist.recv(recv, 1)
-                else:
-                    dist.recv(recv, 0)
-                    dist.send(send, 0)
-            t_pp = (time.perf_counter() - start) / (2 * batch)
+            pingpong = [t / 2 for t in time_ops(round_trip, batch)]
             dist.barrier()
-            start = time.perf_counter()
-            for _ in range(batch):
-                works = [dist.irecv(recv, other), dist.isend(send, other)]
-                for work in works:
-                    work.wait()
-            t_ex = (time.perf_counter() - start) / batch
-            dist.barrier()
-            start = time.perf_counter()
-            for _ in range(batch):
-                acc.add_(recv)
-            t_add = (time.perf_counter() - start) / batch
+            exchanged = time_ops(exchange, batch)
+            added = time_ops(lambda: acc.add_(recv), batch)
             if rep >= warmup:
-                pingpong.append(t_pp)
-                exchange.append(t_ex)
-                add.append(t_add)
-        times = torch.tensor([statistics.median(pingpong), statistics.median(exchange),
-                              statistics.median(add)], dtype=torch.float64)
-        dist.all_reduce(times, op=dist.ReduceOp.MAX)
-        rows.append({"size": count * 4, "pingpong_s": times[0].item(), "exchange_s": times[1].item(),
-                     "add_s": times[2].item()})
+                samples["pingpong"] += pingpong
+                samples["exchange"] += exchanged
+                samples["add"] += added
+        times = torch.tensor([samples[k] for k in ("pingpong", "exchange", "add")], dtype=torch.float64)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)  # each operation: the slower rank
+        medians = [statistics.median(row) for row in times.tolist()]
+        rows.append({"size": count * 4, "pingpong_s": medians[0], "exchange_s": medians[1],
+                     "add_s": medians[2]})
     return rows
 
 
 def measure_links(sizes=DEFAULT_SIZES, iters: int = 7, warmup: int = 2, timeout: float = 120) -> list[dict]:
-    """Ping-pong, simultaneous exchange and local add times (s, median) between 2 ranks per size.
+    """Ping-pong, simultaneous exchange and local add times (s) between 2 ranks per size.
+
+    Timed per operation as ``bench.measure`` times all-reduces (median of the slower rank's
+    operations), so the fit and the benchmark read the clock the same way.
 
     ``sizes`` in bytes (1 to 1 GiB); ``iters`` in [1, 1000]; ``warmup`` in [0, 100]; ``timeout`` s.
     """
@@ -173,9 +184,12 @@ def measure_links(sizes=DEFAULT_SIZES, iters: int = 7, warmup: int = 2, timeout:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fits from ``measure_links``: ping-pong and exchange ``AlphaBeta``, gamma (s/byte), cores."""
+    """Fits from ``measure_links``: ping-pong and exchange ``AlphaBeta``, gamma (s/byte), cores.
 
-    pingpong: AlphaBeta
+    ``pingpong`` is None when the links were measured by ``measure_same_run`` (exchange only).
+    """
+
+    pingpong: AlphaBeta | None
     exchange: AlphaBeta
     gamma: float
     cores: int
@@ -200,9 +214,11 @@ class Calibration:
 
     def report(self, rows, algorithm="builtin", stretch=None) -> str:
         """Printable table of ``compare`` with the fitted parameters on top."""
-        lines = [f"exchange fit: {self.exchange}", f"ping-pong fit: {self.pingpong}",
-                 f"gamma (add) = {self.gamma * 1e9:.3g} ns/byte; cores = {self.cores}",
-                 f"{'ranks':>5} {'size':>12} {'measured':>10} {'predicted':>10} {'pred/meas':>9} stretch"]
+        lines = [f"exchange fit: {self.exchange}"]
+        if self.pingpong is not None:
+            lines.append(f"ping-pong fit: {self.pingpong}")
+        lines += [f"gamma (add) = {self.gamma * 1e9:.3g} ns/byte; cores = {self.cores}",
+                  f"{'ranks':>5} {'size':>12} {'measured':>10} {'predicted':>10} {'pred/meas':>9} stretch"]
         for c in self.compare(rows, algorithm, stretch):
             s = contention(c["ranks"], self.cores) if stretch is None else stretch
             lines.append(f"{c['ranks']:>5} {c['size']:>12} {units.format_time(c['measured_s']):>10} "
@@ -242,13 +258,147 @@ def calibrate(sizes=DEFAULT_SIZES, iters: int = 7, warmup: int = 2, timeout: flo
 
 
 def from_links(links, cores) -> Calibration:
-    """Fit a ``Calibration`` from ``measure_links`` rows (at least 2 sizes); ``cores`` >= 1."""
+    """Fit a ``Calibration`` from ``measure_links`` rows (at least 2 sizes); ``cores`` >= 1.
+
+    Rows need ``size`` (bytes), ``exchange_s`` and ``add_s``; ``pingpong_s`` is optional.
+    """
     cores = validate.integer("cores", cores, low=1, high=1_000_000)
     if not isinstance(links, (list, tuple)) or len(links) < 2:
         raise ValueError("links must be a list of at least 2 rows from measure_links")
     n = [r["size"] for r in links]
-    pingpong = fit(n, [r["pingpong_s"] for r in links])
+    pingpong = fit(n, [r["pingpong_s"] for r in links]) if all("pingpong_s" in r for r in links) else None
     exchange = fit(n, [r["exchange_s"] for r in links])
     big = [r for r in links if r["size"] >= 256 * 1024] or links
     gamma = float(np.median([r["add_s"] / r["size"] for r in big]))
     return Calibration(pingpong, exchange, gamma, cores, tuple(links))
+
+
+# ------------------------------------------------------------------ same-run calibration
+
+def _ring_step_probes(rank, world_size):
+    """Probes for ``bench.measure_with_probes``: one ring step of an all-reduce of ``count`` elements.
+
+    ``exchange_s``: ranks 0 and 1 swap n/p bytes while the others wait (a step without
+    contention); ``exchange_all_s`` (even rank counts above 2): every pair swaps at once, as
+    every rank does in a ring step; ``add_s``: adding n/p received bytes into a buffer.
+    """
+    import torch
+    import torch.distributed as dist
+
+    partner = rank ^ 1
+
+    def probes(count, itemsize):
+        step_bytes = max(4, count * itemsize // world_size)
+        send, recv, acc = torch.ones(step_bytes // 4), torch.empty(step_bytes // 4), torch.zeros(step_bytes // 4)
+
+        def exchange():
+            works = [dist.irecv(recv, partner), dist.isend(send, partner)]
+            for work in works:
+                work.wait()
+
+        def exchange_alone():
+            if rank < 2:
+                exchange()
+
+        ops = {"exchange_s": (exchange_alone, step_bytes), "add_s": (lambda: acc.add_(recv), step_bytes)}
+        if world_size > 2 and world_size % 2 == 0:
+            ops["exchange_all_s"] = (exchange, step_bytes)
+        return ops
+
+    return probes
+
+
+def _same_run_worker(rank, world_size, config):
+    from .bench import measure_with_probes
+
+    return measure_with_probes(rank, world_size, probes=_ring_step_probes(rank, world_size), **config)
+
+
+def step_model_time(step: dict, ranks, stretch=1.0, contended: bool = False) -> float:
+    """Ring all-reduce time (s) from one measured step: ``stretch * (2(p-1) exchange + (p-1) add)``.
+
+    ``step``: a ``SameRun.steps`` row; ``contended`` uses the exchange with every pair at once.
+    """
+    p = validate.integer("ranks", ranks, low=2, high=1_000_000)
+    stretch = validate.number("stretch", stretch, low=1.0)
+    exchange = step["exchange_all_s" if contended else "exchange_s"]
+    return stretch * (2 * (p - 1) * exchange + (p - 1) * step["add_s"])
+
+
+@dataclass
+class SameRun:
+    """All-reduce ``rows`` (as ``bench.sweep``) and their ring ``steps``, timed in the same repetitions.
+
+    A step row: ``size`` (the all-reduce's bytes), ``step_size`` (n/p bytes), ``exchange_s``,
+    ``add_s`` and, for even rank counts above 2, ``exchange_all_s`` (s, medians).
+    """
+
+    ranks: int
+    cores: int
+    rows: list
+    steps: list
+
+    def calibration(self) -> Calibration:
+        """The alpha-beta(-gamma) fit of this run's uncontended exchanges and adds."""
+        links = [{"size": s["step_size"], "exchange_s": s["exchange_s"], "add_s": s["add_s"]} for s in self.steps]
+        return from_links(links, self.cores)
+
+    def compare(self, algorithm: str = "builtin") -> list[dict]:
+        """Per size: measured (s) and predicted/measured for the fit (``fit``), the step model
+        (``steps``), both stretched by ``contention(ranks, cores)``, and the step model with the
+        exchange measured under contention (``steps_contended``, None below 4 ranks); ``fit`` is
+        None with fewer than 2 sizes."""
+        cal = self.calibration() if len(self.steps) >= 2 else None
+        stretch = contention(self.ranks, self.cores)
+        steps = {s["size"]: s for s in self.steps}
+        out = []
+        for row in self.rows:
+            if row["algorithm"] != algorithm:
+                continue
+            step, measured = steps[row["size"]], row["time_s"]
+            contended = (step_model_time(step, self.ranks, contended=True) / measured
+                         if "exchange_all_s" in step else None)
+            out.append({"size": row["size"], "ranks": self.ranks, "measured_s": measured,
+                        "fit": cal.predict(row["size"], self.ranks, stretch) / measured if cal else None,
+                        "steps": step_model_time(step, self.ranks, stretch) / measured,
+                        "steps_contended": contended, "stretch": stretch,
+                        "measured_stretch": (step["exchange_all_s"] / step["exchange_s"]
+                                             if "exchange_all_s" in step else None)})
+        return out
+
+    def report(self, algorithm: str = "builtin") -> str:
+        """Printable predicted/measured table for ``algorithm``, with the fit on top."""
+        head = f"{self.ranks} ranks on {self.cores} cores, stretch {contention(self.ranks, self.cores):.2g}; "
+        if len(self.steps) >= 2:
+            cal = self.calibration()
+            head += f"fit of this run's exchanges: {cal.exchange}; gamma = {cal.gamma * 1e9:.3g} ns/byte"
+        else:
+            head += "no fit (one size)"
+        lines = [head, f"{'size':>12} {'measured':>10} {'fit':>6} {'steps':>6} {'steps, contended':>16} "
+                       f"{'exchange all/alone':>18}   (predicted/measured; {algorithm})"]
+
+        def cell(value):
+            return "-" if value is None else f"{value:.2f}"
+
+        for c in self.compare(algorithm):
+            lines.append(f"{c['size']:>12} {units.format_time(c['measured_s']):>10} {cell(c['fit']):>6} "
+                         f"{cell(c['steps']):>6} {cell(c['steps_contended']):>16} {cell(c['measured_stretch']):>18}")
+        return "\n".join(lines)
+
+
+def measure_same_run(sizes=("64K", "1M", "16M"), ranks: int = 2, algorithms=("builtin",), iters: int = 7,
+                     warmup: int = 2, pipeline: int = 8, timeout: float = 300, cores=None) -> SameRun:
+    """Time all-reduces of ``sizes`` on ``ranks`` (2 to 64) local ranks, and their ring steps, interleaved.
+
+    ``algorithms``, ``iters``, ``warmup``, ``pipeline`` as in ``bench.sweep``; ``timeout`` s;
+    ``cores`` (default: this machine's) sets the contention stretch.
+    """
+    from .bench import _config
+    from .launch import run
+
+    ranks = validate.integer("ranks", ranks, low=2, high=64)
+    cores = _cores() if cores is None else validate.integer("cores", cores, low=1, high=1_000_000)
+    config = _config(sizes, algorithms, "float32", warmup, iters, pipeline)
+    rows, probe_rows = run(_same_run_worker, ranks=ranks, timeout=timeout, args=(config,), echo=False)[0]
+    steps = [{"step_size": max(4, r["size"] // ranks), **r} for r in probe_rows]
+    return SameRun(ranks, cores, rows, steps)

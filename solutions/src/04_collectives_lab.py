@@ -465,6 +465,13 @@ print("smallest pipelined piece:", units.format_bytes(lab.algorithms.MIN_PIECE_B
 # definitions of algbw and busbw (GB/s, per direction). With 2 ranks the all-reduce factor $2\frac{p-1}{p}$
 # is 1, so busbw equals algbw. `#wrong` counts elements that differ from the exact sum (inputs are small
 # integers, so every algorithm's result is exact).
+#
+# Two times per row: `time(us)` is the **median** operation (bandwidths use it) and `mean(us)` the mean,
+# which is what nccl-tests prints. Small operations run back to back in batches and each one is timed;
+# on a shared or virtual machine one operation in twenty may stall for milliseconds while the operating
+# system runs something else, which pulls the mean up and leaves the median alone. When the two columns
+# differ by 2x, you are looking at the machine's scheduler, not at the link. On a cluster the same
+# stalls come from stragglers, and a synchronous training step waits for the slowest rank every time.
 
 # %%
 sweep = lab.bench.sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring"), iters=5,
@@ -557,6 +564,28 @@ ax.set_title(f"gloo all-reduce on this machine ({cal.cores} cores): measured vs 
 plt.show()
 
 # %% [markdown]
+# The fit above was measured a minute before the all-reduces, and on a shared machine the same exchange
+# can take 30% longer a minute later. `lab.calibrate.measure_same_run` removes that source of error: in
+# every repetition it times the all-reduce **and** the pieces of one of its ring steps at the same size
+# (an exchange of $n/p$ bytes and the add). Two predictions follow, per size:
+# - **fit**: the straight line $\alpha + n\beta$ through this run's exchanges, plus $\gamma$;
+# - **steps**: $2(p-1)$ measured exchanges plus $(p-1)$ measured adds, with no line fitted. This tests only
+#   the claim that a ring all-reduce *is* $2(p-1)$ exchanges of $n/p$ bytes.
+
+# %%
+same = lab.calibrate.measure_same_run(sizes=("64K", "1M", "16M"), ranks=2, algorithms=("builtin",), iters=5,
+                                      timeout=120)
+print(same.report("builtin"))
+
+# %% [markdown]
+# Read the two columns side by side (your numbers move from run to run). The **steps** column is usually
+# the closer one: where the straight line misses, it is because this machine's exchange time is not a
+# straight line in $n$. The loopback link has a cheap regime below a few hundred KiB and a different one
+# above, where the socket buffers fill and the copies leave the caches. gloo also cuts each step into at
+# least two segments of at most 1 MiB and keeps two in flight, which changes what a step costs at both
+# ends. The size where **fit** misses most marks the bend in your machine's exchange curve.
+# `benchmarks/lab_calibration.py` runs the same comparison from 64 KiB to 64 MiB at 2 and 4 ranks.
+#
 # And the comparison that matters, 4 ranks against 2, per size: how much slower it measured, how much slower
 # the model says it should be without contention, and with the stretch:
 
