@@ -242,6 +242,15 @@ def system(system_id) -> System:
                   note=row.get("note", ""), raw=dict(row))
 
 
+def as_system(value, name: str = "system") -> System:
+    """``value`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``)."""
+    if isinstance(value, System):
+        return value
+    if isinstance(value, str):
+        return system(validate.choice(name, value, system_ids()))
+    raise ValueError(f"{name} must be a catalog id such as 'dgx-h100' or a hardware.System, got {value!r}")
+
+
 def systems() -> list[System]:
     """Every system in the catalog."""
     return [system(i) for i in system_ids()]

@@ -113,3 +113,13 @@ BAD_CALLS = [
 def test_bad_input_names_the_parameter(func, args, name):
     with pytest.raises(ValueError, match=name):
         func(*args)
+
+
+def test_as_system_takes_an_id_or_a_system():
+    dgx = hardware.system("dgx-h100")
+    assert hardware.as_system(dgx) is dgx
+    assert hardware.as_system("dgx-a100").id == "dgx-a100"
+    with pytest.raises(ValueError, match="system"):
+        hardware.as_system("dgx-9000")
+    with pytest.raises(ValueError, match="base must be a catalog id"):
+        hardware.as_system(42, name="base")

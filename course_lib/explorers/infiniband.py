@@ -43,29 +43,22 @@ def ib_generations() -> list[dict]:
     return rows
 
 
-def _system(system) -> hardware.System:
-    if isinstance(system, hardware.System):
-        return system
-    if isinstance(system, str):
-        return hardware.system(validate.choice("system", system, hardware.system_ids()))
-    raise ValueError(f"system must be a catalog id such as 'dgx-h100' or a hardware.System, got {system!r}")
-
 
 def node_injection(system="dgx-h100") -> float:
     """What all NICs of one node can send at once: NICs x port rate, bytes/s per direction."""
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     return sys_.nic.per_direction * sys_.nics_per_node
 
 
 def node_nvlink(system="dgx-h100") -> float:
     """Sum of every GPU's port into the node fabric (NVLink or PCIe), bytes/s per direction."""
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     return sys_.gpu_link.per_direction * sys_.gpus_per_node
 
 
 def intra_inter_ratio(system="dgx-h100") -> float:
     """Per GPU: intra-node link bandwidth / network bandwidth when all GPUs send at once (per direction both)."""
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     return sys_.gpu_link.per_direction / sys_.nic_bandwidth_per_gpu
 
 
@@ -77,7 +70,7 @@ def what_if_system(base="dgx-h100", *, gpus_per_node=None, nics_per_node=None, n
     (bits) per direction (1-3200); nvlink_gb_s: one GPU's intra-node bandwidth in GB/s
     (bytes) per direction (1-5000). Omitted values keep the base system's.
     """
-    sys_ = _system(base)
+    sys_ = hardware.as_system(base)
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer("gpus_per_node", gpus_per_node, low=1, high=72)
     k = sys_.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node, low=1, high=72)
     nic = sys_.nic
@@ -111,7 +104,7 @@ def hierarchical_phases(nbytes, nodes, system="dgx-h100", achievable=False) -> d
     N = validate.integer("nodes", nodes, low=1, high=100_000)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     g = sys_.gpus_per_node
     f = costmodel.fabric(sys_, achievable)
     rs = costmodel.collective_time("reduce_scatter", n, g, f.intra_bw, f.intra_hop, "ring")
@@ -138,7 +131,7 @@ def scaling_curve(nbytes, system="dgx-h100", max_nodes=128, achievable=False) ->
         nbytes = units.parse_size(nbytes)
     n = validate.positive("nbytes", nbytes)
     max_nodes = validate.integer("max_nodes", max_nodes, low=2, high=100_000)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     g = sys_.gpus_per_node
     intra_gpus = [p for p in (2, 4, 8, 16, 32, 64) if p < g] + [g] if g > 1 else []
     intra = [costmodel.predict("all_reduce", n, sys_, gpus_per_node=p, nodes=1, algorithm="ring",
@@ -165,7 +158,7 @@ def cliff(nbytes, system="dgx-h100", nodes=2, achievable=False) -> dict:
     Compares one full node with ``nodes`` nodes (textbook two-level all-reduce and
     NCCL-style rings). Times in seconds, busbw in bytes/s; ratios > 1 mean slower.
     """
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     N = validate.integer("nodes", nodes, low=2, high=100_000)
     one = hierarchical_phases(nbytes, 1, sys_, achievable)
     many = hierarchical_phases(nbytes, N, sys_, achievable)
@@ -180,7 +173,7 @@ def cliff(nbytes, system="dgx-h100", nodes=2, achievable=False) -> dict:
 
 def rail_topology(system="dgx-h100", nodes=2) -> topology.Topology:
     """The rail-optimised fat tree of course_lib.topology: NIC k of every node on leaf switch k."""
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     nodes = validate.integer("nodes", nodes, low=1, high=64)
     return topology.rail_fat_tree(sys_.id, nodes)
 
@@ -272,14 +265,14 @@ def transports_table() -> list[dict]:
 
 
 def _model_row(case_id, label, system, nodes, nbytes, measured, source, nics=None, algorithm=None, note=""):
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     if nics is not None:
         sys_ = what_if_system(sys_, nics_per_node=nics)
     textbook = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes,
                                  algorithm="hierarchical" if nodes > 1 else "ring", achievable=False)
     ring = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm="ring", achievable=False)
     model = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm=algorithm or "auto", achievable=True)
-    return {"id": case_id, "label": label, "system": sys_.id, "base_system": _system(system).id, "nodes": nodes, "nics_per_node": sys_.nics_per_node,
+    return {"id": case_id, "label": label, "system": sys_.id, "base_system": hardware.as_system(system).id, "nodes": nodes, "nics_per_node": sys_.nics_per_node,
             "nbytes": nbytes, "measured_low": measured[0] * units.GB, "measured_high": measured[1] * units.GB,
             "textbook_busbw": float(textbook.busbw[0]), "ring_busbw": float(ring.busbw[0]),
             "model_busbw": float(model.busbw[0]), "model_algorithm": model.algorithm, "source": source, "note": note}

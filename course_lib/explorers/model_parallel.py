@@ -51,13 +51,6 @@ def _model(model_id) -> parallel.Transformer:
                      f"got {model_id!r}")
 
 
-def _system(system) -> hardware.System:
-    if isinstance(system, hardware.System):
-        return system
-    if isinstance(system, str):
-        return hardware.system(validate.choice("system", system, hardware.system_ids()))
-    raise ValueError(f"system must be a catalog id such as 'dgx-a100' or a hardware.System, got {system!r}")
-
 
 # ---------------------------------------------------------------- published statements
 
@@ -114,7 +107,7 @@ def tp_link_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8) -> dict:
     flops is the achieved FLOP/s per GPU (dense BF16 peak x the gpu_efficiency assumption).
     """
     m = _model(model_id)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     t = validate.integer("tp", tp, low=2, high=m.heads)
     flops = sys_.gpu.bf16_flops * parallel.assumption("gpu_efficiency")
     nvl = parallel.group_link(sys_, 2, 1).bandwidth
@@ -131,7 +124,7 @@ def tp_scan(model_id="gpt3-175b", system="dgx-a100", pp=16, dp=8, micro_batches=
     mfu, tp_share (exposed TP time / step time), step_time_s, memory_gb. From ``parallel.estimate``.
     """
     m = _model(model_id)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     p = validate.integer("pp", pp, low=1, high=m.layers)
     d = validate.integer("dp", dp, low=1, high=10**6)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
@@ -164,7 +157,7 @@ def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=
     colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
     eff = parallel.assumption("gpu_efficiency")
     for i, sid in enumerate(systems):
-        sys_ = _system(sid)
+        sys_ = hardware.as_system(sid)
         c = colours[i % len(colours)]
         g = sys_.gpus_per_node
         flops = sys_.gpu.bf16_flops * eff
@@ -215,7 +208,7 @@ def sequence_parallel_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8, 
     (parallel.activation_bytes_per_layer).
     """
     m = _model(model_id)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     t = validate.integer("tp", tp, low=2, high=m.heads)
     n = tp_allreduce_bytes(m, micro_batch)
     link = parallel.group_link(sys_, t, 1)
@@ -428,7 +421,7 @@ def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_
     optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
     """
     m = _model(model_id)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     p = validate.integer("stages", stages, low=2, high=m.layers)
     t = validate.integer("tp", tp, low=1, high=m.heads)
     e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
@@ -471,7 +464,7 @@ def group_links(system, tp, pp, dp) -> dict:
 
     Strides follow Megatron's order (TP 1, DP tp, PP tp x dp); links from ``parallel.group_link``.
     """
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     t = validate.integer("tp", tp, low=1, high=10**6)
     p = validate.integer("pp", pp, low=1, high=10**6)
     d = validate.integer("dp", dp, low=1, high=10**6)
@@ -487,7 +480,7 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
     """Draw the GPUs of a small 3D layout node by node: colour = pipeline stage, label = TP and DP rank."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     g = sys_.gpus_per_node
     ranks = rank_map(tp, pp, dp, g)
     nodes = -(-len(ranks) // g)
@@ -592,7 +585,7 @@ def layout_grid(model_id="gpt3-175b", system="dgx-a100", gpus=1024, micro_batche
     batch of a cell is micro_batches x DP, so every pipeline sees the same m and the bubble is (p-1)/m.
     """
     m = _model(model_id)
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     n = validate.integer("gpus", gpus, low=1, high=10**6)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**5)
     if not isinstance(sequence_parallel, bool):

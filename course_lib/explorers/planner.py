@@ -235,13 +235,6 @@ def show_memory_rows(rows):
 
 # ---------------------------------------------------------------- 2. systems
 
-def _system(system) -> hardware.System:
-    if isinstance(system, hardware.System):
-        return system
-    if isinstance(system, str):
-        return hardware.system(validate.choice("system", system, hardware.system_ids()))
-    raise ValueError(f"system must be a catalog id such as 'dgx-h200' or a hardware.System, got {system!r}")
-
 
 def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
     """The candidate systems: GPU memory and peak, NVLink domain, GPU link and network per GPU.
@@ -253,7 +246,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
         raise ValueError("system_ids must be a non-empty list of catalog ids")
     rows = []
     for sid in system_ids:
-        s = _system(sid)
+        s = hardware.as_system(sid)
         net = s.nic_bandwidth_per_gpu
         rows.append({"id": s.id, "name": s.name, "gpu": s.gpu.name, "memory_gb": s.gpu.memory_bytes / units.GB,
                      "bf16_tflops": s.gpu.bf16_flops / 1e12, "domain": s.gpus_per_node,
@@ -309,7 +302,7 @@ def what_if(system, nic_gb_s=None, nvlink_gb_s=None) -> hardware.System:
     nic_gb_s: one NIC port (bytes, not bits) in (0.125, 400]; nvlink_gb_s: one GPU's
     NVLink/PCIe bandwidth in [1, 5000]. None keeps the catalog value.
     """
-    sys_ = _system(system)
+    sys_ = hardware.as_system(system)
     nic_gbit = None
     if nic_gb_s is not None:
         nic_gbit = validate.number("nic_gb_s", nic_gb_s, low=0.125, high=400) * units.BITS_PER_BYTE
@@ -439,7 +432,7 @@ def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gb_
     for name, seq in (("nic_gb_s", nic_gb_s), ("nvlink_gb_s", nvlink_gb_s)):
         if not isinstance(seq, (list, tuple)):
             raise ValueError(f"{name} must be a list of GB/s values, got {seq!r}")
-    base = _system(system)
+    base = hardware.as_system(system)
     cases = [("catalog", {})] + [(f"NIC {x:g} GB/s per direction", {"nic_gb_s": x}) for x in nic_gb_s] + \
             [(f"GPU link {x:g} GB/s per direction", {"nvlink_gb_s": x}) for x in nvlink_gb_s]
     rows = []
