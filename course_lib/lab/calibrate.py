@@ -121,6 +121,7 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
     import torch
     import torch.distributed as dist
 
+    from .algorithms import _exchange
     from .bench import batch_for, time_ops
 
     other = 1 - rank
@@ -141,9 +142,7 @@ def _links_worker(rank, world_size, sizes, iters, warmup):
                 dist.send(send, 0)
 
         def exchange():
-            works = [dist.irecv(recv, other), dist.isend(send, other)]
-            for work in works:
-                work.wait()
+            _exchange(send, other, recv, other)
 
         samples = {"pingpong": [], "exchange": [], "add": []}
         for rep in range(warmup + iters):
@@ -283,7 +282,8 @@ def _ring_step_probes(rank, world_size):
     every rank does in a ring step; ``add_s``: adding n/p received bytes into a buffer.
     """
     import torch
-    import torch.distributed as dist
+
+    from .algorithms import _exchange
 
     partner = rank ^ 1
 
@@ -292,9 +292,7 @@ def _ring_step_probes(rank, world_size):
         send, recv, acc = torch.ones(step_bytes // 4), torch.empty(step_bytes // 4), torch.zeros(step_bytes // 4)
 
         def exchange():
-            works = [dist.irecv(recv, partner), dist.isend(send, partner)]
-            for work in works:
-                work.wait()
+            _exchange(send, partner, recv, partner)
 
         def exchange_alone():
             if rank < 2:
