@@ -167,3 +167,35 @@ def test_run_refuses_non_callable_and_spawn_of_main():
     local.__module__ = "__main__"
     with pytest.raises(ValueError, match="fn must live in an importable module"):
         lab.run(local, start_method="spawn")
+
+
+class _Exited:
+    def __init__(self, exitcode):
+        self.exitcode = exitcode
+
+
+def _report(workdir, rank, payload):
+    import pickle
+
+    with open(os.path.join(workdir, f"rank{rank}.result"), "wb") as handle:
+        pickle.dump(payload, handle)
+
+
+def test_the_earliest_failure_is_reported_when_several_ranks_have_exited(tmp_path):
+    # rank 1 raised first; rank 0 failed a moment later because rank 1's connection closed.
+    # Both exited before the parent looked: the cause is rank 1, whatever the polling order.
+    _report(tmp_path, 0, {"ok": False, "type": "RuntimeError", "message": "Connection closed by peer",
+                          "traceback": "", "failed_at": 2.0})
+    _report(tmp_path, 1, {"ok": False, "type": "IndexError", "message": "bad index", "traceback": "",
+                          "failed_at": 1.0})
+    _report(tmp_path, 2, {"ok": True, "value": 3})
+    procs = [_Exited(1), _Exited(1), _Exited(0), _Exited(None)]
+    error = launch._first_failure(procs, str(tmp_path), [False] * 4)
+    assert error.rank == 1 and "IndexError" in error.cause
+    # a rank that died without a word (SIGKILL) is the cause of its peers' errors
+    fresh = tmp_path / "killed"
+    fresh.mkdir()
+    _report(fresh, 0, {"ok": False, "type": "RuntimeError", "message": "Connection reset by peer",
+                       "traceback": "", "failed_at": 1.0})
+    killed = launch._first_failure([_Exited(1), _Exited(-signal.SIGKILL)], str(fresh), [False, False])
+    assert killed.rank == 1 and "SIGKILL" in killed.cause

@@ -169,7 +169,7 @@ def _child(fn, rank, world_size, args, kwargs, workdir, backend, timeout, thread
         code = 0
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the parent
         payload = {"ok": False, "type": type(exc).__name__, "message": str(exc),
-                   "traceback": traceback.format_exc()}
+                   "traceback": traceback.format_exc(), "failed_at": time.monotonic()}
     try:
         try:
             data = pickle.dumps(payload)
@@ -378,6 +378,33 @@ def _host_store(workdir, timeout):
     return store
 
 
+def _first_failure(procs, workdir, done) -> RankError:
+    """The error of the rank that failed first among those that exited without a result.
+
+    When one rank fails, its peers usually fail a moment later (their connections close), and
+    more than one may have exited by the time the parent looks: the earliest failure is the
+    cause. A rank that died without reporting (a signal, a crash) cannot have been told to by
+    a peer's report, so it counts as the earliest.
+    """
+    failures = []
+    for rank, proc in enumerate(procs):
+        if done[rank] or proc.exitcode is None:
+            continue
+        payload = _read_result(workdir, rank)
+        if payload and payload["ok"] and proc.exitcode == 0:
+            continue
+        if payload and not payload["ok"]:
+            error = RankError(rank, f"{payload['type']}: {payload['message']}", payload["traceback"])
+            failures.append((payload.get("failed_at", float("inf")), rank, error))
+        elif proc.exitcode < 0:
+            failures.append((float("-inf"), rank, RankError(
+                rank, f"the process died from {_signal_name(proc.exitcode)} (killed, out of memory, or a crash)")))
+        else:
+            failures.append((float("-inf"), rank, RankError(
+                rank, f"the process exited with code {proc.exitcode} without a result")))
+    return min(failures, key=lambda f: (f[0], f[1]))[2]
+
+
 def _wait(procs, workdir, ranks, timeout, echoer):
     start = time.monotonic()
     results: list = [None] * ranks
@@ -392,12 +419,7 @@ def _wait(procs, workdir, ranks, timeout, echoer):
                 results[rank], done[rank] = payload["value"], True
                 continue
             echoer.poll(final=True)
-            if payload and not payload["ok"]:
-                raise RankError(rank, f"{payload['type']}: {payload['message']}", payload["traceback"])
-            if proc.exitcode < 0:
-                raise RankError(rank, f"the process died from {_signal_name(proc.exitcode)} "
-                                      "(killed, out of memory, or a crash)")
-            raise RankError(rank, f"the process exited with code {proc.exitcode} without a result")
+            raise _first_failure(procs, workdir, done)
         if all(done):
             return results
         if time.monotonic() - start > timeout:
