@@ -140,42 +140,76 @@ def test_table_shows_median_and_mean():
     assert "100.0" in line and "300.0" in line
 
 
-def _step(size, ranks, exchange, add, exchange_all=None):
-    row = {"size": size, "step_size": size // ranks, "ranks": ranks, "exchange_s": exchange, "add_s": add}
-    if exchange_all is not None:
-        row["exchange_all_s"] = exchange_all
+def _step(size, ranks, step, add, call=0.0, alone=None):
+    row = {"size": size, "step_size": size // ranks, "ranks": ranks, "step_s": step, "add_s": add, "call_s": call}
+    if alone is not None:
+        row["step_alone_s"] = alone
     return row
 
 
-def test_step_model_adds_up_the_ring_steps():
-    step = _step(4 << 20, 4, exchange=1e-3, add=1e-4, exchange_all=3e-3)
-    assert calibrate.step_model_time(step, 4) == pytest.approx(6 * 1e-3 + 3 * 1e-4)
-    assert calibrate.step_model_time(step, 4, stretch=2) == pytest.approx(2 * (6e-3 + 3e-4))
-    assert calibrate.step_model_time(step, 4, contended=True) == pytest.approx(6 * 3e-3 + 3e-4)
+def test_step_model_adds_up_the_ring_steps_and_pays_the_call_once():
+    step = _step(4 << 20, 4, step=3e-3, add=1e-4, call=1e-4, alone=1e-3)
+    # the call cost is paid once, not once per step: 1e-4 + 6 (3e-3 - 1e-4) + 3 adds
+    assert calibrate.step_model_time(step, 4) == pytest.approx(1e-4 + 6 * 2.9e-3 + 3e-4)
+    assert calibrate.step_model_time(step, 4, alone=True) == pytest.approx(1e-4 + 6 * 0.9e-3 + 3e-4)
+    assert calibrate.step_model_time(step, 4, stretch=2) == pytest.approx(2 * (1e-4 + 6 * 2.9e-3 + 3e-4))
+    no_call = _step(1 << 20, 2, step=1e-3, add=1e-5)
+    assert calibrate.step_model_time(no_call, 2) == pytest.approx(2 * 1e-3 + 1e-5)
     with pytest.raises(ValueError, match="stretch"):
         calibrate.step_model_time(step, 4, stretch=0.5)
     with pytest.raises(ValueError, match="ranks"):
         calibrate.step_model_time(step, 1)
 
 
-def test_same_run_compare_uses_its_own_fit_and_the_stretch():
-    alpha, beta, gamma = 100e-6, 1e-9, 1e-10
+def test_ring_model_overhead_is_paid_once_and_checked():
+    base = calibrate.ring_all_reduce_time(1 << 20, 4, 1e-5, 1e-9)
+    assert calibrate.ring_all_reduce_time(1 << 20, 4, 1e-5, 1e-9, overhead=5e-5) == pytest.approx(base + 5e-5)
+    assert calibrate.ring_all_reduce_time(1 << 20, 4, 1e-5, 1e-9, stretch=2, overhead=5e-5) == pytest.approx(
+        2 * (base + 5e-5))
+    with pytest.raises(ValueError, match="overhead"):
+        calibrate.ring_all_reduce_time(1 << 20, 4, 1e-5, 1e-9, overhead=-1)
+
+
+def test_same_run_fit_stretches_latency_and_takes_bandwidth_from_the_contended_steps():
+    alpha, beta, gamma, call = 100e-6, 1e-9, 1e-10, 50e-6
     sizes = [1 << 16, 1 << 20, 1 << 24]
-    steps = [_step(n, 4, alpha + n / 4 * beta, n / 4 * gamma, exchange_all=2 * (alpha + n / 4 * beta)) for n in sizes]
-    measured = {n: 2 * calibrate.ring_all_reduce_time(n, 4, alpha, beta, gamma) for n in sizes}
+    # a pair alone follows alpha-beta (plus the call cost every timed step pays); with every rank
+    # at once each step takes twice as long, latency and bandwidth alike
+    steps = [_step(n, 4, call + 2 * (alpha + n / 4 * beta), n / 4 * gamma, call, alone=call + alpha + n / 4 * beta)
+             for n in sizes]
+    measured = {n: calibrate.ring_all_reduce_time(n, 4, 2 * alpha, 2 * beta, gamma, overhead=call) for n in sizes}
     rows = [{"size": n, "algorithm": "builtin", "time_s": measured[n]} for n in sizes]
     run = calibrate.SameRun(ranks=4, cores=2, rows=rows, steps=steps)
-    cal = run.calibration()
+    cal, every = run.calibration(), run.calibration(contended=True)
     assert cal.exchange.alpha == pytest.approx(alpha, rel=1e-6) and cal.exchange.beta == pytest.approx(beta, rel=1e-6)
-    assert cal.pingpong is None
+    assert every.exchange.beta == pytest.approx(2 * beta, rel=1e-6)
+    assert cal.overhead == pytest.approx(call) and cal.pingpong is None
     for c in run.compare("builtin"):
-        assert c["stretch"] == 2.0 and c["measured_stretch"] == pytest.approx(2.0)
-        assert c["fit"] == pytest.approx(1.0, rel=1e-6)  # stretch 2 x model = the "measurement"
-        assert c["steps"] == pytest.approx(1.0, rel=1e-6)
-        assert c["steps_contended"] < 1.0  # doubling only the exchange leaves the adds unstretched
+        assert c["stretch"] == 2.0 and c["measured_stretch"] > 1.0
+        assert c["fit"] == pytest.approx(1.0, rel=1e-6)  # alpha x stretch 2, beta of the contended steps
+        assert c["steps"] == pytest.approx(1.0, rel=1e-6)  # the contended steps themselves
     report = run.report("builtin")
-    assert "4 ranks on 2 cores" in report and "steps, contended" in report and str(1 << 24) in report
+    assert "4 ranks on 2 cores" in report and "every rank at once" in report and str(1 << 24) in report
     assert run.compare("ring") == []
+    on_four_cores = calibrate.SameRun(ranks=4, cores=4, rows=rows, steps=steps).compare()
+    assert all(c["fit"] < 1.0 for c in on_four_cores)  # no latency stretch with a core per rank
+
+
+def test_same_run_at_a_quantile_summarises_every_operation_alike():
+    # half the operations stall by 4 ms: the median moves into the stalls, the 25% quantile does not
+    fast, slow = [1e-3] * 6 + [5e-3] * 6, [5e-4] * 6 + [4.5e-3] * 6
+    rows = [{"size": 1 << 20, "algorithm": "builtin", "time_s": 3e-3, "times_s": fast}]
+    steps = [{**_step(1 << 20, 2, step=2e-3, add=0.0), "times": {"step_s": slow, "add_s": [0.0] * 12}}]
+    run = calibrate.SameRun(ranks=2, cores=2, rows=rows, steps=steps)
+    quiet = run.at(0.25)
+    assert quiet.quantile == 0.25 and run.quantile == 0.5
+    assert quiet.rows[0]["time_s"] == pytest.approx(1e-3) and quiet.steps[0]["step_s"] == pytest.approx(5e-4)
+    assert quiet.compare()[0]["steps"] == pytest.approx(1.0)  # 2 steps of 0.5 ms = the 1 ms all-reduce
+    assert run.at(0.5).compare()[0]["steps"] == pytest.approx(2 * 2.5e-3 / 3e-3)
+    assert run.rows[0]["time_s"] == 3e-3  # the original run is left as it was
+    assert "25% quantile" in quiet.report() and "median" in run.report()
+    with pytest.raises(ValueError, match="quantile"):
+        run.at(1.5)
 
 
 @linux
@@ -184,10 +218,12 @@ def test_measure_same_run_times_steps_beside_all_reduces():
                                      cores=2)
     assert [r["wrong"] for r in run.rows] == [0, 0, 0, 0]
     assert [s["step_size"] for s in run.steps] == [8192, 131072]
-    assert all(s["exchange_s"] > 0 and s["add_s"] > 0 and "exchange_all_s" not in s for s in run.steps)
-    assert len(run.compare("builtin")) == 2 and all(c["steps_contended"] is None for c in run.compare("ring"))
+    assert all(s["step_s"] > 0 and s["call_s"] > 0 and s["add_s"] > 0 and "step_alone_s" not in s for s in run.steps)
+    assert all(len(s["times"]["step_s"]) >= 2 for s in run.steps)
+    assert run.at(0.25).compare("builtin")[0]["steps"] > 0
+    assert len(run.compare("builtin")) == 2 and all(c["measured_stretch"] is None for c in run.compare("ring"))
     four = calibrate.measure_same_run(["64K"], ranks=4, iters=1, warmup=0, cores=2)
-    assert four.steps[0]["exchange_all_s"] > 0 and four.compare()[0]["stretch"] == 2.0
+    assert four.steps[0]["step_alone_s"] > 0 and four.compare()[0]["stretch"] == 2.0
     assert live_children() == []
     with pytest.raises(ValueError, match="ranks"):
         calibrate.measure_same_run(["64K"], ranks=1)

@@ -107,8 +107,9 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
 
     ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
     elements): each ``op()`` is timed like an all-reduce, ``batch_for(nbytes)`` back to back.
-    Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes) and the
-    median seconds per operation of every probe, the slowest rank's.
+    Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes), the
+    median seconds per operation of every probe, the slowest rank's, and under ``times`` each
+    probe's list of those per-operation times.
     """
     import torch
     import torch.distributed as dist
@@ -168,7 +169,8 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
                          "wrong": int(bad[i].item())})
         if extra:
             probe_rows.append({"size": size, "ranks": world_size,
-                               **{name: statistics.median(stats[name]) for name in extra}})
+                               **{name: statistics.median(stats[name]) for name in extra},
+                               "times": {name: stats[name] for name in extra}})
     return rows, probe_rows
 
 

@@ -5,7 +5,8 @@ The model, self-contained here (a later change may point it to ``costmodel``):
 * a message of n bytes between two ranks takes ``alpha + n * beta`` seconds
   (alpha: latency, s; beta: s per byte, 1/bandwidth);
 * a ring all-reduce on p ranks takes ``2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma``,
-  gamma (s per byte) being the cost of adding a received byte into the local buffer;
+  gamma (s per byte) being the cost of adding a received byte into the local buffer, plus,
+  where measured, the fixed cost of calling the collective (``overhead``, s, paid once);
 * with more ranks than cores, ranks take turns on the cores: every term is stretched by
   the contention factor ``max(1, ranks / cores)``.
 
@@ -15,11 +16,15 @@ step). The ring model uses the exchange fit, since that is what a ring step does
 
 The model is only as good as the moment it was calibrated in: on a shared or virtual machine
 the same exchange can take 30% longer a minute later. ``measure_same_run`` therefore times, in
-the same repetitions as the all-reduces, the pieces the ring is made of: one ring step's
-exchange of n/p bytes (one pair of ranks alone, and every pair at once) and its add. Two
-predictions follow: the **alpha-beta fit** of those exchanges (a straight line through all
-sizes), and the **step model**, ``2(p-1)`` measured exchanges plus ``p-1`` measured adds at
-each size, which tests the ring's decomposition without the straight line's error.
+the same repetitions as the all-reduces, the pieces the ring is made of, at each size: one ring
+step of n/p bytes (every rank at once; above 2 ranks also one pair alone), the fixed cost of
+calling a collective, and the add. Steps go through gloo's own collective path (an all-to-all
+that sends to one neighbour only): timed with Python-level send/recv, a third or more of them
+stall for milliseconds on a virtual machine, which gloo's all-reduce does not. Two predictions
+follow: the **alpha-beta fit** of the uncontended steps (a straight line through all sizes,
+stretched when ranks outnumber cores), and the **step model**, the call cost plus ``2(p-1)``
+measured steps plus ``p-1`` measured adds at each size, which tests the ring's decomposition
+without the straight line's error and with contention measured rather than modelled.
 
 In a notebook::
 
@@ -102,10 +107,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def ring_all_reduce_time(nbytes, ranks, alpha, beta, gamma=0.0, stretch=1.0):
+def ring_all_reduce_time(nbytes, ranks, alpha, beta, gamma=0.0, stretch=1.0, overhead=0.0):
     """Model time (s) of a ring all-reduce of ``nbytes`` on ``ranks`` (>= 1).
 
-    ``alpha`` s, ``beta`` and ``gamma`` s/byte (>= 0), ``stretch`` >= 1 multiplies everything.
+    ``alpha`` s, ``beta`` and ``gamma`` s/byte (>= 0), ``stretch`` >= 1 multiplies everything;
+    ``overhead`` (s, >= 0): the fixed cost of calling the collective, paid once.
     """
     n = validate.sizes("nbytes", nbytes, allow_zero=True)
     p = validate.integer("ranks", ranks, low=1, high=1_000_000)
@@ -113,7 +119,8 @@ def ring_all_reduce_time(nbytes, ranks, alpha, beta, gamma=0.0, stretch=1.0):
     beta = validate.non_negative("beta", beta)
     gamma = validate.non_negative("gamma", gamma)
     stretch = validate.number("stretch", stretch, low=1.0)
-    out = stretch * (2 * (p - 1) * alpha + (p - 1) / p * n * (2 * beta + gamma))
+    overhead = validate.non_negative("overhead", overhead)
+    out = stretch * (overhead + 2 * (p - 1) * alpha + (p - 1) / p * n * (2 * beta + gamma))
     return float(out) if out.ndim == 0 else out
 
 
@@ -185,7 +192,9 @@ def measure_links(sizes=DEFAULT_SIZES, iters: int = 7, warmup: int = 2, timeout:
 class Calibration:
     """Fits from ``measure_links``: ping-pong and exchange ``AlphaBeta``, gamma (s/byte), cores.
 
-    ``pingpong`` is None when the links were measured by ``measure_same_run`` (exchange only).
+    ``pingpong`` is None when the links were measured by ``measure_same_run`` (exchange only);
+    ``overhead`` (s) is the fixed cost of calling a collective, paid once per all-reduce (0 when
+    not measured).
     """
 
     pingpong: AlphaBeta | None
@@ -193,12 +202,14 @@ class Calibration:
     gamma: float
     cores: int
     links: tuple = ()
+    overhead: float = 0.0
 
     def predict(self, nbytes, ranks, stretch=None):
         """Ring all-reduce time (s) for ``nbytes`` on ``ranks``; ``stretch`` defaults to ``contention``."""
         ranks = validate.integer("ranks", ranks, low=1, high=1_000_000)
         stretch = contention(ranks, self.cores) if stretch is None else stretch
-        return ring_all_reduce_time(nbytes, ranks, self.exchange.alpha, self.exchange.beta, self.gamma, stretch)
+        return ring_all_reduce_time(nbytes, ranks, self.exchange.alpha, self.exchange.beta, self.gamma, stretch,
+                                    self.overhead)
 
     def compare(self, rows, algorithm="builtin", stretch=None) -> list[dict]:
         """For benchmark ``rows`` of ``algorithm``: size, ranks, measured, predicted (s) and their ratio."""
@@ -256,8 +267,9 @@ def calibrate(sizes=DEFAULT_SIZES, iters: int = 7, warmup: int = 2, timeout: flo
     return from_links(links, cores)
 
 
-def from_links(links, cores) -> Calibration:
-    """Fit a ``Calibration`` from ``measure_links`` rows (at least 2 sizes); ``cores`` >= 1.
+def from_links(links, cores, overhead=0.0) -> Calibration:
+    """Fit a ``Calibration`` from ``measure_links`` rows (at least 2 sizes); ``cores`` >= 1;
+    ``overhead`` (s, >= 0) the collective's call cost.
 
     Rows need ``size`` (bytes), ``exchange_s`` and ``add_s``; ``pingpong_s`` is optional.
     """
@@ -269,38 +281,51 @@ def from_links(links, cores) -> Calibration:
     exchange = fit(n, [r["exchange_s"] for r in links])
     big = [r for r in links if r["size"] >= 256 * 1024] or links
     gamma = float(np.median([r["add_s"] / r["size"] for r in big]))
-    return Calibration(pingpong, exchange, gamma, cores, tuple(links))
+    overhead = validate.non_negative("overhead", overhead)
+    return Calibration(pingpong, exchange, gamma, cores, tuple(links), overhead)
 
 
 # ------------------------------------------------------------------ same-run calibration
 
 def _ring_step_probes(rank, world_size):
-    """Probes for ``bench.measure_with_probes``: one ring step of an all-reduce of ``count`` elements.
+    """Probes for ``bench.measure_with_probes``: the pieces of a ring all-reduce of ``count`` elements.
 
-    ``exchange_s``: ranks 0 and 1 swap n/p bytes while the others wait (a step without
-    contention); ``exchange_all_s`` (even rank counts above 2): every pair swaps at once, as
-    every rank does in a ring step; ``add_s``: adding n/p received bytes into a buffer.
+    Steps are timed through gloo's own collective path, as an all-to-all in which a rank sends
+    n/p bytes to one neighbour and nothing to the others. (A step timed with Python-level
+    ``isend``/``irecv`` is a poor proxy: on a virtual machine a third to a half of those waits
+    stall for milliseconds, while gloo's all-reduce, which waits inside C++, rarely does.)
+
+    ``step_s``: every rank sends n/p bytes to the next rank and receives n/p from the previous
+    one, as in every ring step; ``step_alone_s`` (more than 2 ranks): ranks 0 and 1 swap n/p
+    bytes in a group of their own while the others wait idle (a step without contention);
+    ``call_s``: an all-reduce
+    of an empty tensor, the fixed cost of calling a collective, which the all-reduce pays once
+    and every timed step pays again; ``add_s``: adding n/p received bytes into a buffer.
     """
     import torch
+    import torch.distributed as dist
 
-    from .algorithms import _exchange
+    p = world_size
+    nxt, prv = (rank + 1) % p, (rank - 1) % p
+    empty = torch.empty(0)
+    pair = dist.new_group([0, 1]) if p > 2 else None  # every rank must take part in creating it
 
-    partner = rank ^ 1
+    def all_to_all(elements, send_to, recv_from, size=p, group=None):
+        ins, outs = [0] * size, [0] * size
+        ins[send_to], outs[recv_from] = elements, elements
+        send, recv = torch.ones(elements), torch.empty(elements)
+        return lambda: dist.all_to_all_single(recv, send, outs, ins, group=group)
 
     def probes(count, itemsize):
-        step_bytes = max(4, count * itemsize // world_size)
-        send, recv, acc = torch.ones(step_bytes // 4), torch.empty(step_bytes // 4), torch.zeros(step_bytes // 4)
-
-        def exchange():
-            _exchange(send, partner, recv, partner)
-
-        def exchange_alone():
-            if rank < 2:
-                exchange()
-
-        ops = {"exchange_s": (exchange_alone, step_bytes), "add_s": (lambda: acc.add_(recv), step_bytes)}
-        if world_size > 2 and world_size % 2 == 0:
-            ops["exchange_all_s"] = (exchange, step_bytes)
+        step_bytes = max(4, count * itemsize // p)
+        elements = step_bytes // 4
+        received, acc = torch.ones(elements), torch.zeros(elements)
+        ops = {"step_s": (all_to_all(elements, nxt, prv), step_bytes),
+               "call_s": (lambda: dist.all_reduce(empty), step_bytes),
+               "add_s": (lambda: acc.add_(received), step_bytes)}
+        if p > 2:
+            swap = all_to_all(elements, 1 - rank, 1 - rank, 2, pair) if rank < 2 else (lambda: None)
+            ops["step_alone_s"] = (swap, step_bytes)
         return ops
 
     return probes
@@ -312,41 +337,81 @@ def _same_run_worker(rank, world_size, config):
     return measure_with_probes(rank, world_size, probes=_ring_step_probes(rank, world_size), **config)
 
 
-def step_model_time(step: dict, ranks, stretch=1.0, contended: bool = False) -> float:
-    """Ring all-reduce time (s) from one measured step: ``stretch * (2(p-1) exchange + (p-1) add)``.
+def step_model_time(step: dict, ranks, stretch=1.0, alone: bool = False) -> float:
+    """Ring all-reduce time (s) from one measured step (a ``SameRun.steps`` row):
+    ``stretch * (call + 2(p-1) (step - call) + (p-1) add)``.
 
-    ``step``: a ``SameRun.steps`` row; ``contended`` uses the exchange with every pair at once.
+    The all-reduce pays the collective's call cost once; each timed step paid it too, so it is
+    taken off each step. ``alone`` uses the step without contention (``step_alone_s``).
     """
     p = validate.integer("ranks", ranks, low=2, high=1_000_000)
     stretch = validate.number("stretch", stretch, low=1.0)
-    exchange = step["exchange_all_s" if contended else "exchange_s"]
-    return stretch * (2 * (p - 1) * exchange + (p - 1) * step["add_s"])
+    step_time = step["step_alone_s" if alone and "step_alone_s" in step else "step_s"]
+    call = min(step.get("call_s", 0.0), step_time)
+    return stretch * (call + 2 * (p - 1) * (step_time - call) + (p - 1) * step["add_s"])
 
 
 @dataclass
 class SameRun:
     """All-reduce ``rows`` (as ``bench.sweep``) and their ring ``steps``, timed in the same repetitions.
 
-    A step row: ``size`` (the all-reduce's bytes), ``step_size`` (n/p bytes), ``exchange_s``,
-    ``add_s`` and, for even rank counts above 2, ``exchange_all_s`` (s, medians).
+    A step row: ``size`` (the all-reduce's bytes), ``step_size`` (n/p bytes), ``step_s``,
+    ``call_s``, ``add_s`` and, above 2 ranks, ``step_alone_s`` (s; see ``_ring_step_probes``),
+    and under ``times`` every probe's per-operation times. Rows and steps hold medians
+    (``quantile`` 0.5); ``at(q)`` summarises the same run by another quantile.
     """
 
     ranks: int
     cores: int
     rows: list
     steps: list
+    quantile: float = 0.5
 
-    def calibration(self) -> Calibration:
-        """The alpha-beta(-gamma) fit of this run's uncontended exchanges and adds."""
-        links = [{"size": s["step_size"], "exchange_s": s["exchange_s"], "add_s": s["add_s"]} for s in self.steps]
-        return from_links(links, self.cores)
+    def at(self, quantile: float) -> "SameRun":
+        """The same run with every time the ``quantile`` (0 to 1) of its per-operation times.
+
+        0.5 is the median (as recorded). On a shared or virtual machine some operations stall
+        for milliseconds while the host runs something else; when that happens to a third or
+        more of them the median moves into the stalls. A lower quantile such as 0.25 is the
+        typical *undisturbed* operation, which is what the model describes.
+        """
+        q = validate.number("quantile", quantile, low=0.0, high=1.0)
+        rows = [{**r, "time_s": float(np.quantile(r["times_s"], q))} if r.get("times_s") else dict(r)
+                for r in self.rows]
+        steps = [{**s, **{k: float(np.quantile(v, q)) for k, v in s.get("times", {}).items() if v}}
+                 for s in self.steps]
+        return SameRun(self.ranks, self.cores, rows, steps, q)
+
+    def calibration(self, contended: bool = False) -> Calibration:
+        """The alpha-beta(-gamma) fit of this run's steps (call cost taken off) and adds, with the
+        median call cost as ``overhead``: the steps of one pair alone or, with ``contended``, the
+        steps with every rank at once (the same thing at 2 ranks)."""
+        key = "step_alone_s" if self.ranks > 2 and not contended else "step_s"
+        calls = [s.get("call_s", 0.0) for s in self.steps]
+        links = [{"size": s["step_size"], "exchange_s": max(s[key] - c, 1e-9), "add_s": s["add_s"]}
+                 for s, c in zip(self.steps, calls)]
+        return from_links(links, self.cores, overhead=float(np.median(calls)))
+
+    def predict_fit(self, nbytes) -> float:
+        """The alpha-beta(-gamma) ring time (s) for ``nbytes`` with this run's two contention terms.
+
+        Latency: ``alpha`` of one pair alone times ``contention(ranks, cores)``, since a waiting
+        rank must also wait its turn for a core. Bandwidth: ``beta``, the slope of the steps
+        with every rank at once, since the ranks share the copy bandwidth however they are
+        scheduled. At 2 ranks on 2 or more cores both are the plain fit. Plus the call cost.
+        """
+        alone, every = self.calibration(), self.calibration(contended=True)
+        alpha = contention(self.ranks, self.cores) * alone.exchange.alpha
+        return ring_all_reduce_time(nbytes, self.ranks, alpha, every.exchange.beta, every.gamma,
+                                    overhead=alone.overhead)
 
     def compare(self, algorithm: str = "builtin") -> list[dict]:
-        """Per size: measured (s) and predicted/measured for the fit (``fit``), the step model
-        (``steps``), both stretched by ``contention(ranks, cores)``, and the step model with the
-        exchange measured under contention (``steps_contended``, None below 4 ranks); ``fit`` is
-        None with fewer than 2 sizes."""
-        cal = self.calibration() if len(self.steps) >= 2 else None
+        """Per size: measured (s) and predicted/measured for
+        ``fit`` (``predict_fit``: the alpha-beta line with contention modelled; None with fewer
+        than 2 sizes) and ``steps`` (the measured steps with every rank at once: contention
+        measured); ``stretch`` is the latency's contention factor and ``measured_stretch`` step
+        with every rank / step alone (None at 2 ranks)."""
+        fits = len(self.steps) >= 2
         stretch = contention(self.ranks, self.cores)
         steps = {s["size"]: s for s in self.steps}
         out = []
@@ -354,33 +419,35 @@ class SameRun:
             if row["algorithm"] != algorithm:
                 continue
             step, measured = steps[row["size"]], row["time_s"]
-            contended = (step_model_time(step, self.ranks, contended=True) / measured
-                         if "exchange_all_s" in step else None)
+            alone = step.get("step_alone_s")
             out.append({"size": row["size"], "ranks": self.ranks, "measured_s": measured,
-                        "fit": cal.predict(row["size"], self.ranks, stretch) / measured if cal else None,
-                        "steps": step_model_time(step, self.ranks, stretch) / measured,
-                        "steps_contended": contended, "stretch": stretch,
-                        "measured_stretch": (step["exchange_all_s"] / step["exchange_s"]
-                                             if "exchange_all_s" in step else None)})
+                        "fit": self.predict_fit(row["size"]) / measured if fits else None,
+                        "steps": step_model_time(step, self.ranks) / measured, "stretch": stretch,
+                        "measured_stretch": step["step_s"] / alone if alone else None})
         return out
 
     def report(self, algorithm: str = "builtin") -> str:
         """Printable predicted/measured table for ``algorithm``, with the fit on top."""
-        head = f"{self.ranks} ranks on {self.cores} cores, stretch {contention(self.ranks, self.cores):.2g}; "
+        statistic = "median" if self.quantile == 0.5 else f"{self.quantile:.0%} quantile"
+        head = (f"{self.ranks} ranks on {self.cores} cores, latency stretch {contention(self.ranks, self.cores):.2g}; "
+                f"times: {statistic} of each operation\n")
         if len(self.steps) >= 2:
-            cal = self.calibration()
-            head += f"fit of this run's exchanges: {cal.exchange}; gamma = {cal.gamma * 1e9:.3g} ns/byte"
+            cal, every = self.calibration(), self.calibration(contended=True)
+            head += (f"fit of this run's steps: {cal.exchange}; gamma = {cal.gamma * 1e9:.3g} ns/byte; "
+                     f"call = {units.format_time(cal.overhead)}")
+            if self.ranks > 2:
+                head += f"\nevery rank at once: beta = {every.exchange.beta * 1e9:.3g} ns/byte"
         else:
             head += "no fit (one size)"
-        lines = [head, f"{'size':>12} {'measured':>10} {'fit':>6} {'steps':>6} {'steps, contended':>16} "
-                       f"{'exchange all/alone':>18}   (predicted/measured; {algorithm})"]
+        lines = [head, f"{'size':>12} {'measured':>10} {'fit':>6} {'steps':>6} {'step all/alone':>14}"
+                       f"   (predicted/measured; {algorithm})"]
 
         def cell(value):
             return "-" if value is None else f"{value:.2f}"
 
         for c in self.compare(algorithm):
             lines.append(f"{c['size']:>12} {units.format_time(c['measured_s']):>10} {cell(c['fit']):>6} "
-                         f"{cell(c['steps']):>6} {cell(c['steps_contended']):>16} {cell(c['measured_stretch']):>18}")
+                         f"{cell(c['steps']):>6} {cell(c['measured_stretch']):>14}")
         return "\n".join(lines)
 
 

@@ -566,25 +566,47 @@ plt.show()
 # %% [markdown]
 # The fit above was measured a minute before the all-reduces, and on a shared machine the same exchange
 # can take 30% longer a minute later. `lab.calibrate.measure_same_run` removes that source of error: in
-# every repetition it times the all-reduce **and** the pieces of one of its ring steps at the same size
-# (an exchange of $n/p$ bytes and the add). Two predictions follow, per size:
-# - **fit**: the straight line $\alpha + n\beta$ through this run's exchanges, plus $\gamma$;
-# - **steps**: $2(p-1)$ measured exchanges plus $(p-1)$ measured adds, with no line fitted. This tests only
-#   the claim that a ring all-reduce *is* $2(p-1)$ exchanges of $n/p$ bytes.
+# every repetition it times the all-reduce **and**, at the same size, the pieces of its ring: one ring
+# step (every rank sends $n/p$ bytes to the next), the fixed cost of calling a collective (an all-reduce of
+# an empty tensor, about 50-150 µs here) and the add. Two predictions follow, per size:
+# - **fit**: the call cost, plus the straight line $\alpha + n\beta$ through this run's steps, plus $\gamma$;
+# - **steps**: the call cost, plus $2(p-1)$ measured steps, plus $(p-1)$ measured adds, with no line
+#   fitted. This tests only the claim that a ring all-reduce *is* $2(p-1)$ steps of $n/p$ bytes.
+#
+# The steps are timed through gloo's own collective path, as an all-to-all that sends to one neighbour
+# only, not with the `isend`/`irecv` of section 5. On a virtual machine a third or more of those Python-level
+# waits stall for milliseconds (a sleeping thread is slow to wake), while gloo's all-reduce waits inside
+# C++ and rarely does; measured the Python way, the step is a poor stand-in for what the all-reduce does.
 
 # %%
-same = lab.calibrate.measure_same_run(sizes=("64K", "1M", "16M"), ranks=2, algorithms=("builtin",), iters=5,
-                                      timeout=120)
+same = lab.calibrate.measure_same_run(sizes=("64K", "1M", "16M"), ranks=2, algorithms=("builtin", "ring"),
+                                      iters=5, timeout=120)
 print(same.report("builtin"))
+print()
+print(same.at(0.25).report("builtin"))
 
 # %% [markdown]
+# The second table is the same run summarised by the 25th percentile of each operation (see below).
 # Read the two columns side by side (your numbers move from run to run). The **steps** column is usually
-# the closer one: where the straight line misses, it is because this machine's exchange time is not a
-# straight line in $n$. The loopback link has a cheap regime below a few hundred KiB and a different one
-# above, where the socket buffers fill and the copies leave the caches. gloo also cuts each step into at
-# least two segments of at most 1 MiB and keeps two in flight, which changes what a step costs at both
-# ends. The size where **fit** misses most marks the bend in your machine's exchange curve.
-# `benchmarks/lab_calibration.py` runs the same comparison from 64 KiB to 64 MiB at 2 and 4 ranks.
+# the closer one, within 25% at every size from 64 KiB to 64 MiB on the 2-core machine this course was
+# written on (`benchmarks/lab_calibration.py` runs that sweep at 2 and 4 ranks). Where the straight line
+# misses, usually near 1 MiB and by 30-40%, it is because a step's time is not a straight line in $n$:
+# a 512 KiB step still runs in the CPU caches, while the slope $\beta$ is set by the large steps, whose
+# copies go out to main memory. gloo also cuts each step into segments of at most 1 MiB and keeps two in
+# flight. The size where **fit** misses most marks the bend in your machine's step curve.
+#
+# Two things about *measuring* on a shared or virtual machine, both visible in `same`:
+# - **Stalls.** Every operation's time is kept (`same.rows[0]["times_s"]`). On a virtual machine some of
+#   them take milliseconds longer, when a waiting thread is slow to be woken. The model describes the
+#   operation without that wait. `same.at(0.25)` summarises the run by the 25th percentile of every
+#   operation instead of the median: the typical *undisturbed* operation. If the two reports differ much,
+#   your machine stalls often.
+# - **Idle cores are slow to wake.** On the 2-core virtual machine this course was written on, gloo's
+#   1 MiB all-reduce took a median of 0.9 ms when the hand-written ring ran in the same repetitions, and
+#   1.8-2.5 ms when the built-in ran alone: with nothing else to do between operations the cores go idle,
+#   and the host is slow to give them back. Latency-bound operations that wait often suffer most. This is
+#   one reason NCCL and MPI *poll* for a message instead of sleeping until it arrives. The cell above
+#   runs both algorithms for that reason, and compares the model with the built-in one.
 #
 # And the comparison that matters, 4 ranks against 2, per size: how much slower it measured, how much slower
 # the model says it should be without contention, and with the stretch:
@@ -607,6 +629,16 @@ print("\n".join(cl.oversubscription_lines(over, ranks=4, base=2)))
 #   Each of the $2(p-1)$ steps can pay that wait. "Time = stretch × model" assumes the work can be shared
 #   out smoothly; waiting for a process that is not running cannot be.
 # - **Noise.** Small sizes vary most between runs; the model's $\alpha$, fitted on two ranks, inherits it.
+# - **A better contention term.** Stretching *everything* by ranks/cores is too much for large messages:
+#   4 ranks' copies share the machine's memory bandwidth better than that. With `ranks=4`,
+#   `measure_same_run` also times the ring step with every rank at once, and its **fit** stretches only
+#   the latency $\alpha$ by ranks/cores and takes $\beta$ from the slope of those contended steps. On the
+#   course's 2-core virtual machine that put 16 MiB and 64 MiB within 0.98-1.12 of the measurement in
+#   three runs, where stretching everything gave 1.2-1.6; at 4 MiB it gave 1.16-1.41, and at 64-256 KiB
+#   0.44-0.82, where the measured all-reduce itself moved by 30% from run to run. Timing the steps with
+#   every rank at once and adding them up (the **steps** column) is worse below 4 MiB (1.4-3.7): a step
+#   timed on its own pays a full round of waiting for the scheduler, while inside gloo's all-reduce two
+#   segments are always in flight and the waits overlap. Run `benchmarks/lab_calibration.py` to see both.
 #
 # On GPUs none of this happens (each rank has its own GPU), which is why the model fits published GPU
 # measurements better than it fits an oversubscribed laptop (next section). With 4 cores or more the
