@@ -26,15 +26,13 @@ it stops being true:
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
-from . import hardware, units, validate
+from . import datafiles, hardware, units, validate
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all")
 ALGORITHMS = ("ring", "tree", "double_binary_tree", "recursive_doubling", "halving_doubling",
@@ -70,8 +68,7 @@ PREDICT_ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical") + tuple(
 @lru_cache(maxsize=1)
 def efficiency_data() -> dict:
     """The parsed ``data/efficiency.json``: efficiencies, latencies and their sources."""
-    text = resources.files("course_lib").joinpath("data/efficiency.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("efficiency.json")
 
 
 def efficiency(technology) -> float:
@@ -428,8 +425,7 @@ def lower_bound_time(nbytes, ranks, bandwidth):
 @lru_cache(maxsize=1)
 def published() -> dict:
     """The parsed ``data/published_collectives.json`` (measurements with their sources)."""
-    text = resources.files("course_lib").joinpath("data/published_collectives.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_collectives.json")
 
 
 def validation_table() -> list[dict]:

@@ -9,12 +9,10 @@ gives the total that vendors usually quote.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
-from . import units, validate
+from . import datafiles, units, validate
 
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
 
@@ -22,8 +20,7 @@ PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
 @lru_cache(maxsize=1)
 def catalog() -> dict:
     """The raw catalog (parsed ``data/hardware.json``)."""
-    text = resources.files("course_lib").joinpath("data/hardware.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("hardware.json")
 
 
 def source(source_id: str) -> dict:

@@ -33,13 +33,11 @@ out as Megatron-LM does: tensor-parallel ranks adjacent, then data-parallel, the
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from importlib import resources
 
-from . import costmodel, hardware, units, validate
+from . import costmodel, datafiles, hardware, units, validate
 
 RECOMPUTE = ("none", "selective", "full")
 BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
@@ -48,21 +46,16 @@ ACT_BYTES = 2  # 16-bit activations
 
 # ---------------------------------------------------------------- data
 
-def _load(name: str) -> dict:
-    text = resources.files("course_lib").joinpath(f"data/{name}").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
 @lru_cache(maxsize=1)
 def models_data() -> dict:
     """The parsed ``data/models.json``."""
-    return _load("models.json")
+    return datafiles.load("models.json")
 
 
 @lru_cache(maxsize=1)
 def published() -> dict:
     """The parsed ``data/published_training.json``: validation cases and model assumptions."""
-    return _load("published_training.json")
+    return datafiles.load("published_training.json")
 
 
 def assumption(name) -> float:

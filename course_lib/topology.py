@@ -13,20 +13,18 @@ from __future__ import annotations
 import textwrap
 
 import itertools
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
-from . import hardware, units, validate
+from . import datafiles, hardware, units, validate
 
 KINDS = ("gpu", "cpu", "pcie_switch", "nvswitch", "nic", "ib_switch")
 
 
 @lru_cache(maxsize=1)
 def _data() -> dict:
-    return json.loads(resources.files("course_lib").joinpath("data/topology.json").read_text(encoding="utf-8"))
+    return datafiles.load("topology.json")
 
 
 @dataclass

@@ -10,15 +10,13 @@ explorer.
 """
 from __future__ import annotations
 
-import json
 import math
 from functools import lru_cache
 from html import escape
-from importlib import resources
 
 import numpy as np
 
-from .. import costmodel, hardware, parallel, topology, units, validate
+from .. import costmodel, datafiles, hardware, parallel, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 from . import infiniband
 
@@ -369,8 +367,7 @@ def draw_dp_ring(system=BASE_SYSTEM, nodes=2, ring=0, ax=None):
 @lru_cache(maxsize=1)
 def published_dp_scaling() -> dict:
     """The parsed ``data/published_dp_scaling.json`` (scaling efficiencies with sources)."""
-    text = resources.files("course_lib").joinpath("data/published_dp_scaling.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_dp_scaling.json")
 
 
 def published_scaling_rows() -> list[dict]:

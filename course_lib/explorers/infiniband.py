@@ -13,12 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import costmodel, hardware, topology, units, validate
+from .. import costmodel, datafiles, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 IB_GENERATIONS = ("ib-edr", "ib-hdr", "ib-ndr", "ib-xdr")
@@ -238,8 +237,7 @@ def ring_crossings(nnodes, nproc_per_node) -> dict:
 @lru_cache(maxsize=1)
 def published_multinode() -> dict:
     """The parsed ``data/published_multinode.json``: measurements with their sources."""
-    text = resources.files("course_lib").joinpath("data/published_multinode.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_multinode.json")
 
 
 def _source(source_id) -> dict:

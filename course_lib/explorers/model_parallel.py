@@ -15,14 +15,12 @@ Units: bytes, seconds, FLOP/s; bandwidths in bytes/s **per direction**.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
-from .. import costmodel, hardware, parallel, units, validate
+from .. import costmodel, datafiles, hardware, parallel, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 from .infiniband import what_if_system
 
@@ -57,8 +55,7 @@ def _model(model_id) -> parallel.Transformer:
 @lru_cache(maxsize=1)
 def published_claims() -> dict:
     """The parsed ``data/published_model_parallel.json``: sources and the statements the chapter quotes."""
-    text = resources.files("course_lib").joinpath("data/published_model_parallel.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_model_parallel.json")
 
 
 def claim(claim_id) -> dict:

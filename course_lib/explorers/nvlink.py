@@ -11,14 +11,12 @@ published measurements in ``data/published_nvlink.json``, and the mesh explorer.
 """
 from __future__ import annotations
 
-import json
 import math
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
-from .. import costmodel, hardware, topology, units, validate
+from .. import costmodel, datafiles, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 MESH_GPU_COUNTS = tuple(range(2, 17))
@@ -409,8 +407,7 @@ def nvlink_vs_pcie(system="dgx-h100", nbytes=1e9) -> dict:
 @lru_cache(maxsize=1)
 def published_nvlink() -> dict:
     """The parsed ``data/published_nvlink.json`` (measurements with their sources)."""
-    text = resources.files("course_lib").joinpath("data/published_nvlink.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_nvlink.json")
 
 
 def measurements() -> list[dict]:

@@ -10,16 +10,14 @@ NVLS measurements, and the explorer that puts mesh, switch and PCIe tree side by
 """
 from __future__ import annotations
 
-import json
 import math
 from functools import lru_cache
 from html import escape
-from importlib import resources
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import costmodel, hardware, topology, units, validate
+from .. import costmodel, datafiles, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -34,8 +32,7 @@ ALGORITHMS = ("ring", "nvls", "nvls_refined")
 @lru_cache(maxsize=1)
 def nvswitch_data() -> dict:
     """The parsed ``data/nvswitch.json``: switch-chip layouts and NVLS measurements with sources."""
-    text = resources.files("course_lib").joinpath("data/nvswitch.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("nvswitch.json")
 
 
 def source(source_id) -> dict:

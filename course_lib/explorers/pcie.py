@@ -8,18 +8,16 @@ Drawings of PCIe trees come from :mod:`course_lib.topology`.
 """
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
-from importlib import resources
 
 import numpy as np
 
-from .. import hardware, topology, units, validate
+from .. import datafiles, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 LANES = hardware.PCIE_LANE_COUNTS
@@ -39,8 +37,7 @@ EXPLORER_GPU_COUNTS = (1, 2, 4, 8, 16)
 @lru_cache(maxsize=1)
 def published() -> dict:
     """The raw ``data/published_pcie.json``: measurements, CPU-GPU links, CPU lanes, sources."""
-    text = resources.files("course_lib").joinpath("data/published_pcie.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_pcie.json")
 
 
 def source(source_id) -> dict:

@@ -11,16 +11,14 @@ Units: bytes, seconds, tokens; days and GPU-hours where the name says so.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import hardware, parallel, topology, units, validate
+from .. import datafiles, hardware, parallel, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 from .infiniband import draw_rails, what_if_system
 
@@ -501,8 +499,7 @@ def plot_gpu_sweep(rows, brief: Brief = BRIEF, axes=None):
 @lru_cache(maxsize=1)
 def published_runs() -> dict:
     """The parsed ``data/published_runs.json``: sources, runs, facts."""
-    text = resources.files("course_lib").joinpath("data/published_runs.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return datafiles.load("published_runs.json")
 
 
 def predict_run(run_id) -> dict:
