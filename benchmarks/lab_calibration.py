@@ -17,8 +17,8 @@ prediction per rank count, medians (goal: 0.8 to 1.25); the line before it, the 
 
 The hand-written ring runs in the same repetitions by default even when only the built-in is
 of interest: it keeps the cores busy between the built-in's batches. On the 2-core VM this was
-written on, the built-in's 1 MiB median doubled without it (idle virtual cores are slow to
-wake), while the steps barely moved.
+written on, the built-in's 1 MiB median rose from 0.85-1.1 ms to 1.1-2.5 ms without it (idle
+virtual cores are slow to wake), while the steps barely moved.
 
 The models describe gloo's all-reduce (builtin). --algorithms builtin,ring also compares them
 with the hand-written ring, which waits in Python between sub-chunks and so pays the stalls

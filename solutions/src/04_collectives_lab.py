@@ -602,8 +602,8 @@ print(same.at(0.25).report("builtin"))
 #   operation instead of the median: the typical *undisturbed* operation. If the two reports differ much,
 #   your machine stalls often.
 # - **Idle cores are slow to wake.** On the 2-core virtual machine this course was written on, gloo's
-#   1 MiB all-reduce took a median of 0.9 ms when the hand-written ring ran in the same repetitions, and
-#   1.8-2.5 ms when the built-in ran alone: with nothing else to do between operations the cores go idle,
+#   1 MiB all-reduce took a median of 0.85-1.1 ms when the hand-written ring ran in the same repetitions,
+#   and 1.1-2.5 ms when the built-in ran alone: with nothing else to do between operations the cores go idle,
 #   and the host is slow to give them back. Latency-bound operations that wait often suffer most. This is
 #   one reason NCCL and MPI *poll* for a message instead of sleeping until it arrives. The cell above
 #   runs both algorithms for that reason, and compares the model with the built-in one.
