@@ -7,8 +7,9 @@ to 64 MB and, at each size, the pieces of the ring (see lab.calibrate._ring_step
 ring step of n/p bytes through gloo's collective path (every rank at once, and above 2 ranks
 one pair alone), the call cost of an empty collective, and the add. Then per size,
 predicted/measured:
-- fit: the alpha-beta-gamma line fitted to this run's uncontended steps, plus the call cost,
-  times the stretch max(1, ranks/cores) when ranks outnumber cores (contention modelled);
+- fit: the alpha-beta-gamma line through this run's steps, plus the call cost; alpha from one
+  pair alone, times max(1, ranks/cores) when ranks outnumber cores, and beta from the steps
+  with every rank at once (contention modelled; see SameRun.predict_fit);
 - steps: the call cost plus 2(p-1) measured steps (every rank at once, so contention is
   measured, not modelled) plus (p-1) measured adds.
 Each table is printed twice: with every time the median of its operations, and with the 25%
@@ -58,10 +59,8 @@ def main():
                 rows = view.compare(algorithm)
                 for key in ("fit", "steps"):
                     w = worst(c[key] for c in rows)
-                    if w is not None and quantile == 0.5:
-                        summary.append(f"{algorithm} {p} ranks {key} {w:.2f}")
-                    elif w is not None:
-                        quiet.append(f"{algorithm} {p} ranks {key} {w:.2f}")
+                    if w is not None:
+                        (summary if quantile == 0.5 else quiet).append(f"{algorithm} {p} ranks {key} {w:.2f}")
         print()
     print("worst predicted/measured, 25% quantile of each operation: " + ", ".join(quiet))
     print("worst predicted/measured, median of each operation: " + ", ".join(summary))

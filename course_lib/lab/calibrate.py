@@ -21,8 +21,9 @@ step of n/p bytes (every rank at once; above 2 ranks also one pair alone), the f
 calling a collective, and the add. Steps go through gloo's own collective path (an all-to-all
 that sends to one neighbour only): timed with Python-level send/recv, a third or more of them
 stall for milliseconds on a virtual machine, which gloo's all-reduce does not. Two predictions
-follow: the **alpha-beta fit** of the uncontended steps (a straight line through all sizes,
-stretched when ranks outnumber cores), and the **step model**, the call cost plus ``2(p-1)``
+follow: the **alpha-beta fit** (a straight line through all sizes: alpha from the steps of one
+pair alone, stretched when ranks outnumber cores; beta from the steps with every rank at
+once), and the **step model**, the call cost plus ``2(p-1)``
 measured steps plus ``p-1`` measured adds at each size, which tests the ring's decomposition
 without the straight line's error and with contention measured rather than modelled.
 
@@ -298,9 +299,9 @@ def _ring_step_probes(rank, world_size):
     ``step_s``: every rank sends n/p bytes to the next rank and receives n/p from the previous
     one, as in every ring step; ``step_alone_s`` (more than 2 ranks): ranks 0 and 1 swap n/p
     bytes in a group of their own while the others wait idle (a step without contention);
-    ``call_s``: an all-reduce
-    of an empty tensor, the fixed cost of calling a collective, which the all-reduce pays once
-    and every timed step pays again; ``add_s``: adding n/p received bytes into a buffer.
+    ``call_s``: an all-reduce of an empty tensor, the fixed cost of calling a collective, which
+    the all-reduce pays once and every timed step pays again; ``add_s``: adding n/p received
+    bytes into a buffer.
     """
     import torch
     import torch.distributed as dist
@@ -393,7 +394,8 @@ class SameRun:
         return from_links(links, self.cores, overhead=float(np.median(calls)))
 
     def predict_fit(self, nbytes) -> float:
-        """The alpha-beta(-gamma) ring time (s) for ``nbytes`` with this run's two contention terms.
+        """The alpha-beta(-gamma) ring time (s) for ``nbytes`` (scalar or list) with this run's two
+        contention terms.
 
         Latency: ``alpha`` of one pair alone times ``contention(ranks, cores)``, since a waiting
         rank must also wait its turn for a core. Bandwidth: ``beta``, the slope of the steps
@@ -411,17 +413,16 @@ class SameRun:
         than 2 sizes) and ``steps`` (the measured steps with every rank at once: contention
         measured); ``stretch`` is the latency's contention factor and ``measured_stretch`` step
         with every rank / step alone (None at 2 ranks)."""
-        fits = len(self.steps) >= 2
+        rows = [row for row in self.rows if row["algorithm"] == algorithm]
+        fits = self.predict_fit([row["size"] for row in rows]) if rows and len(self.steps) >= 2 else None
         stretch = contention(self.ranks, self.cores)
         steps = {s["size"]: s for s in self.steps}
         out = []
-        for row in self.rows:
-            if row["algorithm"] != algorithm:
-                continue
+        for i, row in enumerate(rows):
             step, measured = steps[row["size"]], row["time_s"]
             alone = step.get("step_alone_s")
             out.append({"size": row["size"], "ranks": self.ranks, "measured_s": measured,
-                        "fit": self.predict_fit(row["size"]) / measured if fits else None,
+                        "fit": float(fits[i]) / measured if fits is not None else None,
                         "steps": step_model_time(step, self.ranks) / measured, "stretch": stretch,
                         "measured_stretch": step["step_s"] / alone if alone else None})
         return out
