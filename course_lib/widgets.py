@@ -99,7 +99,7 @@ def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None,
     box = w.VBox([header, *controls.values(), text, plot])
     box.add_class("course-explorer")
     display(box)
-    return Explorer(box, controls)
+    return Explorer(box, controls, text if readout is not None else None)
 
 
 def html_table(rows, columns) -> str:
@@ -128,9 +128,19 @@ class Explorer:
     screen already, and showing the box again would draw it twice.
     """
 
-    def __init__(self, box, controls: dict):
+    def __init__(self, box, controls: dict, readout_widget=None):
         self.box = box
         self.controls = dict(controls)
+        self._readout_widget = readout_widget
+
+    @property
+    def readout(self) -> str:
+        """The live readout's current text (HTML), or "" where the explorer has none."""
+        return self._readout_widget.value if self._readout_widget is not None else ""
+
+    def values(self) -> dict:
+        """The controls' current values, by keyword name."""
+        return {name: control.value for name, control in self.controls.items()}
 
     @property
     def children(self):
