@@ -197,7 +197,7 @@ class System:
     p2p: bool = True
     nvswitch_generation: int | None = None
     cpu_sockets: int = 1
-    pcie_switches: int = 0
+    pcie_switches: int | None = 0  # None where the vendor does not publish it
     note: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 

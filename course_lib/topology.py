@@ -230,15 +230,29 @@ class Topology:
 
 # ---------------------------------------------------------------- builders
 
+def socket_link(generation) -> dict:
+    """The CPU-to-CPU link of a two-socket server of PCIe ``generation``'s era (1-7), from topology.json.
+
+    Keys: ``cpu``, ``name``, ``gb_s_per_direction``, ``assumed`` (True where no CPU of that era is in
+    the data and a neighbouring generation's link is borrowed) and ``source``.
+    """
+    rows = _data()["cpu_interconnects"]["by_pcie_generation"]
+    generation = validate.integer("generation", generation, low=1, high=len(rows))
+    return dict(next(r for r in rows if r["pcie_generation"] == generation))
+
+
 def pcie_tree(switches=True, gpus=8, generation=4, lanes=16) -> Topology:
-    """Two CPU sockets, GPUs on PCIe (behind PCIe switches, two GPUs each, or on CPU root ports)."""
+    """Two CPU sockets, GPUs on PCIe (behind PCIe switches, two GPUs each, or on CPU root ports).
+
+    The sockets are joined by the socket link of the generation's era (``socket_link``).
+    """
     if not isinstance(switches, bool):
         raise ValueError(f"switches must be True or False, got {switches!r}")
     gpus = validate.integer("gpus", gpus, low=2, high=16)
     if gpus % 2:
         raise ValueError(f"gpus must be even (split over two sockets), got {gpus}")
     link = hardware.pcie_link(generation, lanes)
-    upi = _data()["cpu_interconnect"]
+    upi = socket_link(generation)
     topo = Topology(name=f"PCIe Gen{generation} tree, 2 sockets, {'with' if switches else 'without'} PCIe switches")
     topo.add("cpu0", "cpu", (-2.0, 2.0))
     topo.add("cpu1", "cpu", (2.0, 2.0))

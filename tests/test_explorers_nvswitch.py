@@ -136,7 +136,8 @@ def test_all_reduce_times_match_the_cost_model():
 
 def test_pcie_tree_and_fabric_comparison():
     tree = nv.pcie_tree_numbers(8, 4)
-    assert tree["bisection"] == pytest.approx(62.4e9)  # the CPU-to-CPU link
+    assert tree["bisection"] == pytest.approx(2 * 31.5e9, rel=0.01)  # two switch uplinks; Rome's xGMI is wider
+    assert nv.pcie_tree_numbers(8, 6)["bisection"] == pytest.approx(128e9)  # the (assumed) socket link
     assert tree["link"] == pytest.approx(hardware.pcie_link(4, 16).per_direction)
     rows = nv.fabric_comparison(8, H100, 1e9)
     assert [r["fabric"].split()[0] for r in rows] == ["NVSwitch", "full", "PCIe"]

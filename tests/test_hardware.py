@@ -17,6 +17,7 @@ def test_pcie_is_derived_from_rate_encoding_and_lanes():
     assert hardware.pcie_link(1, 16).per_direction == pytest.approx(4e9)
     # Gen6 doubles the rate; the FLIT overhead keeps it under 128 GB/s.
     assert 115e9 < hardware.pcie_link(6, 16).per_direction < 128e9
+    assert hardware.pcie_link(6, 16).per_direction == pytest.approx(118e9)   # 64 GT/s x 16 x 236/256 / 8
     assert hardware.pcie_link(4, 8).per_direction == pytest.approx(hardware.pcie_link(4, 16).per_direction / 2)
 
 
@@ -65,6 +66,19 @@ def test_system_facts():
     assert not hardware.system("consumer-4090-pcie").p2p
     assert hardware.system("gb200-nvl72").gpus_per_node == 72
     assert hardware.gpu("h100-sxm").bf16_flops == 989e12
+
+
+def test_pcie_switch_counts_are_sourced_or_left_unknown():
+    cat = hardware.catalog()
+    assert hardware.system("dgx-a100").pcie_switches == 4
+    for sid in ("dgx-h100", "dgx-h200"):   # the GPUs sit behind the ConnectX-7s' built-in switches
+        assert hardware.system(sid).pcie_switches == 0
+        row = hardware.system(sid).raw
+        assert "ConnectX-7" in row["pcie_switches_note"]
+        assert all(src in cat["sources"] for src in row["pcie_switches_source"])
+    assert hardware.system("dgx-b200").pcie_switches is None   # not published; not guessed
+    gen3 = cat["nvswitch"][2]
+    assert "DGX GH200" in gen3["system"] and all(src in cat["sources"] for src in gen3["also"])
 
 
 def test_every_catalog_entry_cites_a_known_source():

@@ -30,8 +30,26 @@ def test_dgx1_mesh_and_pcie_tree():
     assert m.bisection_bandwidth() == pytest.approx(150e9)
     for switches in (True, False):
         p = tp.pcie_tree(switches)
-        assert p.bisection_bandwidth() == pytest.approx(62.4e9)      # the CPU-to-CPU link
         assert p.ring_bottleneck()["bandwidth"] == pytest.approx(31.5e9, rel=0.01)
+    # Gen4 pairs with Rome's 128 GB/s xGMI: the cut runs through the PCIe links, not between the sockets.
+    assert tp.pcie_tree(True).bisection_bandwidth() == pytest.approx(2 * 31.5e9, rel=0.01)   # two switch uplinks
+    assert tp.pcie_tree(False).bisection_bandwidth() == pytest.approx(4 * 31.5e9, rel=0.01)  # four root ports
+    # Gen3 pairs with Cascade Lake's 3x UPI; the socket link limits once a generation's slots outgrow it.
+    assert tp.pcie_tree(False, generation=3).bisection_bandwidth() == pytest.approx(62.4e9)
+    assert tp.pcie_tree(True, generation=7).ring_bottleneck()["bandwidth"] == pytest.approx(128e9)
+
+
+def test_socket_link_matches_the_pcie_generation_era():
+    assert tp.socket_link(3)["gb_s_per_direction"] == 62.4 and "Cascade Lake" in tp.socket_link(3)["cpu"]
+    assert "Rome" in tp.socket_link(4)["cpu"] and not tp.socket_link(4)["assumed"]
+    assert "Sapphire Rapids" in tp.socket_link(5)["cpu"] and not tp.socket_link(5)["assumed"]
+    assert tp.socket_link(6)["assumed"] and tp.socket_link(7)["assumed"]   # no Gen6 two-socket CPU in the data
+    sources = tp._data()["sources"]
+    assert all(tp.socket_link(g)["source"] in sources for g in range(1, 8))
+    labels = tp.pcie_tree(True, generation=5).labels.values()
+    assert tp.socket_link(5)["name"] in labels
+    with pytest.raises(ValueError, match="generation"):
+        tp.socket_link(8)
 
 
 def test_bridge_and_fat_tree():

@@ -54,7 +54,7 @@ def generations() -> tuple[int, ...]:
 # ---------------------------------------------------------------- link arithmetic
 
 def encoding_efficiency(generation) -> float:
-    """Fraction of the bits on the wire that carry data: 8/10 (Gen1-2), 128/130 (Gen3-5), 242/256 (FLIT, Gen6-7)."""
+    """Fraction of the bits on the wire that carry data: 8/10 (Gen1-2), 128/130 (Gen3-5), 236/256 (FLIT, Gen6-7: TLP bytes only)."""
     generation = validate.integer("generation", generation, low=1, high=len(generations()))
     row = hardware.catalog()["pcie"][generation - 1]
     return row["payload_bits"] / row["line_bits"]
@@ -88,7 +88,8 @@ def link_lanes(link: hardware.Link) -> int:
 def describe_link(generation, lanes=16) -> str:
     """One line: 'Gen4 x16: 16 GT/s x 16 lanes = 256 Gb/s raw; x 128/130 = 252 Gb/s data; / 8 = 31.5 GB/s per direction'."""
     s = link_steps(generation, lanes)
-    eff = s["encoding"].split(" ")[0] if s["generation"] < 6 else "242/256 (FLIT)"
+    row = hardware.catalog()["pcie"][s["generation"] - 1]
+    eff = s["encoding"].split(" ")[0] if s["generation"] < 6 else f"{row['payload_bits']}/{row['line_bits']} (FLIT)"
     lanes_word = "lane" if s["lanes"] == 1 else "lanes"
     return (f"PCIe Gen{s['generation']} x{s['lanes']}: {s['gt_s_per_lane']:g} GT/s x {s['lanes']} {lanes_word} = "
             f"{s['raw_gbit_s']:.4g} Gb/s on the wire; x {eff} = {s['data_gbit_s']:.4g} Gb/s of data; "
@@ -123,7 +124,7 @@ def print_table(rows, columns=None) -> None:
 
 
 def source_material_claims() -> dict:
-    """The figures the source material labels 'bidirectional' (GB/s), keyed by generation."""
+    """The figures popular articles label 'bidirectional' (GB/s), keyed by generation."""
     claims = published()["source_material_claims"]
     return {int(k): float(v) for k, v in claims["gb_s_called_bidirectional"].items()}
 
