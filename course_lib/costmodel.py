@@ -89,6 +89,11 @@ def efficiency_table() -> list[dict]:
     return rows
 
 
+def no_p2p_staging_factor() -> float:
+    """Assumed slowdown of GPU-to-GPU PCIe traffic staged through host memory (no P2P): efficiency.json."""
+    return float(efficiency_data()["no_p2p_staging"]["factor"])
+
+
 def hop_latency(technology) -> float:
     """Per-step latency of one hop over ``nvlink``, ``pcie``, ``infiniband`` or ``ethernet``, seconds."""
     hops = {k: v for k, v in efficiency_data()["latency_us"]["hop"].items() if isinstance(v, (int, float))}
@@ -257,7 +262,7 @@ def fabric(system, achievable=True, nics_per_node=None) -> Fabric:
     eff = (lambda t: efficiency(t)) if achievable else (lambda t: 1.0)
     intra = sys_.gpu_link.per_direction * eff(intra_tech)
     if intra_tech == "pcie" and not sys_.p2p:
-        intra /= 2  # no peer-to-peer: every transfer is staged through host memory, crossing PCIe twice
+        intra /= no_p2p_staging_factor()  # assumed, not measured: see efficiency.json "no_p2p_staging"
     nvls = sys_.gpu_link.per_direction * (efficiency("nvls") if achievable else 1.0) if sys_.in_network_reduction else None
     nics = sys_.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node, low=1, high=1024)
     net_tech = "infiniband" if sys_.nic.family == "infiniband" else "ethernet"
