@@ -17,7 +17,7 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, environment, hardware, units
+from course_lib import checks, costmodel, environment, hardware, parallel, units
 from course_lib.explorers import gradients
 
 # %% [markdown]
@@ -47,6 +47,19 @@ print("gradients per step:", units.format_bytes(grad_bytes_70b), "=", units.form
 # Note the second number: 140 GB is 130 GiB. Tools such as `nvidia-smi` print binary units; vendors'
 # bandwidths are SI. Mixing them costs 7% at the giga scale.
 #
+# **A hypothetical scenario.** Plain data parallelism keeps the whole model state on every GPU: weights,
+# gradients and optimizer state, 16 bytes per parameter with mixed-precision Adam. For 70B parameters that
+# is far more than one GPU holds, so nobody trains a 70B model on 8 GPUs this way; real runs shard the
+# model (chapters 06 and 07). The scenario is kept because the gradient volume per step is the right size
+# to think about.
+
+# %%
+state_70b = parallel.model_state_bytes(70e9)["total"]
+print("model state per GPU, plain data parallelism:", units.format_bytes(state_70b),
+      "| one H100 holds", units.format_bytes(hardware.gpu("h100-sxm").memory_bytes))
+
+# %% [markdown]
+#
 # ### How long does it take?
 # The best-known way to all-reduce (the **ring**, chapter 04) makes each of $p$ GPUs send, and receive,
 # $2\frac{p-1}{p}\,n$ bytes for an $n$-byte buffer. With each GPU sending at $B$ bytes/s in one direction,
@@ -54,23 +67,29 @@ print("gradients per step:", units.format_bytes(grad_bytes_70b), "=", units.form
 #
 # $$t = 2\frac{p-1}{p}\cdot\frac{n}{B}.$$
 #
-# For $p = 8$ and $n = 140$ GB each GPU sends 245 GB. Over three real links:
+# For $p = 8$ and $n = 140$ GB each GPU sends 245 GB. Over four real links:
 
 # %%
 links = {
-    "PCIe Gen4 x16": hardware.pcie_link(4, 16),
+    "PCIe Gen4 x16 (A100's slot)": hardware.pcie_link(4, 16),
+    "PCIe Gen5 x16 (H100's slot)": hardware.pcie_link(5, 16),
     "InfiniBand NDR, one NIC per GPU": hardware.network("ib-ndr"),
     "NVLink 4 (H100, 18 links)": hardware.nvlink(4),
 }
 for name, link in links.items():
     t = gradients.exchange_time(70e9, 8, link.per_direction)
     print(f"{name:<34} {units.format_bandwidth(link.per_direction):>24}  ->  {units.format_time(t)} per step")
+gen4, gen5, nvlink4 = hardware.pcie_link(4, 16), hardware.pcie_link(5, 16), hardware.nvlink(4)
+print(f"NVLink 4 / PCIe Gen4 x16: {nvlink4.per_direction / gen4.per_direction:.1f}x;  "
+      f"NVLink 4 / PCIe Gen5 x16, the same generation: {nvlink4.per_direction / gen5.per_direction:.1f}x")
 
 # %% [markdown]
 # A step of a 70B model computes for a few seconds on 8 H100s; over PCIe the gradient exchange alone
-# would take longer than that. This factor of ~14 between PCIe and NVLink is why GPU servers for training
-# are built around NVLink, and why the rest of this course exists. (Real training overlaps this exchange
-# with computation and shards it across more GPUs; chapters 06 and 07 show how.)
+# would take longer than that. How much faster NVLink is depends on what you compare it with: about 14x
+# a Gen4 slot, but about 7x the Gen5 slot an H100 actually sits in. Compare links of the same generation;
+# even then the gap is why GPU servers for training are built around NVLink, and why the rest of this
+# course exists. (Real training overlaps this exchange with computation and shards it across more GPUs;
+# chapters 06 and 07 show how.)
 #
 # ### Per direction or bidirectional?
 # NVIDIA quotes H100 NVLink as **900 GB/s**: the *sum of both directions* over 18 links. The ring sends one
@@ -206,8 +225,9 @@ _ = checks.check_all(globals(), chapter="00")
 # - Data parallelism all-reduces one gradient per parameter every step: 2 bytes per parameter in BF16,
 #   **140 GB for a 70B model**.
 # - A ring all-reduce sends about **2n bytes per GPU**; time ≈ 2n / B for a bandwidth B per direction.
-# - Over 8 GPUs the same exchange takes ~8 s on PCIe Gen4, ~5 s over one NDR NIC per GPU, ~0.5 s on H100
-#   NVLink: the interconnect decides whether training is compute-bound or communication-bound.
+# - Over 8 GPUs the same exchange takes ~8 s on PCIe Gen4, ~4 s on Gen5, ~5 s over one NDR NIC per GPU,
+#   ~0.5 s on H100 NVLink: the interconnect decides whether training is compute-bound or
+#   communication-bound. (A hypothetical: 70B with plain data parallelism does not fit on 8 GPUs.)
 # - Always ask: **bits or bytes? per direction or both directions? GB or GiB?**
 #
 # ## The road ahead

@@ -22,7 +22,7 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, units
+from course_lib import checks, costmodel, hardware, topology, units
 from course_lib.explorers import pcie
 
 # %% [markdown]
@@ -39,7 +39,11 @@ from course_lib.explorers import pcie
 # |---|---|---|
 # | Gen1, Gen2 | 8b/10b: every byte is sent as 10 bits | 8/10 = 80% |
 # | Gen3, Gen4, Gen5 | 128b/130b: a 2-bit header per 128 bits | 98.5% |
-# | Gen6, Gen7 | FLIT mode: PAM4 signalling (2 bits per symbol), fixed 256-byte FLITs carrying CRC and forward error correction | 242/256 = 94.5% |
+# | Gen6, Gen7 | FLIT mode: PAM4 signalling (2 bits per symbol), fixed 256-byte FLITs: 236 bytes of transaction-layer packets (TLPs), 6 of link-layer (DLP) messages, 8 of CRC, 6 of forward error correction | 236/256 = 92.2% |
+#
+# The course counts only the TLP bytes as data. Some texts count the 6 DLP bytes too and quote
+# 242/256 = 94.5%, but those carry acknowledgements and flow-control credits, not your data
+# ([PCI-SIG's FLIT-mode Q&A](https://pcisig.com/blog/pcie%C2%AE-60-specification-webinar-qa-deeper-dive-flit-mode-pam4-and-forward-error-correction-fec)).
 #
 # So, for one direction,
 #
@@ -58,7 +62,7 @@ pcie.print_table(pcie.generation_table(16))
 
 # %% [markdown]
 # Two things to notice. Each generation doubles the transfer rate, so it doubles the bandwidth (Gen6's
-# FLIT overhead trims its gain to 1.92x); and Gen3 got its near-doubling over Gen2 from 5 → 8 GT/s
+# FLIT overhead trims its gain to 1.87x); and Gen3 got its near-doubling over Gen2 from 5 → 8 GT/s
 # *plus* the switch from 8b/10b to 128b/130b (5 GT/s × 0.8 = 4 Gb/s of data per lane before,
 # 8 × 0.985 = 7.9 after). Halving the lanes halves the
 # bandwidth, whatever the generation:
@@ -74,10 +78,10 @@ pcie.plot_lanes();
 # is only reached when data flows both ways at once, at full speed.
 #
 # > **Myth.** *"PCIe Gen4 x16 is ~32 GB/s bidirectional, Gen5 ~64 GB/s bidirectional, Gen6 ~128 GB/s
-# > bidirectional."* (the source material of this course, and much public writing)
+# > bidirectional."* (popular articles on GPU interconnects, and much other public writing)
 # >
 # > **Fact.** Those are **per-direction** figures (Gen6's 128 is even the raw rate before FLIT overhead:
-# > 121 GB/s of data). Bidirectional totals are twice as large: 63, 126 and 242 GB/s. The evidence is the
+# > 118 GB/s of data). Bidirectional totals are twice as large: 63, 126 and 236 GB/s. The evidence is the
 # > arithmetic above (the PCI-SIG transfer rates are per lane per direction) and measurement: copies in one
 # > direction on Gen5 x16 reach 56 GB/s, which no "64 GB/s bidirectional" link could give; with both
 # > directions running, busGrind adds up to about 101 GB/s.
@@ -105,18 +109,19 @@ print(epyc["cpu"], "->", epyc["usable_lanes"], "usable lanes ->",
       pcie.gpus_on_cpu_lanes(epyc["usable_lanes"], 16), "GPUs at x16, and nothing else")
 
 # %% [markdown]
-# 128 / 16 = 8: the "16 lanes per GPU x 8 GPUs = 128 CPU lanes" of the source material. But nothing is
+# 128 / 16 = 8: the "16 lanes per GPU x 8 GPUs = 128 CPU lanes" of popular articles. But nothing is
 # left for anything else. A training server also needs network cards (one per GPU on DGX A100/H100; count
 # each at x16) and NVMe drives (x4 each):
 
 # %%
 print("8 GPUs + 8 NICs + 8 NVMe drives need", pcie.lane_budget(gpus=8, nics=8, nvme=8), "lanes")
-print("DGX H100 from the catalog:", hardware.system("dgx-h100").gpus_per_node, "GPUs,",
-      hardware.system("dgx-h100").nics_per_node, "NICs,", hardware.system("dgx-h100").pcie_switches, "PCIe switches")
+dgx = hardware.system("dgx-h100")
+print("DGX H100 from the catalog:", dgx.gpus_per_node, "GPUs,", dgx.nics_per_node, "NICs;", dgx.raw["pcie_switches_note"])
 
 # %% [markdown]
 # More lanes than the two sockets above have (128, or 160 with a narrower socket link). The answer is the **PCIe switch**: a chip with one upstream port to
-# the CPU (the **uplink**) and several downstream ports. Devices below it each get a full x16 link, and
+# the CPU (the **uplink**) and several downstream ports (a separate chip in most servers; in a DGX H100 the
+# switch built into each ConnectX-7 NIC plays that part). Devices below it each get a full x16 link, and
 # traffic *between* them turns around in the switch without touching the CPU. The price: everything that
 # goes *up* to the CPU shares the uplink.
 #
@@ -135,8 +140,18 @@ pcie.print_table(pcie.tree_summary(4))
 # Read the table: with switches the tree takes 64 CPU lanes instead of 128 (the rest is free for NICs
 # and drives), and a GPU-to-GPU copy under one switch still runs at the full 31.5 GB/s per direction. But
 # when all 8 GPUs copy to host memory at once, two GPUs share each uplink: 15.8 GB/s per direction each.
-# And traffic between the two halves crosses the socket link: 62.4 GB/s per direction shared by 4 GPUs,
-# 15.6 GB/s each.
+# And traffic between the two halves crosses the socket link. The course pairs each PCIe generation with
+# a two-socket CPU of its era; for Gen4 that is AMD EPYC Rome, whose socket link is four x16 xGMI links:
+
+# %%
+rome = topology.socket_link(4)
+print(f"{rome['cpu']}: {rome['name']}, {rome['gb_s_per_direction']:g} GB/s per direction")
+
+# %% [markdown]
+# 128 GB/s per direction, shared by the 4 GPUs of a socket: 32 GB/s each, as much as one Gen4 slot. At
+# Gen4 the cut between the halves runs through the PCIe links (the two switch uplinks, 63 GB/s, in the
+# table's bisection), not through the socket link. An older Cascade Lake server (PCIe Gen3, three UPI links,
+# `topology.socket_link(3)`) has half that socket link for slots of half the speed.
 #
 # Where the host memory sits matters too. Binding a P100's copies to memory on the *other* socket
 # (published measurement, same machine):
@@ -444,12 +459,13 @@ _ = checks.check_all(globals(), chapter="01")
 # %% [markdown]
 # ## Takeaways
 # - Bandwidth per direction = GT/s × lanes × encoding efficiency / 8: **Gen3 x16 15.8, Gen4 31.5, Gen5 63,
-#   Gen6 121 GB/s per direction**. Bidirectional totals are twice that.
+#   Gen6 118 GB/s per direction** (FLIT: 236 of 256 bytes carry TLPs). Bidirectional totals are twice that.
 # - "Gen4 ~32, Gen5 ~64, Gen6 ~128 GB/s" are per-direction figures, not bidirectional ones.
 # - 128 CPU lanes fit 8 GPUs at x16 and nothing else; real 8-GPU servers add NICs and drives behind PCIe
 #   switches, whose uplinks are shared when GPUs talk to the CPU.
 # - P2P under a switch never touches the CPU; without P2P (GeForce RTX 4090) a GPU-to-GPU copy crosses PCIe
-#   twice and goes through host memory. Crossing CPU sockets shares one socket link.
+#   twice and goes through host memory. Crossing CPU sockets shares one socket link (128 GB/s per direction
+#   on a Gen4 EPYC Rome or Gen5 Sapphire Rapids server).
 # - Real copies reach ~86-91% of spec with pinned memory and about a third with pageable memory.
 # - Offloading turns the CPU-GPU link into a training bottleneck: 4 bytes per parameter per step over PCIe,
 #   or 7x faster over Grace Hopper's NVLink-C2C.
@@ -472,8 +488,9 @@ _ = checks.check_all(globals(), chapter="01")
 # <details><summary>Answer</summary>
 #
 # A pair under one switch exchanges data P2P at the full link rate (31.5 GB/s per direction on Gen4) without
-# using the uplink; pairs in different halves of the machine cross the socket link, whose 62.4 GB/s per
-# direction is shared by every crossing flow (15.6 GB/s each when four GPUs cross at once).
+# using the uplink; pairs in different halves of the machine go up through a shared switch uplink and
+# cross the socket link (on a Gen4 EPYC Rome server 128 GB/s per direction, shared by every crossing flow:
+# 32 GB/s each when four GPUs cross at once, and the uplinks, 15.8 GB/s each for two GPUs, bind first).
 # </details>
 #
 # **Q3.** A data loader copies 600 MB of images per step to each of 8 GPUs from pageable NumPy arrays on a

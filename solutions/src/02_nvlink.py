@@ -150,7 +150,9 @@ plt.show()
 # > ([Ada whitepaper](https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf)),
 # > and many cloud instances with PCIe GPUs have none either. Check rather than assume:
 # > `nvidia-smi topo -m` prints `NV#` (a bonded set of # links) between NVLinked GPUs and
-# > `PIX`, `PHB`, `NODE` or `SYS` for PCIe paths. On a DGX H100 it prints `NV18` for *every* pair,
+# > `PIX` (through at most one PCIe switch), `PXB` (through several PCIe switches, without the CPU's host
+# > bridge), `PHB` (through a CPU's host bridge), `NODE` (between host bridges of one NUMA node) or `SYS`
+# > (across the link between CPU sockets) for PCIe paths. On a DGX H100 it prints `NV18` for *every* pair,
 # > because each GPU's 18 links go into the NVSwitches and reach every peer
 # > ([an example output](https://github.com/IBM/pytorch-communication-benchmarks/issues/1)).
 
@@ -285,7 +287,9 @@ print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0
 # <details><summary>Answer</summary>
 #
 # The 3090 pair: 56.25 GB/s per direction over the bridge against about 7.9 GB/s for the 4090s (PCIe Gen4 x8
-# with every byte staged through host memory): roughly 7x faster at spec, despite the 4090 being the faster GPU.
+# with every byte staged through host memory, which the course assumes halves the 15.8 GB/s slot rate: the
+# two copies one after the other, `costmodel.no_p2p_staging_factor()`, not a measurement): roughly 7x faster
+# at spec, despite the 4090 being the faster GPU.
 # </details>
 #
 # 4. In a DGX-1, GPU 0 has no link to GPU 5. Can NCCL's ring all-reduce still reach 150 GB/s per direction?

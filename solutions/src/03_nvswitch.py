@@ -60,7 +60,7 @@ print("one wire of an 8-GPU full mesh:", units.format_bandwidth(nv.mesh_pair_ban
 # |---|---|
 # | non-blocking switch | $\frac{p}{2} B$ |
 # | full mesh: $(\frac{p}{2})^2$ wires cross the cut, each $\frac{B}{p-1}$ | $\frac{p^2}{4(p-1)} B$ |
-# | PCIe tree: everything between the sockets crosses the CPU link | the CPU-to-CPU link |
+# | PCIe tree: everything between the sockets crosses the CPU link | the narrower of the CPU-to-CPU link and the PCIe links that feed it |
 
 # %%
 print("NVSwitch, 8 x H100:", units.format_bandwidth(nv.switch_bisection(8, h100.per_direction)))
@@ -88,7 +88,8 @@ _ = nv.draw_systems(["pcie-tree-switches", "dgx-1-hybrid-cube-mesh", "dgx-h100"]
 # %% [markdown]
 # The DGX-1 mesh has a bisection of 150 GB/s per direction, one twelfth of the DGX H100's, and one ring on
 # its direct links is stuck at a single link of 25 GB/s per direction; NCCL runs several rings over different links to do
-# better. The PCIe tree is limited by the link between the CPU sockets. The NVSwitch machines are the only
+# better. The PCIe tree is limited by its PCIe links: one x16 slot for a pair and a ring, two switch uplinks for
+# the bisection (its Gen4-era socket link, EPYC Rome's 128 GB/s xGMI, is wider). The NVSwitch machines are the only
 # ones where every number equals the GPU's own NVLink rate.
 #
 # ### Does a mesh lose at all-reduce?
@@ -107,7 +108,8 @@ for name, seconds in t.items():
 # 1. **Uneven traffic.** One pair alone gets $B$ through a switch and $\frac{B}{p-1}$ on a mesh wire.
 # 2. **Bisection.** $\frac{p}{2}B$ against about half of that for a mesh.
 # 3. **Scale.** A mesh needs $p-1$ links per GPU: with 18 links, 19 GPUs at most, and 8 A100s with 12 links
-#    cannot even split them evenly. A switch fabric grows to 72 GPUs (NVL72) or 256 (NVLink Switch System).
+#    cannot even split them evenly. A switch fabric grows to 72 GPUs (NVL72) or 256 (the NVLink Switch
+#    System, announced with DGX H100 and shipped as DGX GH200).
 # 4. **The switch can compute.** From NVSwitch 3 on it can add the data as it passes (section 3), which no
 #    mesh can do.
 #
@@ -143,9 +145,13 @@ _ = nv.draw_chips(["dgx-a100", "dgx-h100"])
 
 # %% [markdown]
 # ### Beyond one box: the NVLink Switch System and NVL72
-# Those 72 extra ports of a DGX H100 (18 cages of 4 NVLinks) lead to external NVLink switches. NVIDIA's
-# NVLink Switch System joins 32 such nodes, 256 H100s, into one NVLink domain with "57.6 TB/s of
-# all-to-all bandwidth". Where does that number come from, and is it full bisection?
+# Those 72 extra ports of a DGX H100 (18 cages of 4 NVLinks) were meant for external NVLink switches. NVIDIA
+# announced an NVLink Switch System joining 32 such nodes, 256 H100s, into one NVLink domain with "57.6 TB/s
+# of all-to-all bandwidth". DGX H100 systems shipped with InfiniBand between nodes instead; the 256-GPU
+# NVLink Switch System shipped in 2023 as the DGX GH200, 256 Grace Hopper superchips
+# ([NVIDIA's announcement](https://developer.nvidia.com/blog/announcing-nvidia-dgx-gh200-first-100-terabyte-gpu-memory-system/)).
+# The announced DGX H100 design is still a good exercise in port arithmetic: where does that number come
+# from, and is it full bisection?
 
 # %%
 ss = nv.nvswitch_data()["switch_system"]
@@ -248,9 +254,10 @@ nv.show_nvls_measurements()
 # > 8 H200s measured 475 GB/s busbw (per direction), more than the NVLink 4 line rate
 # > ([nccl-tests issue 272](https://github.com/NVIDIA/nccl-tests/issues/272)). Nothing was wrong: busbw is a
 # > formula defined for ring traffic, not a reading of the wires, and NVLS sends less than a ring. Two
-# > checks keep you honest: busbw above line rate is *only* possible where the switch reduces (A100's 230 GB/s
-# > stays below its 300 GB/s per direction), and it is not guaranteed even there (8 B300s reach 845 GB/s
-# > with NVLS, under their 900 GB/s per-direction line rate).
+# > checks keep you honest: within one node, busbw above the NVLink line rate is *only* possible where the
+# > switch reduces (A100's 230 GB/s stays below its 300 GB/s per direction), and it is not guaranteed even
+# > there (8 B300s reach 845 GB/s with NVLS, under their 900 GB/s per-direction line rate). Across nodes the
+# > network's line rate is another matter: part of the traffic stays on NVLink inside each node.
 #
 # ## Check your understanding
 # 1. In a DGX H100, GPUs 0-3 each send 9 GB to GPUs 4-7 (0 to 4, 1 to 5, ...) while GPUs 4-7 send 9 GB back
@@ -300,8 +307,18 @@ nv.show_nvls_measurements()
 #
 # Things to try: move the GPU count from 8 to 256 and watch the switch's all-reduce time hardly change while
 # its bisection grows in proportion; make the buffer tiny (0.001 GB) and see latency flatten the curves;
-# switch the PCIe tree to Gen5 and then Gen6: its all-reduce time halves once and then stops improving,
-# because the link between the CPU sockets (62.4 GB/s per direction) becomes the limit.
+# switch the PCIe tree from Gen4 to Gen5 and Gen6 and watch its all-reduce time halve and nearly halve again.
+# Each generation is paired with a two-socket CPU of its era (`topology.socket_link`): EPYC Rome's xGMI for
+# Gen4, Sapphire Rapids' four 16 GT/s UPI links for Gen5. A ring crosses the socket link once in each
+# direction, so it is limited by one x16 slot as long as that slot is slower than the socket link. No
+# two-socket CPU with PCIe Gen6 is in the course's data; Gen6 and Gen7 borrow Sapphire Rapids' link
+# (marked assumed), and only at Gen7 would the socket link, not the slot, set the ring's pace:
+
+# %%
+for g in (3, 4, 5, 6, 7):
+    link, tree = topology.socket_link(g), nv.pcie_tree_numbers(8, g)
+    print(f"Gen{g}: slot {tree['link'] / 1e9:5.1f}, socket link {link['gb_s_per_direction']:5.1f} "
+          f"({link['cpu']}{', assumed' if link['assumed'] else ''}) -> ring {tree['ring_bw'] / 1e9:5.1f} GB/s per direction")
 
 # %%
 nv.fabric_explorer()
@@ -346,7 +363,8 @@ for r in nv.nvls_by_gpu_count():
 
 # %% [markdown]
 # - **NVLS needs big buffers.** On 8 H200s busbw is 432 GB/s at 256 MB and 480 GB/s at 8 GB (per direction). NVLS also
-#   costs more fixed latency than a ring (NCCL's own tuning table: about 25 us against 6.6 us; the model adds
+#   costs more fixed latency than a ring (NCCL's own tuning table charges NVLS 25 us as its NVLink hardware
+#   latency, where a ring with the LL protocol pays a 6.6 us base latency; the model adds
 #   the difference, `costmodel.efficiency_data()["latency_us"]["in_network_extra"]`), so NCCL
 #   uses rings for small messages and NVLS from a few MB (one report: ring up to 1 MB, NVLS from 2 MB,
 #   [nccl-tests issue 309](https://github.com/NVIDIA/nccl-tests/issues/309)).
@@ -358,7 +376,7 @@ for r in nv.nvls_by_gpu_count():
 #   algorithms (16, or 4 with registered buffers, against 32 for a tree,
 #   [nccl issue 1649](https://github.com/NVIDIA/nccl/issues/1649)). That contention with computation appears
 #   nowhere in a bandwidth model.
-# - **Bigger domains taper.** The 256-GPU NVLink Switch System gives each GPU half its NVLink rate across
+# - **Bigger domains taper.** The 256-GPU NVLink Switch System as announced for DGX H100 gives each GPU half its NVLink rate across
 #   nodes; treating it as one flat 256-port switch would be 2x optimistic.
 #
 # Predicted against measured for the 8-GPU nodes of the validation set (busbw in GB/s per direction):

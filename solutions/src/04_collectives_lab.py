@@ -80,8 +80,12 @@ cl.show_collectives_table(ranks=8)
 #   reduce-scatter in $\log_2 p$ steps. Doubling undoes it as an all-gather. $2\log_2 p$ steps and the same
 #   bytes as the ring.
 #
-# NCCL uses rings, and between nodes also a *double binary tree* (two trees, each carrying half the data,
-# so that every rank sends about the buffer once). `course_lib/lab/algorithms.py` holds hand-written naive,
+# NCCL uses rings, and between nodes also a *double binary tree*: two trees, each carrying half the data,
+# built so that a rank that is a leaf in one tree is an inner node in the other. As an inner node it sends
+# its half up once and down to two children ($\frac{n}{2} + n$); as a leaf it sends its other half up
+# ($\frac{n}{2}$). Over the whole all-reduce every rank sends about $2n$, the ring's volume (the course's
+# model counts it so: `costmodel` gives the double binary tree a bandwidth term of $2n/B$), but in
+# $O(\log p)$ steps instead of $2(p-1)$. `course_lib/lab/algorithms.py` holds hand-written naive,
 # ring, tree and halving-doubling all-reduces, short enough to read; the lab runs the ring, and
 # `lab.bench.sweep(algorithms=...)` can race any of them.
 
@@ -574,7 +578,7 @@ plt.show()
 #   fitted. This tests only the claim that a ring all-reduce *is* $2(p-1)$ steps of $n/p$ bytes.
 #
 # The steps are timed through gloo's own collective path, as an all-to-all that sends to one neighbour
-# only, not with the `isend`/`irecv` of section 5. On a virtual machine a third or more of those Python-level
+# only, not with the `isend`/`irecv` of section 7.2 (exercise 04.4). On a virtual machine a third or more of those Python-level
 # waits stall for milliseconds (a sleeping thread is slow to wake), while gloo's all-reduce waits inside
 # C++ and rarely does; measured the Python way, the step is a poor stand-in for what the all-reduce does.
 

@@ -151,8 +151,11 @@ print("node 0 GPU 0 -> node 1 GPU 3 (different rail):", ib.switch_hops(rails, "n
 # Collectives are built so that every network hop joins **NIC k of one node to NIC k of another**. NCCL
 # uses the same NIC index at both ends of each inter-node hop of a ring or tree (its documented default
 # for rail-optimised fabrics, controlled by `NCCL_CROSS_NIC`), and in the two-level all-reduce below the
-# network step is *by construction* among GPU *k* of every node. So inter-node traffic stays on its rail:
-# one leaf switch, one hop, and no competition with the other seven rails at the spines. When data must
+# network step is *by construction* among GPU *k* of every node. So inter-node traffic stays on its rail,
+# with no competition from the other seven rails. Within one *scalable unit* that is one leaf switch and
+# one hop; a leaf has only so many ports, so a large cluster repeats the rail leaves per unit (32 DGX H100s
+# per unit in NVIDIA's SuperPOD design), and the same rail between two units climbs leaf → spine → leaf,
+# three switches (`ib.published_multinode()["rail_scope"]`). The drawing above is one unit. When data must
 # reach another rail, NCCL (since 2.12, "PXN") first moves it over NVLink to the GPU that owns the right
 # NIC, instead of crossing the spines.
 #

@@ -99,9 +99,10 @@ ar_bytes = mp.tp_allreduce_bytes("gpt3-175b", micro_batch=1)
 print(f"b x s x h x 2 bytes = 1 x {gpt3.seq_len} x {gpt3.hidden} x 2 = {ar_bytes:,.0f} bytes = {units.format_bytes(ar_bytes)}")
 
 # %% [markdown]
-# How many of those does a GPU see in one training step? Take the layout of the published GPT-3 run
-# (section 6): 1,024 A100 GPUs as **TP 8 x PP 16 x DP 8**, a global batch of 1,536 sequences, one sequence
-# per micro-batch, full recomputation. Each GPU holds $96/16 = 6$ layers, and each pipeline processes
+# How many of those does a GPU see in one training step? Take the published GPT-3 run (section 6): 1,024
+# A100 GPUs and a global batch of 1,536 sequences at 140 TFLOP/s per GPU. The paper gives that throughput
+# but not the layout next to it, so the course **assumes** **TP 8 x PP 16 x DP 8** (its data file lists the
+# layout under `assumed`), one sequence per micro-batch, full recomputation. Each GPU holds $96/16 = 6$ layers, and each pipeline processes
 # $1536/8 = 192$ micro-batches per step. `parallel.estimate` counts the calls:
 
 # %%
@@ -327,7 +328,7 @@ ib.draw_rails("dgx-a100", nodes=2);
 
 # %% [markdown]
 # ### 4.2 The traffic of one step
-# Back to the published GPT-3 layout, TP 8 x PP 16 x DP 8 on 128 DGX A100 nodes. First the groups and their
+# Back to the GPT-3 run and its assumed layout, TP 8 x PP 16 x DP 8 on 128 DGX A100 nodes. First the groups and their
 # links, then everything one GPU sends in one step:
 
 # %%
@@ -655,7 +656,7 @@ _ = checks.check_all(globals(), chapter="07")
 # denominator: attention compute grows with $s^2$, the all-reduce only with $s$).
 # </details>
 #
-# **W2.** The published GPT-3 layout runs $m = 192$ micro-batches through 16 stages. What is the bubble, and
+# **W2.** The assumed GPT-3 layout (TP 8 x PP 16 x DP 8) runs $m = 192$ micro-batches through 16 stages. What is the bubble, and
 # what does interleaving with $v = 2$ buy in the model?
 #
 # <details><summary>Answer</summary>

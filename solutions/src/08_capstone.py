@@ -449,7 +449,9 @@ print(f"Llama 3 405B: {rel['interruptions']} interruptions ({rel['unexpected']} 
       f"{rel['snapshot_days']}-day snapshot; effective training time above {rel['effective_training_time_min']:.0%}")
 print(f"Llama 3 405B: {thr['tflops_per_gpu']} TFLOP/s per GPU, BF16 MFU {thr['bf16_mfu']:.0%}, on {thr['gpus']:,} H100 "
       f"with TP{thr['tp']} x PP{thr['pp']} x DP{thr['dp']}")
-print("Llama 2: power caps", facts["llama2-power-caps"]["rsc_watts"], "W and", facts["llama2-power-caps"]["production_watts"], "W")
+caps = facts["llama2-power-caps"]
+print("Llama 2: power caps", caps["rsc_watts"], "W (RSC) and", caps["production_watts"], "W (production cluster);",
+      "per model:", ", ".join(f"{m.split('-')[1].upper()} {w} W" for m, w in caps["watts_by_model"].items()))
 print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficiency"))
 
 # %% [markdown]
@@ -458,8 +460,9 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 # 2. **GPU efficiency is one number.** 48% of peak comes from one single-GPU run; real kernels reach more on
 #    large matrices and less on small ones, and newer GPUs need larger matrices to get there. Llama 3 405B
 #    reached 43% MFU *with* all of its communication, which is why the model is optimistic on H100.
-# 3. **Power and clocks.** Half of Llama 2's pretraining ran at a 350 W cap; the catalog's peak assumes
-#    full clocks.
+# 3. **Power and clocks.** Meta ran its two A100 clusters at different power caps, 400 W and 350 W; the
+#    paper's Table 2 lists Llama 2 7B, 13B and 70B at 400 W and only the unreleased 34B at 350 W. A capped
+#    GPU may not hold the full clocks the catalog's peak assumes.
 # 4. **Layouts the model cannot express.** Llama 3 405B spread 126 layers over 16 stages unevenly (one layer
 #    fewer on the first and last); the planner needs $p$ to divide the layer count. It also knows nothing
 #    of context parallelism, FP8 or mixture-of-experts all-to-all.
