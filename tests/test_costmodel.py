@@ -101,3 +101,21 @@ def test_sweep_of_1000_sizes_is_fast():
         cm.collective_time("all_reduce", sizes, 8, 450e9, 1e-6)
         best = min(best, time.perf_counter() - t0)
     assert best < 1e-3
+
+
+def test_no_p2p_staging_is_a_labelled_assumption_applied_once():
+    staging = cm.efficiency_data()["no_p2p_staging"]
+    assert staging["assumed"] is True and "assumption" in staging["derivation"]
+    factor = cm.no_p2p_staging_factor()
+    assert factor == staging["factor"] == 2
+    box = hardware.system("consumer-4090-pcie")   # no P2P: staged through host memory
+    f = cm.fabric(box)
+    assert f.intra_bw == pytest.approx(box.pcie.per_direction * cm.efficiency("pcie") / factor)
+    p2p = cm.fabric("pcie-8gpu")                   # P2P: no staging factor
+    assert p2p.intra_bw == pytest.approx(hardware.system("pcie-8gpu").pcie.per_direction * cm.efficiency("pcie"))
+
+
+def test_nvls_extra_latency_is_nccl_hardware_latency_minus_ring_base():
+    lat = cm.efficiency_data()["latency_us"]["in_network_extra"]
+    assert lat["value"] == pytest.approx(25 - 6.6)
+    assert "hardware latency" in lat["derivation"] and "hwLat" in cm.efficiency_data()["sources"]["nccl-tuning"]["title"]

@@ -235,3 +235,10 @@ def test_explorer_validates():
         ib.cliff_explorer(nodes=3)
     with pytest.raises(ValueError, match="nic_gbit_s"):
         ib.cliff_explorer(nic_gbit_s=5000)
+
+
+def test_rail_scope_is_one_scalable_unit_and_sourced():
+    data = ib.published_multinode()
+    scope = data["rail_scope"]
+    assert scope["nodes_per_scalable_unit"] == 32 and "spine" in scope["note"]
+    assert all(src in data["sources"] for src in [scope["source"], *scope["also"]])

@@ -138,6 +138,10 @@ def test_pcie_tree_and_fabric_comparison():
     tree = nv.pcie_tree_numbers(8, 4)
     assert tree["bisection"] == pytest.approx(2 * 31.5e9, rel=0.01)  # two switch uplinks; Rome's xGMI is wider
     assert nv.pcie_tree_numbers(8, 6)["bisection"] == pytest.approx(128e9)  # the (assumed) socket link
+    # chapter 03: with era-matched socket links a ring is slot-bound up to Gen6, socket-bound only at Gen7
+    for g in (3, 4, 5, 6):
+        assert nv.pcie_tree_numbers(8, g)["ring_bw"] == pytest.approx(hardware.pcie_link(g, 16).per_direction)
+    assert nv.pcie_tree_numbers(8, 7)["ring_bw"] < hardware.pcie_link(7, 16).per_direction
     assert tree["link"] == pytest.approx(hardware.pcie_link(4, 16).per_direction)
     rows = nv.fabric_comparison(8, H100, 1e9)
     assert [r["fabric"].split()[0] for r in rows] == ["NVSwitch", "full", "PCIe"]

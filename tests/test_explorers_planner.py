@@ -324,3 +324,11 @@ def test_explorer_builds_without_a_frontend_and_follows_the_system():
 def test_explorer_validates(kwargs, name):
     with pytest.raises(ValueError, match=name):
         pl.planner_explorer(**kwargs)
+
+
+def test_llama2_power_per_model_follows_table_2():
+    caps = pl.published_runs()["facts"]["llama2-power-caps"]
+    assert caps["watts_by_model"]["llama2-70b"] == caps["rsc_watts"] == 400
+    assert [m for m, w in caps["watts_by_model"].items() if w == caps["production_watts"]] == ["llama2-34b"]
+    run = next(r for r in pl.published_runs()["runs"] if r["model"] == "llama2-70b")
+    assert "half of the training ran at a 350 W" not in run["note"]
