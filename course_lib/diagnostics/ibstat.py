@@ -1,0 +1,157 @@
+"""RDMA ports from ``ibstat``, ``ibv_devinfo`` or ``ibstatus``: device, port, state, rate, link layer.
+
+``Rate`` is the port's signalling rate in Gb/s per direction as the tools print it
+(ibstat ``Rate: 400``; ibstatus ``rate: 200 Gb/sec (4X HDR)``). Plain ``ibv_devinfo``
+does not print a rate (``-v`` prints width and speed), so the rate may be unknown.
+The link layer tells InfiniBand from Ethernet (RoCE).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .common import fail, lines
+
+STATES = ("Active", "Down", "Initializing", "Armed", "Polling")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+_KV = re.compile(r"^\s*([A-Za-z_ ]+?)\s*:\s*(.*?)\s*$")
+_CA = re.compile(r"^CA '([^']+)'\s*$")
+_PORT = re.compile(r"^\s*Port (\d+):\s*$")
+_HCA = re.compile(r"^\s*hca_id:\s*(\S+)\s*$")
+_DEVINFO_PORT = re.compile(r"^\s*port:\s*(\d+)\s*$")
+_IBSTATUS = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:\s*$")
+_WIDTH = re.compile(r"^(\d+)X")
+_SPEED = re.compile(r"^([0-9.]+) Gbps")
+
+
+@dataclass(frozen=True)
+class IbPort:
+    """One RDMA port: ``rate_gbps`` in Gb/s per direction (None where the tool did not print it)."""
+
+    ca: str
+    port: int
+    state: str
+    rate_gbps: float | None
+    link_layer: str | None
+    line: int
+
+    def to_json(self) -> dict:
+        return {"ca": self.ca, "port": self.port, "rate_gbps": self.rate_gbps, "link_layer": self.link_layer,
+                "state": self.state}
+
+
+@dataclass(frozen=True)
+class IbStatus:
+    """All ports of one ``ibstat`` / ``ibv_devinfo`` / ``ibstatus`` output; ``tool`` says which."""
+
+    tool: str
+    ports: tuple[IbPort, ...]
+
+    def to_json(self) -> dict:
+        return {"tool": self.tool, "ports": [p.to_json() for p in self.ports]}
+
+
+def _state(no, text):
+    # ibstat: "Active"; ibv_devinfo: "PORT_ACTIVE (4)"; ibstatus: "4: ACTIVE"
+    word = text.split("(")[0].split(":")[-1].strip().removeprefix("PORT_").lower()
+    for s in STATES:
+        if s.lower() == word or (s == "Initializing" and word == "init"):
+            return s
+    raise fail(no, f"a port state ({', '.join(STATES)})", text)
+
+
+def _layer(no, text):
+    for layer in LINK_LAYERS:
+        if text.strip().lower() == layer.lower():
+            return layer
+    raise fail(no, "a link layer (InfiniBand or Ethernet)", text)
+
+
+def _rate(no, text):
+    m = re.match(r"^([0-9.]+)(?:\s*Gb/sec.*)?$", text.strip())
+    if not m:
+        raise fail(no, "a rate in Gb/s such as 'Rate: 400' or 'rate: 200 Gb/sec (4X HDR)'", text)
+    return float(m.group(1))
+
+
+def _tool(numbered):
+    for no, line in numbered:
+        if _CA.match(line.strip()):
+            return "ibstat"
+        if _HCA.match(line):
+            return "ibv_devinfo"
+        if _IBSTATUS.match(line.strip()):
+            return "ibstatus"
+        if line.strip():
+            raise fail(no, "ibstat's \"CA 'mlx5_0'\", ibv_devinfo's 'hca_id: mlx5_0' or ibstatus's "
+                           "\"Infiniband device 'mlx5_0' port 1 status:\"", line.strip())
+    raise fail(1, "the output of ibstat, ibv_devinfo or ibstatus", None)
+
+
+def parse(text) -> IbStatus:
+    """Parse ibstat, ibv_devinfo or ibstatus output; ValueError names the line and what it expected."""
+    numbered = lines(text)
+    tool = _tool(numbered)
+    ports: list[IbPort] = []
+    ca = None
+    cur: dict | None = None
+
+    def close(end_no):
+        if cur is None:
+            return
+        if cur["state"] is None:
+            raise fail(end_no, f"a state line for port {cur['port']} of {cur['ca']}",
+                       None if end_no > numbered[-1][0] else numbered[end_no - 1][1].strip())
+        ports.append(IbPort(cur["ca"], cur["port"], cur["state"], cur["rate"], cur["layer"], cur["line"]))
+
+    for no, line in numbered:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        head = _CA.match(stripped) if tool == "ibstat" else _HCA.match(line) if tool == "ibv_devinfo" else None
+        if head:
+            close(no)
+            ca, cur = head.group(1), None
+            continue
+        if tool == "ibstatus":
+            m = _IBSTATUS.match(stripped)
+            if m:
+                close(no)
+                ca, cur = m.group(1), {"ca": m.group(1), "port": int(m.group(2)), "state": None, "rate": None,
+                                       "layer": None, "line": no, "width": None}
+                continue
+        m = (_PORT if tool == "ibstat" else _DEVINFO_PORT).match(line)
+        if m and tool != "ibstatus":
+            if ca is None:
+                raise fail(no, "a device line before the first port", stripped)
+            close(no)
+            cur = {"ca": ca, "port": int(m.group(1)), "state": None, "rate": None, "layer": None, "line": no,
+                   "width": None}
+            continue
+        kv = _KV.match(line)
+        if not kv:
+            raise fail(no, "a 'key: value' line", stripped)
+        key, value = kv.group(1).strip().lower(), kv.group(2)
+        if cur is None:
+            continue  # device-level keys (CA type, firmware, GUIDs ...)
+        if key == "state":
+            cur["state"] = _state(no, value)
+        elif key == "rate":
+            cur["rate"] = _rate(no, value)
+        elif key in ("link layer", "link_layer"):
+            cur["layer"] = _layer(no, value)
+        elif key == "active_width":
+            w = _WIDTH.match(value)
+            if not w:
+                raise fail(no, "an active width such as '4X (2)'", value)
+            cur["width"] = int(w.group(1))
+        elif key == "active_speed":
+            s = _SPEED.match(value)
+            if not s:
+                raise fail(no, "an active speed such as '25.0 Gbps (32)'", value)
+            if cur["width"]:
+                cur["rate"] = round(cur["width"] * float(s.group(1)), 3)
+    close(numbered[-1][0] + 1)
+    if not ports:
+        raise fail(numbered[-1][0] + 1, "at least one port", None)
+    return IbStatus(tool=tool, ports=tuple(ports))

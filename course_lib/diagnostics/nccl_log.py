@@ -1,0 +1,228 @@
+"""``NCCL_DEBUG=INFO`` logs: version, ranks, the transport of each channel, network, GPUDirect RDMA.
+
+Lines from many ranks interleave in any order, and a pasted log may have lost its
+``host:pid:tid [dev] NCCL INFO`` prefixes; both are accepted. A line the reader
+recognises but cannot read (a channel without a known transport, a version that is
+not a version) is an error naming the line.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from .common import fail, lines
+
+TRANSPORTS = ("CollNet", "NET/IB", "NET/OFI", "NET/Socket", "NVLS", "P2P", "SHM")
+_PREFIX = re.compile(r"^.*?NCCL (?:INFO|WARN) ?")
+_VERSION = re.compile(r"NCCL version (\S+)")
+_VERSION_OK = re.compile(r"^\d+\.\d+\.\d+")
+_NRANKS = re.compile(r"\bn[Rr]anks (\S+)")
+_NNODES = re.compile(r"\bnNodes (\S+)")
+_CHANNEL_VIA = re.compile(r"^Channel (\d+)/\d+ : (\d+)\[[0-9a-fA-F]+\] -> (\d+)\[[0-9a-fA-F]+\](?: \[(send|receive)\])? via (.*)$")
+_CHANNEL_START = re.compile(r"^Channel \d+/\d+ : \d+\[")
+_RING = re.compile(r"^(?:Ring (\d+) :|Channel (\d+)/\d+ :\s+\d)")
+_TREE = re.compile(r"^Tree (\d+) :")
+_TREES = re.compile(r"\[(\d+)\] \S*->")
+_IB_USING = re.compile(r"^NET/IB ?: Using (.*?)(?: \[RO\])?; OOB")
+_IB_DEV = re.compile(r"\[\d+\](\S+?:\d+)/(\w+)")
+_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \S+ / )?HCA (\d+) '([^']+)'")
+_NETWORK = re.compile(r"^Using network (.+)$")
+_OFI_PROVIDER = re.compile(r"NET/OFI Selected Provider is (\S+)")
+_NVLS_CHANNELS = re.compile(r"(\d+) nvls channels")
+_PXN = re.compile(r"via NET/[^/]+/\d+\(\d+\)")
+
+
+@dataclass(frozen=True)
+class NcclLog:
+    """What an NCCL_DEBUG=INFO log says about how NCCL moved data.
+
+    ``channel_transports`` counts channel connections by their detailed transport
+    (``P2P/IPC``, ``P2P/CUMEM``, ``NET/IB/GDRDMA`` ...); ``transports`` is the sorted
+    set of transport families seen anywhere (channels, chosen network, NVLS, CollNet).
+    ``gdr`` is True/False where the log says GPUDirect RDMA was enabled/disabled, else None.
+    """
+
+    nccl_version: str | None
+    nranks: int | None
+    nnodes: int | None
+    transports: tuple[str, ...]
+    channel_transports: tuple[tuple[str, int], ...]
+    network: str | None
+    ib_devices: tuple[str, ...]
+    ib_link_layers: tuple[str, ...]
+    gdr: bool | None
+    gdr_disabled_hcas: tuple[str, ...]
+    socket_fallback: bool
+    ib_missing: bool
+    ofi_provider: str | None
+    nvls_available: bool
+    collnet_plugin: bool
+    rings: int  # distinct ring channels seen
+    trees: int  # distinct tree channels seen
+    pxn: bool
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"nccl_version": self.nccl_version, "nranks": self.nranks, "nnodes": self.nnodes,
+                "transports": list(self.transports), "channel_transports": dict(self.channel_transports),
+                "network": self.network, "ib_devices": list(self.ib_devices), "gdr": self.gdr,
+                "socket_fallback": self.socket_fallback, "ofi_provider": self.ofi_provider,
+                "nvls_available": self.nvls_available, "rings": self.rings, "trees": self.trees, "pxn": self.pxn}
+
+
+def _family(detail: str) -> str | None:
+    """The transport family of a channel's ``via ...`` text (``P2P/IPC/read`` -> ``P2P``)."""
+    if detail.startswith("P2P/"):
+        return "P2P"
+    if detail.startswith("SHM"):
+        return "SHM"
+    if detail.startswith("NVLS"):
+        return "NVLS"
+    if detail.startswith("COLLNET") or detail.startswith("CollNet"):
+        return "CollNet"
+    if detail.startswith("NET/"):
+        name = detail[4:].split("/")[0]
+        if name.startswith("IB"):
+            return "NET/IB"
+        if name.startswith("Socket") and name == "Socket":
+            return "NET/Socket"
+        if name in ("OFI", "AWS Libfabric", "Libfabric"):
+            return "NET/OFI"
+    return None
+
+
+def _network_family(name: str) -> str | None:
+    if name.startswith("IB"):
+        return "NET/IB"
+    if name == "Socket":
+        return "NET/Socket"
+    if "Libfabric" in name or name.startswith("OFI"):
+        return "NET/OFI"
+    return None
+
+
+def _detail(via: str) -> str:
+    """``P2P/IPC/read`` -> ``P2P/IPC``; ``NET/IB/0/GDRDMA`` -> ``NET/IB/GDRDMA``; ``NET/Socket/3`` -> ``NET/Socket``."""
+    parts = via.split("/")
+    if parts[0] == "NET":
+        keep = [parts[0], parts[1]] + [p for p in parts[2:] if p in ("GDRDMA", "Shared")]
+        return "/".join(keep)
+    return "/".join(parts[:2])
+
+
+def parse(text) -> NcclLog:
+    """Parse an NCCL_DEBUG=INFO log; ValueError names the line and what it expected."""
+    numbered = lines(text)
+    version = nranks = nnodes = network = provider = None
+    channels: Counter = Counter()
+    families: set[str] = set()
+    ib_devices: list[str] = []
+    link_layers: list[str] = []
+    gdr_on: list[str] = []
+    gdr_off: list[str] = []
+    rings: set[int] = set()
+    trees: set[int] = set()
+    ib_missing = nvls = collnet = pxn = False
+    warnings: list[str] = []
+    recognised = 0
+    for no, raw in numbered:
+        line = raw.strip()
+        if not line:
+            continue
+        body = _PREFIX.sub("", line, count=1) if "NCCL INFO" in line or "NCCL WARN" in line else line
+        if "NCCL WARN" in line:
+            warnings.append(body)
+            recognised += 1
+        m = _VERSION.search(line)
+        if m:
+            if not _VERSION_OK.match(m.group(1)):
+                raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
+            version, recognised = m.group(1), recognised + 1
+        m = _NRANKS.search(body)
+        if m and ("comm " in body or "Init" in body):
+            if not m.group(1).isdigit():
+                raise fail(no, "a whole number of ranks after 'nranks'", m.group(1))
+            nranks, recognised = max(nranks or 0, int(m.group(1))), recognised + 1
+            n = _NNODES.search(body)
+            if n and n.group(1).isdigit():
+                nnodes = max(nnodes or 0, int(n.group(1)))
+        if _CHANNEL_START.match(body) and "->" in body:
+            if " via" not in body:
+                raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
+            m = _CHANNEL_VIA.match(body)
+            fam = _family(m.group(5)) if m else None
+            if fam is None:
+                got = m.group(5) if m else body
+                raise fail(no, "a channel 'N/M : a[x] -> b[y] via TRANSPORT' with a known transport "
+                           "(P2P/..., SHM, NET/IB, NET/Socket, NET/OFI, NVLS, CollNet)", got)
+            channels[_detail(m.group(5))] += 1
+            families.add(fam)
+            pxn = pxn or bool(_PXN.search(body))
+            if "GDRDMA" in m.group(5):
+                gdr_on.append("channel")
+            recognised += 1
+            continue
+        m = _RING.match(body)
+        if m:
+            rings.add(int(m.group(1) or m.group(2)))
+            recognised += 1
+        m = _TREE.match(body)
+        if m:
+            trees.add(int(m.group(1)))
+            recognised += 1
+        if body.startswith("Trees "):
+            trees.update(int(k) for k in _TREES.findall(body))
+            recognised += 1
+        if body.startswith("NET/IB") and "No device found" in body:
+            ib_missing, recognised = True, recognised + 1
+        m = _IB_USING.match(body)
+        if m:
+            devs = _IB_DEV.findall(m.group(1))
+            if not devs:
+                raise fail(no, "IB devices such as '[0]mlx5_0:1/IB' after 'NET/IB : Using'", m.group(1))
+            for dev, layer in devs:
+                if dev not in ib_devices:
+                    ib_devices.append(dev)
+                if layer not in link_layers:
+                    link_layers.append(layer)
+            recognised += 1
+        m = _GDR.search(body)
+        if m:
+            (gdr_on if m.group(1) == "Enabled" else gdr_off).append(m.group(3))
+            recognised += 1
+        m = _NETWORK.match(body)
+        if m:
+            network = m.group(1).strip()
+            fam = _network_family(network)
+            if fam is None:
+                raise fail(no, "a network name (IB, IBext_v8, Socket, AWS Libfabric ...) after 'Using network'", network)
+            families.add(fam)
+            recognised += 1
+        m = _OFI_PROVIDER.search(body)
+        if m:
+            provider = m.group(1)
+            families.add("NET/OFI")
+            recognised += 1
+        if "NVLS multicast support is available" in body:
+            nvls, recognised = True, recognised + 1
+        m = _NVLS_CHANNELS.search(body)
+        if m and int(m.group(1)) > 0:
+            nvls = True
+        if "Loaded collnet plugin" in body:
+            collnet, recognised = True, recognised + 1
+    if recognised == 0:
+        raise fail(1, "an NCCL_DEBUG=INFO log (lines with 'NCCL INFO' or 'NCCL version')",
+                   numbered[0][1].strip() if numbered else None)
+    if nvls:
+        families.add("NVLS")
+    if collnet:
+        families.add("CollNet")
+    socket_fallback = ("NET/Socket" in families and "NET/IB" not in families and "NET/OFI" not in families)
+    gdr = True if gdr_on else (False if gdr_off else None)
+    return NcclLog(nccl_version=version, nranks=nranks, nnodes=nnodes, transports=tuple(sorted(families)),
+                   channel_transports=tuple(sorted(channels.items())), network=network,
+                   ib_devices=tuple(ib_devices), ib_link_layers=tuple(link_layers), gdr=gdr,
+                   gdr_disabled_hcas=tuple(dict.fromkeys(gdr_off)), socket_fallback=socket_fallback,
+                   ib_missing=ib_missing, ofi_provider=provider, nvls_available=nvls, collnet_plugin=collnet,
+                   rings=len(rings), trees=len(trees), pxn=pxn, warnings=tuple(warnings))

@@ -1,0 +1,313 @@
+"""course_lib.diagnostics: every shipped sample parses to what it shows, and damaged copies are refused
+with the line and what was expected."""
+import json
+
+import pytest
+
+from course_lib import diagnostics as d
+from course_lib.diagnostics import ibstat, nccl_log, nvlink, smi_pcie, topo
+
+
+def text(name):
+    return d.sample_text(name)
+
+
+def cut(name, keep_lines):
+    """The first ``keep_lines`` lines of a sample (a truncated copy)."""
+    return "\n".join(text(name).splitlines()[:keep_lines]) + "\n"
+
+
+def swap(name, a, b):
+    """A sample with its (1-based) lines a and b exchanged (a reordered copy)."""
+    rows = text(name).splitlines()
+    rows[a - 1], rows[b - 1] = rows[b - 1], rows[a - 1]
+    return "\n".join(rows) + "\n"
+
+
+def replace_line(name, line_no, new):
+    rows = text(name).splitlines()
+    rows[line_no - 1] = new
+    return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------- samples and their sources
+
+def test_every_sample_has_a_source_and_every_source_a_file():
+    sources = d.sample_sources()
+    assert len(sources) >= 15
+    for name, row in sources.items():
+        assert row["url"].startswith("https://github.com/"), name
+        assert row["kind"] in d.KINDS and row["machine"] and row["trimmed"], name
+        assert text(name).strip(), name
+
+
+def test_sample_counts_meet_the_issue():
+    assert len(d.sample_names("topo")) >= 6
+    assert len(d.sample_names("nccl_debug")) >= 4
+    assert len(d.sample_names("ibstat")) >= 2
+    assert len(d.sample_names("nvlink_status")) >= 2
+    assert len(d.sample_names("smi_pcie")) >= 1
+
+
+@pytest.mark.parametrize("name", d.sample_names())
+def test_detect_names_each_sample_kind(name):
+    assert d.detect(text(name)) == d.sample_sources()[name]["kind"]
+
+
+def test_detect_refuses_other_text():
+    with pytest.raises(ValueError, match=r"line 2: expected the output of nvidia-smi topo -m.*'hello'"):
+        d.detect("\nhello\n")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        d.parse("x", kind="lspci")
+    with pytest.raises(ValueError, match="text must be the output as a string"):
+        d.detect(b"GPU0")
+
+
+# ---------------------------------------------------------------- nvidia-smi topo -m
+
+def test_topo_dgx_a100_with_nic_legend():
+    t = topo.parse(text("topo_dgx_a100_nic_legend.txt"))
+    assert t.gpus == tuple(f"GPU{i}" for i in range(8))
+    assert t.nics == tuple(f"mlx5_{i}" for i in range(10)) and t.nic_legend
+    assert t.pair_counts() == {"NV": 28, "PIX": 0, "PXB": 0, "PHB": 0, "NODE": 0, "SYS": 0}
+    assert t.nv_counts() == [12]
+    assert t.cpu_affinity[0] == "48-63,176-191" and t.numa_affinity[2] == "1"
+    assert t.nearest_nics(0) == ("PXB", ["mlx5_0", "mlx5_1"])
+    assert t.nearest_nics(7) == ("PXB", ["mlx5_6", "mlx5_7"])
+    assert [t.gpu_nic[g][8] for g in range(8)] == ["SYS"] * 8  # mlx5_8 is near no GPU
+
+
+def test_topo_nic_rows_without_legend_keep_nic_names():
+    t = topo.parse(text("topo_4x_h100_nv6_nic_rows.txt"))
+    assert t.nics == ("NIC0", "NIC1", "NIC2", "NIC3") and not t.nic_legend
+    assert t.nv_counts() == [6] and t.pair_counts()["NV"] == 6
+    assert [t.nearest_nics(g) for g in range(4)] == [("PIX", [f"NIC{g}"]) for g in range(4)]
+    assert t.cpu_affinity == ("6,14,22,30", "4,12,20,28", "7,15,23,31", "5,13,21,29")
+    assert t.numa_affinity == ("3", "1", "7", "5")
+
+
+def test_topo_pcie_workstations():
+    five = topo.parse(text("topo_5gpu_workstation_sys_node_phb.txt"))
+    assert five.pair_counts() == {"NV": 0, "PIX": 0, "PXB": 0, "PHB": 2, "NODE": 4, "SYS": 4}
+    assert five.socket_groups() == [[0], [1, 2, 3, 4]]
+    assert five.numa_affinity == ("1", "0", "0", "0", "0") and five.nics == ()
+    assert topo.parse(text("topo_4gpu_workstation_phb.txt")).pair_counts()["PHB"] == 6
+    two = topo.parse(text("topo_2x_rtx5090_phb.txt"))
+    assert two.pair_counts()["PHB"] == 1 and two.cpu_affinity == ("0-63", "0-63")
+
+
+def test_topo_indented_copy_with_wrapped_legend():
+    t = topo.parse(text("topo_2gpu_node_indented.txt"))
+    assert t.pair_counts()["NODE"] == 1 and t.numa_affinity == ("0", "0")
+
+
+def test_topo_clipped_header_nic_rows_and_legend():
+    t = topo.parse(text("topo_h800_nv8_nic_legend_clipped.txt"))
+    assert t.nics == ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3") and t.nv_counts() == [8]
+    assert t.nearest_nics(1) == ("PIX", ["mlx5_0"]) and t.nearest_nics(7) == ("PIX", ["mlx5_2", "mlx5_3"])
+    assert t.nearest_nics(0) == ("NODE", ["mlx5_0", "mlx5_1"])
+
+
+def test_topo_tabs_and_spaces_read_the_same():
+    tabbed = text("topo_dgx_a100_nic_legend.txt")
+    spaced = "\n".join("    ".join(c.strip() or "" for c in line.split("\t")) for line in tabbed.splitlines())
+    assert topo.parse(spaced).to_json() == topo.parse(tabbed).to_json()
+
+
+@pytest.mark.parametrize("damaged, message", [
+    (lambda: cut("topo_dgx_a100_nic_legend.txt", 5), r"line 6: expected row GPU4 \(the header lists 8 GPUs\), got end of input"),
+    (lambda: cut("topo_2x_rtx5090_phb.txt", 2) + "GPU1\tPH", r"line 3: expected 2 connection columns after GPU1"),
+    (lambda: swap("topo_4gpu_workstation_phb.txt", 3, 4), r"line 3: expected row GPU1 .*got 'GPU2'"),
+    (lambda: replace_line("topo_4gpu_workstation_phb.txt", 1, "        GPU1    GPU0    GPU2    GPU3    CPU Affinity"),
+     r"line 1: expected the header of nvidia-smi topo -m starting with GPU0"),
+    (lambda: text("topo_dgx_a100_nic_legend.txt").replace("NV12\tNV12\t X ", "NV12\tNV1Z\t X ", 1),
+     r"line 4: expected a connection \(X, NV#, PIX, PXB, PHB, NODE or SYS\) in row GPU2, column GPU1, got 'NV1Z'"),
+    (lambda: replace_line("topo_5gpu_workstation_sys_node_phb.txt", 3,
+                          "GPU1    PHB      X      PHB     NODE    NODE    0-7,16-23       0               N/A"),
+     r"line 3: expected GPU1-GPU0 to match GPU0-GPU1 \(SYS\)"),
+    (lambda: text("topo_dgx_a100_nic_legend.txt").replace("  NIC3: mlx5_3", "  NIC3 mlx5_3"),
+     r"line 36: expected a NIC legend line such as 'NIC0: mlx5_0', got 'NIC3 mlx5_3'"),
+    (lambda: text("topo_2x_rtx5090_phb.txt").replace("GPU1\tPHB\t X ", "GPU1\tPHB\tPHB"),
+     r"line 3: expected X where row GPU1 meets column GPU1"),
+    (lambda: "Legend:\n  X = Self\n", r"line 1: expected the header of nvidia-smi topo -m"),
+])
+def test_topo_damaged_copies_name_the_line(damaged, message):
+    with pytest.raises(ValueError, match=message):
+        topo.parse(damaged())
+
+
+# ---------------------------------------------------------------- NCCL_DEBUG=INFO
+
+def test_nccl_socket_fallback():
+    log = nccl_log.parse(text("nccl_socket_fallback_gcp.log"))
+    assert log.nccl_version == "2.19.3+cuda12.3" and log.nranks == 1
+    assert log.transports == ("NET/Socket",) and log.network == "Socket"
+    assert log.socket_fallback and log.ib_missing and log.ib_devices == ()
+
+
+def test_nccl_channels_p2p_ipc_and_socket():
+    log = nccl_log.parse(text("nccl_socket_p2p_ipc_channels.log"))
+    assert dict(log.channel_transports) == {"P2P/IPC": 14, "NET/Socket": 2}
+    assert log.transports == ("NET/Socket", "P2P") and log.socket_fallback and log.nccl_version is None
+
+
+def test_nccl_roce_ib_without_gdr():
+    log = nccl_log.parse(text("nccl_ib_roce_gdr_disabled.log"))
+    assert log.nranks == 16 and log.network == "IB" and log.transports == ("NET/IB",)
+    assert log.ib_devices == ("mlx5_0:1", "mlx5_1:1") and log.ib_link_layers == ("RoCE",)
+    assert log.gdr is False and log.gdr_disabled_hcas == ("mlx5_0", "mlx5_1") and not log.socket_fallback
+
+
+def test_nccl_nvls_sharp_without_prefixes():
+    log = nccl_log.parse(text("nccl_nvls_ib_sharp.log"))
+    assert log.nccl_version == "2.24.3+cuda12.2" and log.nranks == 8
+    assert log.transports == ("CollNet", "NET/IB", "NVLS") and log.nvls_available and log.collnet_plugin
+    assert len(log.ib_devices) == 8 and log.ib_link_layers == ("IB",) and log.network == "IBext_v8"
+
+
+def test_nccl_p2p_cumem_ofi_rings_trees():
+    assert dict(nccl_log.parse(text("nccl_p2p_cumem_channels.log")).channel_transports) == {"P2P/CUMEM": 11}
+    ofi = nccl_log.parse(text("nccl_ofi_aws_efa.log"))
+    assert ofi.transports == ("NET/OFI",) and ofi.ofi_provider == "tcp;ofi_rxm" and ofi.nccl_version == "2.4.6+cuda10.0"
+    rt = nccl_log.parse(text("nccl_rings_trees_p2p_direct.log"))
+    assert (rt.nranks, rt.nnodes, rt.rings, rt.trees) == (2, 1, 2, 2)
+    assert dict(rt.channel_transports) == {"P2P/direct pointer": 1}
+
+
+def test_nccl_gdr_and_pxn_channel_forms():
+    lines = ("h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>\n"
+             "h:1:2 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+             "h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 9[1] [send] via NET/IB/1(1)/GDRDMA\n"
+             "h:1:2 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    log = nccl_log.parse(lines)
+    assert log.gdr is True and log.pxn and log.transports == ("NET/IB", "SHM")
+    assert dict(log.channel_transports) == {"NET/IB/GDRDMA": 2, "SHM/direct": 1}
+
+
+def test_nccl_reordered_lines_read_the_same():
+    # lines of many ranks interleave in any order in a real log, so order carries no meaning
+    name = "nccl_socket_p2p_ipc_channels.log"
+    rows = text(name).splitlines()
+    assert nccl_log.parse("\n".join(reversed(rows))) == nccl_log.parse(text(name))
+
+
+@pytest.mark.parametrize("damaged, message", [
+    (lambda: text("nccl_socket_fallback_gcp.log").replace("NCCL version 2.19.3", "NCCL version two"),
+     r"line 5: expected an NCCL version such as 2.19.3\+cuda12.3, got 'two\+cuda12.3'"),
+    (lambda: text("nccl_socket_p2p_ipc_channels.log")[:text("nccl_socket_p2p_ipc_channels.log").index("NET/Socket/3") + 7],
+     r"line 8: expected a channel .* with a known transport .*got 'NET/Soc'"),
+    (lambda: cut("nccl_socket_p2p_ipc_channels.log", 15) + "<cluster_name>:924:1152 [5] NCCL INFO Channel 00/0 : 13[5] -> 12[4] vi",
+     r"line 16: expected 'via TRANSPORT' after the channel's ranks"),
+    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("nranks 16", "nranks sixteen"),
+     r"line 4: expected a whole number of ranks after 'nranks', got 'sixteen'"),
+    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "mlx5_0"),
+     r"line 1: expected IB devices such as '\[0\]mlx5_0:1/IB'"),
+    (lambda: text("nccl_nvls_ib_sharp.log").replace("Using network IBext_v8", "Using network Carrier pigeon"),
+     r"line 16: expected a network name .*got 'Carrier pigeon'"),
+    (lambda: "just some text\nwithout NCCL\n", r"line 1: expected an NCCL_DEBUG=INFO log"),
+])
+def test_nccl_damaged_copies_name_the_line(damaged, message):
+    with pytest.raises(ValueError, match=message):
+        nccl_log.parse(damaged())
+
+
+# ---------------------------------------------------------------- ibstat / ibv_devinfo / ibstatus
+
+def test_ibstat_ports():
+    ndr = ibstat.parse(text("ibstat_cx7_ndr.txt"))
+    assert ndr.tool == "ibstat" and [p.to_json() for p in ndr.ports] == [
+        {"ca": "mlx5_5", "port": 1, "rate_gbps": 400.0, "link_layer": "InfiniBand", "state": "Active"}]
+    two = ibstat.parse(text("ibstat_mlx4_two_ports_down.txt"))
+    assert [(p.port, p.state, p.rate_gbps) for p in two.ports] == [(1, "Down", 10.0), (2, "Active", 56.0)]
+    assert ibstat.parse(text("ibstat_mlx4_fdr.txt")).ports[0].rate_gbps == 56.0
+
+
+def test_ibv_devinfo_and_ibstatus_ports():
+    dev = ibstat.parse(text("ibv_devinfo_roce_down.txt"))
+    assert dev.tool == "ibv_devinfo" and dev.ports[0].to_json() == {
+        "ca": "mlx5_12", "port": 1, "rate_gbps": None, "link_layer": "Ethernet", "state": "Down"}
+    st = ibstat.parse(text("ibstatus_roce_bond.txt"))
+    assert st.tool == "ibstatus" and [p.ca for p in st.ports] == ["mlx5_bond_0", "mlx5_bond_1", "mlx5_bond_2"]
+    assert {(p.rate_gbps, p.link_layer, p.state) for p in st.ports} == {(200.0, "Ethernet", "Active")}
+
+
+def test_ibv_devinfo_verbose_rate_is_width_times_speed():
+    verbose = text("ibv_devinfo_roce_down.txt").replace(
+        "                        link_layer:             Ethernet",
+        "                        active_width:           4X (2)\n"
+        "                        active_speed:           25.0 Gbps (32)\n"
+        "                        link_layer:             Ethernet")
+    assert ibstat.parse(verbose).ports[0].rate_gbps == 100.0
+
+
+@pytest.mark.parametrize("damaged, message", [
+    (lambda: text("ibstat_cx7_ndr.txt").replace("Rate: 400", "Rate: fast"), r"line 11: expected a rate in Gb/s"),
+    (lambda: text("ibstat_mlx4_fdr.txt").replace("Link layer: InfiniBand", "Link layer: Infini"),
+     r"line 17: expected a link layer \(InfiniBand or Ethernet\), got 'Infini'"),
+    (lambda: cut("ibstat_mlx4_two_ports_down.txt", 18), r"line 19: expected a state line for port 2 of mlx4_0, got end of input"),
+    (lambda: text("ibstat_cx7_ndr.txt").replace("State: Active", "State: Actve"), r"line 9: expected a port state"),
+    (lambda: "\n".join(text("ibstat_cx7_ndr.txt").splitlines()[1:]), r"line 1: expected ibstat's \"CA 'mlx5_0'\""),
+    (lambda: text("ibstatus_roce_bond.txt").replace("state:           4: ACTIVE", "state           4: ACTIVE", 1),
+     r"line 5: expected a 'key: value' line"),
+])
+def test_ibstat_damaged_copies_name_the_line(damaged, message):
+    with pytest.raises(ValueError, match=message):
+        ibstat.parse(damaged())
+
+
+# ---------------------------------------------------------------- nvidia-smi nvlink -s
+
+def test_nvlink_inactive_links():
+    s = nvlink.parse(text("nvlink_v100_inactive.txt"))
+    (g,) = s.gpus
+    assert (g.index, g.name, g.active, g.inactive) == (3, "Tesla V100-SXM2-32GB", 4, [3, 5])
+    assert s.links_per_gpu == 6 and s.gb_s_per_link == 25.781
+
+
+def test_nvlink_all_active_and_elided_gpus():
+    a100 = nvlink.parse(text("nvlink_a100_12_links.txt"))
+    assert a100.to_json()["gpus"] == 2 and a100.links_per_gpu == 12 and a100.gb_s_per_link == 25.0
+    h800 = nvlink.parse(text("nvlink_h800_8_links.txt"))
+    assert [g.index for g in h800.gpus] == [0, 1, 7] and h800.gb_s_per_link == 26.562
+    assert all(g.active == 8 for g in h800.gpus)
+
+
+@pytest.mark.parametrize("damaged, message", [
+    (lambda: swap("nvlink_v100_inactive.txt", 3, 4), r"line 3: expected Link 1 of GPU 3 \(links are listed in order\)"),
+    (lambda: text("nvlink_v100_inactive.txt").replace("Link 5: <inactive>", "Link 5: <inact"),
+     r"line 7: expected a link rate such as '26.562 GB/s' or '<inactive>', got '<inact'"),
+    (lambda: cut("nvlink_a100_12_links.txt", 14), r"line 15: expected 'Link 0: ...' under GPU 1, got end of input"),
+    (lambda: "\n".join(text("nvlink_a100_12_links.txt").splitlines()[13:] + text("nvlink_a100_12_links.txt").splitlines()[:13]),
+     r"line 14: expected a GPU after GPU 1"),
+    (lambda: "\n".join(text("nvlink_v100_inactive.txt").splitlines()[1:]), r"line 1: expected a 'GPU n: ...' line before its links"),
+])
+def test_nvlink_damaged_copies_name_the_line(damaged, message):
+    with pytest.raises(ValueError, match=message):
+        nvlink.parse(damaged())
+
+
+# ---------------------------------------------------------------- nvidia-smi -q, PCIe part
+
+def test_smi_pcie():
+    (g,) = smi_pcie.parse(text("smi_q_pcie_h800.txt")).gpus
+    assert (g.bus_id, g.name, g.gen_current, g.gen_max, g.width_current, g.width_max) == (
+        "00000000:18:00.0", "NVIDIA H800", 5, 5, 16, 16)
+    assert not g.trained_down
+    idle = text("smi_q_pcie_h800.txt").replace("Current                   : 5", "Current                   : 1")
+    assert smi_pcie.parse(idle).gpus[0].trained_down
+
+
+@pytest.mark.parametrize("damaged, message", [
+    (lambda: text("smi_q_pcie_h800.txt").replace("Current                   : 16x", "Current                   : five"),
+     r"line 28: expected a link width such as '16x', got 'five'"),
+    (lambda: cut("smi_q_pcie_h800.txt", 26), r"line 27: expected the GPU Link Info .* \(missing width_current, width_max\)"),
+])
+def test_smi_pcie_damaged_copies_name_the_line(damaged, message):
+    with pytest.raises(ValueError, match=message):
+        smi_pcie.parse(damaged())
+
+
+def test_results_are_json_ready():
+    for name in d.sample_names():
+        _, result = d.parse(text(name))
+        json.dumps(result.to_json())
