@@ -62,7 +62,7 @@ _EXTRA_COMMANDS: list = []
 def _load_extra_commands():
     import importlib
     _EXTRA_COMMANDS.clear()  # main() may run more than once in one process (tests, notebooks)
-    for name in ("course_lib.cli_predict", "course_lib.cli_plan", "course_lib.export", "course_lib.instructor"):
+    for name in ("course_lib.cli_predict", "course_lib.cli_plan", "course_lib.export", "course_lib.instructor", "course_lib.cli_inspect"):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:

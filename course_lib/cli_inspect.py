@@ -1,0 +1,81 @@
+"""``python -m course_lib inspect FILE...``: read nvidia-smi, ibstat and NCCL outputs, print findings.
+
+Each file's kind is detected (``nvidia-smi topo -m``, ``nvidia-smi nvlink -s``, ``nvidia-smi -q``,
+``ibstat``/``ibv_devinfo``/``ibstatus``, ``NCCL_DEBUG=INFO``); the findings say what the output
+means and why. For a topology matrix it also predicts the all-reduce busbw on the closest
+catalog system. ``--json`` prints a list with one object per file. ``--sample NAME`` reads a
+shipped sample (``--list-samples`` names them).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import diagnostics
+from .diagnostics import findings as _findings
+from .diagnostics import system as _system
+
+
+def inspect_text(text: str, label: str = "<text>") -> dict:
+    """Detect, parse and explain one output: ``{"file", "kind", <kind's keys>, "findings", ...}``."""
+    try:
+        kind, result = diagnostics.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"{label}: {exc}") from None
+    out = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
+    if kind == "topo":
+        out["predicted_all_reduce"] = _system.predicted_busbw(result)
+    return out
+
+
+def _read(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        return p.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+
+
+def format_report(obj: dict) -> str:
+    """One file's findings as indented text."""
+    lines = [f"{obj['file']}: {obj['kind']}"]
+    lines += [f"  - {f}" for f in obj["findings"]]
+    pred = obj.get("predicted_all_reduce")
+    if pred:
+        lines.append(f"  - predicted all-reduce busbw for a 1 GiB message on {pred['gpus']} GPUs: "
+                     f"{pred['busbw_gb_s']:g} GB/s ({pred['algorithm']}; {pred['reason']})")
+        lines += [f"    note: {n}" for n in pred["notes"]]
+    elif obj["kind"] == "topo":
+        lines.append("  - no catalog system is close enough to predict this machine")
+    return "\n".join(lines)
+
+
+def _run(args) -> int:
+    if args.list_samples:
+        for name, row in diagnostics.sample_sources().items():
+            print(f"{name:<42} {row['kind']:<14} {row['url']}")
+        return 0
+    items = [(p, None) for p in args.files] + [(f"sample:{s}", s) for s in args.sample]
+    if not items:
+        raise ValueError("give at least one FILE (or --sample NAME; --list-samples names them)")
+    reports = []
+    for label, sample in items:
+        text = diagnostics.sample_text(sample) if sample else _read(label)
+        reports.append(inspect_text(text, label))
+    if args.json:
+        print(json.dumps(reports, indent=2))
+    else:
+        print("\n\n".join(format_report(r) for r in reports))
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("inspect", help="read nvidia-smi / ibstat / NCCL_DEBUG outputs and explain them")
+    p.add_argument("files", nargs="*", metavar="FILE", help="saved output of nvidia-smi topo -m, nvlink -s, -q, "
+                                                              "ibstat, ibv_devinfo, ibstatus or an NCCL_DEBUG=INFO log")
+    p.add_argument("--sample", action="append", default=[], metavar="NAME", help="read a shipped sample instead")
+    p.add_argument("--list-samples", action="store_true", help="list the shipped samples and their sources")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
+    p.set_defaults(func=_run)

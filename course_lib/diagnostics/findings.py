@@ -1,0 +1,224 @@
+"""Findings with their reasons, for each kind of parsed output: what a practitioner concludes from it.
+
+Bandwidths are GB/s (1e9 bytes/s) per direction unless a sentence says bidirectional;
+link rates come from the hardware catalog, never typed here.
+"""
+from __future__ import annotations
+
+from .. import hardware, units
+from .ibstat import IbStatus
+from .nccl_log import NcclLog
+from .nvlink import NvlinkStatus
+from .smi_pcie import SmiPcie
+from .topo import PCIE_PATHS, TopoMatrix
+
+_PATH_MEANING = {
+    "PIX": "share one PCIe switch: P2P stays below the CPU",
+    "PXB": "sit behind several PCIe switches: P2P stays below the CPU",
+    "PHB": "meet at a CPU's PCIe host bridge: P2P goes up through the CPU",
+    "NODE": "sit under different host bridges of one CPU: P2P crosses inside the socket",
+    "SYS": "sit on different CPU sockets: P2P crosses the socket link (QPI/UPI/Infinity Fabric)",
+}
+
+
+def _gb(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / units.GB:.3g} GB/s"
+
+
+def _ranges(indices: list[int]) -> str:
+    """[0, 1, 2, 3, 5] -> 'GPU0-3, GPU5'."""
+    out, start = [], None
+    for k, i in enumerate(indices):
+        if start is None:
+            start = i
+        if k + 1 == len(indices) or indices[k + 1] != i + 1:
+            out.append(f"GPU{start}" if start == i else f"GPU{start}-{i}")
+            start = None
+    return ", ".join(out)
+
+
+def topo_findings(t: TopoMatrix) -> list[str]:
+    """Findings for ``nvidia-smi topo -m``: NVLink, socket crossings, NIC placement, NUMA."""
+    n, pairs, counts = len(t.gpus), t.pairs(), t.pair_counts()
+    out = [f"{n} GPU(s), {len(t.nics)} NIC(s); GPU pairs by path: "
+           + ", ".join(f"{k} {v}" for k, v in counts.items() if v)]
+    nv = t.nv_counts()
+    if pairs and counts["NV"] == len(pairs):
+        kinds = "/".join(f"NV{k}" for k in nv)
+        out.append(f"every GPU pair is {kinds} (bonded NVLinks): an NVSwitch or a full NVLink mesh, so "
+                   f"tensor-parallel groups may take any GPUs of the node")
+    elif counts["NV"]:
+        first = next((i, j) for i, j, c in pairs if t.pair_class(c) == "NV")
+        out.append(f"{counts['NV']} of {len(pairs)} GPU pairs have NVLink (e.g. GPU{first[0]}-GPU{first[1]} is "
+                   f"{t.gpu_links[first[0]][first[1]]}); the others go over PCIe: put tensor-parallel groups on "
+                   f"NVLink-connected GPUs")
+    groups = t.socket_groups()
+    sys_pairs = [(i, j) for i, j, c in pairs if c == "SYS"]
+    if sys_pairs:
+        i, j = sys_pairs[0]
+        if len(groups) > 1 and any(len(g) > 1 for g in groups):
+            out.append(f"GPU{i}-GPU{j} is SYS ({len(sys_pairs)} such pairs): P2P crosses the CPU socket link; "
+                       f"keep TP groups within {' and '.join(_ranges(g) for g in groups)}")
+        else:
+            out.append(f"GPU{i}-GPU{j} is SYS, and so is every pair: no two GPUs share a socket-local path, "
+                       f"so every GPU-to-GPU transfer crosses the CPU socket link")
+    for path in PCIE_PATHS[:-1]:
+        hit = [(i, j) for i, j, c in pairs if c == path]
+        if hit:
+            i, j = hit[0]
+            out.append(f"GPU{i}-GPU{j} is {path} ({len(hit)} such pair{'s' if len(hit) > 1 else ''}): "
+                       f"those GPUs {_PATH_MEANING[path]}")
+    if t.nics:
+        close = []
+        for k, nic in enumerate(t.nics):
+            col = [t.gpu_nic[g][k] for g in range(n)]
+            best = min(col, key=PCIE_PATHS.index)
+            if best in ("PIX", "PXB"):
+                near = [g for g in range(n) if col[g] == best]
+                close.append(f"{nic} ({_ranges(near)}, {best})")
+            else:
+                out.append(f"{nic} shares no PCIe switch with any GPU (closest: {best}): GPUDirect RDMA to it "
+                           f"goes through the CPU; keep it for storage or management, or expect lower bandwidth")
+        if close:
+            out.append("NICs behind a PCIe switch shared with GPUs (pair them as rails): " + "; ".join(close))
+        for g in range(n):
+            best, nics = t.nearest_nics(g)
+            if best not in ("PIX", "PXB"):
+                out.append(f"GPU{g} has no NIC behind its PCIe switch (closest: {', '.join(nics)} at {best}): its "
+                           f"network traffic crosses the host bridge, or NCCL routes it through a peer GPU (PXN)")
+    numa = {}
+    for g, node in enumerate(t.numa_affinity):
+        if node not in (None, "N/A"):
+            numa.setdefault(node, []).append(g)
+    if len(numa) > 1:
+        parts = [f"{_ranges(gs)} on node {node}" for node, gs in numa.items()]
+        out.append("NUMA: " + "; ".join(parts) + ": bind each rank's CPU threads and memory to its GPU's node "
+                   "(the CPU Affinity column lists the cores)")
+    return out
+
+
+def nccl_findings(log: NcclLog) -> list[str]:
+    """Findings for an NCCL_DEBUG=INFO log: which transports carried the data, and what that costs."""
+    out = []
+    head = [f"NCCL {log.nccl_version}" if log.nccl_version else "NCCL version not in this log"]
+    if log.nranks:
+        head.append(f"{log.nranks} rank(s)" + (f" on {log.nnodes} node(s)" if log.nnodes else ""))
+    out.append(", ".join(head) + "; transports: " + (", ".join(log.transports) or "none named"))
+    if log.socket_fallback:
+        eth100 = hardware.network("eth-100g").per_direction
+        why = "the log says 'NET/IB : No device found'" if log.ib_missing else "no IB or libfabric transport is named"
+        out.append(f"NCCL used NET/Socket: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
+                   f"at most the Ethernet line rate, about {_gb(eth100)} per direction for a 100 Gb/s port and "
+                   f"usually less, against about {_gb(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
+                   f"port; install the RDMA stack or the cloud's NCCL net plugin")
+    if "NET/IB" in log.transports:
+        layers = "/".join(log.ib_link_layers) or "link layer not shown"
+        devs = ", ".join(log.ib_devices) or "devices not listed"
+        out.append(f"NCCL used NET/IB ({layers}) on {len(log.ib_devices)} port(s): {devs}")
+    if log.gdr is False:
+        out.append(f"GPUDirect RDMA is disabled for {', '.join(log.gdr_disabled_hcas)}: NIC traffic is staged "
+                   f"through host memory; load nvidia_peermem (or use a DMA-BUF capable driver) and keep PCIe ACS "
+                   f"off outside virtual machines")
+    elif log.gdr:
+        out.append("GPUDirect RDMA is in use: the NICs read and write GPU memory directly (GDRDMA)")
+    if log.ofi_provider is not None:
+        if "efa" in log.ofi_provider:
+            out.append(f"NCCL used the libfabric plugin (NET/OFI) on EFA, provider {log.ofi_provider}")
+        else:
+            out.append(f"NCCL used the libfabric plugin (NET/OFI) with provider {log.ofi_provider}: that is TCP, "
+                       f"not EFA RDMA; check that the EFA devices are visible (fi_info -p efa)")
+    meaning = {"P2P/IPC": "GPU to GPU directly between processes (NVLink or PCIe P2P)",
+               "P2P/CUMEM": "GPU to GPU directly, memory shared through CUDA's cuMem API",
+               "P2P/direct pointer": "GPU to GPU directly, one process driving several GPUs",
+               "SHM": "through host shared memory: P2P is off or impossible between these GPUs "
+                      "(different sockets, ACS/IOMMU, or NCCL_P2P_DISABLE)"}
+    for detail, count in log.channel_transports:
+        key = "SHM" if detail.startswith("SHM") else detail
+        if key in meaning:
+            out.append(f"{count} channel connection(s) via {detail}: {meaning[key]}")
+    if log.nvls_available:
+        out.append("NVLS is available: the NVSwitch reduces data in the switch (NVLink SHARP), so all-reduce busbw "
+                   "can exceed the per-GPU link rate")
+    if log.collnet_plugin:
+        out.append("a CollNet plugin (SHARP) is loaded: reductions can run in the InfiniBand switches")
+    if log.rings or log.trees:
+        out.append(f"{log.rings} ring channel(s) and {log.trees} tree channel(s) appear in the log")
+    if log.pxn:
+        out.append("PXN: some network sends leave through a peer GPU's NIC (the proxy rank in parentheses)")
+    if log.warnings:
+        out.append(f"{len(log.warnings)} NCCL WARN line(s); the first: {log.warnings[0]}")
+    return out
+
+
+def _port_name(rate_gbps: float, link_layer: str | None) -> str:
+    family = "ethernet" if link_layer == "Ethernet" else "infiniband"
+    for net_id in hardware.network_ids():
+        link = hardware.network(net_id)
+        if link.family == family and abs(units.bytes_to_bits(link.per_direction) / 1e9 - rate_gbps) < 1e-6:
+            return f" ({link.name})"
+    return ""
+
+
+def ibstat_findings(s: IbStatus) -> list[str]:
+    """Findings for ibstat / ibv_devinfo / ibstatus: each port's state, rate and link layer."""
+    out = []
+    for p in s.ports:
+        where = f"{p.ca} port {p.port}"
+        layer = p.link_layer or "link layer not shown"
+        if p.rate_gbps is None:
+            rate = "rate not printed (ibv_devinfo -v prints width and speed)"
+        else:
+            per = units.gbit_to_gbyte(p.rate_gbps) * units.GB
+            rate = f"{p.rate_gbps:g} Gb/s = {_gb(per)} per direction{_port_name(p.rate_gbps, p.link_layer)}"
+        line = f"{where}: {p.state}, {layer}, {rate}"
+        if p.state != "Active":
+            line += "; NCCL cannot use a port that is not Active: check the cable, the switch port and the subnet manager"
+        if p.link_layer == "Ethernet":
+            line += "; Ethernet link layer means RoCE: NCCL reaches it through NET/IB, with NCCL_IB_GID_INDEX for RoCE v2"
+        out.append(line)
+    return out
+
+
+def nvlink_findings(s: NvlinkStatus) -> list[str]:
+    """Findings for nvidia-smi nvlink -s: inactive links and what the active ones add up to."""
+    out = []
+    rate = s.gb_s_per_link
+    for g in s.gpus:
+        if g.inactive:
+            active_bw = sum(r for r in g.links if r is not None)
+            out.append(f"GPU{g.index} has {g.active} of {len(g.links)} NVLinks active (inactive: "
+                       f"{', '.join(f'link {k}' for k in g.inactive)}): {active_bw:.4g} GB/s per direction instead "
+                       f"of {len(g.links) * (rate or 0):.4g}; a link that does not train points to the GPU board, "
+                       f"the NVSwitch tray or its connector (see nvidia-smi nvlink -e)")
+    full = [g for g in s.gpus if not g.inactive]
+    if full and rate is not None:
+        links = len(full[0].links)
+        per_gpu = links * rate
+        out.append(f"{len(full)} GPU(s) listed with all {links} NVLinks active at {rate:g} GB/s per direction per "
+                   f"link: {per_gpu:.4g} GB/s per direction per GPU ({2 * per_gpu:.4g} GB/s bidirectional)")
+    return out
+
+
+def pcie_findings(s: SmiPcie) -> list[str]:
+    """Findings for the PCIe part of nvidia-smi -q: the link now against its maximum."""
+    out = []
+    for g in s.gpus:
+        best = hardware.pcie_link(g.gen_max, g.width_max)
+        line = (f"{g.bus_id} ({g.name or 'GPU'}): PCIe Gen{g.gen_current} x{g.width_current} now, at most "
+                f"Gen{g.gen_max} x{g.width_max} = {_gb(best.per_direction)} per direction")
+        if g.trained_down:
+            line += ("; the link reads below its maximum: GPUs lower it when idle to save power, so read it again "
+                     "under load; if it stays low, suspect the slot, a riser or the BIOS setting")
+        out.append(line)
+    return out
+
+
+FINDERS = {"topo": topo_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,
+           "nvlink_status": nvlink_findings, "smi_pcie": pcie_findings}
+
+
+def findings(kind: str, result) -> list[str]:
+    """The findings for one parsed output of ``kind`` (see ``diagnostics.KINDS``)."""
+    if kind not in FINDERS:
+        raise ValueError(f"kind must be one of {', '.join(FINDERS)}, got {kind!r}")
+    return FINDERS[kind](result)

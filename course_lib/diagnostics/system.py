@@ -1,0 +1,71 @@
+"""The catalog system closest to a ``nvidia-smi topo -m`` matrix, and its predicted all-reduce busbw.
+
+A topology matrix shows paths, not link rates, so the closest catalog system lends what the
+matrix cannot say (GPU model, NVLink generation, NICs). Its NVLink count is set to what the
+matrix shows: behind an NVSwitch every pair shows all of a GPU's links (NV12 on A100, NV18 on
+H100); in a full mesh each pair shows its share, so a GPU has NV# x (GPUs - 1) links. No GPU
+has more than 18 NVLinks, which tells the two apart.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .. import costmodel, hardware, units
+from .topo import TopoMatrix
+
+MAX_NVLINKS_PER_GPU = max(row["links_per_gpu"] for row in hardware.nvlink_generations())
+BUSBW_MESSAGE_BYTES = 2**30  # 1 GiB, the large-message end of an nccl-tests sweep
+
+
+def closest_system(t: TopoMatrix) -> tuple[hardware.System, int, str] | None:
+    """``(system, gpus_per_node, reason)`` for the matrix, or None where no catalog system fits."""
+    n, counts, nv = len(t.gpus), t.pair_counts(), t.nv_counts()
+    pairs = len(t.pairs())
+    if pairs and counts["NV"] == pairs and len(nv) == 1:
+        k = nv[0]
+        links = k * (n - 1) if k * (n - 1) <= MAX_NVLINKS_PER_GPU else k
+        shape = "a full NVLink mesh" if links != k or n == 2 else "an NVSwitch"
+        base = hardware.system("dgx-h100" if links > 12 else "dgx-a100")
+        gen = base.raw["nvlink_generation"]
+        if n > base.gpus_per_node or links > hardware.nvlink_generations()[gen - 1]["links_per_gpu"]:
+            return None
+        system, changes = base, []
+        if links != base.raw["nvlink_links_per_gpu"]:
+            system = dataclasses.replace(system, id=f"{system.id}-nvlink-x{links}", gpu_link=hardware.nvlink(gen, links))
+            changes.append(f"{links} NVLinks per GPU")
+        if shape != "an NVSwitch":  # a mesh has no switch to reduce in
+            system = dataclasses.replace(system, id=f"{system.id}-mesh", interconnect="nvlink-mesh",
+                                         topology="full-mesh", nvswitch_generation=None)
+            changes.append("no NVSwitch")
+        reason = (f"every pair NV{k}: read as {shape} with {links} NVLinks per GPU; closest catalog system "
+                  f"{base.id} (NVLink {gen})" + (f", changed to {' and '.join(changes)}" if changes else ""))
+        return system, n, reason
+    if counts["NV"]:
+        base = hardware.system("dgx-1-v100")
+        if n > base.gpus_per_node:
+            return None
+        return base, n, "some pairs NVLink, others PCIe: closest catalog system dgx-1-v100 (hybrid cube-mesh)"
+    if n <= 2 and not counts["SYS"]:
+        base = hardware.system("consumer-4090-pcie")
+        return base, n, "PCIe only, one socket, two GPUs: closest catalog system consumer-4090-pcie"
+    base = hardware.system("pcie-8gpu")
+    if n > base.gpus_per_node:
+        return None
+    sockets = len(t.socket_groups())
+    system = base if sockets == base.cpu_sockets else dataclasses.replace(
+        base, id=f"{base.id}-{sockets}-socket", cpu_sockets=sockets)
+    return system, n, (f"PCIe only, GPUs on {sockets} CPU socket(s): closest catalog system pcie-8gpu"
+                       + ("" if system is base else f", changed to {sockets} socket(s)"))
+
+
+def predicted_busbw(t: TopoMatrix) -> dict | None:
+    """Predicted all-reduce busbw (GB/s) for a 1 GiB message on the closest system, with how it was chosen."""
+    found = closest_system(t)
+    if found is None:
+        return None
+    system, g, reason = found
+    pred = costmodel.predict("all_reduce", BUSBW_MESSAGE_BYTES, system, gpus_per_node=g)
+    return {"system": system.id, "gpus": g, "reason": reason, "message_bytes": BUSBW_MESSAGE_BYTES,
+            "algorithm": str(pred.algorithms[0]), "busbw_gb_s": round(float(pred.busbw[0]) / units.GB, 1),
+            "gpu_link_gb_s_per_direction": round(system.gpu_link.per_direction / units.GB, 1),
+            "notes": list(pred.notes)}

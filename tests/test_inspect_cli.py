@@ -1,0 +1,137 @@
+"""python -m course_lib inspect: findings with reasons, --json per file, one error line for bad files."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_lib import __main__ as cli
+from course_lib import costmodel, diagnostics, units
+from course_lib.diagnostics import system as dsystem
+from course_lib.diagnostics import topo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_commands():
+    cli._EXTRA_COMMANDS.clear()
+    yield
+    cli._EXTRA_COMMANDS.clear()
+
+
+def run_json(capsys, *names):
+    args = ["inspect", "--json"]
+    for n in names:
+        args += ["--sample", n]
+    assert cli.main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+KEYS = {"topo": {"gpus", "nics", "gpu_pairs", "nv_counts"},
+        "nccl_debug": {"nccl_version", "nranks", "transports", "ib_devices", "socket_fallback"},
+        "ibstat": {"ports"},
+        "nvlink_status": {"gpus", "links_per_gpu", "gb_s_per_link"},
+        "smi_pcie": {"gpus"}}
+
+
+def test_every_sample_inspects_with_the_issue_keys(capsys):
+    names = diagnostics.sample_names()
+    reports = run_json(capsys, *names)
+    assert [r["file"] for r in reports] == [f"sample:{n}" for n in names]
+    for name, r in zip(names, reports):
+        assert r["kind"] == diagnostics.sample_sources()[name]["kind"]
+        assert KEYS[r["kind"]] <= set(r), name
+        assert r["findings"], name
+        if r["kind"] == "ibstat":
+            assert all(set(p) == {"ca", "port", "rate_gbps", "link_layer", "state"} for p in r["ports"])
+        if r["kind"] == "topo":
+            assert set(r["gpu_pairs"]) == {"NV", "PIX", "PXB", "PHB", "NODE", "SYS"}
+            assert sum(r["gpu_pairs"].values()) == r["gpus"] * (r["gpus"] - 1) // 2
+
+
+def test_findings_give_reasons(capsys):
+    by = {r["file"].split(":", 1)[1]: r for r in run_json(
+        capsys, "topo_5gpu_workstation_sys_node_phb.txt", "topo_dgx_a100_nic_legend.txt",
+        "nccl_socket_fallback_gcp.log", "nvlink_v100_inactive.txt", "ibstat_mlx4_two_ports_down.txt",
+        "nccl_ofi_aws_efa.log", "nccl_ib_roce_gdr_disabled.log")}
+    joined = {k: "\n".join(v["findings"]) for k, v in by.items()}
+    assert ("GPU0-GPU1 is SYS (4 such pairs): P2P crosses the CPU socket link; keep TP groups within GPU0 and GPU1-4"
+            in joined["topo_5gpu_workstation_sys_node_phb.txt"])
+    assert "mlx5_8 shares no PCIe switch with any GPU (closest: SYS)" in joined["topo_dgx_a100_nic_legend.txt"]
+    assert "mlx5_0 (GPU0-1, PXB)" in joined["topo_dgx_a100_nic_legend.txt"]
+    assert "NCCL used NET/Socket: no IB transport loaded (the log says 'NET/IB : No device found')" in joined[
+        "nccl_socket_fallback_gcp.log"]
+    assert "expect at most the Ethernet line rate, about 12.5 GB/s per direction" in joined["nccl_socket_fallback_gcp.log"]
+    assert "GPU3 has 4 of 6 NVLinks active (inactive: link 3, link 5)" in joined["nvlink_v100_inactive.txt"]
+    assert "mlx4_0 port 1: Down, InfiniBand, 10 Gb/s = 1.25 GB/s per direction; NCCL cannot use" in joined[
+        "ibstat_mlx4_two_ports_down.txt"]
+    assert "provider tcp;ofi_rxm: that is TCP, not EFA RDMA" in joined["nccl_ofi_aws_efa.log"]
+    assert "GPUDirect RDMA is disabled for mlx5_0, mlx5_1" in joined["nccl_ib_roce_gdr_disabled.log"]
+
+
+def test_predicted_busbw_is_the_cost_model_on_the_closest_system(capsys):
+    (r,) = run_json(capsys, "topo_dgx_a100_nic_legend.txt")
+    pred = r["predicted_all_reduce"]
+    assert pred["system"] == "dgx-a100" and pred["gpus"] == 8
+    expected = costmodel.predict("all_reduce", 2**30, "dgx-a100").busbw[0] / units.GB
+    assert pred["busbw_gb_s"] == pytest.approx(expected, abs=0.05)
+
+
+def test_closest_system_reads_nvlink_count_mesh_and_sockets():
+    h800, _, why = dsystem.closest_system(topo.parse(diagnostics.sample_text("topo_h800_nv8_nic_legend_clipped.txt")))
+    assert h800.gpu_link.per_direction == pytest.approx(8 * 25e9) and h800.in_network_reduction is False
+    assert "NVSwitch with 8 NVLinks per GPU" in why
+    mesh, g, why = dsystem.closest_system(topo.parse(diagnostics.sample_text("topo_4x_h100_nv6_nic_rows.txt")))
+    assert g == 4 and mesh.gpu_link.per_direction == pytest.approx(18 * 25e9)
+    assert mesh.nvswitch_generation is None and "full NVLink mesh with 18 NVLinks per GPU" in why
+    one, _, _ = dsystem.closest_system(topo.parse(diagnostics.sample_text("topo_4gpu_workstation_phb.txt")))
+    two, _, _ = dsystem.closest_system(topo.parse(diagnostics.sample_text("topo_5gpu_workstation_sys_node_phb.txt")))
+    assert (one.cpu_sockets, two.cpu_sockets) == (1, 2) and one.gpu_link.family == "pcie"
+
+
+def test_text_report_and_list(capsys):
+    assert cli.main(["inspect", str(diagnostics.sample_path("topo_dgx_a100_nic_legend.txt"))]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(str(diagnostics.sample_path("topo_dgx_a100_nic_legend.txt")) + ": topo\n")
+    assert "predicted all-reduce busbw for a 1 GiB message on 8 GPUs" in out
+    assert cli.main(["inspect", "--list-samples"]) == 0
+    assert "topo_dgx_a100_nic_legend.txt" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tPHB\t0-63\n", r"line 3: expected row GPU1 \(the header lists 2 GPUs\), got end of input"),
+    ("Link 0: 25 GB/s\n", r"line 1: expected a 'GPU n: \.\.\.' line before its links"),
+    ("hello\n", r"line 1: expected the output of nvidia-smi topo -m"),
+    ("", r"line 1: expected the output of nvidia-smi topo -m.*got end of input"),
+])
+def test_bad_files_give_one_error_line(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(content)
+    assert cli.main(["inspect", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {bad}: ")
+    assert re.search(message, err), err
+
+
+def test_missing_binary_and_no_files(tmp_path, capsys):
+    assert cli.main(["inspect", str(tmp_path / "nope.txt")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nope.txt'}: no such file\n"
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\xff\xfe\x00GPU0")
+    assert cli.main(["inspect", str(blob)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {blob}: not a text file")
+    assert cli.main(["inspect"]) == 2
+    assert capsys.readouterr().err.startswith("error: give at least one FILE")
+
+
+def test_command_line_exit_status_and_single_line(tmp_path):
+    damaged = tmp_path / "topo.txt"
+    damaged.write_text(diagnostics.sample_text("topo_2x_rtx5090_phb.txt").replace("PHB\t X", "PH0\t X"))
+    proc = subprocess.run([sys.executable, "-m", "course_lib", "inspect", str(damaged)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: {damaged}: line 3: expected a connection (X, NV#, PIX, PXB, PHB, NODE or SYS) "
+                           f"in row GPU1, column GPU0, got 'PH0'\n")
