@@ -1,0 +1,238 @@
+"""Describe a machine that is not in the catalog in a small TOML file, and load it as a ``hardware.System``.
+
+Example (every bandwidth is per direction; rates of NVLink and PCIe come from the catalog's
+generation tables unless the file overrides the per-link rate)::
+
+    [system]
+    id = "lab-l40s"                     # required
+    name = "4x L40S on PCIe Gen4"       # optional, defaults to id
+    gpu = "a100-pcie"                   # a catalog GPU id (python -m course_lib systems --json)
+    gpus_per_node = 4
+    nodes = 2                           # optional, default 1 (kept in System.raw["nodes"])
+    cpu_sockets = 2                     # optional, default 1
+    p2p = true                          # optional: GPU peer-to-peer over PCIe allowed
+    source = "https://... (where these numbers come from)"
+
+    [gpu_link]
+    kind = "pcie"                       # "pcie" or "nvlink"
+    # for nvlink: generation = 4, links = 18, topology = "nvswitch" | "mesh" | "bridge",
+    #             nvswitch_generation = 3, link_gb_s_per_direction = 14.0625 (optional override)
+
+    [pcie]
+    generation = 4
+    lanes_per_gpu = 16                  # optional, default 16
+    switches = 2                        # optional, default 0
+
+    [network]
+    kind = "eth-100g"                   # a catalog network id, or fabric = "ethernet" + gbit_s = 25
+    count = 2                           # NIC ports per node
+    [[network.nic]]                     # optional: which GPUs each NIC serves
+    name = "mlx5_0"
+    gpus = [0, 1]
+
+Errors name the file, the field and its line: ``lab.toml: field pcie.generation (line 14): ...``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path
+
+from . import hardware, units, validate
+
+_FIELDS = {
+    "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note"},
+    "gpu_link": {"kind", "generation", "links", "topology", "nvswitch_generation", "link_gb_s_per_direction"},
+    "pcie": {"generation", "lanes_per_gpu", "switches"},
+    "network": {"kind", "fabric", "gbit_s", "count", "nic"},
+    "network.nic": {"name", "gpus"},
+}
+_REQUIRED = {"system": ("id", "gpu", "gpus_per_node", "source"), "gpu_link": ("kind",), "pcie": ("generation",),
+             "network": ("count",)}
+_TOPOLOGY = {"nvswitch": ("nvswitch", "nvswitch"), "mesh": ("nvlink-mesh", "full-mesh"),
+             "bridge": ("nvlink-bridge", "bridge")}
+_TABLE = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
+
+
+class _Where:
+    """Line numbers of tables and keys in the file, for error messages (tomllib does not keep them)."""
+
+    def __init__(self, text: str):
+        self.lines: dict[str, int] = {}
+        table, counts = "", {}
+        for no, line in enumerate(text.splitlines(), start=1):
+            m = _TABLE.match(line)
+            if m:
+                table = m.group(1)
+                if line.strip().startswith("[["):
+                    self.lines.setdefault(table, no)
+                    counts[table] = counts.get(table, -1) + 1
+                    table = f"{table}[{counts[table]}]"
+                self.lines.setdefault(table, no)
+                continue
+            k = _KEY.match(line)
+            if k:
+                self.lines.setdefault(f"{table}.{k.group(1)}" if table else k.group(1), no)
+
+    def line(self, field: str) -> int | None:
+        while field:
+            if field in self.lines:
+                return self.lines[field]
+            field = field.rpartition(".")[0]
+        return None
+
+
+def _error(path, where: _Where, field: str, problem: str) -> ValueError:
+    line = where.line(field)
+    at = f" (line {line})" if line else ""
+    return ValueError(f"{path}: field {field}{at}: {problem}")
+
+
+def _check(path, where, field, fn, *args, **kwargs):
+    """Run a validate.* check and re-raise its ValueError naming the file, field and line."""
+    try:
+        return fn(field, *args, **kwargs)
+    except ValueError as exc:
+        raise _error(path, where, field, str(exc).removeprefix(f"{field} ")) from None
+
+
+def _table(path, where, data, name):
+    table = data.get(name)
+    if table is None:
+        raise _error(path, where, name, f"missing table [{name}]")
+    if not isinstance(table, dict):
+        raise _error(path, where, name, f"must be a table [{name}]")
+    for key in table:
+        if key not in _FIELDS[name]:
+            raise _error(path, where, f"{name}.{key}", f"unknown field; known fields of [{name}]: "
+                                                     f"{', '.join(sorted(_FIELDS[name]))}")
+    for key in _REQUIRED.get(name, ()):
+        if key not in table:
+            raise _error(path, where, name, f"missing required field {name}.{key}")
+    return table
+
+
+def _string(path, where, field, value):
+    if not isinstance(value, str) or not value.strip():
+        raise _error(path, where, field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _bool(path, where, field, value):
+    if not isinstance(value, bool):
+        raise _error(path, where, field, f"must be true or false, got {value!r}")
+    return value
+
+
+def _int(path, where, field, value, low=None, high=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _error(path, where, field, f"must be a whole number, got {value!r}")
+    return _check(path, where, field, validate.integer, value, low=low, high=high)
+
+
+def load_system(path) -> hardware.System:
+    """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{p}: not valid TOML: {exc}") from None
+    where = _Where(text)
+    for key in data:
+        if key not in ("system", "gpu_link", "pcie", "network"):
+            raise _error(p, where, key, "unknown table; known tables: [system], [gpu_link], [pcie], [network]")
+
+    s = _table(p, where, data, "system")
+    sys_id = _string(p, where, "system.id", s["id"])
+    gpu_id = _string(p, where, "system.gpu", s["gpu"])
+    gpu = hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
+                              [row["id"] for row in hardware.catalog()["gpus"]]))
+    gpus = _int(p, where, "system.gpus_per_node", s["gpus_per_node"], low=1, high=100_000)
+    nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
+    sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
+    p2p = _bool(p, where, "system.p2p", s.get("p2p", True))
+    source = _string(p, where, "system.source", s["source"])
+
+    pc = _table(p, where, data, "pcie")
+    pcie_gen = _int(p, where, "pcie.generation", pc["generation"], low=1, high=len(hardware.catalog()["pcie"]))
+    lanes = _int(p, where, "pcie.lanes_per_gpu", pc.get("lanes_per_gpu", 16), low=1, high=16)
+    if lanes not in hardware.PCIE_LANE_COUNTS:
+        raise _error(p, where, "pcie.lanes_per_gpu", f"must be one of {hardware.PCIE_LANE_COUNTS}, got {lanes}")
+    switches = _int(p, where, "pcie.switches", pc.get("switches", 0), low=0, high=1024)
+    pcie = hardware.pcie_link(pcie_gen, lanes)
+
+    gl = _table(p, where, data, "gpu_link")
+    kind = _check(p, where, "gpu_link.kind", validate.choice, gl["kind"], ("pcie", "nvlink"))
+    nvswitch_gen = None
+    if kind == "pcie":
+        extra = sorted(set(gl) - {"kind"})
+        if extra:
+            raise _error(p, where, f"gpu_link.{extra[0]}", "only applies to kind = \"nvlink\"")
+        interconnect, topology, gpu_link = "pcie", "pcie-tree", pcie
+    else:
+        for key in ("generation", "links"):
+            if key not in gl:
+                raise _error(p, where, "gpu_link", f"missing required field gpu_link.{key} for kind = \"nvlink\"")
+        generations = hardware.nvlink_generations()
+        gen = _int(p, where, "gpu_link.generation", gl["generation"], low=1, high=len(generations))
+        links = _int(p, where, "gpu_link.links", gl["links"], low=1, high=generations[gen - 1]["links_per_gpu"])
+        if "nvswitch_generation" in gl:
+            nvswitch_gen = _int(p, where, "gpu_link.nvswitch_generation", gl["nvswitch_generation"], low=1,
+                                high=len(hardware.nvswitch_generations()))
+        shape = gl.get("topology", "nvswitch" if nvswitch_gen else "mesh")
+        shape = _check(p, where, "gpu_link.topology", validate.choice, shape, tuple(_TOPOLOGY))
+        if shape == "nvswitch" and nvswitch_gen is None:
+            raise _error(p, where, "gpu_link.topology", "topology = \"nvswitch\" needs gpu_link.nvswitch_generation")
+        if shape != "nvswitch" and nvswitch_gen is not None:
+            raise _error(p, where, "gpu_link.nvswitch_generation", f"does not apply to topology = \"{shape}\"")
+        interconnect, topology = _TOPOLOGY[shape]
+        gpu_link = hardware.nvlink(gen, links)
+        if "link_gb_s_per_direction" in gl:
+            rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
+            gpu_link = dataclasses.replace(gpu_link, id=f"{sys_id}-nvlink", per_direction=rate * units.GB * links,
+                                           detail=f"{links} links x {rate:g} GB/s per direction (from {p.name})")
+
+    net = _table(p, where, data, "network")
+    count = _int(p, where, "network.count", net["count"], low=1, high=100_000)
+    if "kind" in net:
+        for key in ("fabric", "gbit_s"):
+            if key in net:
+                raise _error(p, where, f"network.{key}", "give either network.kind (a catalog id) or fabric and gbit_s")
+        nic = hardware.network(_check(p, where, "network.kind", validate.choice, net["kind"], hardware.network_ids()))
+    else:
+        for key in ("fabric", "gbit_s"):
+            if key not in net:
+                raise _error(p, where, "network", f"missing network.kind, or network.{key} with the other of fabric/gbit_s")
+        fabric = _check(p, where, "network.fabric", validate.choice, net["fabric"], ("infiniband", "ethernet"))
+        gbit = _check(p, where, "network.gbit_s", validate.positive, net["gbit_s"])
+        nic = hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=fabric,
+                            per_direction=units.gbit_to_gbyte(gbit) * units.GB, source=source,
+                            detail=f"{gbit:g} Gb/s per direction (from {p.name})")
+    nic_gpus = []
+    nic_rows = net.get("nic", [])
+    if not isinstance(nic_rows, list):
+        raise _error(p, where, "network.nic", "must be an array of tables [[network.nic]]")
+    for i, row in enumerate(nic_rows):
+        field = f"network.nic[{i}]"
+        for key in row:
+            if key not in _FIELDS["network.nic"]:
+                raise _error(p, where, f"{field}.{key}", "unknown field; known fields: gpus, name")
+        served = row.get("gpus")
+        if not isinstance(served, list) or not served:
+            raise _error(p, where, f"{field}.gpus", f"must be a list of GPU indices, got {served!r}")
+        for g in served:
+            _int(p, where, f"{field}.gpus", g, low=0, high=gpus - 1)
+        nic_gpus.append({"name": row.get("name", f"NIC{i}"), "gpus": list(served)})
+    if len(nic_gpus) > count:
+        raise _error(p, where, "network.nic", f"lists {len(nic_gpus)} NICs but network.count is {count}")
+
+    raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches)
+    return hardware.System(id=sys_id, name=s.get("name", sys_id), gpu=gpu, gpus_per_node=gpus,
+                           interconnect=interconnect, topology=topology, gpu_link=gpu_link, pcie=pcie, nic=nic,
+                           nics_per_node=count, source=source, p2p=p2p, nvswitch_generation=nvswitch_gen,
+                           cpu_sockets=sockets, pcie_switches=switches, note=s.get("note", ""), raw=raw)
