@@ -21,10 +21,6 @@ _PATH_MEANING = {
 }
 
 
-def _gb(bytes_per_s: float) -> str:
-    return f"{bytes_per_s / units.GB:.3g} GB/s"
-
-
 def _ranges(indices: list[int]) -> str:
     """[0, 1, 2, 3, 5] -> 'GPU0-3, GPU5'."""
     out, start = [], None
@@ -108,8 +104,8 @@ def nccl_findings(log: NcclLog) -> list[str]:
         eth100 = hardware.network("eth-100g").per_direction
         why = "the log says 'NET/IB : No device found'" if log.ib_missing else "no IB or libfabric transport is named"
         out.append(f"NCCL used NET/Socket: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
-                   f"at most the Ethernet line rate, about {_gb(eth100)} per direction for a 100 Gb/s port and "
-                   f"usually less, against about {_gb(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
+                   f"at most the Ethernet line rate, about {units.format_bandwidth(eth100)} for a 100 Gb/s port and "
+                   f"usually less, against about {units.format_bandwidth(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
                    f"port; install the RDMA stack or the cloud's NCCL net plugin")
     if "NET/IB" in log.transports:
         layers = "/".join(log.ib_link_layers) or "link layer not shown"
@@ -169,7 +165,7 @@ def ibstat_findings(s: IbStatus) -> list[str]:
             rate = "rate not printed (ibv_devinfo -v prints width and speed)"
         else:
             per = units.gbit_to_gbyte(p.rate_gbps) * units.GB
-            rate = f"{p.rate_gbps:g} Gb/s = {_gb(per)} per direction{_port_name(p.rate_gbps, p.link_layer)}"
+            rate = f"{p.rate_gbps:g} Gb/s = {units.format_bandwidth(per)}{_port_name(p.rate_gbps, p.link_layer)}"
         line = f"{where}: {p.state}, {layer}, {rate}"
         if p.state != "Active":
             line += "; NCCL cannot use a port that is not Active: check the cable, the switch port and the subnet manager"
@@ -205,7 +201,7 @@ def pcie_findings(s: SmiPcie) -> list[str]:
     for g in s.gpus:
         best = hardware.pcie_link(g.gen_max, g.width_max)
         line = (f"{g.bus_id} ({g.name or 'GPU'}): PCIe Gen{g.gen_current} x{g.width_current} now, at most "
-                f"Gen{g.gen_max} x{g.width_max} = {_gb(best.per_direction)} per direction")
+                f"Gen{g.gen_max} x{g.width_max} = {units.format_bandwidth(best.per_direction)}")
         if g.trained_down:
             line += ("; the link reads below its maximum: GPUs lower it when idle to save power, so read it again "
                      "under load; if it stays low, suspect the slot, a riser or the BIOS setting")
