@@ -108,6 +108,11 @@ def test_topo_clipped_header_nic_rows_and_legend():
     assert t.nearest_nics(0) == ("NODE", ["mlx5_0", "mlx5_1"])
 
 
+def test_topo_older_soc_and_the_command_line_before_the_header():
+    old = "$ nvidia-smi topo -m\n" + text("topo_5gpu_workstation_sys_node_phb.txt").replace("SYS", "SOC")
+    assert topo.parse(old).to_json() == topo.parse(text("topo_5gpu_workstation_sys_node_phb.txt")).to_json()
+
+
 def test_topo_tabs_and_spaces_read_the_same():
     tabbed = text("topo_dgx_a100_nic_legend.txt")
     spaced = "\n".join("    ".join(c.strip() or "" for c in line.split("\t")) for line in tabbed.splitlines())
@@ -130,6 +135,8 @@ def test_topo_tabs_and_spaces_read_the_same():
     (lambda: text("topo_2x_rtx5090_phb.txt").replace("GPU1\tPHB\t X ", "GPU1\tPHB\tPHB"),
      r"line 3: expected X where row GPU1 meets column GPU1"),
     (lambda: "Legend:\n  X = Self\n", r"line 1: expected the header of nvidia-smi topo -m"),
+    (lambda: "\n".join(text("topo_4gpu_workstation_phb.txt").splitlines()[1:]),
+     r"line 1: expected the header of nvidia-smi topo -m starting with GPU0, got 'GPU0     X      PHB"),
 ])
 def test_topo_damaged_copies_name_the_line(damaged, message):
     with pytest.raises(ValueError, match=message):
@@ -246,6 +253,7 @@ def test_ibv_devinfo_verbose_rate_is_width_times_speed():
      r"line 17: expected a link layer \(InfiniBand or Ethernet\), got 'Infini'"),
     (lambda: cut("ibstat_mlx4_two_ports_down.txt", 18), r"line 19: expected a state line for port 2 of mlx4_0, got end of input"),
     (lambda: text("ibstat_cx7_ndr.txt").replace("State: Active", "State: Actve"), r"line 9: expected a port state"),
+    (lambda: swap("ibstat_cx7_ndr.txt", 8, 9), r"line 18: expected a state line for port 1 of mlx5_5, got end of input"),
     (lambda: "\n".join(text("ibstat_cx7_ndr.txt").splitlines()[1:]), r"line 1: expected ibstat's \"CA 'mlx5_0'\""),
     (lambda: text("ibstatus_roce_bond.txt").replace("state:           4: ACTIVE", "state           4: ACTIVE", 1),
      r"line 5: expected a 'key: value' line"),

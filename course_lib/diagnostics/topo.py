@@ -93,23 +93,29 @@ class TopoMatrix:
                 "numa_affinity": list(self.numa_affinity), "nic_legend": self.nic_legend}
 
 
+def _is_cell(token: str) -> bool:
+    return token == "X" or token in PCIE_PATHS or token == "SOC" or bool(_NV.match(token))
+
+
 def _check_cell(cell, line_no, row_name, column):
-    if cell == "X" or cell in PCIE_PATHS or _NV.match(cell):
+    if cell == "SOC":  # what older drivers printed for SYS
+        return "SYS"
+    if _is_cell(cell):
         return cell
     raise fail(line_no, f"{_EXPECTED_CELL} in row {row_name}, column {column}", cell)
 
 
 def _header(numbered):
     for no, line in numbered:
-        if not line.strip():
-            continue
+        if not line.strip() or "nvidia-smi" in line or line.lstrip().startswith(("$", "#")):
+            continue  # blank lines and the command that printed the matrix
         tokens = line.split()
         devices = []
         for tok in tokens:
             if tok in _AFFINITY_WORDS:
                 break
             devices.append(tok)
-        if not devices or devices[0] != "GPU0":
+        if not devices or devices[0] != "GPU0" or any(_is_cell(d) for d in devices):
             raise fail(no, "the header of nvidia-smi topo -m starting with GPU0", line.strip())
         gpus = [d for d in devices if _GPU.match(d)]
         if devices[:len(gpus)] != [f"GPU{i}" for i in range(len(gpus))]:
