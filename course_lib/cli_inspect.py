@@ -16,16 +16,31 @@ from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
 
-def inspect_text(text: str, label: str = "<text>") -> dict:
-    """Detect, parse and explain one output: ``{"file", "kind", <kind's keys>, "findings", ...}``."""
-    try:
-        kind, result = diagnostics.parse(text)
-    except ValueError as exc:
-        raise ValueError(f"{label}: {exc}") from None
-    out = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
-    if kind == "topo":
-        out["predicted_all_reduce"] = _system.predicted_busbw(result)
+def inspect_texts(items: list[tuple[str, str]]) -> list[dict]:
+    """Detect, parse and explain outputs of one machine, given as ``(label, text)`` pairs.
+
+    One dict per item: ``{"file", "kind", <kind's keys>, "findings"}``; a topology matrix also
+    gets ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too).
+    """
+    parsed = []
+    for label, text in items:
+        try:
+            parsed.append((label, *diagnostics.parse(text)))
+        except ValueError as exc:
+            raise ValueError(f"{label}: {exc}") from None
+    nvlink_status = next((r for _, kind, r in parsed if kind == "nvlink_status"), None)
+    out = []
+    for label, kind, result in parsed:
+        obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
+        if kind == "topo":
+            obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status)
+        out.append(obj)
     return out
+
+
+def inspect_text(text: str, label: str = "<text>") -> dict:
+    """``inspect_texts`` for a single output."""
+    return inspect_texts([(label, text)])[0]
 
 
 def _read(path: str) -> str:
@@ -60,10 +75,8 @@ def _run(args) -> int:
     items = [(p, None) for p in args.files] + [(f"sample:{s}", s) for s in args.sample]
     if not items:
         raise ValueError("give at least one FILE (or --sample NAME; --list-samples names them)")
-    reports = []
-    for label, sample in items:
-        text = diagnostics.sample_text(sample) if sample else _read(label)
-        reports.append(inspect_text(text, label))
+    reports = inspect_texts([(label, diagnostics.sample_text(sample) if sample else _read(label))
+                             for label, sample in items])
     if args.json:
         print(json.dumps(reports, indent=2))
     else:

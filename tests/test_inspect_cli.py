@@ -92,6 +92,18 @@ def test_closest_system_reads_nvlink_count_mesh_and_sockets():
     assert (one.cpu_sockets, two.cpu_sockets) == (1, 2) and one.gpu_link.family == "pcie"
 
 
+def test_inactive_nvlinks_given_with_the_matrix_lower_the_prediction(capsys):
+    alone, = run_json(capsys, "topo_dgx_a100_nic_legend.txt")
+    both = run_json(capsys, "topo_dgx_a100_nic_legend.txt", "nvlink_v100_inactive.txt")
+    pred = both[0]["predicted_all_reduce"]
+    assert "GPU3 has 4 of 6 NVLinks active" in pred["reason"] and pred["system"] == "dgx-a100-degraded"
+    assert pred["gpu_link_gb_s_per_direction"] == pytest.approx(alone["predicted_all_reduce"]
+                                                                ["gpu_link_gb_s_per_direction"] * 4 / 6, abs=0.1)
+    assert pred["busbw_gb_s"] < alone["predicted_all_reduce"]["busbw_gb_s"]
+    full = run_json(capsys, "topo_dgx_a100_nic_legend.txt", "nvlink_a100_12_links.txt")
+    assert full[0]["predicted_all_reduce"] == alone["predicted_all_reduce"]
+
+
 def test_text_report_and_list(capsys):
     assert cli.main(["inspect", str(diagnostics.sample_path("topo_dgx_a100_nic_legend.txt"))]) == 0
     out = capsys.readouterr().out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import costmodel, hardware, units
+from .nvlink import NvlinkStatus
 from .topo import TopoMatrix
 
 MAX_NVLINKS_PER_GPU = max(row["links_per_gpu"] for row in hardware.nvlink_generations())
@@ -58,12 +59,38 @@ def closest_system(t: TopoMatrix) -> tuple[hardware.System, int, str] | None:
                        + ("" if system is base else f", changed to {sockets} socket(s)"))
 
 
-def predicted_busbw(t: TopoMatrix) -> dict | None:
-    """Predicted all-reduce busbw (GB/s) for a 1 GiB message on the closest system, with how it was chosen."""
+def with_nvlink_status(system: hardware.System, status: NvlinkStatus) -> tuple[hardware.System, str | None]:
+    """``system`` with its NVLink bandwidth scaled to the weakest GPU's active links in ``nvidia-smi nvlink -s``.
+
+    A ring moves at the pace of its slowest GPU, so one GPU with links down slows every GPU.
+    """
+    if system.gpu_link.family != "nvlink":
+        return system, None
+    worst = min(status.gpus, key=lambda gpu: gpu.active / len(gpu.links))
+    if not worst.inactive:
+        return system, None
+    share = worst.active / len(worst.links)
+    link = dataclasses.replace(system.gpu_link, id=f"{system.gpu_link.id}-degraded",
+                               per_direction=system.gpu_link.per_direction * share,
+                               detail=f"{system.gpu_link.detail}, x {worst.active}/{len(worst.links)} links active")
+    return (dataclasses.replace(system, id=f"{system.id}-degraded", gpu_link=link),
+            f"GPU{worst.index} has {worst.active} of {len(worst.links)} NVLinks active (nvidia-smi nvlink -s): "
+            f"NVLink bandwidth scaled by {share:.2f}, as the slowest GPU paces a ring")
+
+
+def predicted_busbw(t: TopoMatrix, nvlink_status: NvlinkStatus | None = None) -> dict | None:
+    """Predicted all-reduce busbw (GB/s) for a 1 GiB message on the closest system, with how it was chosen.
+
+    With ``nvlink_status`` (from the same machine) inactive NVLinks lower the prediction.
+    """
     found = closest_system(t)
     if found is None:
         return None
     system, g, reason = found
+    if nvlink_status is not None:
+        system, why = with_nvlink_status(system, nvlink_status)
+        if why:
+            reason = f"{reason}; {why}"
     pred = costmodel.predict("all_reduce", BUSBW_MESSAGE_BYTES, system, gpus_per_node=g)
     return {"system": system.id, "gpus": g, "reason": reason, "message_bytes": BUSBW_MESSAGE_BYTES,
             "algorithm": str(pred.algorithms[0]), "busbw_gb_s": round(float(pred.busbw[0]) / units.GB, 1),
