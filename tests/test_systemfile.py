@@ -1,4 +1,6 @@
 """course_lib.systemfile: a machine described in TOML becomes a hardware.System the cost model predicts."""
+import textwrap
+
 import pytest
 
 from course_lib import costmodel, hardware, systemfile, units
@@ -119,3 +121,10 @@ def test_nvlink_errors(tmp_path):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("nvswitch_generation = 3", 'topology = "nvswitch"')))
     with pytest.raises(ValueError, match=r"path must be an existing system file"):
         systemfile.load_system(tmp_path / "missing.toml")
+
+
+def test_the_docstring_example_loads(tmp_path):
+    doc = systemfile.__doc__
+    block = doc[doc.index("::\n") + 3:doc.index("Errors name")]
+    s = systemfile.load_system(write(tmp_path, textwrap.dedent(block)))
+    assert s.id == "lab-l40s" and s.gpus_per_node == 4 and s.raw["nic_gpus"] == [{"name": "mlx5_0", "gpus": [0, 1]}]
