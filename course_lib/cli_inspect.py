@@ -48,7 +48,7 @@ def _read(path: str) -> str:
     if not p.is_file():
         raise ValueError(f"{path}: no such file")
     try:
-        return p.read_text(encoding="utf-8", errors="strict")
+        return p.read_text(encoding="utf-8-sig", errors="strict")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
 

@@ -85,7 +85,7 @@ def _family(detail: str) -> str | None:
         name = detail[4:].split("/")[0]
         if name.startswith("IB"):
             return "NET/IB"
-        if name.startswith("Socket") and name == "Socket":
+        if name == "Socket":
             return "NET/Socket"
         if name in ("OFI", "AWS Libfabric", "Libfabric"):
             return "NET/OFI"
