@@ -135,6 +135,11 @@ def test_topo_tabs_and_spaces_read_the_same():
     (lambda: text("topo_2x_rtx5090_phb.txt").replace("GPU1\tPHB\t X ", "GPU1\tPHB\tPHB"),
      r"line 3: expected X where row GPU1 meets column GPU1"),
     (lambda: "Legend:\n  X = Self\n", r"line 1: expected the header of nvidia-smi topo -m"),
+    (lambda: text("topo_4x_h100_nv6_nic_rows.txt").replace("NIC3    SYS     SYS     SYS     PIX     SYS     SYS     SYS      X \n",
+                                                          "NIC3    SYS     SYS     SYS     PIX     SYS     SYS     SYS      X \n"
+                                                          "NIC2    SYS     SYS     PIX     SYS     SYS     SYS      X      SYS\n"),
+     r"line 10: expected one row per device, but NIC2 has one already"),
+    (lambda: swap("topo_4x_h100_nv6_nic_rows.txt", 6, 7), r"line 6: expected row NIC0 .*got 'NIC1'"),
     (lambda: "\n".join(text("topo_4gpu_workstation_phb.txt").splitlines()[1:]),
      r"line 1: expected the header of nvidia-smi topo -m starting with GPU0, got 'GPU0     X      PHB"),
 ])

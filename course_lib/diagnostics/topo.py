@@ -147,12 +147,11 @@ def parse(text) -> TopoMatrix:
         tokens = stripped.split()
         name, cells = tokens[0], tokens[1:]
         last_no = no
-        if want is not None and name != want:
-            if want is not None and _GPU.match(want):
+        if name != want:
+            if name in rows:
+                raise fail(no, f"one row per device, but {name} has one already", stripped)
+            if want is not None and (_GPU.match(want) or name in devices):
                 raise fail(no, f"row {want} (rows follow the header's order)", name)
-            if name in devices:
-                raise fail(no, f"row {want} (rows follow the header's order)", name)
-        if want is None or name != want:
             # a NIC row whose NIC has no column in the header (a clipped copy): paths to the GPUs only
             if _GPU.match(name) or len(cells) < n_gpu:
                 raise fail(no, f"a NIC row with {n_gpu} paths to the GPUs", stripped)
