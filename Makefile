@@ -8,12 +8,20 @@ STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8888
 # pytest workers; notebooks are spread one file per worker
 JOBS   ?= 2
+# Where pip finds torch. On Linux PyPI's torch is the CUDA build (a 527 MB wheel plus several GB of
+# nvidia-* packages), so Linux gets PyTorch's CPU index by default; elsewhere PyPI's wheel is already
+# CPU-only (macOS: CPU and Apple's MPS). Override it, e.g. for CUDA 12.8:
+#   make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128
+# or TORCH_INDEX= (empty) for pip's own configured index.
+TORCH      ?= torch==2.13.0
+TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
 
 .PHONY: lab test test-fast notebooks browser-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[dev,instructor]'
 	touch $(STAMP)
 

@@ -57,3 +57,46 @@ def test_binder_installs_the_course_package():
     post_build = (ROOT / "postBuild").read_text()
     assert "pip install --no-deps -e ." in post_build
     assert not (ROOT / "binder").exists(), "a binder/ folder would make repo2docker ignore the root files"
+
+
+def _make_dry_run(*args, **env):
+    """The commands `make` would run to build the virtual environment, without running them."""
+    import os
+    import shutil
+    import subprocess
+    if shutil.which("make") is None:
+        import pytest
+        pytest.skip("needs make")
+    environ = {k: v for k, v in os.environ.items() if k not in {"TORCH_INDEX", "TORCH", "MAKEFLAGS"}}
+    environ.update(env)
+    out = subprocess.run(["make", "-n", "-B", "--no-print-directory", *args, ".venv/.installed-stamp"],
+                         cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60, check=True).stdout
+    return [line for line in out.splitlines() if "pip install" in line]
+
+
+def test_make_installs_the_pinned_torch_on_its_own_before_the_package():
+    pins = re.findall(r"^TORCH\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert pins == [next(r for r in _pyproject()["dependencies"] if _name(r) == "torch")]
+    installs = _make_dry_run()
+    torch_step = next(i for i, line in enumerate(installs) if "'torch==2.13.0'" in line)
+    package_step = next(i for i, line in enumerate(installs) if "-e '.[dev,instructor]'" in line)
+    assert torch_step < package_step
+
+
+def test_linux_gets_the_cpu_build_by_default_and_the_index_can_be_overridden():
+    import platform
+    torch_line = next(line for line in _make_dry_run() if "'torch==" in line)
+    if platform.system() == "Linux":
+        assert "--index-url https://download.pytorch.org/whl/cpu " in torch_line
+    else:
+        assert "--index-url" not in torch_line
+    cuda = next(line for line in _make_dry_run("TORCH_INDEX=https://download.pytorch.org/whl/cu128")
+                if "'torch==" in line)
+    assert "--index-url https://download.pytorch.org/whl/cu128 " in cuda
+    assert "--index-url" not in next(line for line in _make_dry_run(TORCH_INDEX="") if "'torch==" in line)
+
+
+def test_ci_uses_pips_configured_index_unless_told():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'export TORCH_INDEX="${TORCH_INDEX-}"' in ci
+    assert ci.index("export TORCH_INDEX") < ci.index("make test")
