@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+ and make:
-#   make lab    create .venv if needed, then open the course in JupyterLab (127.0.0.1, token on)
+#   make lab    create .venv if needed, copy new chapters into work/, open work/ in JupyterLab
+#               (127.0.0.1, token on)
 #   make test   create .venv if needed, then run the whole test suite
+# Also: make lab-instructor (the whole repository, nbgrader on), make reset-notebook NB=01_pcie
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -16,7 +18,7 @@ JOBS   ?= 2
 TORCH      ?= torch==2.13.0
 TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
 
-.PHONY: lab test test-fast notebooks browser-deps clean
+.PHONY: lab lab-instructor work reset-notebook test test-fast notebooks browser-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,9 +30,40 @@ $(STAMP): pyproject.toml
 # Jupyter refuses to start as root unless told; containers and cloud notebooks often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.root_dir=$(CURDIR) \
-		--LabApp.default_url=/lab/tree/notebooks/00_why_communication.ipynb $(ALLOW_ROOT)
+# The learner's own copies: work/ (git-ignored) gets each chapter of notebooks/ that it lacks; a file
+# already there is never overwritten, so `git pull` brings new chapters without touching a learner's work.
+WORK ?= work
+
+work:
+	@mkdir -p $(WORK)
+	@for nb in notebooks/*.ipynb; do \
+		test -e "$(WORK)/$${nb##*/}" || { cp "$$nb" "$(WORK)/" && echo "new in $(WORK)/: $${nb##*/}"; }; \
+	done
+
+# The learner's lab serves work/ only (solutions/ is not in it), with nbgrader's extensions off (they
+# are for instructors, and warn "No nbgrader_config.py" outside a course folder) and no news prompt
+# (jupyter/learner-settings/).
+NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
+LEARNER_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/learner-settings \
+	$(foreach e,$(NBGRADER_SERVER_EXTENSIONS),--ServerApp.jpserver_extensions=nbgrader.server_extensions.$(e)=False)
+LAB_FLAGS = --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT)
+
+lab: $(STAMP) work
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(abspath $(WORK)) $(LEARNER_FLAGS) \
+		--LabApp.default_url=/lab/tree/00_why_communication.ipynb
+
+# Instructors: the whole repository (solutions/, notebooks/, work/), nbgrader's extensions on.
+lab-instructor: $(STAMP)
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
+		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
+
+# Start one chapter again: make reset-notebook NB=01_pcie (the old copy is kept as work/NB.ipynb.bak).
+reset-notebook:
+	@test -n "$(NB)" || { echo "error: NB must name a chapter, e.g. make reset-notebook NB=01_pcie" >&2; exit 2; }
+	@test -f "notebooks/$(NB).ipynb" || { echo "error: NB must be one of: $(basename $(notdir $(wildcard notebooks/*.ipynb))); got $(NB)" >&2; exit 2; }
+	@mkdir -p $(WORK)
+	@if test -e "$(WORK)/$(NB).ipynb"; then mv "$(WORK)/$(NB).ipynb" "$(WORK)/$(NB).ipynb.bak" && echo "kept your old copy as $(WORK)/$(NB).ipynb.bak"; fi
+	@cp "notebooks/$(NB).ipynb" "$(WORK)/" && echo "$(WORK)/$(NB).ipynb is a fresh copy of notebooks/$(NB).ipynb"
 
 browser-deps: $(STAMP)
 	bash scripts/ensure_chromium.sh
@@ -46,5 +79,6 @@ test-fast: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python -m course_lib.authoring build
 
+# work/ holds the learner's notebooks: clean never removes it.
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

@@ -1,7 +1,9 @@
-"""The README's first command, ``make lab``, serves the course on 127.0.0.1 with a token.
+"""The README's first command, ``make lab``, serves the learner's copies on 127.0.0.1 with a token.
 
-Runs the real command on a free port, reads the URL it prints, fetches it, checks that the
-API refuses a request without the token, and stops the server (its whole process group).
+Runs the real command on a free port with ``WORK`` in a temporary folder (holding one edited
+chapter), reads the URL it prints, fetches it, checks what the server's root holds, that the
+edited copy survived, that the lab is quiet (no nbgrader warning, no news prompt), that the API
+refuses a request without the token, and stops the server (its whole process group).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import json
 from pathlib import Path
 
 import pytest
@@ -21,10 +24,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = ROOT / ".venv" / ".installed-stamp"
 
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _venv_is_current() -> bool:
+    """True when make would not reinstall the package (the test must not change an installed .venv)."""
+    if shutil.which("make") is None or not STAMP.exists():
+        return False
+    return subprocess.run(["make", "-q", ".venv/.installed-stamp"], cwd=ROOT, capture_output=True).returncode == 0
+
+
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("make") is None or not STAMP.exists(),
-                       reason="needs make and the .venv that `make test` builds"),
+    pytest.mark.skipif(not _venv_is_current(),
+                       reason="needs make and an up-to-date .venv, as `make test` builds it"),
 ]
 
 
@@ -34,26 +47,50 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_make_lab_serves_the_course_with_a_token(tmp_path):
+def test_make_lab_serves_the_learners_copies_with_a_token(tmp_path):
     port = _free_port()
     log = tmp_path / "lab.log"
+    work = tmp_path / "work"
+    work.mkdir()
+    edited = work / "01_pcie.ipynb"
+    edited.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "edited": "mine"}')
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}", f"WORK={work}"], cwd=ROOT,
+                                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     try:
-        pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\S*\?token=[0-9a-f]+")
-        url, deadline = None, time.monotonic() + 120
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
+        pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\S*\?token=([0-9a-f]+)")
+        match, deadline = None, time.monotonic() + 120
+        while match is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
             match = pattern.search(log.read_text(errors="replace"))
-            url = match.group(0) if match else None
-        assert url, "make lab printed no URL with a token:\n" + log.read_text(errors="replace")[-3000:]
-        assert "notebooks/00_why_communication.ipynb" in url
-        with urllib.request.urlopen(url, timeout=30) as response:
-            assert response.status == 200
-            assert b"JupyterLab" in response.read()
+        assert match, "make lab printed no URL with a token:\n" + log.read_text(errors="replace")[-3000:]
+        url, token = match.group(0), match.group(1)
+        assert f"/lab/tree/{NOTEBOOKS[0]}?" in url, url  # chapter 00, at the top of work/
+
+        assert sorted(p.name for p in work.glob("*.ipynb")) == NOTEBOOKS
+        assert "mine" in edited.read_text(), "make lab overwrote the learner's edited copy"
+        assert (work / NOTEBOOKS[0]).read_bytes() == (ROOT / "notebooks" / NOTEBOOKS[0]).read_bytes()
+
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}?token={token}", timeout=30) as response:
+                assert response.status == 200
+                return response.read()
+
+        page = get(url.split(f":{port}", 1)[1].split("?")[0]).decode()
+        assert "JupyterLab" in page
+        page_config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                                           page, re.DOTALL).group(1))
+        assert "@jupyter/nbgrader" in page_config["disabledExtensions"], page_config["disabledExtensions"]
+        served = {item["name"] for item in json.loads(get("/api/contents"))["content"]}
+        assert served == set(NOTEBOOKS), "the learner's lab must serve work/ and nothing else"
+        news = json.loads(get("/lab/api/settings/@jupyterlab/apputils-extension:notification"))
+        defaults = {k: v.get("default") for k, v in news["schema"]["properties"].items()}
+        assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False, defaults
+        server_log = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[")]
+        assert not [line for line in server_log if "nbgrader" in line.lower()], "nbgrader is on in the learner's lab"
+
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=30)
         assert refused.value.code == 403
@@ -64,3 +101,31 @@ def test_make_lab_serves_the_course_with_a_token(tmp_path):
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def _make(*args):
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_reset_notebook_restores_one_chapter_and_keeps_the_old_copy(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "01_pcie.ipynb").write_text("mine")
+    (work / "02_nvlink.ipynb").write_text("also mine")
+    done = _make("reset-notebook", "NB=01_pcie", f"WORK={work}")
+    assert done.returncode == 0, done.stderr
+    assert (work / "01_pcie.ipynb").read_bytes() == (ROOT / "notebooks" / "01_pcie.ipynb").read_bytes()
+    assert (work / "01_pcie.ipynb.bak").read_text() == "mine"
+    assert (work / "02_nvlink.ipynb").read_text() == "also mine"
+    for bad in ([], ["NB=99_nothing"]):
+        refused = _make("reset-notebook", *bad, f"WORK={work}")
+        assert refused.returncode == 2
+        assert refused.stderr.startswith("error: NB must"), refused.stderr
+
+
+def test_lab_instructor_serves_the_whole_repository():
+    dry = _make("-n", "lab-instructor")
+    assert dry.returncode == 0, dry.stderr
+    assert f"--ServerApp.root_dir={ROOT} " in dry.stdout.replace("\\\n", " ")
+    assert "jpserver_extensions" not in dry.stdout  # nbgrader stays on for instructors
