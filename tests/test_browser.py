@@ -247,8 +247,9 @@ class LabServer:
 def chromium():
     path = _find_chromium()
     if path is None:
-        _missing("Chromium is not installed (run `bash scripts/ensure_chromium.sh` as root, "
-                 "or install Debian's 'chromium' package)")
+        _missing("Chromium is not installed: run `make browser-deps` (installs Debian's 'chromium' package "
+                 "when run as root with apt-get), or install Chromium yourself (Debian/Ubuntu: "
+                 "`sudo apt install chromium`), or set COURSE_CHROMIUM to a Chromium binary")
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

@@ -59,19 +59,24 @@ def test_binder_installs_the_course_package():
     assert not (ROOT / "binder").exists(), "a binder/ folder would make repo2docker ignore the root files"
 
 
-def _make_dry_run(*args, **env):
-    """The commands `make` would run to build the virtual environment, without running them."""
+def _make_dry_run(*args, target=".venv/.installed-stamp", **env):
+    """The pip commands `make` would run to build ``target`` from scratch, without running them."""
+    return [line for line in _make_commands(*args, target=target, **env) if "pip install" in line]
+
+
+def _make_commands(*args, target, **env):
+    """Every command `make` would run to build ``target`` from scratch, without running them."""
     import os
     import shutil
     import subprocess
     if shutil.which("make") is None:
         import pytest
         pytest.skip("needs make")
-    environ = {k: v for k, v in os.environ.items() if k not in {"TORCH_INDEX", "TORCH", "MAKEFLAGS"}}
+    environ = {k: v for k, v in os.environ.items() if k not in {"TORCH_INDEX", "TORCH", "MAKEFLAGS", "CI"}}
     environ.update(env)
-    out = subprocess.run(["make", "-n", "-B", "--no-print-directory", *args, ".venv/.installed-stamp"],
+    out = subprocess.run(["make", "-n", "-B", "--no-print-directory", *args, target],
                          cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60, check=True).stdout
-    return [line for line in out.splitlines() if "pip install" in line]
+    return out.splitlines()
 
 
 def test_make_installs_the_pinned_torch_on_its_own_before_the_package():
@@ -99,4 +104,15 @@ def test_linux_gets_the_cpu_build_by_default_and_the_index_can_be_overridden():
 def test_ci_uses_pips_configured_index_unless_told():
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'export TORCH_INDEX="${TORCH_INDEX-}"' in ci
-    assert ci.index("export TORCH_INDEX") < ci.index("make test")
+    assert ci.index("export TORCH_INDEX") < ci.index("\nmake test")
+
+
+def test_make_test_installs_chromium_only_in_ci_or_when_asked():
+    def installs_chromium(commands):
+        return any("ensure_chromium" in line for line in commands)
+    assert not installs_chromium(_make_commands(target="test"))
+    assert installs_chromium(_make_commands(target="test", CI="true"))
+    assert installs_chromium(_make_commands(target="browser-deps"))
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'export CI="${CI:-true}"' in ci and "export COURSE_REQUIRE_BROWSER=1" in ci
+    assert ci.index('export CI=') < ci.index("\nmake test")
