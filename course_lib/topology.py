@@ -200,32 +200,135 @@ class Topology:
         return "\n".join(lines)
 
     def draw(self, ax=None, show_bandwidth=True):
-        """Draw the graph with matplotlib (line width grows with bandwidth); returns the Axes."""
+        """Draw the graph with matplotlib (line width grows with bandwidth); returns the Axes.
+
+        Text is sized to read at 8.5 pt or more once the figure is shrunk to a notebook's width
+        (:data:`NOTEBOOK_WIDTH_IN`); node names sit inside their markers (GPUs by number), and each
+        link's GB/s per direction goes where it overlaps no other label or device (a link with no
+        free spot stays unlabelled; above 40 devices or links there are no labels at all).
+        """
         import matplotlib.pyplot as plt
         if ax is None:
-            _, ax = plt.subplots(figsize=(8, 5))
-        colours = {"gpu": "#76b900", "cpu": "#1f77b4", "pcie_switch": "#9467bd", "nvswitch": "#ff7f0e",
-                   "nic": "#8c564b", "ib_switch": "#d62728"}
+            _, ax = plt.subplots(figsize=(NOTEBOOK_WIDTH_IN, 4.8))
+        size = _readable_points(ax.figure)
+        dense = len(self.kinds) > 40
         top = max(self.links.values())
         for key, bw in self.links.items():
-            a, b = tuple(key)
-            (x1, y1), (x2, y2) = self.pos[a], self.pos[b]
-            ax.plot([x1, x2], [y1, y2], "-", color="0.5", lw=0.5 + 4 * bw / top, zorder=1)
-            if show_bandwidth and len(self.links) <= 40:
-                ax.text((x1 + x2) / 2, (y1 + y2) / 2, f"{bw / units.GB:.0f}", fontsize=7, ha="center",
-                        va="center", color="0.25", bbox={"fc": "white", "ec": "none", "pad": 0.5}, zorder=2)
-        for kind, colour in colours.items():
+            (x1, y1), (x2, y2) = (self.pos[n] for n in key)
+            ax.plot([x1, x2], [y1, y2], "-", color="0.55", lw=0.5 + 4 * bw / top, zorder=1)
+        _fit_limits(ax, self.pos.values())
+        renderer = _renderer(ax.figure)
+        taken = []
+        for kind, colour in NODE_COLOURS.items():
             nodes = [n for n, k in self.kinds.items() if k == kind]
-            if nodes:
-                ax.scatter([self.pos[n][0] for n in nodes], [self.pos[n][1] for n in nodes], s=260, c=colour,
-                           label=kind.replace("_", " "), zorder=3, edgecolors="black")
-                if len(self.kinds) <= 40:
-                    for n in nodes:
-                        ax.text(*self.pos[n], n, fontsize=6, ha="center", va="center", zorder=4)
-        ax.set_title(textwrap.fill(f"{self.name} (numbers: GB/s per direction)", 48), fontsize=9)
-        ax.legend(loc="upper right", fontsize=7, frameon=False)
+            if not nodes:
+                continue
+            labels = {n: node_label(n, kind) for n in nodes}
+            width = max(len(t) for t in labels.values())
+            diameter = (0.9 if dense else max(2.1, 0.62 * width + 0.9)) * size  # points
+            ax.scatter([self.pos[n][0] for n in nodes], [self.pos[n][1] for n in nodes], s=diameter ** 2, c=colour,
+                       zorder=3, edgecolors="black", linewidths=0.6)
+            # the legend's entry: an empty scatter of text size, so any later ax.legend() stays compact
+            ax.scatter([], [], s=(1.1 * size) ** 2, c=colour, edgecolors="black", linewidths=0.6,
+                       label=KIND_NAMES[kind] + ('' if dense else _kind_note(nodes, kind)))
+            for n in nodes:
+                taken.append(_disc(ax, self.pos[n], diameter))
+                if not dense:
+                    ax.text(*self.pos[n], labels[n], fontsize=size, ha="center", va="center", zorder=4)
+        if show_bandwidth and len(self.links) <= 40:
+            for key, bw in sorted(self.links.items(), key=lambda kv: -_length(ax, *(self.pos[n] for n in kv[0]))):
+                _place_link_label(ax, renderer, [self.pos[n] for n in sorted(key)], f"{bw / units.GB:.0f}", size,
+                                  taken)
+        note = " (numbers: GB/s per direction)" if show_bandwidth and len(self.links) <= 40 else ""
+        chars = max(24, int(ax.get_window_extent().width * 72 / ax.figure.dpi / (0.55 * size * 1.1)))
+        ax.set_title(textwrap.fill(f"{self.name}{note}", chars), fontsize=size * 1.1)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=size, frameon=False,
+                  handletextpad=0.3, columnspacing=1.2)
         ax.set_axis_off()
         return ax
+
+
+# ---------------------------------------------------------------- drawing helpers
+
+NOTEBOOK_WIDTH_IN = 7.5   # JupyterLab shows a wider figure shrunk to about this width
+READABLE_POINTS = 8.5     # smallest text size as read in the notebook
+NODE_COLOURS = {"gpu": "#76b900", "cpu": "#6baed6", "pcie_switch": "#b39ddb", "nvswitch": "#ffb74d",
+                "nic": "#bcaaa4", "ib_switch": "#ef9a9a"}
+KIND_NAMES = {"gpu": "GPU", "cpu": "CPU", "pcie_switch": "PCIe switch", "nvswitch": "NVSwitch",
+              "nic": "NIC", "ib_switch": "InfiniBand switch"}
+
+
+def _readable_points(fig) -> float:
+    """Font size (points) that reads at READABLE_POINTS once ``fig`` is shrunk to the notebook's width."""
+    return READABLE_POINTS * max(1.0, fig.get_figwidth() / NOTEBOOK_WIDTH_IN)
+
+
+def node_label(node: str, kind: str) -> str:
+    """Short text for a node: a GPU's number ("n1.gpu3" -> "3"), "node 1" for a node's own switch, else its name."""
+    local = node.rsplit(".", 1)[-1]
+    if kind == "gpu" and local.startswith("gpu") and local[3:].isdigit():
+        return local[3:]
+    if "." in node and kind in ("nvswitch", "pcie_switch") and node[1:].split(".")[0].isdigit():
+        return f"node {node[1:].split('.')[0]}"
+    for prefix in ("leaf", "spine"):
+        if kind == "ib_switch" and local.startswith(prefix):
+            return prefix[0].upper() + local[len(prefix):]
+    return "NVSwitch" if node == "nvswitch" else node
+
+
+def _kind_note(nodes, kind) -> str:
+    if kind == "gpu":
+        return " (number)"
+    if kind == "ib_switch" and any(n.startswith(("leaf", "spine")) for n in nodes):
+        return " (L leaf, S spine)"
+    return ""
+
+
+def _renderer(fig):
+    canvas = fig.canvas
+    return canvas.get_renderer() if hasattr(canvas, "get_renderer") else fig._get_renderer()
+
+
+def _fit_limits(ax, points, pad=0.12):
+    xs, ys = zip(*points)
+    for setter, lo, hi in ((ax.set_xlim, min(xs), max(xs)), (ax.set_ylim, min(ys), max(ys))):
+        span = max(hi - lo, 1.0)
+        setter(lo - pad * span, hi + pad * span)
+
+
+def _length(ax, a, b) -> float:
+    (x1, y1), (x2, y2) = ax.transData.transform([a, b])
+    return ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5
+
+
+def _disc(ax, xy, diameter_pt):
+    """The display-space box of a marker ``diameter_pt`` points wide centred on ``xy``."""
+    from matplotlib.transforms import Bbox
+    x, y = ax.transData.transform(xy)
+    r = diameter_pt / 2 * ax.figure.dpi / 72
+    return Bbox([[x - r, y - r], [x + r, y + r]])
+
+
+def _place_link_label(ax, renderer, ends, text, size, taken):
+    """Put ``text`` on the segment ``ends`` at the point nearest its middle that overlaps nothing in ``taken``."""
+    (x1, y1), (x2, y2) = ends
+    label = ax.text(0, 0, text, fontsize=size, ha="center", va="center", color="0.2", zorder=2,
+                    bbox={"fc": "white", "ec": "none", "pad": 0.3})
+    best = None
+    for f in (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.18, 0.82):
+        label.set_position((x1 + f * (x2 - x1), y1 + f * (y2 - y1)))
+        box = label.get_window_extent(renderer).expanded(1.15, 1.15)
+        clashes = sum(box.overlaps(other) for other in taken)
+        if best is None or clashes < best[0]:
+            best = (clashes, f, box)
+        if clashes == 0:
+            break
+    clashes, f, box = best
+    if clashes:  # nowhere free on this link: leave it unlabelled rather than hide another label
+        label.remove()
+        return
+    label.set_position((x1 + f * (x2 - x1), y1 + f * (y2 - y1)))
+    taken.append(box)
 
 
 # ---------------------------------------------------------------- builders
