@@ -17,7 +17,7 @@ from html import escape
 
 import numpy as np
 
-from .. import datafiles, hardware, topology, units, validate
+from .. import datafiles, hardware, tables, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 LANES = hardware.PCIE_LANE_COUNTS
@@ -112,15 +112,8 @@ def generation_table(lanes=16) -> list[dict]:
 
 
 def print_table(rows, columns=None) -> None:
-    """Print a list of dicts as an aligned text table."""
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
-        raise ValueError("rows must be a non-empty list of dicts")
-    columns = list(columns or rows[0].keys())
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
-    for row in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    """Print a list of dicts as an aligned text table with human headers (:func:`course_lib.tables.text_table`)."""
+    print(tables.text_table(rows, columns))
 
 
 def source_material_claims() -> dict:
