@@ -203,9 +203,10 @@ class Topology:
         """Draw the graph with matplotlib (line width grows with bandwidth); returns the Axes.
 
         Text is sized to read at 8.5 pt or more once the figure is shrunk to a notebook's width
-        (:data:`NOTEBOOK_WIDTH_IN`); node names sit inside their markers (GPUs by number), and each
-        link's GB/s per direction goes where it overlaps no other label or device (a link with no
-        free spot stays unlabelled; above 40 devices or links there are no labels at all).
+        (:data:`NOTEBOOK_WIDTH_IN`). GPUs are discs with their number, other devices boxes with their
+        name. Each link's GB/s per direction goes where it overlaps no other label or device; where
+        every link has the same bandwidth, where a link has no free spot, or above 40 links, the
+        title says the figures instead.
         """
         import matplotlib.pyplot as plt
         if ax is None:
@@ -218,28 +219,44 @@ class Topology:
             ax.plot([x1, x2], [y1, y2], "-", color="0.55", lw=0.5 + 4 * bw / top, zorder=1)
         _fit_limits(ax, self.pos.values())
         renderer = _renderer(ax.figure)
+        pad_px = 0.35 * size * ax.figure.dpi / 72
         taken = []
         for kind, colour in NODE_COLOURS.items():
             nodes = [n for n, k in self.kinds.items() if k == kind]
             if not nodes:
                 continue
             labels = {n: node_label(n, kind) for n in nodes}
-            width = max(len(t) for t in labels.values())
-            diameter = (0.9 if dense else max(2.1, 0.62 * width + 0.9)) * size  # points
-            ax.scatter([self.pos[n][0] for n in nodes], [self.pos[n][1] for n in nodes], s=diameter ** 2, c=colour,
-                       zorder=3, edgecolors="black", linewidths=0.6)
+            disc = dense or kind == "gpu"
+            if disc:
+                width = max(len(t) for t in labels.values())
+                diameter = (0.9 if dense else max(2.1, 0.62 * width + 0.9)) * size  # points
+                ax.scatter([self.pos[n][0] for n in nodes], [self.pos[n][1] for n in nodes], s=diameter ** 2,
+                           c=colour, zorder=3, edgecolors="black", linewidths=0.6)
+            for n in nodes:
+                if dense:
+                    continue
+                box = None if disc else {"boxstyle": f"round,pad={0.35}", "fc": colour, "ec": "black", "lw": 0.6}
+                text = ax.text(*self.pos[n], labels[n], fontsize=size, ha="center", va="center", zorder=4, bbox=box)
+                taken.append(_disc(ax, self.pos[n], diameter) if disc
+                             else text.get_window_extent(renderer).padded(pad_px))
             # the legend's entry: an empty scatter of text size, so any later ax.legend() stays compact
             ax.scatter([], [], s=(1.1 * size) ** 2, c=colour, edgecolors="black", linewidths=0.6,
-                       label=KIND_NAMES[kind] + ('' if dense else _kind_note(nodes, kind)))
-            for n in nodes:
-                taken.append(_disc(ax, self.pos[n], diameter))
-                if not dense:
-                    ax.text(*self.pos[n], labels[n], fontsize=size, ha="center", va="center", zorder=4)
-        if show_bandwidth and len(self.links) <= 40:
-            for key, bw in sorted(self.links.items(), key=lambda kv: -_length(ax, *(self.pos[n] for n in kv[0]))):
-                _place_link_label(ax, renderer, [self.pos[n] for n in sorted(key)], f"{bw / units.GB:.0f}", size,
-                                  taken)
-        note = " (numbers: GB/s per direction)" if show_bandwidth and len(self.links) <= 40 else ""
+                       marker="o" if disc else "s", label=KIND_NAMES[kind] + ("" if dense else _kind_note(nodes, kind)))
+        note = ""
+        if show_bandwidth:
+            gb_s = {key: f"{bw / units.GB:.0f}" for key, bw in self.links.items()}
+            values = sorted(set(gb_s.values()), key=float)
+            if len(values) == 1:
+                note = f" (every link: {values[0]} GB/s per direction)"
+            elif len(self.links) > 40:
+                note = f" (links: {values[0]} to {values[-1]} GB/s per direction)"
+            else:
+                order = sorted(self.links, key=lambda k: -_length(ax, *(self.pos[n] for n in k)))
+                missed = {gb_s[key] for key in order
+                          if not _place_link_label(ax, renderer, [self.pos[n] for n in sorted(key)], gb_s[key],
+                                                   size, taken)}
+                note = " (numbers: GB/s per direction" + (
+                    f"; unlabelled links: {', '.join(sorted(missed, key=float))})" if missed else ")")
         chars = max(24, int(ax.get_window_extent().width * 72 / ax.figure.dpi / (0.55 * size * 1.1)))
         ax.set_title(textwrap.fill(f"{self.name}{note}", chars), fontsize=size * 1.1)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=size, frameon=False,
@@ -309,8 +326,10 @@ def _disc(ax, xy, diameter_pt):
     return Bbox([[x - r, y - r], [x + r, y + r]])
 
 
-def _place_link_label(ax, renderer, ends, text, size, taken):
-    """Put ``text`` on the segment ``ends`` at the point nearest its middle that overlaps nothing in ``taken``."""
+def _place_link_label(ax, renderer, ends, text, size, taken) -> bool:
+    """Put ``text`` on the segment ``ends`` at the point nearest its middle that overlaps nothing in ``taken``.
+
+    Returns False (and places nothing) where every point tried overlaps something."""
     (x1, y1), (x2, y2) = ends
     label = ax.text(0, 0, text, fontsize=size, ha="center", va="center", color="0.2", zorder=2,
                     bbox={"fc": "white", "ec": "none", "pad": 0.3})
@@ -326,9 +345,10 @@ def _place_link_label(ax, renderer, ends, text, size, taken):
     clashes, f, box = best
     if clashes:  # nowhere free on this link: leave it unlabelled rather than hide another label
         label.remove()
-        return
+        return False
     label.set_position((x1 + f * (x2 - x1), y1 + f * (y2 - y1)))
     taken.append(box)
+    return True
 
 
 # ---------------------------------------------------------------- builders
