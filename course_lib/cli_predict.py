@@ -12,13 +12,9 @@ import re
 
 import numpy as np
 
-from . import costmodel, hardware, units, validate
+from . import collectives, costmodel, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
-ALGO_CHOICES = ("auto", "ring", "tree", "nvls", "hierarchical", "direct")
-_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum", "all_gather": "none",
-          "broadcast": "none", "all_to_all": "none"}
-_ROOT = {"broadcast": "0", "reduce": "0"}
 
 
 def sweep(min_bytes, max_bytes, factor=2.0, step=None) -> np.ndarray:
@@ -37,9 +33,8 @@ def sweep(min_bytes, max_bytes, factor=2.0, step=None) -> np.ndarray:
     return np.floor(lo * factor ** np.arange(count))
 
 
-def _count(collective, nbytes, ranks, dtype):
-    per = nbytes / TYPE_SIZES[dtype]
-    return (per / ranks).astype(np.int64) if collective in ("all_gather", "reduce_scatter", "all_to_all") else per.astype(np.int64)
+def _count(coll, nbytes, ranks, dtype):
+    return coll.elements(nbytes, ranks, TYPE_SIZES[dtype]).astype(np.int64)
 
 
 def format_table(pred: costmodel.Prediction, dtype="float") -> str:
@@ -50,10 +45,12 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
              "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them",
              "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo",
              f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"]
-    counts = _count(pred.collective, pred.nbytes, pred.ranks, dtype)
+    coll = collectives.get(pred.collective)
+    counts = _count(coll, pred.nbytes, pred.ranks, dtype)
+    redop, root = coll.reduction or "none", "0" if coll.has_root else "-1"
     for i, n in enumerate(pred.nbytes):
-        lines.append(f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {_REDOP[pred.collective]:>6} "
-                     f"{_ROOT.get(pred.collective, '-1'):>6} {pred.time_s[i] * 1e6:>10.2f} "
+        lines.append(f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {redop:>6} "
+                     f"{root:>6} {pred.time_s[i] * 1e6:>10.2f} "
                      f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}")
     for note in pred.notes:
         lines.append(f"# note: {note}")
@@ -72,17 +69,14 @@ def _to_json(pred: costmodel.Prediction) -> dict:
 
 def _collective_arg(text):
     name = text.lower().replace("alltoall", "all_to_all").removesuffix("_perf")
-    return validate.choice("collective", name, costmodel.COLLECTIVES)
+    return validate.choice("collective", name, collectives.ids())
 
 
 def _predict(args) -> int:
     collective = _collective_arg(args.collective)
     sizes = sweep(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
-    algo = "in_network" if args.algo == "nvls" and args.nodes == 1 else args.algo
-    if algo == "in_network":
-        algo = "nvls"
     pred = costmodel.predict(collective, sizes, args.system, gpus_per_node=args.ngpus, nodes=args.nodes,
-                             algorithm=algo, achievable=not args.spec, nics_per_node=args.nics)
+                             algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
     if args.json:
         print(json.dumps(_to_json(pred), indent=2))
     else:
@@ -149,7 +143,7 @@ def _compare(args) -> int:
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
-    sys_ = hardware.system(args.system)
+    sys_ = hardware.resolve_system(args.system)
     nodes = args.nodes or (len(parsed["hosts"]) if parsed["hosts"] else 1)
     g = args.ngpus or (parsed["ranks"] // nodes if parsed["ranks"] else sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
@@ -197,7 +191,7 @@ def _validation(args) -> int:
 def register(subparsers) -> None:
     """Add the ``predict``, ``compare`` and ``validation`` commands to the course CLI."""
     p = subparsers.add_parser("predict", help="predict nccl-tests output for a collective on a catalog system")
-    p.add_argument("collective", help=f"one of {', '.join(costmodel.COLLECTIVES)}")
+    p.add_argument("collective", help=f"one of {', '.join(collectives.ids())}")
     p.add_argument("--system", required=True, help="catalog system id (python -m course_lib systems)")
     p.add_argument("-g", "--ngpus", type=int, default=None, help="GPUs per node (default: the system's)")
     p.add_argument("-b", "--minbytes", default="32M", help="smallest size, nccl-tests style (16G = 16 GiB)")
@@ -207,7 +201,8 @@ def register(subparsers) -> None:
     p.add_argument("-d", "--datatype", default="float", choices=sorted(TYPE_SIZES), help="element type (count column)")
     p.add_argument("--nodes", type=int, default=1, help="number of nodes (default 1)")
     p.add_argument("--nics", type=int, default=None, help="NICs per node (default: the system's)")
-    p.add_argument("--algo", default="auto", choices=ALGO_CHOICES, help="algorithm (default auto: fastest per size)")
+    p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
+                   help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_predict)
@@ -219,7 +214,7 @@ def register(subparsers) -> None:
     c.add_argument("-g", "--ngpus", type=int, default=None, help="GPUs per node (default: from the file)")
     c.add_argument("--nodes", type=int, default=None, help="nodes (default: distinct hosts in the file)")
     c.add_argument("--nics", type=int, default=None, help="NICs per node (default: the system's)")
-    c.add_argument("--algo", default="auto", choices=ALGO_CHOICES, help="algorithm for the model")
+    c.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(), help="algorithm for the model")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_compare)
 

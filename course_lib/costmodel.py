@@ -32,35 +32,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import datafiles, hardware, units, validate
+from . import collectives, datafiles, hardware, units, validate
 
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all")
-ALGORITHMS = ("ring", "tree", "double_binary_tree", "recursive_doubling", "halving_doubling",
-              "direct", "in_network")
 
-# which (collective, algorithm) pairs collective_time knows
-SUPPORTED = {
-    "all_reduce": ("ring", "tree", "double_binary_tree", "recursive_doubling", "halving_doubling",
-                   "direct", "in_network"),
-    "reduce_scatter": ("ring", "recursive_doubling", "halving_doubling", "direct"),
-    "all_gather": ("ring", "recursive_doubling", "halving_doubling", "direct"),
-    "broadcast": ("ring", "tree", "double_binary_tree", "direct", "in_network"),
-    "reduce": ("ring", "tree", "double_binary_tree", "direct", "in_network"),
-    "all_to_all": ("direct",),
-}
 
-# the busbw factor nccl-tests applies to algbw
-_BUSBW_FACTOR = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-}
-
-PREDICT_ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical") + tuple(
-    a for a in ALGORITHMS if a not in ("ring", "tree"))
+def predict_algorithms() -> tuple:
+    """Names ``predict`` accepts: auto, the fabric-level algorithms, and every registered flat algorithm."""
+    return ("auto",) + tuple(collectives.SYSTEM_ALGORITHM_LABELS) + tuple(
+        a for a in collectives.algorithm_ids() if a not in collectives.SYSTEM_ALGORITHM_LABELS)
 
 
 # ---------------------------------------------------------------- efficiency data
@@ -131,10 +110,8 @@ def algbw(nbytes, time_s):
 
 
 def busbw_factor(collective, ranks) -> float:
-    """nccl-tests' busbw / algbw factor: all_reduce 2(n-1)/n; reduce_scatter, all_gather, all_to_all (n-1)/n; broadcast, reduce 1."""
-    collective = validate.choice("collective", collective, COLLECTIVES)
-    ranks = validate.integer("ranks", ranks, low=1)
-    return _BUSBW_FACTOR[collective](ranks)
+    """nccl-tests' busbw / algbw factor, from the registry (``collectives``): e.g. all_reduce 2(n-1)/n."""
+    return collectives.busbw_factor(collective, ranks)
 
 
 def busbw(collective, nbytes, time_s, ranks):
@@ -148,43 +125,6 @@ def busbw(collective, nbytes, time_s, ranks):
 
 # ---------------------------------------------------------------- flat alpha-beta model
 
-def _log2(p: int) -> int:
-    return int(math.ceil(math.log2(p))) if p > 1 else 0
-
-
-def _terms(collective: str, algorithm: str, p: int):
-    """(latency steps, bytes-per-rank factor) so that time = steps*alpha + factor*nbytes/B."""
-    L = _log2(p)
-    frac = (p - 1) / p
-    if p == 1:
-        return 0.0, 0.0
-    table = {
-        ("all_reduce", "ring"): (2 * (p - 1), 2 * frac),
-        ("all_reduce", "tree"): (2 * L, 2 * L),                 # binary tree, reduce then broadcast, whole message per level
-        ("all_reduce", "double_binary_tree"): (2 * L, 2.0),     # pipelined, two trees each carrying half
-        ("all_reduce", "recursive_doubling"): (L, L),
-        ("all_reduce", "halving_doubling"): (2 * L, 2 * frac),  # Rabenseifner: halving reduce-scatter + doubling all-gather
-        ("all_reduce", "direct"): (2, 2 * (p - 1)),              # parameter server: root receives and sends p-1 copies
-        ("all_reduce", "in_network"): (2, 1.0),                 # send once to the switch, receive the sum once
-        ("reduce_scatter", "ring"): (p - 1, frac),
-        ("reduce_scatter", "recursive_doubling"): (L, frac),     # recursive halving
-        ("reduce_scatter", "halving_doubling"): (L, frac),
-        ("reduce_scatter", "direct"): (1, frac),
-        ("all_gather", "ring"): (p - 1, frac),
-        ("all_gather", "recursive_doubling"): (L, frac),
-        ("all_gather", "halving_doubling"): (L, frac),
-        ("all_gather", "direct"): (1, frac),
-        ("all_to_all", "direct"): (1, frac),
-        ("broadcast", "ring"): (p - 1, 1.0),                    # pipelined chain
-        ("broadcast", "tree"): (L, L),                          # binomial tree, not pipelined
-        ("broadcast", "double_binary_tree"): (L, 1.0),
-        ("broadcast", "direct"): (1, p - 1),                     # root sends p-1 copies
-        ("broadcast", "in_network"): (1, 1.0),                  # switch multicast
-    }
-    table.update({("reduce", a): v for (c, a), v in table.items() if c == "broadcast"})
-    return table[(collective, algorithm)]
-
-
 def collective_time(collective, nbytes, ranks, bandwidth, latency, algorithm="ring"):
     """Time of one collective on a flat group, seconds (alpha-beta model).
 
@@ -194,25 +134,65 @@ def collective_time(collective, nbytes, ranks, bandwidth, latency, algorithm="ri
     switch reduces (NVLS / SHARP) and is the only algorithm allowed below the
     2(p-1)/p * n/B all-reduce bound.
     """
-    collective = validate.choice("collective", collective, COLLECTIVES)
-    algorithm = validate.choice("algorithm", algorithm, ALGORITHMS)
-    if algorithm not in SUPPORTED[collective]:
-        raise ValueError(f"algorithm must be one of {', '.join(SUPPORTED[collective])} for {collective}; "
-                         f"got {algorithm!r}")
+    algo = collectives.get(collective).algorithm(algorithm)
     scalar = np.ndim(nbytes) == 0 and not isinstance(nbytes, (list, tuple))
     n = _sizes(nbytes)
     p = validate.integer("ranks", ranks, low=1, high=10_000_000)
     bw = validate.positive("bandwidth", bandwidth)
     alpha = validate.non_negative("latency", latency)
-    steps, factor = _terms(collective, algorithm, p)
+    steps, factor = algo.terms(p)
     return _ret(steps * alpha + factor * n / bw, scalar)
 
 
 # ---------------------------------------------------------------- system-level prediction
 
+@dataclass(frozen=True)
+class TwoLevelPhases:
+    """The textbook two-level (hierarchical) all-reduce, phase by phase, seconds (scalars or arrays).
+
+    reduce-scatter inside each node, ring all-reduce of each GPU's 1/g shard across nodes (GPU k
+    of every node over its share of the NICs), all-gather inside the node, one after another.
+    """
+
+    reduce_scatter_s: object
+    inter_node_s: object
+    all_gather_s: object
+    launch_s: object = 0.0
+
+    @property
+    def time_s(self):
+        """All phases one after another, seconds."""
+        return self.launch_s + self.reduce_scatter_s + self.inter_node_s + self.all_gather_s
+
+    def as_dict(self) -> dict:
+        """Phase name -> seconds, in the order they run."""
+        return {"launch_s": self.launch_s, "reduce_scatter_s": self.reduce_scatter_s,
+                "inter_node_s": self.inter_node_s, "all_gather_s": self.all_gather_s}
+
+
+def two_level_all_reduce(nbytes, gpus_per_node, nodes, intra_bw, net_bw_per_gpu, intra_hop=0.0, net_hop=0.0,
+                         launch=0.0) -> TwoLevelPhases:
+    """Phases of the two-level all-reduce of ``nbytes`` (bytes per GPU, scalar or array).
+
+    gpus_per_node g and nodes N >= 1; intra_bw: one GPU's port into the node fabric and
+    net_bw_per_gpu: its share of the node's NICs, both bytes/s per direction; intra_hop,
+    net_hop: seconds per step; launch: seconds per call. Each phase is a ring (``collective_time``).
+    """
+    g = validate.integer("gpus_per_node", gpus_per_node, low=1, high=10_000_000)
+    N = validate.integer("nodes", nodes, low=1, high=10_000_000)
+    rs = collective_time("reduce_scatter", nbytes, g, intra_bw, intra_hop, "ring")
+    inter = collective_time("all_reduce", _sizes(nbytes) / g, N, net_bw_per_gpu, net_hop, "ring")
+    ag = collective_time("all_gather", nbytes, g, intra_bw, intra_hop, "ring")
+    return TwoLevelPhases(reduce_scatter_s=rs, inter_node_s=inter, all_gather_s=ag,
+                          launch_s=validate.non_negative("launch", launch))
+
+
 @dataclass
 class Prediction:
-    """A predicted sweep: sizes in bytes, time in s, algbw and busbw in bytes/s (nccl-tests definitions)."""
+    """A predicted sweep: sizes in bytes, time in s, algbw and busbw in bytes/s (nccl-tests definitions).
+
+    ``phases`` holds the ``TwoLevelPhases`` (arrays over sizes) when the algorithm is ``hierarchical``.
+    """
 
     collective: str
     system: str
@@ -227,6 +207,7 @@ class Prediction:
     algorithms: np.ndarray = field(default=None, repr=False)  # chosen algorithm per size
     achievable: bool = True
     notes: list = field(default_factory=list)
+    phases: TwoLevelPhases | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -241,23 +222,19 @@ class Fabric:
     net_hop: float
     net_tech: str
     launch: float
+    gpus_per_node: int = 1
 
-
-def _resolve_system(system):
-    if isinstance(system, hardware.System):
-        return system
-    if isinstance(system, str):
-        try:
-            return hardware.system(system)
-        except ValueError:
-            raise ValueError(f"system must be one of {', '.join(hardware.system_ids())} "
-                             f"or a hardware.System; got {system!r}") from None
-    raise ValueError(f"system must be a catalog id (str) or a hardware.System, got {system!r}")
+    @property
+    def net_bw_per_gpu(self) -> float:
+        """One GPU's share of the node's NICs when every GPU sends at once, bytes/s per direction."""
+        return self.net_bw_node / self.gpus_per_node
 
 
 def fabric(system, achievable=True, nics_per_node=None) -> Fabric:
-    """The bandwidths and latencies ``predict`` uses for a system (spec x efficiency when achievable)."""
-    sys_ = _resolve_system(system)
+    """The bandwidths and latencies ``predict`` and ``parallel`` use for a system (spec x efficiency when achievable)."""
+    sys_ = hardware.resolve_system(system)
+    if not isinstance(achievable, bool):
+        raise ValueError(f"achievable must be True or False, got {achievable!r}")
     intra_tech = "nvlink" if sys_.gpu_link.family == "nvlink" else "pcie"
     eff = (lambda t: efficiency(t)) if achievable else (lambda t: 1.0)
     intra = sys_.gpu_link.per_direction * eff(intra_tech)
@@ -268,83 +245,106 @@ def fabric(system, achievable=True, nics_per_node=None) -> Fabric:
     net_tech = "infiniband" if sys_.nic.family == "infiniband" else "ethernet"
     net = sys_.nic.per_direction * nics * eff(net_tech)
     return Fabric(intra_bw=intra, intra_hop=hop_latency(intra_tech), intra_tech=intra_tech, nvls_bw=nvls,
-                  net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency())
+                  net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency(),
+                  gpus_per_node=sys_.gpus_per_node)
+
+
+def _hierarchical(n, g, N, f: Fabric) -> TwoLevelPhases:
+    return two_level_all_reduce(n, g, N, f.intra_bw, f.net_bw_node / g, f.intra_hop, f.net_hop, f.launch)
 
 
 def _single_node(collective, n, g, f: Fabric, algorithm):
     """Time within one node of g GPUs for a predict-level algorithm name, or None if not applicable."""
+    coll = collectives.get(collective)
     if algorithm == "nvls":
         algorithm = "in_network"
     if algorithm == "in_network":
-        if f.nvls_bw is None or "in_network" not in SUPPORTED[collective]:
+        if f.nvls_bw is None or "in_network" not in coll.algorithms:
             return None
         return f.launch + _in_network_extra() + collective_time(collective, n, g, f.nvls_bw, f.intra_hop, "in_network")
     if algorithm == "tree":
         # NCCL's tree inside one node is a chain: every GPU sends the message up and down (2n/B)
-        if collective not in ("all_reduce", "broadcast", "reduce"):
+        if "tree" not in coll.system_algorithms:
             return None
         factor = 2.0 if collective == "all_reduce" else 1.0
         steps = 2 * (g - 1) if collective == "all_reduce" else g - 1
         return f.launch + steps * f.intra_hop + factor * n / f.intra_bw if g > 1 else f.launch + 0 * n
-    if algorithm == "hierarchical":
-        return None
-    if algorithm not in SUPPORTED[collective]:
+    if algorithm == "hierarchical":  # on one node: reduce-scatter + all-gather, no network phase
+        return _hierarchical(n, g, 1, f) if "hierarchical" in coll.system_algorithms else None
+    if algorithm not in coll.algorithms:
         return None
     return f.launch + collective_time(collective, n, g, f.intra_bw, f.intra_hop, algorithm)
 
 
 def _multi_node(collective, n, g, N, f: Fabric, algorithm):
     """Time across N nodes of g GPUs (NCCL-like algorithms), or None if not applicable."""
+    coll = collectives.get(collective)
+    if algorithm not in coll.system_algorithms:
+        return None
     p = g * N
     net_per_gpu = f.net_bw_node / g
     if algorithm == "ring":
-        if collective == "all_to_all":
-            return None
         # rings run on every rail at once; per node they push the same bytes through NVLink and the NICs
         bw = min(f.intra_bw, f.net_bw_node)
-        steps, factor = _terms(collective, "ring", p)
+        steps, factor = coll.algorithm("ring").terms(p)
         hop = ((g - 1) * f.intra_hop + f.net_hop) / g  # average hop: g-1 inside a node for each one between nodes
         return f.launch + steps * hop + factor * n / bw
     if algorithm == "direct":
-        if collective != "all_to_all":
-            return None
         # each rank sends (p-g)/p of its buffer over the network, (g-1)/p over NVLink, all at once
         t_net = (p - g) / p * n / net_per_gpu
         t_intra = (g - 1) / p * n / f.intra_bw
         return f.launch + f.net_hop + np.maximum(t_net, t_intra)
     if algorithm == "tree":
-        if collective not in ("all_reduce", "broadcast", "reduce"):
-            return None
         # chain inside each node, double binary tree between nodes (pipelined)
         # bytes each node pushes through its NICs, per byte of message: all-reduce 2 (1 on two
         # nodes, where each tree has a single edge between the nodes); broadcast/reduce 1
         per_node = (1.0 if N == 2 else 2.0) if collective == "all_reduce" else 1.0
         intra_factor = 2.0 if collective == "all_reduce" else 1.0
         t_bw = np.maximum(per_node * n / f.net_bw_node, intra_factor * n / f.intra_bw)
-        depth = _log2(N)
+        depth = collectives.log2_steps(N)
         mult = 2 if collective == "all_reduce" else 1
         steps_lat = mult * ((g - 1) * f.intra_hop + depth * f.net_hop)
         return f.launch + steps_lat + t_bw
-    if algorithm in ("hierarchical", "nvls"):
-        if collective != "all_reduce":
+    if collective != "all_reduce":
+        return None
+    if algorithm == "nvls":
+        if f.nvls_bw is None:
             return None
-        if algorithm == "nvls" and f.nvls_bw is None:
-            return None
-        shard = n / g
-        if algorithm == "nvls":
-            # NCCL's NVLS tree: in-switch reduce-scatter and all-gather inside each node, pipelined
-            # with a tree between nodes on each GPU's 1/g shard. As for the tree above, each NIC
-            # carries the shard once on two nodes and twice (up and down the tree) beyond.
-            per_nic = 1.0 if N == 2 else 2.0
-            t_inter = 2 * _log2(N) * f.net_hop + per_nic * shard / net_per_gpu
-            t_intra = n / f.nvls_bw
-            return f.launch + _in_network_extra() + 2 * f.intra_hop + np.maximum(t_intra, t_inter)
-        t_inter = collective_time("all_reduce", shard, N, net_per_gpu, f.net_hop, "ring")
-        # textbook two-level: reduce-scatter in node, all-reduce across nodes on 1/g, all-gather in node (not overlapped)
-        t_rs = collective_time("reduce_scatter", n, g, f.intra_bw, f.intra_hop, "ring")
-        t_ag = collective_time("all_gather", n, g, f.intra_bw, f.intra_hop, "ring")
-        return f.launch + t_rs + t_inter + t_ag
+        # NCCL's NVLS tree: in-switch reduce-scatter and all-gather inside each node, pipelined
+        # with a tree between nodes on each GPU's 1/g shard. As for the tree above, each NIC
+        # carries the shard once on two nodes and twice (up and down the tree) beyond.
+        per_nic = 1.0 if N == 2 else 2.0
+        t_inter = 2 * collectives.log2_steps(N) * f.net_hop + per_nic * (n / g) / net_per_gpu
+        t_intra = n / f.nvls_bw
+        return f.launch + _in_network_extra() + 2 * f.intra_hop + np.maximum(t_intra, t_inter)
+    if algorithm == "hierarchical":
+        return _hierarchical(n, g, N, f)
     return None
+
+
+def _notes(sys_, N, order) -> list:
+    notes = []
+    if sys_.interconnect == "pcie" and sys_.cpu_sockets > 1:
+        notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
+    if N == 2 and "tree" in order:
+        notes.append("NCCL's tree on two nodes sends less over the network; measured results vary widely")
+    if "nvls" in order:
+        notes.append("in-network reduction: busbw exceeds the link rate; efficiency is empirical")
+    return notes
+
+
+def _fastest(coll, n, one):
+    """auto: the fastest fabric-level algorithm per size -> (times, chosen names, label, order)."""
+    names = [name for name in ("ring", "tree", "nvls", "direct") if name in coll.system_algorithms]
+    cands = [(name, one(name)) for name in names]
+    cands = [(name, np.broadcast_to(t, n.shape)) for name, t in cands if t is not None]
+    times = np.vstack([t for _, t in cands])
+    best = np.argmin(times, axis=0)
+    time_s = times[best, np.arange(n.size)]
+    chosen = np.array([name for name, _ in cands])[best]
+    used, first = np.unique(best, return_index=True)
+    order = [cands[i][0] for i in used[np.argsort(first)]]
+    return time_s, chosen, order[0] if len(order) == 1 else "->".join(order), order
 
 
 def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="auto", achievable=True,
@@ -356,64 +356,46 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     goes through the NICs, one per GPU rail where the system has them); algorithm: ``auto``,
     ``ring``, ``tree`` (NCCL's: chain in a node, double binary tree between nodes), ``nvls``
     (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
-    level) or a flat algorithm of ``collective_time`` (one node only). ``auto`` picks the
-    fastest per size. achievable=True applies the sourced per-technology efficiency
-    (``efficiency_table()``); False uses spec bandwidth. nics_per_node overrides the catalog.
+    level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
+    (``collectives``; one node only). ``auto`` picks the fastest per size. achievable=True
+    applies the sourced per-technology efficiency (``efficiency_table()``); False uses spec
+    bandwidth. nics_per_node overrides the catalog.
     """
-    collective = validate.choice("collective", collective, COLLECTIVES)
-    sys_ = _resolve_system(system)
-    n = _sizes(nbytes)
-    n = np.atleast_1d(n)
+    coll = collectives.get(collective)
+    sys_ = hardware.resolve_system(system)
+    n = np.atleast_1d(_sizes(nbytes))
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
         "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
     N = validate.integer("nodes", nodes, low=1, high=100_000)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
-    algorithm = validate.choice("algorithm", algorithm, PREDICT_ALGORITHMS)
+    algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
     f = fabric(sys_, achievable, nics_per_node)
     p = g * N
 
     def one(name):
-        if N == 1:
-            return _single_node(collective, n, g, f, name)
-        return _multi_node(collective, n, g, N, f, name)
+        t = _single_node(coll.id, n, g, f, name) if N == 1 else _multi_node(coll.id, n, g, N, f, name)
+        return t.time_s if isinstance(t, TwoLevelPhases) else t
 
+    phases = None
     if algorithm == "auto":
-        names = ["ring", "tree", "nvls", "direct"] if N > 1 else ["ring", "tree", "nvls", "direct"]
-        if collective != "all_to_all":
-            names.remove("direct")
-        cands = [(name, one(name)) for name in names]
-        cands = [(name, np.broadcast_to(t, n.shape)) for name, t in cands if t is not None]
-        times = np.vstack([t for _, t in cands])
-        best = np.argmin(times, axis=0)
-        time_s = times[best, np.arange(n.size)]
-        cand_names = np.array([name for name, _ in cands])
-        chosen = cand_names[best]
-        used, first = np.unique(best, return_index=True)
-        order = [cands[i][0] for i in used[np.argsort(first)]]
-        label = order[0] if len(order) == 1 else "->".join(order)
+        time_s, chosen, label, order = _fastest(coll, n, one)
     else:
-        t = one(algorithm)
+        t = _single_node(coll.id, n, g, f, algorithm) if N == 1 else _multi_node(coll.id, n, g, N, f, algorithm)
         if t is None:
             where = "one node" if N == 1 else f"{N} nodes"
-            raise ValueError(f"algorithm {algorithm!r} is not available for {collective} on {sys_.id} with {where}")
+            raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}")
+        if isinstance(t, TwoLevelPhases):
+            phases, t = t, t.time_s
         time_s = np.broadcast_to(np.asarray(t, dtype=float), n.shape).copy()
         chosen = np.full(n.shape, algorithm)
-        label = algorithm
-        order = [algorithm]
+        label, order = algorithm, [algorithm]
     with np.errstate(divide="ignore", invalid="ignore"):
         ab = np.where(time_s > 0, n / np.where(time_s > 0, time_s, 1), 0.0)
-    bb = ab * _BUSBW_FACTOR[collective](p)
-    notes = []
-    if sys_.interconnect == "pcie" and sys_.cpu_sockets > 1:
-        notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
-    if N == 2 and "tree" in order:
-        notes.append("NCCL's tree on two nodes sends less over the network; measured results vary widely")
-    if "nvls" in order:
-        notes.append("in-network reduction: busbw exceeds the link rate; efficiency is empirical")
-    return Prediction(collective=collective, system=sys_.id, ranks=p, nodes=N, gpus_per_node=g, algorithm=label,
+    bb = ab * coll.busbw_factor(p)
+    return Prediction(collective=coll.id, system=sys_.id, ranks=p, nodes=N, gpus_per_node=g, algorithm=label,
                       nbytes=n, time_s=time_s, algbw=ab, busbw=bb, algorithms=chosen, achievable=achievable,
-                      notes=notes)
+                      notes=_notes(sys_, N, order), phases=phases)
 
 
 def lower_bound_time(nbytes, ranks, bandwidth):

@@ -9,6 +9,7 @@ gives the total that vendors usually quote.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -206,6 +207,36 @@ class System:
         """Network bandwidth one GPU gets when every GPU sends at once, bytes/s per direction."""
         return self.nic.per_direction * self.nics_per_node / self.gpus_per_node
 
+    def variant(self, *, gpus_per_node=None, nics_per_node=None, nic_gbit_s=None, gpu_link_gb_s=None,
+                name=None) -> "System":
+        """This system with other counts or link rates, for what-if questions.
+
+        gpus_per_node, nics_per_node: counts (1-72); nic_gbit_s: one NIC port in Gb/s (bits, as
+        vendors quote it) per direction (0.1-3200); gpu_link_gb_s: one GPU's port into the node
+        fabric (NVLink or PCIe) in GB/s (bytes) per direction (1-5000). Omitted values keep this
+        system's. Returns a new System whose id ends in ``-what-if`` when anything changed.
+        """
+        g = self.gpus_per_node if gpus_per_node is None else validate.integer("gpus_per_node", gpus_per_node,
+                                                                              low=1, high=72)
+        k = self.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node,
+                                                                              low=1, high=72)
+        nic = self.nic
+        if nic_gbit_s is not None:
+            rate = validate.number("nic_gbit_s", nic_gbit_s, low=0.1, high=3200)
+            nic = dataclasses.replace(nic, id=f"{nic.family}-{rate:g}g", name=f"{rate:g} Gb/s {nic.family} port",
+                                      per_direction=units.gbit_to_gbyte(rate) * units.GB,
+                                      detail=f"{rate:g} Gb/s per direction")
+        gpu_link = self.gpu_link
+        if gpu_link_gb_s is not None:
+            rate = validate.number("gpu_link_gb_s", gpu_link_gb_s, low=1, high=5000)
+            gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}",
+                                           name=f"{rate:g} GB/s {gpu_link.family}",
+                                           per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")
+        if (g, k, nic, gpu_link) == (self.gpus_per_node, self.nics_per_node, self.nic, self.gpu_link) and name is None:
+            return self
+        return dataclasses.replace(self, id=f"{self.id}-what-if", name=name or f"{self.name} (what-if)",
+                                   gpus_per_node=g, nics_per_node=k, nic=nic, gpu_link=gpu_link)
+
     @property
     def in_network_reduction(self) -> bool:
         """True where the NVSwitch can reduce in the switch (NVLink SHARP / NVLS)."""
@@ -219,7 +250,10 @@ def system_ids() -> list[str]:
 
 def system(system_id) -> System:
     """A whole system by id, e.g. ``"dgx-h100"``; ``system_ids()`` lists them."""
-    system_id = validate.choice("system_id", system_id, system_ids())
+    return _system_by_id(validate.choice("system_id", system_id, system_ids()))
+
+
+def _system_by_id(system_id) -> System:
     row = next(r for r in catalog()["systems"] if r["id"] == system_id)
     pcie = pcie_link(row["pcie_generation"], row["pcie_lanes_per_gpu"])
     if row["gpu_interconnect"] == "pcie":
@@ -239,13 +273,17 @@ def system(system_id) -> System:
                   note=row.get("note", ""), raw=dict(row))
 
 
-def as_system(value, name: str = "system") -> System:
-    """``value`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``)."""
-    if isinstance(value, System):
-        return value
-    if isinstance(value, str):
-        return system(validate.choice(name, value, system_ids()))
-    raise ValueError(f"{name} must be a catalog id such as 'dgx-h100' or a hardware.System, got {value!r}")
+def resolve_system(system, name: str = "system") -> System:
+    """``system`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``).
+
+    The one resolver for systems: a bad value raises ValueError naming ``name`` and the catalog ids.
+    """
+    if isinstance(system, System):
+        return system
+    if isinstance(system, str):
+        return _system_by_id(validate.choice(name, system, system_ids()))
+    raise ValueError(f"{name} must be a catalog id ({', '.join(system_ids())}) or a hardware.System, "
+                     f"got {system!r}")
 
 
 def systems() -> list[System]:

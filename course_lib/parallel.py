@@ -37,11 +37,15 @@ import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from . import costmodel, datafiles, hardware, units, validate
+from . import collectives, costmodel, datafiles, hardware, units, validate
 
 RECOMPUTE = ("none", "selective", "full")
 BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
 ACT_BYTES = 2  # 16-bit activations
+# PyTorch DDP's default gradient bucket: bucket_cap_mb=25 (signature in the DistributedDataParallel docs,
+# https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html), which
+# torch/nn/parallel/distributed.py turns into bytes as bucket_cap_mb x 1024 x 1024: 25 MiB, not 25 MB.
+DDP_BUCKET_BYTES = 25 * 2**20
 
 
 # ---------------------------------------------------------------- data
@@ -126,8 +130,6 @@ def model_ids() -> list[str]:
 
 def model(model_id) -> Transformer:
     """A transformer from ``data/models.json`` by id (``gpt3-175b``, ``llama3-70b`` ...)."""
-    if isinstance(model_id, Transformer):
-        return model_id
     model_id = validate.choice("model_id", model_id, model_ids())
     row = next(m for m in models_data()["models"] if m["id"] == model_id)
     return Transformer(name=row["name"], layers=row["layers"], hidden=row["hidden"], heads=row["heads"],
@@ -136,21 +138,13 @@ def model(model_id) -> Transformer:
                        tied_embeddings=row["tied_embeddings"], source=row["source"])
 
 
-def _model(value) -> Transformer:
+def resolve_model(value, name: str = "model") -> Transformer:
+    """``value`` as a ``Transformer``: one already, or a catalog id (``model_ids()``). The one model resolver."""
     if isinstance(value, Transformer):
         return value
     if isinstance(value, str):
-        return model(value)
-    raise ValueError(f"model must be a catalog id ({', '.join(model_ids())}) or a Transformer, got {value!r}")
-
-
-def _system(value) -> hardware.System:
-    if isinstance(value, hardware.System):
-        return value
-    if isinstance(value, str):
-        return hardware.system(value)
-    raise ValueError(f"system must be a catalog id ({', '.join(hardware.system_ids())}) or a hardware.System, "
-                     f"got {value!r}")
+        return model(validate.choice(name, value, model_ids()))
+    raise ValueError(f"{name} must be a catalog id ({', '.join(model_ids())}) or a Transformer, got {value!r}")
 
 
 def _recompute(value) -> str:
@@ -165,7 +159,7 @@ def _recompute(value) -> str:
 
 def training_flops(model_, global_batch, recompute="none") -> float:
     """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
-    m = _model(model_)
+    m = resolve_model(model_)
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     rc = _recompute(recompute)
     s, h, l = m.seq_len, m.hidden, m.layers
@@ -198,7 +192,7 @@ def model_state_bytes(params, dp=1, zero=0) -> dict:
 
 def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
     """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit)."""
-    m = _model(model_)
+    m = resolve_model(model_)
     b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
     t = validate.integer("tp", tp, low=1, high=m.heads)
     rc = _recompute(recompute)
@@ -228,66 +222,44 @@ class GroupLink:
     crosses_nodes: bool
 
 
-def _eff(tech: str) -> float:
-    try:
-        return costmodel.efficiency(tech)
-    except (AttributeError, ValueError):
-        return 1.0
-
-
-def _hop(tech: str) -> float:
-    try:
-        return costmodel.hop_latency(tech)
-    except (AttributeError, ValueError):
-        return 2e-6
-
-
-def _launch() -> float:
-    try:
-        return costmodel.launch_latency()
-    except AttributeError:
-        return 20e-6
-
-
 def group_link(system, size, stride) -> GroupLink:
     """The link a group of ``size`` ranks, ``stride`` ranks apart, uses on ``system``.
 
-    Inside one node: the GPU fabric (NVLink/NVSwitch or PCIe) at its achievable bandwidth.
-    Across nodes: a ring whose bottleneck is ``min(fabric, k x NIC share per GPU)`` where k
-    members of the group sit in each node (every GPU of a node communicates at once).
+    Inside one node: the GPU fabric (NVLink/NVSwitch or PCIe) at its achievable bandwidth
+    (``costmodel.fabric``). Across nodes: a ring whose bottleneck is ``min(fabric, k x NIC share
+    per GPU)`` where k members of the group sit in each node (every GPU of a node communicates at once).
     """
-    sys_ = _system(system)
+    sys_ = hardware.resolve_system(system)
     size = validate.integer("size", size, low=1, high=10**7)
     stride = validate.integer("stride", stride, low=1, high=10**7)
     g = sys_.gpus_per_node
-    intra_tech = "nvlink" if sys_.gpu_link.family == "nvlink" else "pcie"
-    intra = sys_.gpu_link.per_direction * _eff(intra_tech)
-    if intra_tech == "pcie" and not sys_.p2p:
-        intra /= 2
+    f = costmodel.fabric(sys_)
     if size == 1 or stride * size <= g:
-        return GroupLink(sys_.gpu_link.name, intra, _hop(intra_tech), False)
-    net_tech = "infiniband" if sys_.nic.family == "infiniband" else "ethernet"
-    per_gpu_net = sys_.nic_bandwidth_per_gpu * _eff(net_tech)
+        return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
     k = max(1, min(size, g // stride)) if stride < g else 1
-    bw = min(intra, k * per_gpu_net)
-    return GroupLink(f"{sys_.nics_per_node} x {sys_.nic.name} per node", bw, _hop(net_tech), True)
+    return GroupLink(f"{sys_.nics_per_node} x {sys_.nic.name} per node", min(f.intra_bw, k * f.net_bw_per_gpu),
+                     f.net_hop, True)
 
 
 def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
     if ranks <= 1 or nbytes <= 0:
         return 0.0
-    return _launch() + float(costmodel.collective_time(collective, nbytes, ranks, link.bandwidth, link.latency,
-                                                       "ring"))
+    return costmodel.launch_latency() + float(costmodel.collective_time(collective, nbytes, ranks, link.bandwidth,
+                                                                        link.latency, "ring"))
 
 
 # ---------------------------------------------------------------- estimate
 
 @dataclass
 class Traffic:
-    """One kind of communication in a step: bytes each GPU sends, on which link, time and exposed time (s)."""
+    """One kind of communication in a step: bytes each GPU sends, on which link, time and exposed time (s).
+
+    ``collectives``: registry ids (``course_lib.collectives``) of the collectives one call runs, in
+    order (empty for a point-to-point send); ``label`` is for display only.
+    """
 
     kind: str
-    collective: str
+    collectives: tuple
     group_size: int
     link: str
     crosses_nodes: bool
@@ -295,6 +267,21 @@ class Traffic:
     bytes_per_call: float
     time_s: float
     exposed_s: float
+    label: str = ""
+
+    @property
+    def sent_per_gpu(self) -> float:
+        """Bytes each GPU sends per step: calls x size x the collectives' busbw factors (a send: 1)."""
+        factor = sum(collectives.busbw_factor(c, self.group_size) for c in self.collectives) \
+            if self.collectives else 1.0
+        return self.calls_per_step * self.bytes_per_call * factor
+
+    def as_row(self) -> dict:
+        """A table row: kind, collective (label), collectives (ids), group, link, calls, bytes, times."""
+        return {"kind": self.kind, "collective": self.label, "collectives": self.collectives, "group": self.group_size,
+                "link": self.link, "crosses_nodes": self.crosses_nodes, "calls": self.calls_per_step,
+                "bytes_per_call": self.bytes_per_call, "sent_per_gpu": self.sent_per_gpu, "time_s": self.time_s,
+                "exposed_s": self.exposed_s}
 
 
 @dataclass
@@ -363,7 +350,7 @@ class Estimate:
         ]
         for t in self.traffic:
             lines.append(f"    {t.kind:<24} {t.calls_per_step:>6} x {units.format_bytes(t.bytes_per_call):>9} "
-                         f"{t.collective:<15} over {t.link}: {units.format_time(t.time_s)} "
+                         f"{t.label:<15} over {t.link}: {units.format_time(t.time_s)} "
                          f"({units.format_time(t.exposed_s)} exposed)")
         total = self.step_time_s
         lines.append(f"  step time {units.format_time(total)}:")
@@ -380,30 +367,66 @@ class Estimate:
     def __str__(self):
         return self.summary()
 
+@dataclass(frozen=True)
+class Layout:
+    """A validated layout: model, system, GPU counts and the run's settings (see ``estimate``)."""
 
-def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
-             recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
-             bucket_bytes=25e6, memory_reserve_bytes=None, gpus=None) -> Estimate:
-    """Memory per GPU, traffic per step and step time for one layout.
+    model: Transformer
+    system: hardware.System
+    gpus: int
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    global_batch: int
+    micro_batch: int
+    micro_batches: int
+    zero: int
+    recompute: str
+    interleave: int
+    sequence_parallel: bool
+    gpu_efficiency: float
+    dp_overlap: bool
+    bucket_bytes: float
+    reserve_bytes: float
 
-    model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
-    tp x pp x dp must equal it (dp defaults to the rest). global_batch and micro_batch in
-    sequences; zero 0-3; recompute none/selective/full (True = full); interleave v >= 1 virtual
-    stages per GPU; gpu_efficiency in (0, 1] (default: the sourced assumption);
-    bucket_bytes: gradient bucket size (bytes); memory_reserve_bytes: memory not usable (bytes).
-    """
-    m = _model(model_)
-    sys_ = _system(system)
+    @property
+    def layers_per_stage(self) -> int:
+        return self.model.layers // self.pp
+
+    @property
+    def stage_params(self) -> float:
+        """Parameters one GPU holds: its stage's layers and the embeddings, split by TP."""
+        m = self.model
+        return (self.layers_per_stage * m.layer_params + m.vocab * m.hidden
+                + (m.seq_len * m.hidden if m.tied_embeddings else 0)) / self.tp
+
+
+def _gpu_count(sys_, nodes, gpus) -> int:
     gpn = sys_.gpus_per_node
     if gpus is not None:
         N = validate.integer("gpus", gpus, low=1, high=10**7)
         if nodes is not None and validate.integer("nodes", nodes, low=1, high=10**6) * gpn < N:
             raise ValueError(f"gpus must be <= nodes x {gpn} = {nodes * gpn}, got {N}")
-    else:
-        if nodes is None:
-            raise ValueError("nodes must be given (or gpus)")
-        N = validate.integer("nodes", nodes, low=1, high=10**6) * gpn
-    n_nodes = math.ceil(N / gpn)
+        return N
+    if nodes is None:
+        raise ValueError("nodes must be given (or gpus)")
+    return validate.integer("nodes", nodes, low=1, high=10**6) * gpn
+
+
+def _flag(name, value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
+           recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
+           bucket_bytes=None, memory_reserve_bytes=None, gpus=None) -> Layout:
+    """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
+    m = resolve_model(model_)
+    sys_ = hardware.resolve_system(system)
+    N = _gpu_count(sys_, nodes, gpus)
     t = validate.integer("tp", tp, low=1, high=m.heads)
     if m.heads % t:
         raise ValueError(f"tp must divide the number of heads ({m.heads}), got {t}")
@@ -428,135 +451,174 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
     if v > 1 and (p == 1 or (m.layers // p) % v or mb % p):
         raise ValueError(f"interleave must be 1 unless pp > 1, layers per stage ({m.layers // p}) divide by it "
                          f"and micro-batches ({mb}) are a multiple of pp; got {v}")
-    if not isinstance(sequence_parallel, bool):
-        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
-    if not isinstance(dp_overlap, bool):
-        raise ValueError(f"dp_overlap must be True or False, got {dp_overlap!r}")
     eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
-    bucket = validate.positive("bucket_bytes", bucket_bytes)
+    bucket = DDP_BUCKET_BYTES if bucket_bytes is None else validate.positive("bucket_bytes", bucket_bytes)
     reserve = assumption("memory_reserve_bytes") if memory_reserve_bytes is None else \
         validate.number("memory_reserve_bytes", memory_reserve_bytes, low=0, high=sys_.gpu.memory_bytes)
-    notes = []
-    s, h, l = m.seq_len, m.hidden, m.layers
+    return Layout(model=m, system=sys_, gpus=N, nodes=math.ceil(N / sys_.gpus_per_node), tp=t, pp=p, dp=d,
+                  global_batch=B, micro_batch=b, micro_batches=mb, zero=z, recompute=rc, interleave=v,
+                  sequence_parallel=_flag("sequence_parallel", sequence_parallel), gpu_efficiency=eff,
+                  dp_overlap=_flag("dp_overlap", dp_overlap), bucket_bytes=bucket, reserve_bytes=reserve)
 
-    # ---- memory (worst stage: the first holds most activations; embeddings on first and last)
-    layers_stage = l // p
-    stage_params = (layers_stage * m.layer_params + m.vocab * h + (s * h if m.tied_embeddings else 0)) / t
-    states = model_state_bytes(stage_params, d, z)
-    per_layer = activation_bytes_per_layer(m, b, t, rc, sequence_parallel)
-    in_flight = min(p, mb) if p > 1 else 1
-    factor = 1 + (p - 1) / (p * v) if v > 1 else 1.0
-    acts_first = layers_stage * per_layer * in_flight * factor
+
+def memory_phase(L: Layout) -> dict:
+    """Bytes per GPU on the worst stage: model states, activations, total, capacity, usable.
+
+    The first stage holds the most activations (p micro-batches in flight); embeddings sit on
+    the first and last stage; the last stage also holds the fp32 logits.
+    """
+    m, t, p, b, rc, sp = L.model, L.tp, L.pp, L.micro_batch, L.recompute, L.sequence_parallel
+    states = model_state_bytes(L.stage_params, L.dp, L.zero)
+    per_layer = activation_bytes_per_layer(m, b, t, rc, sp)
+    in_flight = min(p, L.micro_batches) if p > 1 else 1
+    factor = 1 + (p - 1) / (p * L.interleave) if L.interleave > 1 else 1.0
+    recomputing = activation_bytes_per_layer(m, b, t, "none", sp) if rc == "full" else 0
+    acts_first = L.layers_per_stage * per_layer * in_flight * factor
     if rc == "full":  # the layer being recomputed holds its full activations
-        acts_first += activation_bytes_per_layer(m, b, t, "none", sequence_parallel)
-    logits = 4 * s * b * m.vocab / t  # fp32 logits for the loss, last stage
-    acts_last = layers_stage * per_layer + logits + (
-        activation_bytes_per_layer(m, b, t, "none", sequence_parallel) if rc == "full" else 0)
+        acts_first += recomputing
+    logits = 4 * m.seq_len * b * m.vocab / t  # fp32 logits for the loss, last stage
+    acts_last = L.layers_per_stage * per_layer + logits + recomputing
     acts = max(acts_first, acts_last) if p > 1 else acts_first + logits
-    capacity = sys_.gpu.memory_bytes
-    memory = dict(states)
-    memory.pop("total")
-    memory["activations"] = acts
-    memory["total"] = states["total"] + acts
-    memory["capacity"] = capacity
-    memory["usable"] = capacity - reserve
-    fits = memory["total"] <= memory["usable"]
+    memory = {k: v for k, v in states.items() if k != "total"}
+    capacity = L.system.gpu.memory_bytes
+    memory.update(activations=acts, total=states["total"] + acts, capacity=capacity,
+                  usable=capacity - L.reserve_bytes)
+    return memory
 
-    # ---- compute
-    hw_flops = training_flops(m, B, rc)
-    model_flops = training_flops(m, B, "none")
-    peak = sys_.gpu.bf16_flops
-    compute = hw_flops / (N * peak * eff)
-    t_mb = compute / mb  # one micro-batch on one stage (all v chunks)
-    bwd_share = (2 + (1 if rc == "full" else 0)) / (3 + (1 if rc == "full" else 0))
 
-    traffic = []
-    # ---- tensor parallel: all-reduce of s b h activations, 2 in forward, 2 in backward (+2 recompute)
-    tp_ex = 0.0
-    if t > 1:
-        link = group_link(sys_, t, 1)
-        n_ar = 4 + (2 if rc == "full" else 0)
-        calls = n_ar * layers_stage * mb
-        size = ACT_BYTES * s * b * h
-        one = _coll("all_reduce", size, t, link)
-        tp_ex = calls * one
-        coll = "RS+AG (SP)" if sequence_parallel else "all_reduce"
-        traffic.append(Traffic("tensor parallel", coll, t, link.name, link.crosses_nodes, calls, size, tp_ex, tp_ex))
-        if link.crosses_nodes:
-            notes.append(f"tensor parallelism of {t} spans nodes: its all-reduces leave the {sys_.gpu_link.name} domain")
-    # ---- pipeline: send activations forward and gradients backward at every stage boundary
-    pp_ex = 0.0
-    if p > 1:
-        link = group_link(sys_, p, t * d)
-        size = ACT_BYTES * s * b * h / (t if (link.crosses_nodes and t > 1) else 1)  # scatter-gather optimisation
-        one = _hop("infiniband" if link.crosses_nodes else "nvlink") + size / (
-            sys_.nic_bandwidth_per_gpu * _eff("infiniband") if link.crosses_nodes else link.bandwidth)
-        calls = 2 * v * mb
-        pp_ex = calls * one
-        traffic.append(Traffic("pipeline send/recv", "point-to-point", 2, link.name, link.crosses_nodes, calls, size,
-                               pp_ex, pp_ex))
-    # ---- 1F1B schedule: (m + (p-1)/v) slots
-    slot = t_mb + (tp_ex + pp_ex) / mb
-    bubble_frac = (p - 1) / (v * mb)
+@dataclass(frozen=True)
+class Compute:
+    """FLOPs of one step and the compute time, seconds: per step and per micro-batch on one stage."""
+
+    hardware_flops: float
+    model_flops: float
+    compute_s: float
+    micro_batch_s: float
+    backward_share: float  # fraction of a micro-batch's compute that is the backward pass
+
+
+def compute_phase(L: Layout) -> Compute:
+    """Compute time = hardware FLOPs / (GPUs x peak x gpu_efficiency)."""
+    hw = training_flops(L.model, L.global_batch, L.recompute)
+    total = hw / (L.gpus * L.system.gpu.bf16_flops * L.gpu_efficiency)
+    full = 1 if L.recompute == "full" else 0
+    return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"), compute_s=total,
+                   micro_batch_s=total / L.micro_batches, backward_share=(2 + full) / (3 + full))
+
+
+def tp_phase(L: Layout, notes: list) -> list:
+    """Tensor-parallel traffic: all-reduces of s b h activations, 2 forward + 2 backward (+2 recompute), exposed."""
+    if L.tp == 1:
+        return []
+    m, t = L.model, L.tp
+    link = group_link(L.system, t, 1)
+    calls = (4 + (2 if L.recompute == "full" else 0)) * L.layers_per_stage * L.micro_batches
+    size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
+    total = calls * _coll("all_reduce", size, t, link)
+    ids, label = (("reduce_scatter", "all_gather"), "RS+AG (SP)") if L.sequence_parallel else (("all_reduce",),
+                                                                                                  "all_reduce")
+    if link.crosses_nodes:
+        notes.append(f"tensor parallelism of {t} spans nodes: its all-reduces leave the {L.system.gpu_link.name} domain")
+    return [Traffic("tensor parallel", ids, t, link.name, link.crosses_nodes, calls, size, total, total, label)]
+
+
+def pp_phase(L: Layout) -> list:
+    """Pipeline traffic: activations forward and gradients backward at every stage boundary, exposed."""
+    if L.pp == 1:
+        return []
+    m, t = L.model, L.tp
+    link = group_link(L.system, L.pp, t * L.dp)
+    size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden / (t if (link.crosses_nodes and t > 1) else 1)  # scatter-gather
+    one = link.latency + size / _pair_bandwidth(L.system, link)
+    calls = 2 * L.interleave * L.micro_batches
+    return [Traffic("pipeline send/recv", (), 2, link.name, link.crosses_nodes, calls, size, calls * one, calls * one,
+                    "point-to-point")]
+
+
+def _pair_bandwidth(system, link: GroupLink) -> float:
+    """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
+    return costmodel.fabric(system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+
+
+def dp_phase(L: Layout, c: Compute, notes: list) -> list:
+    """Data-parallel / ZeRO traffic per step; each Traffic's exposed_s is what overlap leaves visible."""
+    d, mb = L.dp, L.micro_batches
+    if d == 1:
+        return []
+    link = group_link(L.system, d, L.tp)
+    grad = BYTES_PER_PARAM_ADAM["gradients"] * L.stage_params
+    coll = lambda name: _coll(name, grad, d, link)  # noqa: E731
+    row = lambda kind, ids, calls, time_s, exposed: Traffic(  # noqa: E731
+        kind, ids, d, link.name, link.crosses_nodes, calls, grad, time_s, exposed, ids[0] if len(ids) == 1 else "RS + AG")
+    first_bucket = min(1.0, L.bucket_bytes / grad)
+    if L.zero <= 1:
+        ids = ("all_reduce",) if L.zero == 0 else ("reduce_scatter", "all_gather")
+        t_dp = sum(coll(i) for i in ids)
+        window = c.backward_share * c.micro_batch_s / L.interleave  # last backward pass of the stage (one chunk)
+        exposed = max(t_dp * first_bucket, t_dp - window) if L.dp_overlap else t_dp
+        out = [row("data parallel grads" if L.zero == 0 else "ZeRO-1 grads + weights", ids, 1, t_dp, exposed)]
+    elif L.zero == 2:
+        t_rs, t_ag = coll("reduce_scatter"), coll("all_gather")
+        per_mb = max(t_rs * first_bucket, t_rs - c.backward_share * c.micro_batch_s) if L.dp_overlap else t_rs
+        out = [row("ZeRO-2 grads", ("reduce_scatter",), mb, mb * t_rs, mb * per_mb),
+               row("ZeRO-2 weights", ("all_gather",), 1, t_ag, t_ag)]
+    else:
+        t_ag, t_rs = coll("all_gather"), coll("reduce_scatter")
+        comm_mb = 2 * t_ag + t_rs
+        # prefetching hides it behind compute, except one layer's gather
+        per_mb = max(comm_mb / L.layers_per_stage, comm_mb - c.micro_batch_s) if L.dp_overlap else comm_mb
+        share = mb * per_mb / (mb * comm_mb)
+        out = [row("ZeRO-3 weight gathers", ("all_gather",), 2 * mb, 2 * mb * t_ag, 2 * mb * t_ag * share),
+               row("ZeRO-3 grads", ("reduce_scatter",), mb, mb * t_rs, mb * t_rs * share)]
+    if link.crosses_nodes:
+        notes.append(f"data-parallel traffic crosses nodes: {link.bandwidth / units.GB:.1f} GB/s per direction per rank")
+    return out
+
+
+def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
+             recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
+             bucket_bytes=None, memory_reserve_bytes=None, gpus=None) -> Estimate:
+    """Memory per GPU, traffic per step and step time for one layout.
+
+    model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
+    tp x pp x dp must equal it (dp defaults to the rest). global_batch and micro_batch in
+    sequences; zero 0-3; recompute none/selective/full (True = full); interleave v >= 1 virtual
+    stages per GPU; gpu_efficiency in (0, 1] (default: the sourced assumption);
+    bucket_bytes: gradient bucket size (bytes, default ``DDP_BUCKET_BYTES``);
+    memory_reserve_bytes: memory not usable (bytes). Composes ``memory_phase``,
+    ``compute_phase``, ``tp_phase``, ``pp_phase`` and ``dp_phase`` on the 1F1B schedule.
+    """
+    L = layout(model_, system, nodes, tp=tp, pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch,
+               zero=zero, recompute=recompute, interleave=interleave, sequence_parallel=sequence_parallel,
+               gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, bucket_bytes=bucket_bytes,
+               memory_reserve_bytes=memory_reserve_bytes, gpus=gpus)
+    notes = []
+    memory = memory_phase(L)
+    c = compute_phase(L)
+    tp_traffic, pp_traffic = tp_phase(L, notes), pp_phase(L)
+    dp_traffic = dp_phase(L, c, notes)
+    tp_ex = sum(tr.exposed_s for tr in tp_traffic)
+    pp_ex = sum(tr.exposed_s for tr in pp_traffic)
+    dp_ex = sum(tr.exposed_s for tr in dp_traffic)
+    # 1F1B schedule: (m + (p-1)/v) slots
+    mb, p, v = L.micro_batches, L.pp, L.interleave
+    slot = c.micro_batch_s + (tp_ex + pp_ex) / mb
     bubble = (p - 1) / v * slot
-    # ---- data parallel
-    dp_ex = 0.0
-    if d > 1:
-        link = group_link(sys_, d, t)
-        grad_bytes = BYTES_PER_PARAM_ADAM["gradients"] * stage_params
-        window = bwd_share * t_mb / v  # last backward pass of the stage (one chunk when interleaved)
-        if z <= 1:
-            if z == 0:
-                t_dp = _coll("all_reduce", grad_bytes, d, link)
-                traffic.append(Traffic("data parallel grads", "all_reduce", d, link.name, link.crosses_nodes, 1,
-                                       grad_bytes, t_dp, 0.0))
-            else:
-                t_dp = _coll("reduce_scatter", grad_bytes, d, link) + _coll("all_gather", grad_bytes, d, link)
-                traffic.append(Traffic("ZeRO-1 grads + weights", "RS + AG", d, link.name, link.crosses_nodes, 2,
-                                       grad_bytes, t_dp, 0.0))
-            last = t_dp * min(1.0, bucket / grad_bytes)
-            dp_ex = max(last, t_dp - window) if dp_overlap else t_dp
-            traffic[-1].exposed_s = dp_ex
-        elif z == 2:
-            t_rs = _coll("reduce_scatter", grad_bytes, d, link)
-            t_ag = _coll("all_gather", grad_bytes, d, link)
-            per_mb = max(t_rs * min(1.0, bucket / grad_bytes), t_rs - bwd_share * t_mb) if dp_overlap else t_rs
-            dp_ex = mb * per_mb + t_ag
-            traffic.append(Traffic("ZeRO-2 grads", "reduce_scatter", d, link.name, link.crosses_nodes, mb,
-                                   grad_bytes, mb * t_rs, mb * per_mb))
-            traffic.append(Traffic("ZeRO-2 weights", "all_gather", d, link.name, link.crosses_nodes, 1,
-                                   grad_bytes, t_ag, t_ag))
-        else:
-            t_ag = _coll("all_gather", grad_bytes, d, link)
-            t_rs = _coll("reduce_scatter", grad_bytes, d, link)
-            comm_mb = 2 * t_ag + t_rs
-            if dp_overlap:  # prefetching hides it behind compute, except one layer's gather
-                per_mb = max(comm_mb / layers_stage, comm_mb - t_mb)
-            else:
-                per_mb = comm_mb
-            dp_ex = mb * per_mb
-            traffic.append(Traffic("ZeRO-3 weight gathers", "all_gather", d, link.name, link.crosses_nodes, 2 * mb,
-                                   grad_bytes, 2 * mb * t_ag, None))
-            traffic.append(Traffic("ZeRO-3 grads", "reduce_scatter", d, link.name, link.crosses_nodes, mb,
-                                   grad_bytes, mb * t_rs, None))
-            for tr in traffic[-2:]:
-                tr.exposed_s = dp_ex * tr.time_s / (mb * comm_mb)
-        if link.crosses_nodes:
-            notes.append(f"data-parallel traffic crosses nodes: {link.bandwidth / units.GB:.1f} GB/s per direction per rank")
-
     step = mb * slot + bubble + dp_ex
-    tokens = B * s
-    tflops = hw_flops / step / N / 1e12
-    model_tflops = model_flops / step / N / 1e12
-    if eff != assumption("gpu_efficiency"):
-        notes.append(f"GPU efficiency set to {eff:.2f} (default {assumption('gpu_efficiency'):.2f})")
-    return Estimate(model=m.name, system=sys_.id, gpus=N, nodes=n_nodes, tp=t, pp=p, dp=d, zero=z, recompute=rc,
-                    micro_batch=b, global_batch=B, micro_batches=mb, interleave=v, sequence_parallel=sequence_parallel,
-                    gpu_efficiency=eff, memory=memory, fits=fits, traffic=traffic, step_time_s=step,
-                    compute_s=compute, bubble_s=bubble, bubble_fraction=bubble_frac, tp_exposed_s=tp_ex,
-                    pp_exposed_s=pp_ex, dp_exposed_s=dp_ex, tokens_per_s_per_gpu=tokens / step / N,
-                    tflops_per_gpu=tflops, model_tflops_per_gpu=model_tflops, mfu=model_tflops * 1e12 / peak,
-                    hfu=tflops * 1e12 / peak, notes=notes)
+    per_gpu = lambda flops: flops / step / L.gpus / 1e12  # noqa: E731 - TFLOP/s per GPU
+    peak = L.system.gpu.bf16_flops
+    if L.gpu_efficiency != assumption("gpu_efficiency"):
+        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} (default {assumption('gpu_efficiency'):.2f})")
+    return Estimate(model=L.model.name, system=L.system.id, gpus=L.gpus, nodes=L.nodes, tp=L.tp, pp=p, dp=L.dp,
+                    zero=L.zero, recompute=L.recompute, micro_batch=L.micro_batch, global_batch=L.global_batch,
+                    micro_batches=mb, interleave=v, sequence_parallel=L.sequence_parallel,
+                    gpu_efficiency=L.gpu_efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
+                    traffic=tp_traffic + pp_traffic + dp_traffic, step_time_s=step, compute_s=c.compute_s,
+                    bubble_s=bubble, bubble_fraction=(p - 1) / (v * mb), tp_exposed_s=tp_ex, pp_exposed_s=pp_ex,
+                    dp_exposed_s=dp_ex, tokens_per_s_per_gpu=L.global_batch * L.model.seq_len / step / L.gpus,
+                    tflops_per_gpu=per_gpu(c.hardware_flops), model_tflops_per_gpu=per_gpu(c.model_flops),
+                    mfu=per_gpu(c.model_flops) * 1e12 / peak, hfu=per_gpu(c.hardware_flops) * 1e12 / peak,
+                    notes=notes)
 
 
 # ---------------------------------------------------------------- planner
@@ -627,8 +689,8 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     by default: against published ZeRO-3 runs the model is 1.7-3.4x optimistic at 768-1536 GPUs
     (see ``validation_table``); pass ``zero_stages=(0, 1, 2, 3)`` to include them anyway.
     """
-    m = _model(model_)
-    sys_ = _system(system)
+    m = resolve_model(model_)
+    sys_ = hardware.resolve_system(system)
     gpn = sys_.gpus_per_node
     if gpus is not None:
         N = validate.integer("gpus", gpus, low=1, high=10**7)

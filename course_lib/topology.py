@@ -502,3 +502,24 @@ def summary(topo: Topology) -> dict:
             "pair_gb_s_min": min(pairs) / units.GB, "pair_gb_s_max": max(pairs) / units.GB,
             "bisection_gb_s": topo.bisection_bandwidth() / units.GB,
             "ring_gb_s": ring["bandwidth"] / units.GB, "ring_bottleneck": ring["link"]}
+
+
+def draw_rails(topo: Topology, ax=None):
+    """Draw a rail-optimised fat tree (``rail_fat_tree``) with each GPU -> leaf cable coloured by its rail."""
+    import matplotlib.pyplot as plt
+    if not isinstance(topo, Topology):
+        raise ValueError(f"topo must be a topology.Topology (rail_fat_tree), got {type(topo).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4.8))
+    topo.draw(ax=ax, show_bandwidth=False)
+    leaves = sorted((n for n, k in topo.kinds.items() if n.startswith("leaf")), key=lambda n: int(n[4:]))
+    colours = plt.get_cmap("tab10")
+    for key in topo.links:  # colour each GPU -> leaf cable by its rail
+        a, b = sorted(key, key=lambda n: topo.kinds[n] != "gpu")
+        if topo.kinds[a] == "gpu" and b in leaves:
+            (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
+            ax.plot([x1, x2], [y1, y2], "-", color=colours(leaves.index(b) % 10), lw=1.6, zorder=2)
+    ax.legend(loc="lower center", fontsize=7, frameon=False, ncol=3)
+    ax.set_title(f"{topo.name}\nGPU k of every node -> leaf switch k (rail k, one colour per rail); "
+                 "leaves -> spines (full bisection)", fontsize=10)
+    return ax

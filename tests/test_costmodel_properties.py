@@ -2,13 +2,13 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from course_lib import costmodel as cm
+from course_lib import collectives, costmodel as cm
 
 ranks = st.integers(min_value=2, max_value=512)
 sizes = st.floats(min_value=1.0, max_value=1e11)
 bws = st.floats(min_value=1e8, max_value=2e12)
 lats = st.floats(min_value=0.0, max_value=1e-4)
-pairs = st.sampled_from([(c, a) for c, algs in cm.SUPPORTED.items() for a in algs])
+pairs = st.sampled_from([(c, a) for c in collectives.ids() for a in collectives.get(c).algorithms])
 
 
 @settings(max_examples=150, deadline=None)
@@ -20,7 +20,7 @@ def test_time_grows_with_size(pair, p, a, b, bw, alpha):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from([a for a in cm.SUPPORTED["all_reduce"] if a != "in_network"]), ranks, sizes, bws, lats)
+@given(st.sampled_from([a for a in collectives.get("all_reduce").algorithms if a != "in_network"]), ranks, sizes, bws, lats)
 def test_no_all_reduce_beats_bandwidth_bound(alg, p, n, bw, alpha):
     t = cm.collective_time("all_reduce", n, p, bw, alpha, alg)
     assert t >= cm.lower_bound_time(n, p, bw) * (1 - 1e-12)
@@ -45,7 +45,7 @@ def test_two_ranks_ring_tree_and_halving_doubling_coincide(n, bw, alpha):
     assert np.isclose(cm.collective_time("all_reduce", n, 2, bw, alpha, "ring"),
                       cm.collective_time("all_reduce", n, 2, bw, alpha, "halving_doubling"))
     assert np.isclose(cm.collective_time("broadcast", n, 2, bw, alpha, "ring"),
-                      cm.collective_time("broadcast", n, 2, bw, alpha, "tree"))
+                      cm.collective_time("broadcast", n, 2, bw, alpha, "binomial_tree"))
 
 
 @settings(max_examples=60, deadline=None)

@@ -59,7 +59,7 @@ def test_collectives_table_uses_the_nccl_tests_factors():
 @pytest.mark.parametrize("p", [2, 4, 8, 16])
 def test_patterns_have_the_models_number_of_steps(p):
     steps = {row["algorithm"]: row["steps"] for row in cl.algorithm_table(1e6, p, 1e9, 1e-6)}
-    for name in ("ring", "tree", "recursive_doubling", "halving_doubling"):
+    for name in ("ring", "binomial_tree", "recursive_doubling", "halving_doubling"):
         assert len(cl.algorithm_pattern(name, p)) == steps[name], name
     assert len(cl.algorithm_pattern("naive", p)) == steps["naive"] == 2
 
@@ -67,7 +67,7 @@ def test_patterns_have_the_models_number_of_steps(p):
 def test_pattern_shapes():
     ring = cl.algorithm_pattern("ring", 5)
     assert len(ring) == 8 and all(sorted(step) == [(r, (r + 1) % 5) for r in range(5)] for step in ring)
-    tree = cl.algorithm_pattern("tree", 6)  # not a power of two: every rank but 0 sends up exactly once
+    tree = cl.algorithm_pattern("binomial_tree", 6)  # not a power of two: every rank but 0 sends up exactly once
     up = [m for step in tree[:len(tree) // 2] for m in step]
     assert sorted(src for src, _ in up) == [1, 2, 3, 4, 5]
     hd = cl.algorithm_pattern("halving_doubling", 8)

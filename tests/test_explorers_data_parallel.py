@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, costmodel, parallel, units  # noqa: E402
+from course_lib import checks, costmodel, hardware, parallel, units  # noqa: E402
 from course_lib.explorers import data_parallel as dp  # noqa: E402
 
 
@@ -120,20 +120,10 @@ def test_zero_table_uses_parallel_memory_and_matches_the_zero_paper():
 
 # ---------------------------------------------------------------- step time and scaling
 
-def test_dp_system_sets_one_nic_per_gpu():
-    s = dp.dp_system(12.5)
-    assert s.nic_bandwidth_per_gpu == pytest.approx(12.5e9)
-    assert s.gpu_link.per_direction == pytest.approx(450e9)
-    assert dp.dp_system(None).id == "dgx-h100"
-    with pytest.raises(ValueError, match="link_gb_s"):
-        dp.dp_system(0)
-    with pytest.raises(ValueError, match="base"):
-        dp.dp_system(10, base="dgx-h999")
-
-
 def test_dp_estimate_is_parallel_estimate_with_tp_pp_1():
-    e = dp.dp_estimate("megatron-1.7b", 64, 50, zero=1, seqs_per_gpu=2)
-    ref = parallel.estimate("megatron-1.7b", dp.dp_system(50), gpus=64, tp=1, pp=1, global_batch=128, micro_batch=1,
+    e = dp.dp_estimate("megatron-1.7b", 64, 400, zero=1, seqs_per_gpu=2)
+    one_nic_per_gpu = hardware.system("dgx-h100").variant(nics_per_node=8, nic_gbit_s=400)
+    ref = parallel.estimate("megatron-1.7b", one_nic_per_gpu, gpus=64, tp=1, pp=1, global_batch=128, micro_batch=1,
                             zero=1, recompute="selective")
     assert e.step_time_s == pytest.approx(ref.step_time_s)
     assert (e.tp, e.pp, e.dp) == (1, 1, 64)
@@ -141,10 +131,14 @@ def test_dp_estimate_is_parallel_estimate_with_tp_pp_1():
         dp.dp_estimate("megatron-1.7b", 64, global_batch=100)
     with pytest.raises(ValueError, match="overlap"):
         dp.dp_estimate("megatron-1.7b", 8, overlap=1)
+    with pytest.raises(ValueError, match="nic_gbit_s"):
+        dp.dp_estimate("megatron-1.7b", 8, nic_gbit_s=0)
+    with pytest.raises(ValueError, match="base"):
+        dp.dp_estimate("megatron-1.7b", 8, base="dgx-h999")
 
 
 def test_weak_scaling_curve_is_compute_over_step():
-    c = dp.scaling_curve("megatron-7.5b", 12.5, zero=1)
+    c = dp.scaling_curve("megatron-7.5b", 100, zero=1)
     assert list(c["gpus"]) == list(dp.SCALING_GPUS)
     assert c["efficiency"][0] == pytest.approx(1.0)
     assert c["efficiency"] == pytest.approx(c["compute_s"] / c["step_s"])
@@ -152,7 +146,7 @@ def test_weak_scaling_curve_is_compute_over_step():
     # inside one node NVLink hides the all-reduce; at 12.5 GB/s per GPU across nodes it does not
     assert c["efficiency"][3] > 0.99 > 0.8 > c["efficiency"][4]
     # a faster network restores it
-    assert dp.scaling_curve("megatron-7.5b", 50, zero=1)["efficiency"][4] > 0.99
+    assert dp.scaling_curve("megatron-7.5b", 400, zero=1)["efficiency"][4] > 0.99
 
 
 def test_no_overlap_costs_efficiency_and_zero3_costs_more():
@@ -176,7 +170,7 @@ def test_scaling_validates():
         dp.scaling_curve(gpus=())
     with pytest.raises(ValueError, match="seqs_per_gpu"):
         dp.scaling_curve(seqs_per_gpu=0)
-    with pytest.raises(ValueError, match="model_id"):
+    with pytest.raises(ValueError, match="model"):
         dp.scaling_curve("gpt-9")
 
 

@@ -131,9 +131,26 @@ def test_bad_input_names_the_parameter(func, args, name):
 
 def test_as_system_takes_an_id_or_a_system():
     dgx = hardware.system("dgx-h100")
-    assert hardware.as_system(dgx) is dgx
-    assert hardware.as_system("dgx-a100").id == "dgx-a100"
+    assert hardware.resolve_system(dgx) is dgx
+    assert hardware.resolve_system("dgx-a100").id == "dgx-a100"
     with pytest.raises(ValueError, match="system"):
-        hardware.as_system("dgx-9000")
+        hardware.resolve_system("dgx-9000")
     with pytest.raises(ValueError, match="base must be a catalog id"):
-        hardware.as_system(42, name="base")
+        hardware.resolve_system(42, name="base")
+
+
+def test_system_variant_overrides_only_what_is_asked_nic_in_gbit_s():
+    base = hardware.system("dgx-h100")
+    assert base.variant() is base
+    s = base.variant(gpus_per_node=4, nics_per_node=1, nic_gbit_s=800, gpu_link_gb_s=100)
+    assert (s.gpus_per_node, s.nics_per_node) == (4, 1)
+    assert s.nic.per_direction == pytest.approx(100e9)      # 800 Gb/s = 100 GB/s per direction
+    assert s.gpu_link.per_direction == pytest.approx(100e9)
+    assert s.id.endswith("-what-if") and s.gpu == base.gpu
+    only_nic = base.variant(nic_gbit_s=200)
+    assert only_nic.nic.per_direction == pytest.approx(25e9) and only_nic.gpu_link == base.gpu_link
+    assert only_nic.nics_per_node == base.nics_per_node
+    for kwargs, name in (({"nic_gbit_s": 0}, "nic_gbit_s"), ({"gpu_link_gb_s": -1}, "gpu_link_gb_s"),
+                         ({"gpus_per_node": 0}, "gpus_per_node"), ({"nics_per_node": 2.5}, "nics_per_node")):
+        with pytest.raises(ValueError, match=name):
+            base.variant(**kwargs)

@@ -145,7 +145,7 @@ def test_bad_inputs_name_the_parameter(kwargs, name):
 def test_bad_model_and_system():
     with pytest.raises(ValueError, match="model_id"):
         P.model("gpt-5")
-    with pytest.raises(ValueError, match="system_id"):
+    with pytest.raises(ValueError, match="system must be one of"):
         P.estimate("gpt3-175b", "no-such", gpus=8, global_batch=8)
     with pytest.raises(ValueError, match="heads"):
         P.Transformer("x", layers=2, hidden=100, heads=3, vocab=10, seq_len=8)
@@ -219,3 +219,30 @@ def test_properties(tp, pp, mb, rc, zero):
     assert e.step_time_s >= e.compute_s
     assert 0 < e.mfu <= e.hfu <= e.gpu_efficiency + 1e-9
     assert e.memory["total"] > 0
+
+
+def test_resolve_model_takes_an_id_or_a_transformer():
+    m = P.model("gpt3-175b")
+    assert P.resolve_model(m) is m
+    assert P.resolve_model("gpt3-175b") == m
+    with pytest.raises(ValueError, match="model must be one of"):
+        P.resolve_model("gpt-5")
+    with pytest.raises(ValueError, match="model_id must be a catalog id"):
+        P.resolve_model(42, name="model_id")
+
+
+def test_estimate_is_its_phases():
+    e = P.estimate("gpt3-175b", "dgx-a100", gpus=1024, tp=8, pp=16, global_batch=1536, zero=1)
+    L = P.layout("gpt3-175b", "dgx-a100", gpus=1024, tp=8, pp=16, global_batch=1536, zero=1)
+    assert P.memory_phase(L) == e.memory
+    c = P.compute_phase(L)
+    assert c.compute_s == e.compute_s
+    notes = []
+    tp, pp, dp = P.tp_phase(L, notes), P.pp_phase(L), P.dp_phase(L, c, notes)
+    assert [t.kind for t in tp + pp + dp] == [t.kind for t in e.traffic]
+    assert sum(t.exposed_s for t in dp) == e.dp_exposed_s
+    assert dp[0].collectives == ("reduce_scatter", "all_gather") and tp[0].collectives == ("all_reduce",)
+    # bytes each GPU sends: RS + AG of the gradients = 2 (d-1)/d x gradient bytes
+    d = e.dp
+    assert dp[0].sent_per_gpu == pytest.approx(2 * (d - 1) / d * dp[0].bytes_per_call)
+    assert pp[0].collectives == () and pp[0].sent_per_gpu == pp[0].calls_per_step * pp[0].bytes_per_call

@@ -26,18 +26,15 @@ import time
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import costmodel, hardware, units, validate
+from .. import collectives, costmodel, hardware, units, validate
 from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
-# chapter name -> costmodel name; "naive" is the parameter server (costmodel calls it "direct")
-ALGORITHMS = {"naive": "direct", "ring": "ring", "tree": "tree", "recursive_doubling": "recursive_doubling",
-              "halving_doubling": "halving_doubling", "double_binary_tree": "double_binary_tree"}
-ALGORITHM_LABELS = {"naive": "naive (parameter server)", "ring": "ring", "tree": "binomial tree",
-                    "recursive_doubling": "recursive doubling", "halving_doubling": "halving-doubling",
-                    "double_binary_tree": "double binary tree (NCCL)"}
-PATTERN_ALGORITHMS = ("naive", "ring", "tree", "recursive_doubling", "halving_doubling")
-ALGORITHM_COLOURS = {"naive": "tab:red", "ring": "tab:blue", "tree": "tab:green",
+# the all-reduce algorithms the chapter compares: registry ids (course_lib.collectives), labels from the registry
+ALGORITHMS = ("naive", "ring", "binomial_tree", "recursive_doubling", "halving_doubling", "double_binary_tree")
+ALGORITHM_LABELS = {a: collectives.label("all_reduce", a) for a in ALGORITHMS}
+PATTERN_ALGORITHMS = ("naive", "ring", "binomial_tree", "recursive_doubling", "halving_doubling")
+ALGORITHM_COLOURS = {"naive": "tab:red", "ring": "tab:blue", "binomial_tree": "tab:green",
                      "recursive_doubling": "tab:purple", "halving_doubling": "tab:orange",
                      "double_binary_tree": "tab:brown"}
 RING_RANKS = (2, 3, 4, 5, 6, 8)
@@ -189,7 +186,7 @@ def algorithm_pattern(algorithm, ranks=8) -> list[list[tuple[int, int]]]:
         return [[(r, 0) for r in range(1, p)], [(0, r) for r in range(1, p)]]
     if algorithm == "ring":
         return [[(r, (r + 1) % p) for r in range(p)] for _ in range(2 * (p - 1))]
-    if algorithm == "tree":  # binomial tree: reduce to rank 0, then broadcast back down
+    if algorithm == "binomial_tree":  # reduce to rank 0, then broadcast back down
         up, mask = [], 1
         while mask < p:
             up.append([(r, r - mask) for r in range(p) if r & mask and not r & (mask - 1)])
@@ -222,10 +219,9 @@ def algorithm_table(nbytes, ranks, bandwidth, latency) -> list[dict]:
     alpha = validate.non_negative("latency", latency)
     bound = costmodel.lower_bound_time(n, p, bw)
     rows = []
-    for name, model in ALGORITHMS.items():
-        steps = costmodel.collective_time("all_reduce", 0.0, p, 1.0, 1.0, model)
-        factor = costmodel.collective_time("all_reduce", 1.0, p, 1.0, 0.0, model)
-        t = costmodel.collective_time("all_reduce", n, p, bw, alpha, model)
+    for name in ALGORITHMS:
+        steps, factor = collectives.terms("all_reduce", name, p)
+        t = costmodel.collective_time("all_reduce", n, p, bw, alpha, name)
         rows.append({"algorithm": name, "label": ALGORITHM_LABELS[name], "steps": steps,
                      "bytes_per_rank": factor * n, "time_s": t,
                      "latency_share": steps * alpha / t if t > 0 else 0.0,
@@ -296,7 +292,7 @@ def draw_algorithms(ranks=8, axes=None):
     ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=9)
     # binomial tree
     ax = axes[2]
-    steps = algorithm_pattern("tree", p)
+    steps = algorithm_pattern("binomial_tree", p)
     levels = len(steps) // 2
     tree_pos = _tree_layout(p)
     for k, step in enumerate(steps[:levels]):
@@ -573,8 +569,8 @@ def cost_curves(ranks, bandwidth, latency, sizes=None) -> dict:
     n = np.logspace(np.log10(MIN_SIZE), np.log10(MAX_SIZE), 120) if sizes is None else \
         np.atleast_1d(validate.sizes("sizes", sizes)).astype(float)
     out = {"sizes": n}
-    for name, model in ALGORITHMS.items():
-        out[name] = np.asarray(costmodel.collective_time("all_reduce", n, p, bw, alpha, model), dtype=float)
+    for name in ALGORITHMS:
+        out[name] = np.asarray(costmodel.collective_time("all_reduce", n, p, bw, alpha, name), dtype=float)
     out["lower_bound"] = np.asarray(costmodel.lower_bound_time(n, p, bw), dtype=float)
     return out
 
@@ -620,7 +616,7 @@ def draw_cost(ax, size_mb, ranks, link_gb_s, latency_us, algorithm):
     ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
     size = size_mb * 1e6
     t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6,
-                                  ALGORITHMS[algorithm])
+                                  algorithm)
     ax.plot(size, t, "D", color="black", ms=8, zorder=5)
     ax.set_xscale("log")
     ax.set_yscale("log")

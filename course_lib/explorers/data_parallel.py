@@ -18,10 +18,8 @@ import numpy as np
 
 from .. import costmodel, datafiles, hardware, parallel, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
-from . import infiniband
 
-MIB = 2**20
-DDP_BUCKET_BYTES = 25 * MIB        # PyTorch DDP's default bucket_cap_mb=25 is in MiB
+DDP_BUCKET_BYTES = parallel.DDP_BUCKET_BYTES  # the one sourced constant: 25 MiB (bucket_cap_mb=25)
 SCALING_GPUS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 BASE_SYSTEM = "dgx-h100"
 RECOMPUTE = "selective"
@@ -218,27 +216,14 @@ def draw_zero_memory(ax=None, params=7.5e9, gpus=64, capacity_bytes=None):
 
 # ---------------------------------------------------------------- step time and scaling
 
-def dp_system(link_gb_s=None, base=BASE_SYSTEM) -> hardware.System:
-    """``base`` with one NIC per GPU of ``link_gb_s`` GB/s per direction (None: the catalog's NICs).
-
-    The GPUs inside a node keep the catalog's fabric (NVLink on a DGX); link_gb_s in [0.125, 400].
-    """
-    sys_ = hardware.system(validate.choice("base", base, hardware.system_ids())) if isinstance(base, str) else base
-    if not isinstance(sys_, hardware.System):
-        raise ValueError(f"base must be a catalog id such as 'dgx-h100' or a hardware.System, got {base!r}")
-    if link_gb_s is None:
-        return sys_
-    rate = validate.number("link_gb_s", link_gb_s, low=0.125, high=400)
-    return infiniband.what_if_system(sys_, nics_per_node=sys_.gpus_per_node, nic_gbit_s=units.bytes_to_bits(rate))
-
-
-def dp_estimate(model="megatron-1.7b", gpus=64, link_gb_s=None, zero=0, seqs_per_gpu=1, overlap=True,
+def dp_estimate(model="megatron-1.7b", gpus=64, nic_gbit_s=None, zero=0, seqs_per_gpu=1, overlap=True,
                 base=BASE_SYSTEM, global_batch=None) -> parallel.Estimate:
     """parallel.estimate for pure data parallelism (TP = PP = 1) with ZeRO stage ``zero``.
 
     Each GPU runs ``seqs_per_gpu`` sequences per step as micro-batches of one (weak scaling),
     unless ``global_batch`` (a multiple of gpus) fixes the total (strong scaling). Selective
-    activation recomputation; link_gb_s: network per GPU, GB/s per direction (None: catalog).
+    activation recomputation; nic_gbit_s: one NIC per GPU at this rate, Gb/s (bits) per direction as
+    vendors quote it (None: the catalog's NICs). The GPUs inside a node keep the catalog's fabric.
     """
     gpus = validate.integer("gpus", gpus, low=1, high=10**6)
     spg = validate.integer("seqs_per_gpu", seqs_per_gpu, low=1, high=10**4)
@@ -250,7 +235,10 @@ def dp_estimate(model="megatron-1.7b", gpus=64, link_gb_s=None, zero=0, seqs_per
             raise ValueError(f"global_batch must be a multiple of gpus ({gpus}), got {batch}")
     if not isinstance(overlap, bool):
         raise ValueError(f"overlap must be True or False, got {overlap!r}")
-    return parallel.estimate(model, dp_system(link_gb_s, base), gpus=gpus, tp=1, pp=1, global_batch=batch,
+    sys_ = hardware.resolve_system(base, name="base")
+    if nic_gbit_s is not None:
+        sys_ = sys_.variant(nics_per_node=sys_.gpus_per_node, nic_gbit_s=nic_gbit_s)
+    return parallel.estimate(model, sys_, gpus=gpus, tp=1, pp=1, global_batch=batch,
                              micro_batch=1, zero=validate.integer("zero", zero, low=0, high=3),
                              recompute=RECOMPUTE, dp_overlap=overlap)
 
@@ -259,7 +247,7 @@ def _dp_comm(e: parallel.Estimate) -> float:
     return sum(t.time_s for t in e.traffic)
 
 
-def scaling_curve(model="megatron-1.7b", link_gb_s=None, zero=0, seqs_per_gpu=1, overlap=True,
+def scaling_curve(model="megatron-1.7b", nic_gbit_s=None, zero=0, seqs_per_gpu=1, overlap=True,
                   gpus=SCALING_GPUS, base=BASE_SYSTEM) -> dict:
     """Weak scaling (every GPU keeps ``seqs_per_gpu`` sequences per step) over ``gpus`` counts.
 
@@ -270,8 +258,8 @@ def scaling_curve(model="megatron-1.7b", link_gb_s=None, zero=0, seqs_per_gpu=1,
     counts = [validate.integer("gpus", g, low=1, high=10**6) for g in gpus]
     if not counts:
         raise ValueError("gpus must list at least one GPU count")
-    est = [dp_estimate(model, g, link_gb_s, zero if g > 1 else 0, seqs_per_gpu, overlap, base) for g in counts]
-    one = dp_estimate(model, 1, link_gb_s, 0, seqs_per_gpu, overlap, base).step_time_s
+    est = [dp_estimate(model, g, nic_gbit_s, zero if g > 1 else 0, seqs_per_gpu, overlap, base) for g in counts]
+    one = dp_estimate(model, 1, nic_gbit_s, 0, seqs_per_gpu, overlap, base).step_time_s
     step = np.array([e.step_time_s for e in est])
     eff = one / step
     return {"gpus": np.array(counts), "compute_s": np.array([e.compute_s for e in est]),
@@ -282,7 +270,7 @@ def scaling_curve(model="megatron-1.7b", link_gb_s=None, zero=0, seqs_per_gpu=1,
             "model": est[0].model, "system": est[0].system}
 
 
-def strong_scaling(model="megatron-1.7b", global_batch=512, link_gb_s=None, zero=0, overlap=True,
+def strong_scaling(model="megatron-1.7b", global_batch=512, nic_gbit_s=None, zero=0, overlap=True,
                    gpus=SCALING_GPUS, base=BASE_SYSTEM) -> dict:
     """Strong scaling: the global batch (sequences) stays fixed; counts that do not divide it are skipped.
 
@@ -294,8 +282,8 @@ def strong_scaling(model="megatron-1.7b", global_batch=512, link_gb_s=None, zero
     counts = [g for g in counts if batch % g == 0]
     if not counts:
         raise ValueError(f"gpus must include a count that divides global_batch ({batch})")
-    est = [dp_estimate(model, g, link_gb_s, zero if g > 1 else 0, 1, overlap, base, global_batch=batch) for g in counts]
-    one = dp_estimate(model, 1, link_gb_s, 0, 1, overlap, base, global_batch=batch).step_time_s
+    est = [dp_estimate(model, g, nic_gbit_s, zero if g > 1 else 0, 1, overlap, base, global_batch=batch) for g in counts]
+    one = dp_estimate(model, 1, nic_gbit_s, 0, 1, overlap, base, global_batch=batch).step_time_s
     step = np.array([e.step_time_s for e in est])
     speedup = one / step
     return {"gpus": np.array(counts), "step_s": step, "compute_s": np.array([e.compute_s for e in est]),
@@ -319,7 +307,7 @@ def ring_order(nodes, gpus_per_node, ring=0) -> list:
 def dp_ring_bandwidth(system=BASE_SYSTEM, nodes=2, ring=0) -> dict:
     """One DP ring laid over the rail-optimised fat tree: its bottleneck link (topology.ring_bottleneck),
     and the bandwidth per rank the course model gives the DP group (parallel.group_link), bytes/s per direction."""
-    sys_ = hardware.system(system) if isinstance(system, str) else system
+    sys_ = hardware.resolve_system(system)
     topo = topology.rail_fat_tree(sys_.id, nodes)
     order = ring_order(nodes, sys_.gpus_per_node, ring)
     one = topo.ring_bottleneck(order)
@@ -333,7 +321,7 @@ def draw_dp_ring(system=BASE_SYSTEM, nodes=2, ring=0, ax=None):
     """The rail-optimised fat tree with one DP ring drawn on it (arrows), crossings marked. Returns ax."""
     import matplotlib.pyplot as plt
 
-    sys_ = hardware.system(system) if isinstance(system, str) else system
+    sys_ = hardware.resolve_system(system)
     topo = topology.rail_fat_tree(sys_.id, nodes)
     order = ring_order(nodes, sys_.gpus_per_node, ring)
     if ax is None:
@@ -407,7 +395,7 @@ def zero3_ladder() -> list[dict]:
         if case.get("group") != "ptdp-vs-zero3-175b" or case.get("zero", 0) != 3:
             continue
         base = hardware.system(case["system"])
-        own_nic = infiniband.what_if_system(base, gpus_per_node=1, nics_per_node=1)
+        own_nic = base.variant(gpus_per_node=1, nics_per_node=1)
         get = lambda k: case.get(k, defaults.get(k))  # noqa: E731
         row = {"gpus": case["gpus"], "micro_batch": get("micro_batch"), "measured": float(case["measured_tflops_per_gpu"])}
         for name, sys_, ov in (("model", base, True), ("no_overlap", base, False),
@@ -514,14 +502,14 @@ def _draw(ax, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     ax.remove()
     sub = spec.subgridspec(1, 2, width_ratios=[1.7, 1], wspace=0.35)
     ax1, ax2 = fig.add_subplot(sub[0]), fig.add_subplot(sub[1])
-    curve = scaling_curve(model, link_gb_s, zero, seqs_per_gpu, overlap)
+    curve = scaling_curve(model, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
     x = np.log2(curve["gpus"])
     ax1.bar(x, curve["compute_s"], color="tab:blue", width=0.7, label="compute")
     ax1.bar(x, curve["exposed_s"], bottom=curve["compute_s"], color="tab:red", width=0.7, label="exposed DP comm")
     ax1.plot(x, curve["comm_s"], "_", color="black", ms=14, mew=2, label="DP comm if nothing hidden")
     top = 1.55 * max(curve["step_s"].max(), curve["comm_s"].max())
     ax1.set_ylim(0, top)
-    boundary = np.log2(dp_system(link_gb_s).gpus_per_node) + 0.5
+    boundary = np.log2(hardware.system(BASE_SYSTEM).gpus_per_node) + 0.5
     ax1.axvline(boundary, color="0.4", ls=":", lw=1)
     ax1.text(boundary + 0.05, top * 0.66, "node\nboundary", fontsize=7, color="0.3", va="bottom")
     sel = int(np.log2(gpus))
@@ -538,7 +526,7 @@ def _draw(ax, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     ax1.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left", ncol=2)
     twin.set_ylabel("scaling efficiency, %", color="tab:green")
     ax1.set_title(f"{curve['model']}, ZeRO-{zero}: step time and efficiency", fontsize=9)
-    est = [dp_estimate(model, gpus, link_gb_s, z, seqs_per_gpu, overlap) for z in range(4)]
+    est = [dp_estimate(model, gpus, units.bytes_to_bits(link_gb_s), z, seqs_per_gpu, overlap) for z in range(4)]
     colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple", "activations": "tab:gray"}
     bottom = np.zeros(4)
     for part, colour in colours.items():
@@ -555,10 +543,11 @@ def _draw(ax, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
 
 
 def _readout(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
-    e = dp_estimate(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap)
+    e = dp_estimate(model, gpus, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
     comm = _dp_comm(e)
     eff = e.compute_s / e.step_time_s  # pure DP: the step is compute + exposed communication
-    where = (f"inside one node over {dp_system(link_gb_s).gpu_link.name}" if gpus <= dp_system(link_gb_s).gpus_per_node
+    base = hardware.system(BASE_SYSTEM)
+    where = (f"inside one node over {base.gpu_link.name}" if gpus <= base.gpus_per_node
              else f"across nodes: each GPU's NIC at {link_gb_s:.3g} GB/s per direction")
     mem = e.memory
     return (f"{escape(e.model)} on {gpus} GPUs, ZeRO-{zero}, {seqs_per_gpu} sequence(s) per GPU: step "

@@ -3,14 +3,13 @@
 Every bandwidth is bytes/s **per direction** unless a name says otherwise; network
 ports are quoted by vendors in **bits** per second (NDR: 400 Gb/s = 50 GB/s).
 Collective times come from :mod:`course_lib.costmodel` (``predict`` and
-``collective_time``); this module only arranges them for the chapter: what-if
-systems for the explorer, a phase breakdown of the two-level all-reduce, rank
+``collective_time``); this module only arranges them for the chapter (what-if
+systems come from ``hardware.System.variant``): a phase breakdown of the two-level all-reduce, rank
 placement under torchrun, rail hops in a fat tree, and the published
 measurements in ``data/published_multinode.json``.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from functools import lru_cache
 
@@ -45,46 +44,20 @@ def ib_generations() -> list[dict]:
 
 def node_injection(system="dgx-h100") -> float:
     """What all NICs of one node can send at once: NICs x port rate, bytes/s per direction."""
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     return sys_.nic.per_direction * sys_.nics_per_node
 
 
 def node_nvlink(system="dgx-h100") -> float:
     """Sum of every GPU's port into the node fabric (NVLink or PCIe), bytes/s per direction."""
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     return sys_.gpu_link.per_direction * sys_.gpus_per_node
 
 
 def intra_inter_ratio(system="dgx-h100") -> float:
     """Per GPU: intra-node link bandwidth / network bandwidth when all GPUs send at once (per direction both)."""
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     return sys_.gpu_link.per_direction / sys_.nic_bandwidth_per_gpu
-
-
-def what_if_system(base="dgx-h100", *, gpus_per_node=None, nics_per_node=None, nic_gbit_s=None,
-                   nvlink_gb_s=None) -> hardware.System:
-    """A variant of a catalog system for what-if questions.
-
-    gpus_per_node, nics_per_node: counts (1-72); nic_gbit_s: one NIC's port rate in Gb/s
-    (bits) per direction (1-3200); nvlink_gb_s: one GPU's intra-node bandwidth in GB/s
-    (bytes) per direction (1-5000). Omitted values keep the base system's.
-    """
-    sys_ = hardware.as_system(base)
-    g = sys_.gpus_per_node if gpus_per_node is None else validate.integer("gpus_per_node", gpus_per_node, low=1, high=72)
-    k = sys_.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node, low=1, high=72)
-    nic = sys_.nic
-    if nic_gbit_s is not None:
-        rate = validate.number("nic_gbit_s", nic_gbit_s, low=1, high=3200)
-        nic = dataclasses.replace(nic, id=f"{nic.family}-{rate:g}g", name=f"{rate:g} Gb/s {nic.family} port",
-                                  per_direction=units.gbit_to_gbyte(rate) * units.GB,
-                                  detail=f"{rate:g} Gb/s per direction")
-    gpu_link = sys_.gpu_link
-    if nvlink_gb_s is not None:
-        rate = validate.number("nvlink_gb_s", nvlink_gb_s, low=1, high=5000)
-        gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}", name=f"{rate:g} GB/s {gpu_link.family}",
-                                       per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")
-    return dataclasses.replace(sys_, id=f"{sys_.id}-what-if", name=f"{sys_.name} (what-if)", gpus_per_node=g,
-                               nics_per_node=k, nic=nic, gpu_link=gpu_link)
 
 
 # ---------------------------------------------------------------- the two-level all-reduce
@@ -94,8 +67,8 @@ def hierarchical_phases(nbytes, nodes, system="dgx-h100", achievable=False) -> d
 
     Phases (seconds): reduce-scatter inside each node over NVLink, ring all-reduce of the
     1/g shard across nodes (GPU k of every node, over its own NIC), all-gather inside the
-    node; ``launch`` is the fixed call overhead. ``time_s``, ``algbw`` and ``busbw`` (bytes/s)
-    are costmodel.predict's (``hierarchical``; on one node the ring, which is the same thing).
+    node; ``launch`` is the fixed call overhead. All of it is costmodel.predict's
+    ``hierarchical`` algorithm and its ``Prediction.phases`` (on one node: no network phase).
     """
     if isinstance(nbytes, str):
         nbytes = units.parse_size(nbytes)
@@ -103,20 +76,13 @@ def hierarchical_phases(nbytes, nodes, system="dgx-h100", achievable=False) -> d
     N = validate.integer("nodes", nodes, low=1, high=100_000)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
-    sys_ = hardware.as_system(system)
-    g = sys_.gpus_per_node
-    f = costmodel.fabric(sys_, achievable)
-    rs = costmodel.collective_time("reduce_scatter", n, g, f.intra_bw, f.intra_hop, "ring")
-    inter = costmodel.collective_time("all_reduce", n / g, N, f.net_bw_node / g, f.net_hop, "ring")
-    ag = costmodel.collective_time("all_gather", n, g, f.intra_bw, f.intra_hop, "ring")
-    pred = costmodel.predict("all_reduce", n, sys_, nodes=N, algorithm="hierarchical" if N > 1 else "ring",
-                             achievable=achievable)
+    sys_ = hardware.resolve_system(system)
+    pred = costmodel.predict("all_reduce", n, sys_, nodes=N, algorithm="hierarchical", achievable=achievable)
+    phases = {k: float(np.asarray(v).ravel()[0]) for k, v in pred.phases.as_dict().items()}
     total = float(pred.time_s[0])
-    return {"system": sys_.id, "nodes": N, "gpus_per_node": g, "ranks": g * N, "nbytes": n,
-            "reduce_scatter_s": rs, "inter_node_s": inter, "all_gather_s": ag,
-            "launch_s": total - rs - inter - ag, "time_s": total,
-            "algbw": float(pred.algbw[0]), "busbw": float(pred.busbw[0]),
-            "inter_share": inter / total if total > 0 else 0.0}
+    return {"system": sys_.id, "nodes": N, "gpus_per_node": sys_.gpus_per_node, "ranks": pred.ranks, "nbytes": n,
+            **phases, "time_s": total, "algbw": float(pred.algbw[0]), "busbw": float(pred.busbw[0]),
+            "inter_share": phases["inter_node_s"] / total if total > 0 else 0.0}
 
 
 def scaling_curve(nbytes, system="dgx-h100", max_nodes=128, achievable=False) -> dict:
@@ -130,7 +96,7 @@ def scaling_curve(nbytes, system="dgx-h100", max_nodes=128, achievable=False) ->
         nbytes = units.parse_size(nbytes)
     n = validate.positive("nbytes", nbytes)
     max_nodes = validate.integer("max_nodes", max_nodes, low=2, high=100_000)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     g = sys_.gpus_per_node
     intra_gpus = [p for p in (2, 4, 8, 16, 32, 64) if p < g] + [g] if g > 1 else []
     intra = [costmodel.predict("all_reduce", n, sys_, gpus_per_node=p, nodes=1, algorithm="ring",
@@ -157,7 +123,7 @@ def cliff(nbytes, system="dgx-h100", nodes=2, achievable=False) -> dict:
     Compares one full node with ``nodes`` nodes (textbook two-level all-reduce and
     NCCL-style rings). Times in seconds, busbw in bytes/s; ratios > 1 mean slower.
     """
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     N = validate.integer("nodes", nodes, low=2, high=100_000)
     one = hierarchical_phases(nbytes, 1, sys_, achievable)
     many = hierarchical_phases(nbytes, N, sys_, achievable)
@@ -172,7 +138,7 @@ def cliff(nbytes, system="dgx-h100", nodes=2, achievable=False) -> dict:
 
 def rail_topology(system="dgx-h100", nodes=2) -> topology.Topology:
     """The rail-optimised fat tree of course_lib.topology: NIC k of every node on leaf switch k."""
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     nodes = validate.integer("nodes", nodes, low=1, high=64)
     return topology.rail_fat_tree(sys_.id, nodes)
 
@@ -263,14 +229,14 @@ def transports_table() -> list[dict]:
 
 
 def _model_row(case_id, label, system, nodes, nbytes, measured, source, nics=None, algorithm=None, note=""):
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     if nics is not None:
-        sys_ = what_if_system(sys_, nics_per_node=nics)
+        sys_ = sys_.variant(nics_per_node=nics)
     textbook = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes,
                                  algorithm="hierarchical" if nodes > 1 else "ring", achievable=False)
     ring = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm="ring", achievable=False)
     model = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm=algorithm or "auto", achievable=True)
-    return {"id": case_id, "label": label, "system": sys_.id, "base_system": hardware.as_system(system).id, "nodes": nodes, "nics_per_node": sys_.nics_per_node,
+    return {"id": case_id, "label": label, "system": sys_.id, "base_system": hardware.resolve_system(system).id, "nodes": nodes, "nics_per_node": sys_.nics_per_node,
             "nbytes": nbytes, "measured_low": measured[0] * units.GB, "measured_high": measured[1] * units.GB,
             "textbook_busbw": float(textbook.busbw[0]), "ring_busbw": float(ring.busbw[0]),
             "model_busbw": float(model.busbw[0]), "model_algorithm": model.algorithm, "source": source, "note": note}
@@ -341,10 +307,8 @@ def comparison_lines(rows=None) -> list[str]:
 # ---------------------------------------------------------------- exercise checker
 
 def _reference_hierarchical(nbytes, nodes, g, nvlink_bw, nic_bw_per_gpu):
-    intra = (costmodel.collective_time("reduce_scatter", nbytes, g, nvlink_bw, 0.0, "ring") +
-             costmodel.collective_time("all_gather", nbytes, g, nvlink_bw, 0.0, "ring"))
-    inter = costmodel.collective_time("all_reduce", nbytes / g, nodes, nic_bw_per_gpu, 0.0, "ring")
-    return intra, inter
+    ph = costmodel.two_level_all_reduce(nbytes, g, nodes, nvlink_bw, nic_bw_per_gpu)
+    return ph.reduce_scatter_s + ph.all_gather_s, ph.inter_node_s
 
 
 _CHECK_CASES = ((10e9, 4, 8, 450e9, 50e9), (1e9, 2, 8, 300e9, 25e9), (4e9, 16, 4, 150e9, 12.5e9),
@@ -474,30 +438,15 @@ def plot_transports(ax=None):
 
 
 def draw_rails(system="dgx-h100", nodes=2, ax=None):
-    """Draw the rail-optimised fat tree: GPU k of every node on leaf switch k."""
-    import matplotlib.pyplot as plt
-    topo = rail_topology(system, nodes)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(10, 4.8))
-    topo.draw(ax=ax, show_bandwidth=False)
-    leaves = sorted((n for n, k in topo.kinds.items() if n.startswith("leaf")), key=lambda n: int(n[4:]))
-    colours = plt.get_cmap("tab10")
-    for key in topo.links:  # colour each GPU -> leaf cable by its rail
-        a, b = sorted(key, key=lambda n: topo.kinds[n] != "gpu")
-        if topo.kinds[a] == "gpu" and b in leaves:
-            (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
-            ax.plot([x1, x2], [y1, y2], "-", color=colours(leaves.index(b) % 10), lw=1.6, zorder=2)
-    ax.legend(loc="lower center", fontsize=7, frameon=False, ncol=3)
-    ax.set_title(f"{topo.name}\nGPU k of every node -> leaf switch k (rail k, one colour per rail); "
-                 "leaves -> spines (full bisection)", fontsize=10)
-    return ax
+    """Draw the rail-optimised fat tree: GPU k of every node on leaf switch k (``topology.draw_rails``)."""
+    return topology.draw_rails(rail_topology(system, nodes), ax=ax)
 
 
 # ---------------------------------------------------------------- explorer
 
 def _config(gpus_per_node, nics_per_node, nic_gbit_s, nvlink_gb_s):
-    return what_if_system("dgx-h100", gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
-                          nic_gbit_s=nic_gbit_s, nvlink_gb_s=nvlink_gb_s)
+    return hardware.system("dgx-h100").variant(gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
+                                               nic_gbit_s=nic_gbit_s, gpu_link_gb_s=nvlink_gb_s)
 
 
 def _draw(ax, nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_gb, achievable):

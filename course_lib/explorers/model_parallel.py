@@ -22,7 +22,6 @@ import numpy as np
 
 from .. import costmodel, datafiles, hardware, parallel, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
-from .infiniband import what_if_system
 
 SCHEDULES = ("gpipe", "1f1b")
 POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64)
@@ -41,13 +40,7 @@ MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8
 
 
 def _model(model_id) -> parallel.Transformer:
-    if isinstance(model_id, parallel.Transformer):
-        return model_id
-    if isinstance(model_id, str):
-        return parallel.model(validate.choice("model_id", model_id, parallel.model_ids()))
-    raise ValueError(f"model_id must be a catalog id ({', '.join(parallel.model_ids())}) or a parallel.Transformer, "
-                     f"got {model_id!r}")
-
+    return parallel.resolve_model(model_id, name="model_id")
 
 
 # ---------------------------------------------------------------- published statements
@@ -104,7 +97,7 @@ def tp_link_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8) -> dict:
     flops is the achieved FLOP/s per GPU (dense BF16 peak x the gpu_efficiency assumption).
     """
     m = _model(model_id)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     t = validate.integer("tp", tp, low=2, high=m.heads)
     flops = sys_.gpu.bf16_flops * parallel.assumption("gpu_efficiency")
     nvl = parallel.group_link(sys_, 2, 1).bandwidth
@@ -121,7 +114,7 @@ def tp_scan(model_id="gpt3-175b", system="dgx-a100", pp=16, dp=8, micro_batches=
     mfu, tp_share (exposed TP time / step time), step_time_s, memory_gb. From ``parallel.estimate``.
     """
     m = _model(model_id)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     p = validate.integer("pp", pp, low=1, high=m.layers)
     d = validate.integer("dp", dp, low=1, high=10**6)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
@@ -154,7 +147,7 @@ def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=
     colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
     eff = parallel.assumption("gpu_efficiency")
     for i, sid in enumerate(systems):
-        sys_ = hardware.as_system(sid)
+        sys_ = hardware.resolve_system(sid)
         c = colours[i % len(colours)]
         g = sys_.gpus_per_node
         flops = sys_.gpu.bf16_flops * eff
@@ -205,7 +198,7 @@ def sequence_parallel_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8, 
     (parallel.activation_bytes_per_layer).
     """
     m = _model(model_id)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     t = validate.integer("tp", tp, low=2, high=m.heads)
     n = tp_allreduce_bytes(m, micro_batch)
     link = parallel.group_link(sys_, t, 1)
@@ -418,7 +411,7 @@ def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_
     optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
     """
     m = _model(model_id)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     p = validate.integer("stages", stages, low=2, high=m.layers)
     t = validate.integer("tp", tp, low=1, high=m.heads)
     e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
@@ -461,7 +454,7 @@ def group_links(system, tp, pp, dp) -> dict:
 
     Strides follow Megatron's order (TP 1, DP tp, PP tp x dp); links from ``parallel.group_link``.
     """
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     t = validate.integer("tp", tp, low=1, high=10**6)
     p = validate.integer("pp", pp, low=1, high=10**6)
     d = validate.integer("dp", dp, low=1, high=10**6)
@@ -477,7 +470,7 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
     """Draw the GPUs of a small 3D layout node by node: colour = pipeline stage, label = TP and DP rank."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     g = sys_.gpus_per_node
     ranks = rank_map(tp, pp, dp, g)
     nodes = -(-len(ranks) // g)
@@ -517,11 +510,6 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
 
 # ---------------------------------------------------------------- traffic of one step
 
-_SENT_FACTOR = {"all_reduce": lambda k: 2 * (k - 1) / k, "RS+AG (SP)": lambda k: 2 * (k - 1) / k,
-                "RS + AG": lambda k: (k - 1) / k, "reduce_scatter": lambda k: (k - 1) / k,
-                "all_gather": lambda k: (k - 1) / k, "point-to-point": lambda k: 1.0}
-
-
 def traffic_rows(est) -> list[dict]:
     """The traffic of an ``Estimate`` per kind, with the bytes each GPU sends per step.
 
@@ -531,15 +519,7 @@ def traffic_rows(est) -> list[dict]:
     """
     if not isinstance(est, parallel.Estimate):
         raise ValueError(f"est must be a parallel.Estimate, got {type(est).__name__}")
-    rows = []
-    for tr in est.traffic:
-        if tr.collective not in _SENT_FACTOR:
-            raise ValueError(f"est has a collective this chapter does not know: {tr.collective!r}")
-        sent = tr.calls_per_step * tr.bytes_per_call * _SENT_FACTOR[tr.collective](tr.group_size)
-        rows.append({"kind": tr.kind, "collective": tr.collective, "group": tr.group_size, "link": tr.link,
-                     "crosses_nodes": tr.crosses_nodes, "calls": tr.calls_per_step, "bytes_per_call": tr.bytes_per_call,
-                     "sent_per_gpu": sent, "time_s": tr.time_s, "exposed_s": tr.exposed_s})
-    return rows
+    return [tr.as_row() for tr in est.traffic]
 
 
 def sent_by_link(est) -> dict:
@@ -582,7 +562,7 @@ def layout_grid(model_id="gpt3-175b", system="dgx-a100", gpus=1024, micro_batche
     batch of a cell is micro_batches x DP, so every pipeline sees the same m and the bubble is (p-1)/m.
     """
     m = _model(model_id)
-    sys_ = hardware.as_system(system)
+    sys_ = hardware.resolve_system(system)
     n = validate.integer("gpus", gpus, low=1, high=10**6)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**5)
     if not isinstance(sequence_parallel, bool):
@@ -621,10 +601,6 @@ def best_fitting(grid) -> parallel.Estimate | None:
         raise ValueError("grid must be the dict returned by layout_grid")
     fitting = [e for e in grid["cells"].values() if e.fits]
     return max(fitting, key=lambda e: e.mfu) if fitting else None
-
-
-def _grid_system(system, nic_gbit_s, nvlink_gb_s):
-    return what_if_system(system, nic_gbit_s=nic_gbit_s, nvlink_gb_s=nvlink_gb_s)
 
 
 def _draw_grid(ax, grid, tp, pp):
@@ -698,7 +674,7 @@ def _draw_selected(top, bottom, e):
 def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
     rc, sp = RECOMPUTE_CHOICES[recompute_mode]
     m = _model(model_id)
-    sys_ = _grid_system(system, nic_gbit_s, nvlink_gb_s)
+    sys_ = hardware.resolve_system(system).variant(nic_gbit_s=nic_gbit_s, gpu_link_gb_s=nvlink_gb_s)
     tps = [t for t in POWERS_OF_TWO if m.heads % t == 0]
     pps = [p for p in POWERS_OF_TWO if m.layers % p == 0]
     return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)

@@ -392,7 +392,7 @@ def nvlink_vs_pcie(system="dgx-h100", nbytes=1e9) -> dict:
     """
     if not isinstance(system, str):
         raise ValueError(f"system must be a catalog id such as 'dgx-h100', got {system!r}")
-    sys_ = hardware.system(validate.choice("system", system, hardware.system_ids()))
+    sys_ = hardware.resolve_system(system)
     if sys_.gpu_link.family != "nvlink":
         raise ValueError(f"system must have NVLink, got {system!r} ({sys_.interconnect})")
     nbytes = validate.positive("nbytes", nbytes)

@@ -17,7 +17,7 @@ from html import escape
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import costmodel, datafiles, hardware, topology, units, validate
+from .. import collectives, costmodel, datafiles, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -207,7 +207,7 @@ def domain_summary(system_id="dgx-h100") -> dict:
 
     Bisection comes from :func:`course_lib.topology.nvswitch_system`.
     """
-    sys_ = hardware.system(validate.choice("system_id", system_id, hardware.system_ids()))
+    sys_ = hardware.resolve_system(system_id, name="system_id")
     if sys_.interconnect != "nvswitch":
         raise ValueError(f"system_id must be an NVSwitch system, got {system_id!r} ({sys_.interconnect})")
     topo = topology.nvswitch_system(sys_.id)
@@ -224,13 +224,16 @@ def domain_summary(system_id="dgx-h100") -> dict:
 def wire_factor(algorithm, gpus) -> float:
     """Bytes each GPU sends (and receives) per byte of all-reduce buffer.
 
-    ``ring``: 2(p-1)/p; ``nvls``: 1 (the ideal in-switch model: send once, receive once);
+    ``ring``: 2(p-1)/p; ``nvls``: 1 (the ideal in-switch model: send once, receive once); both are
+    the registry's volume terms (``course_lib.collectives``);
     ``nvls_refined``: (p+1)/p (NCCL's NVLS also pushes each GPU's reduced share back, per
     the maintainer in nccl-tests PR 239).
     """
     algorithm = validate.choice("algorithm", algorithm, ALGORITHMS)
     p = validate.integer("gpus", gpus, low=2, high=100_000)
-    return {"ring": 2 * (p - 1) / p, "nvls": 1.0, "nvls_refined": (p + 1) / p}[algorithm]
+    if algorithm == "nvls_refined":
+        return (p + 1) / p
+    return collectives.terms("all_reduce", "in_network" if algorithm == "nvls" else "ring", p)[1]
 
 
 def bytes_per_gpu(nbytes, gpus, algorithm="ring") -> float:

@@ -5,7 +5,7 @@ planner) for the capstone: the brief, what must fit in memory, the candidate sys
 with their links (bytes/s **per direction**, bidirectional only where named),
 time-to-train and GPU-hours, a GPU-count sweep, the published runs in
 ``data/published_runs.json``, and the full planner explorer. What-if systems (another
-NIC or NVLink speed) come from :func:`course_lib.explorers.infiniband.what_if_system`.
+NIC or GPU-link rate) come from :meth:`course_lib.hardware.System.variant`.
 
 Units: bytes, seconds, tokens; days and GPU-hours where the name says so.
 """
@@ -20,7 +20,6 @@ from matplotlib.ticker import FuncFormatter
 
 from .. import datafiles, hardware, parallel, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
-from .infiniband import draw_rails, what_if_system
 
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_HOUR = 3600.0
@@ -244,7 +243,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
         raise ValueError("system_ids must be a non-empty list of catalog ids")
     rows = []
     for sid in system_ids:
-        s = hardware.as_system(sid)
+        s = hardware.resolve_system(sid)
         net = s.nic_bandwidth_per_gpu
         rows.append({"id": s.id, "name": s.name, "gpu": s.gpu.name, "memory_gb": s.gpu.memory_bytes / units.GB,
                      "bf16_tflops": s.gpu.bf16_flops / 1e12, "domain": s.gpus_per_node,
@@ -275,7 +274,7 @@ def draw_systems(axes=None):
         _, axes = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.7, 1]})
     if len(axes) != 2:
         raise ValueError("axes must be two matplotlib Axes")
-    draw_rails("dgx-h200", nodes=2, ax=axes[0])
+    topology.draw_rails(topology.rail_fat_tree("dgx-h200", 2), ax=axes[0])
     h200 = hardware.system("dgx-h200")
     axes[0].set_title(f"2 x DGX H200: 8 GPUs per node on NVSwitch ({h200.gpu_link.per_direction / units.GB:.0f} GB/s "
                       f"per direction each),\none {h200.nic.name} NIC per GPU to leaf k, one colour per rail "
@@ -294,31 +293,15 @@ def draw_systems(axes=None):
 
 # ---------------------------------------------------------------- 3-4. planning, time and GPU-hours
 
-def what_if(system, nic_gb_s=None, nvlink_gb_s=None) -> hardware.System:
-    """A catalog system with another NIC port speed and/or GPU-link speed, both GB/s per direction.
-
-    nic_gb_s: one NIC port (bytes, not bits) in (0.125, 400]; nvlink_gb_s: one GPU's
-    NVLink/PCIe bandwidth in [1, 5000]. None keeps the catalog value.
-    """
-    sys_ = hardware.as_system(system)
-    nic_gbit = None
-    if nic_gb_s is not None:
-        nic_gbit = validate.number("nic_gb_s", nic_gb_s, low=0.125, high=400) * units.BITS_PER_BYTE
-    if nvlink_gb_s is not None:
-        validate.number("nvlink_gb_s", nvlink_gb_s, low=1, high=5000)
-    if nic_gbit is None and nvlink_gb_s is None:
-        return sys_
-    return what_if_system(sys_, nic_gbit_s=nic_gbit, nvlink_gb_s=nvlink_gb_s)
-
-
-def plan_run(model, system, gpus, global_batch, *, nic_gb_s=None, nvlink_gb_s=None, fast=False) -> parallel.Plan:
-    """parallel.plan for ``gpus`` GPUs of ``system`` (optionally with other link speeds, GB/s per direction).
+def plan_run(model, system, gpus, global_batch, *, nic_gbit_s=None, gpu_link_gb_s=None, fast=False) -> parallel.Plan:
+    """parallel.plan for ``gpus`` GPUs of ``system``, optionally with another NIC rate (Gb/s, bits, per
+    direction, as vendors quote it) or GPU-link rate (GB/s, bytes, per direction): ``System.variant``.
 
     fast=True searches the explorer's reduced space (FAST_SEARCH), otherwise parallel.plan's defaults.
     """
     if not isinstance(fast, bool):
         raise ValueError(f"fast must be True or False, got {fast!r}")
-    sys_ = what_if(system, nic_gb_s, nvlink_gb_s)
+    sys_ = hardware.resolve_system(system).variant(nic_gbit_s=nic_gbit_s, gpu_link_gb_s=gpu_link_gb_s)
     gpus = validate.integer("gpus", gpus, low=1, high=10**6)
     return parallel.plan(model, sys_, gpus=gpus, global_batch=global_batch, **(FAST_SEARCH if fast else {}))
 
@@ -402,9 +385,7 @@ def traffic_rows(estimate) -> list[dict]:
     """What each parallel group sends per step, on which link, and how much of it shows (seconds)."""
     if not isinstance(estimate, parallel.Estimate):
         raise ValueError(f"estimate must be a parallel.Estimate, got {type(estimate).__name__}")
-    return [{"kind": t.kind, "collective": t.collective, "group": t.group_size, "link": t.link,
-             "crosses_nodes": t.crosses_nodes, "calls": t.calls_per_step, "bytes_per_call": t.bytes_per_call,
-             "time_s": t.time_s, "exposed_s": t.exposed_s} for t in estimate.traffic]
+    return [t.as_row() for t in estimate.traffic]
 
 
 def show_traffic(estimate):
@@ -419,20 +400,21 @@ def show_traffic(estimate):
               "exposed per step": lambda r: units.format_time(r["exposed_s"])}))
 
 
-def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gb_s=(), nvlink_gb_s=(),
+def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gbit_s=(), gpu_link_gb_s=(),
                      fast=False) -> list[dict]:
-    """compare_systems-style rows for one system as its NIC or GPU-link speed changes (GB/s per direction).
+    """compare_systems-style rows for one system as its NIC rate (Gb/s, bits, per direction) or GPU-link
+    rate (GB/s, bytes, per direction) changes.
 
-    The first row is the catalog system; then one row per nic_gb_s value, then per nvlink_gb_s value.
+    The first row is the catalog system; then one row per nic_gbit_s value, then per gpu_link_gb_s value.
     """
     if not isinstance(brief, Brief):
         raise ValueError(f"brief must be a planner.Brief, got {brief!r}")
-    for name, seq in (("nic_gb_s", nic_gb_s), ("nvlink_gb_s", nvlink_gb_s)):
+    for name, seq in (("nic_gbit_s", nic_gbit_s), ("gpu_link_gb_s", gpu_link_gb_s)):
         if not isinstance(seq, (list, tuple)):
-            raise ValueError(f"{name} must be a list of GB/s values, got {seq!r}")
-    base = hardware.as_system(system)
-    cases = [("catalog", {})] + [(f"NIC {x:g} GB/s per direction", {"nic_gb_s": x}) for x in nic_gb_s] + \
-            [(f"GPU link {x:g} GB/s per direction", {"nvlink_gb_s": x}) for x in nvlink_gb_s]
+            raise ValueError(f"{name} must be a list of rates, got {seq!r}")
+    base = hardware.resolve_system(system)
+    cases = [("catalog", {})] + [(f"NIC {x:g} Gb/s per direction", {"nic_gbit_s": x}) for x in nic_gbit_s] + \
+            [(f"GPU link {x:g} GB/s per direction", {"gpu_link_gb_s": x}) for x in gpu_link_gb_s]
     rows = []
     for label, kw in cases:
         r = _row(plan_run(brief.model, base, gpus, brief.global_batch, fast=fast, **kw), base.id, gpus, brief)
@@ -589,7 +571,8 @@ def show_validation_ranges():
 # ---------------------------------------------------------------- the explorer
 
 def _explorer_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s):
-    return plan_run(model, system, gpus, global_batch, nic_gb_s=nic_gb_s, nvlink_gb_s=nvlink_gb_s, fast=True)
+    return plan_run(model, system, gpus, global_batch, nic_gbit_s=units.bytes_to_bits(nic_gb_s),
+                    gpu_link_gb_s=nvlink_gb_s, fast=True)
 
 
 _CACHE: dict = {}
@@ -642,7 +625,7 @@ def _draw(ax, model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t
 
 def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
     p = _cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s)
-    sys_ = what_if(system, nic_gb_s, nvlink_gb_s)
+    sys_ = hardware.resolve_system(system).variant(nic_gbit_s=units.bytes_to_bits(nic_gb_s), gpu_link_gb_s=nvlink_gb_s)
     links = (f"Links: GPU {nvlink_gb_s:.3g} GB/s per direction, network "
              f"{sys_.nic_bandwidth_per_gpu / units.GB:.3g} GB/s per direction per GPU "
              f"({sys_.nics_per_node} NICs of {nic_gb_s:.3g} GB/s per {sys_.gpus_per_node}-GPU node)")

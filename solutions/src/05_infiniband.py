@@ -189,7 +189,7 @@ print("busbw:", units.format_bandwidth(phases["busbw"]))
 # sets the pace (spec bandwidths, no efficiency losses yet):
 
 # %%
-machines = {"DGX H100, 8 x NDR": "dgx-h100", "DGX H100 with only 1 NDR NIC": ib.what_if_system("dgx-h100", nics_per_node=1),
+machines = {"DGX H100, 8 x NDR": "dgx-h100", "DGX H100 with only 1 NDR NIC": hardware.system("dgx-h100").variant(nics_per_node=1),
             "DGX A100, 8 x HDR": "dgx-a100"}
 for name, system in machines.items():
     c = ib.cliff(10e9, system, nodes=2)
@@ -565,8 +565,8 @@ _ = checks.check_all(globals(), chapter="05")
 
 # %%
 w1 = ib.hierarchical_phases(140e9, 64)
-w2 = ib.hierarchical_phases(140e9, 64, ib.what_if_system("dgx-h100", nic_gbit_s=800))
-w3 = ib.hierarchical_phases(140e9, 64, ib.what_if_system("dgx-h100", nics_per_node=1))
+w2 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nic_gbit_s=800))
+w3 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nics_per_node=1))
 for name, r in (("W1 8 x NDR", w1), ("W2 8 x XDR", w2), ("W3 1 x NDR", w3)):
     print(f"{name}: {units.format_time(r['time_s'])} (network phase {units.format_time(r['inter_node_s'])})")
 

@@ -170,8 +170,8 @@ explorer = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=eth1
 # network, until $N$ equals the batch and one sequence per GPU is all that is left to give.
 
 # %%
-weak = dp.scaling_curve("megatron-7.5b", link_gb_s=12.5, zero=1)
-strong = dp.strong_scaling("megatron-7.5b", global_batch=512, link_gb_s=12.5, zero=1)
+weak = dp.scaling_curve("megatron-7.5b", nic_gbit_s=100, zero=1)  # 100 Gb/s = 12.5 GB/s per GPU
+strong = dp.strong_scaling("megatron-7.5b", global_batch=512, nic_gbit_s=100, zero=1)
 for name, c in (("weak (1 sequence per GPU)", weak), ("strong (512 sequences in all)", strong)):
     print(f"{name:<30}", "  ".join(f"{g}: {e:.0%}" for g, e in zip(c["gpus"], c["efficiency"]) if g >= 8))
 

@@ -429,7 +429,7 @@ print(f"assumed {parallel.assumption('gpu_efficiency'):.2f}; GPT-3 on 1024 GPUs 
 # before comparing with a published run, check whether its framework overlapped TP communication.
 
 # %%
-fast = ib.what_if_system("dgx-a100", nvlink_gb_s=5000)
+fast = hardware.system("dgx-a100").variant(gpu_link_gb_s=5000)
 hidden = parallel.estimate("gpt3-175b", fast, gpus=1024, tp=8, pp=16, global_batch=1536, dp_overlap=False)
 print(f"TP all-reduces exposed: {pub.tflops_per_gpu:.0f} TFLOP/s per GPU ({pub.tp_exposed_s / pub.step_time_s:.1%} "
       f"of the step); nearly free: {hidden.tflops_per_gpu:.0f} TFLOP/s per GPU")
@@ -693,8 +693,8 @@ print(f"W1: {units.format_bytes(mp.tp_allreduce_bytes('llama3-70b'))}, ratio {ll
 v2 = parallel.estimate("gpt3-175b", "dgx-a100", gpus=1024, tp=8, pp=16, global_batch=1536, interleave=2)
 print(f"W2: bubble {pub.bubble_fraction:.3f} -> {v2.bubble_fraction:.3f}; step {units.format_time(pub.step_time_s)}"
       f" -> {units.format_time(v2.step_time_s)} ({1 - v2.step_time_s / pub.step_time_s:.1%} less)")
-for name, s in (("NDR NICs", ib.what_if_system("dgx-a100", nic_gbit_s=400)),
-                ("half NVLink", ib.what_if_system("dgx-a100", nvlink_gb_s=150))):
+for name, s in (("NDR NICs", hardware.system("dgx-a100").variant(nic_gbit_s=400)),
+                ("half NVLink", hardware.system("dgx-a100").variant(gpu_link_gb_s=150))):
     e = parallel.estimate("gpt3-175b", s, gpus=1024, tp=8, pp=16, global_batch=1536)
     print(f"W3: {name}: step {units.format_time(e.step_time_s)} ({e.step_time_s / pub.step_time_s - 1:+.1%})")
 

@@ -215,8 +215,8 @@ pl.show_traffic(best_h200)
 
 # %%
 pl.show_comparison(pl.compare_systems(brief, gpus=1024, systems=("pcie-8gpu", "dgx-a100")), brief)
-pl.show_link_sensitivity(pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gb_s=(25, 12.5, 3.125),
-                                             nvlink_gb_s=(64,)))
+pl.show_link_sensitivity(pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s=(200, 100, 25),
+                                             gpu_link_gb_s=(64,)))
 
 # %% [markdown]
 # > **Myth / fact: "Buy the fastest GPU; the network does not matter."**
@@ -668,7 +668,7 @@ for n in (256, 512):
     print(f"W2: {n} B200: {row['layout']}, {row['days']:.1f} days")
 w3 = pl.compare_systems(pl.Brief(global_batch=256), gpus=4096, systems=("dgx-h100",))[0]
 print(f"W3: batch 256 on 4,096 H100: {w3['layout']}, {w3['days']:.1f} days, {w3['gpu_hours'] / 1e6:.2f} M GPU-hours")
-w4 = pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gb_s=(100,))
+w4 = pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s=(800,))
 print("W4:", [(r["case"], round(r["days"], 1)) for r in w4])
 
 # %% [markdown]
