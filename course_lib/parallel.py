@@ -4,21 +4,9 @@ Units: bytes, seconds, FLOP and FLOP/s, bandwidth in bytes/s per direction.
 
 The model (each formula is stated where it is computed):
 
-* parameters: per layer ``h(2h + 2h_kv) + k h f`` (k = 2 for a GELU MLP, 3 for SwiGLU),
-  plus embeddings ``V h`` (twice when input and output embeddings are not tied);
-* memory per GPU: 16 bytes per parameter for mixed-precision Adam (2 weights + 2 gradients
-  + 12 optimizer: fp32 master, momentum, variance), divided as ZeRO divides it; activations
-  from Korthikanti et al. 2022: ``s b h (34 + 5 a s / h)`` bytes per layer and micro-batch,
-  ``s b h (10 + 24/t + 5 a s/(h t))`` with tensor parallelism, ``/t`` for everything with
-  sequence parallelism; selective recomputation drops the ``5 a s / h`` term; full
-  recomputation keeps only each layer's input (``2 s b h``); the first pipeline stage holds
-  ``p`` micro-batches in flight (x ``1 + (p-1)/(p v)`` when interleaved);
-* FLOPs per step (Narayanan et al. 2021, generalised): forward ``2 x weights`` FLOPs per token
-  for every matrix, ``4 s h`` per token per layer for attention scores and values, ``2 h V``
-  for the logits; backward is twice the forward; full recomputation repeats the layers'
-  forward, selective recomputation repeats only the attention-score matmuls. For GPT shapes
-  this is ``72 B s l h^2 (1 + s/6h + V/12lh)`` without recomputation and
-  ``96 B s l h^2 (1 + s/6h + V/16lh)`` with full recomputation;
+* parameters, FLOPs, model-state and activation memory: ``course_lib.transformer`` (re-exported
+  here); the first pipeline stage holds ``p`` micro-batches in flight (x ``1 + (p-1)/(p v)``
+  when interleaved);
 * step time: compute = hardware FLOPs / (peak x ``gpu_efficiency``); tensor-parallel
   all-reduces (4 per layer and micro-batch, 6 with full recomputation) are exposed; pipeline
   sends are exposed; the 1F1B pipeline takes ``(m + (p-1)/v)`` slots, so the bubble is
@@ -38,9 +26,10 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 from . import collectives, costmodel, datafiles, hardware, units, validate
+from .transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
+                          model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
+                          training_flops)
 
-RECOMPUTE = ("none", "selective", "full")
-BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
 ACT_BYTES = 2  # 16-bit activations
 # PyTorch DDP's default gradient bucket: bucket_cap_mb=25 (signature in the DistributedDataParallel docs,
 # https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html), which
@@ -49,12 +38,6 @@ DDP_BUCKET_BYTES = 25 * 2**20
 
 
 # ---------------------------------------------------------------- data
-
-@lru_cache(maxsize=1)
-def models_data() -> dict:
-    """The parsed ``data/models.json``."""
-    return datafiles.load("models.json")
-
 
 @lru_cache(maxsize=1)
 def published() -> dict:
@@ -66,148 +49,6 @@ def assumption(name) -> float:
     """A stated model assumption (``gpu_efficiency``, ``memory_reserve_bytes``) from the data file."""
     table = published()["model_assumptions"]
     return float(table[validate.choice("name", name, table)]["value"])
-
-
-@dataclass(frozen=True)
-class Transformer:
-    """A decoder-only transformer. Sizes are counts; seq_len in tokens."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    vocab: int
-    seq_len: int
-    ffn_hidden: int | None = None
-    kv_heads: int | None = None
-    gated_mlp: bool = False
-    tied_embeddings: bool = True
-    source: str = ""
-
-    def __post_init__(self):
-        validate.integer("layers", self.layers, low=1, high=100_000)
-        validate.integer("hidden", self.hidden, low=1, high=10_000_000)
-        validate.integer("heads", self.heads, low=1, high=self.hidden)
-        if self.hidden % self.heads:
-            raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
-        validate.integer("vocab", self.vocab, low=1, high=100_000_000)
-        validate.integer("seq_len", self.seq_len, low=1, high=100_000_000)
-        if self.ffn_hidden is not None:
-            validate.integer("ffn_hidden", self.ffn_hidden, low=1, high=100_000_000)
-        if self.kv_heads is not None:
-            validate.integer("kv_heads", self.kv_heads, low=1, high=self.heads)
-
-    @property
-    def ffn(self) -> int:
-        return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
-
-    @property
-    def kv(self) -> int:
-        return self.kv_heads if self.kv_heads is not None else self.heads
-
-    @property
-    def layer_params(self) -> float:
-        """Weights of one layer (matrices plus biases and norms)."""
-        h, f = self.hidden, self.ffn
-        kv_dim = h * self.kv // self.heads
-        attn = h * (2 * h + 2 * kv_dim)
-        mlp = (3 if self.gated_mlp else 2) * h * f
-        return attn + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
-
-    @property
-    def embedding_params(self) -> float:
-        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
-
-    @property
-    def params(self) -> float:
-        """Total parameter count."""
-        return self.layers * self.layer_params + self.embedding_params
-
-
-def model_ids() -> list[str]:
-    return [m["id"] for m in models_data()["models"]]
-
-
-def model(model_id) -> Transformer:
-    """A transformer from ``data/models.json`` by id (``gpt3-175b``, ``llama3-70b`` ...)."""
-    model_id = validate.choice("model_id", model_id, model_ids())
-    row = next(m for m in models_data()["models"] if m["id"] == model_id)
-    return Transformer(name=row["name"], layers=row["layers"], hidden=row["hidden"], heads=row["heads"],
-                       vocab=row["vocab"], seq_len=row["seq_len"], ffn_hidden=row["ffn_hidden"],
-                       kv_heads=row["kv_heads"], gated_mlp=row["gated_mlp"],
-                       tied_embeddings=row["tied_embeddings"], source=row["source"])
-
-
-def resolve_model(value, name: str = "model") -> Transformer:
-    """``value`` as a ``Transformer``: one already, or a catalog id (``model_ids()``). The one model resolver."""
-    if isinstance(value, Transformer):
-        return value
-    if isinstance(value, str):
-        return model(validate.choice(name, value, model_ids()))
-    raise ValueError(f"{name} must be a catalog id ({', '.join(model_ids())}) or a Transformer, got {value!r}")
-
-
-def _recompute(value) -> str:
-    if value is True:
-        return "full"
-    if value is False or value is None:
-        return "none"
-    return validate.choice("recompute", value, RECOMPUTE)
-
-
-# ---------------------------------------------------------------- formulas
-
-def training_flops(model_, global_batch, recompute="none") -> float:
-    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
-    m = resolve_model(model_)
-    B = validate.integer("global_batch", global_batch, low=1, high=10**9)
-    rc = _recompute(recompute)
-    s, h, l = m.seq_len, m.hidden, m.layers
-    layer_mm = 2 * (m.layer_params - 13 * h)   # matmul FLOPs per token per layer (forward)
-    attn = 4 * s * h                           # QK^T and attention x V per token per layer (forward)
-    logits = 2 * h * m.vocab                   # output layer per token (forward)
-    fwd = l * (layer_mm + attn) + logits
-    total = 3 * fwd
-    if rc == "full":
-        total += l * (layer_mm + attn)
-    elif rc == "selective":
-        total += l * attn
-    return float(B * s * total)
-
-
-def model_state_bytes(params, dp=1, zero=0) -> dict:
-    """Weights, gradients and optimizer bytes per GPU for ``params`` parameters on ``dp`` ranks.
-
-    Mixed-precision Adam: 2 + 2 + 12 bytes per parameter (ZeRO paper, K = 12). ZeRO stage 1
-    divides the optimizer states by dp, stage 2 also the gradients, stage 3 also the weights.
-    """
-    n = validate.positive("params", params)
-    d = validate.integer("dp", dp, low=1, high=10**7)
-    z = validate.integer("zero", zero, low=0, high=3)
-    w = BYTES_PER_PARAM_ADAM["weights"] * n / (d if z >= 3 else 1)
-    g = BYTES_PER_PARAM_ADAM["gradients"] * n / (d if z >= 2 else 1)
-    o = BYTES_PER_PARAM_ADAM["optimizer"] * n / (d if z >= 1 else 1)
-    return {"weights": w, "gradients": g, "optimizer": o, "total": w + g + o}
-
-
-def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
-    """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit)."""
-    m = resolve_model(model_)
-    b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
-    t = validate.integer("tp", tp, low=1, high=m.heads)
-    rc = _recompute(recompute)
-    s, h, a = m.seq_len, m.hidden, m.heads
-    sbh = s * b * h
-    if rc == "full":
-        return 2 * sbh / (t if sequence_parallel else 1)
-    # GELU MLP with f = 4h stores 19 sbh; scale the f-dependent part (16 sbh) for other shapes
-    mlp = 3 + 4 * m.ffn / h * (1.5 if m.gated_mlp else 1.0)
-    split = 24 - 19 + mlp                 # attention (without the s^2 part) + MLP parts split by TP
-    replicated = 10                       # layer norms, dropout masks, inputs of attention and MLP
-    scores = 0.0 if rc == "selective" else 5 * a * s / h
-    if sequence_parallel:
-        return sbh * (replicated + split + scores) / t
-    return sbh * (replicated + split / t + scores / t)
 
 
 # ---------------------------------------------------------------- links
@@ -446,7 +287,7 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     z = validate.integer("zero", zero, low=0, high=3)
     if z >= 2 and p > 1:
         raise ValueError(f"zero must be 0 or 1 with pipeline parallelism (pp={p}); stages 2-3 need pp=1, got {z}")
-    rc = _recompute(recompute)
+    rc = resolve_recompute(recompute)
     v = validate.integer("interleave", interleave, low=1, high=m.layers)
     if v > 1 and (p == 1 or (m.layers // p) % v or mb % p):
         raise ValueError(f"interleave must be 1 unless pp > 1, layers per stage ({m.layers // p}) divide by it "
@@ -709,7 +550,7 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     interleave_options = [validate.integer("interleave_options", x, low=1, high=m.layers) for x in interleave_options]
     if not isinstance(recompute_options, (list, tuple)) or not recompute_options:
         raise ValueError(f"recompute_options must be a non-empty list of {', '.join(RECOMPUTE)}")
-    recompute_options = [_recompute(r) for r in recompute_options]
+    recompute_options = [resolve_recompute(r) for r in recompute_options]
     tps = [x for x in (2 ** k for k in range(0, 12)) if x <= max_tp and m.heads % x == 0 and N % x == 0]
     fitting, searched, rejected = [], 0, 0
     for t in tps:

@@ -3,7 +3,7 @@
 Layers, lowest first; a module may import its own layer or lower ones, never a higher one:
 
     0 data, validate, units      validate, units, datafiles, environment, the package itself
-    1 hardware                   the catalog
+    1 hardware, transformer      the hardware catalog; model shapes, FLOPs and memory
     2 collectives                the registry of collectives and algorithms
     3 costmodel, topology        alpha-beta model, graphs
     4 parallel                   DP/ZeRO/TP/PP memory, traffic, step time, planner
@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 
 LAYERS = {
     "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "environment": 0,
-    "hardware": 1,
+    "hardware": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
     "parallel": 4,

@@ -1,0 +1,179 @@
+"""Transformer shapes and what they cost, independent of the hardware: parameters, FLOPs, memory.
+
+Units: counts, FLOP, bytes (SI).
+
+* parameters: per layer ``h(2h + 2h_kv) + k h f`` (k = 2 for a GELU MLP, 3 for SwiGLU),
+  plus embeddings ``V h`` (twice when input and output embeddings are not tied);
+* memory per GPU: 16 bytes per parameter for mixed-precision Adam (2 weights + 2 gradients
+  + 12 optimizer: fp32 master, momentum, variance), divided as ZeRO divides it; activations
+  from Korthikanti et al. 2022: ``s b h (34 + 5 a s / h)`` bytes per layer and micro-batch,
+  ``s b h (10 + 24/t + 5 a s/(h t))`` with tensor parallelism, ``/t`` for everything with
+  sequence parallelism; selective recomputation drops the ``5 a s / h`` term; full
+  recomputation keeps only each layer's input (``2 s b h``);
+* FLOPs per step (Narayanan et al. 2021, generalised): forward ``2 x weights`` FLOPs per token
+  for every matrix, ``4 s h`` per token per layer for attention scores and values, ``2 h V``
+  for the logits; backward is twice the forward; full recomputation repeats the layers'
+  forward, selective recomputation repeats only the attention-score matmuls. For GPT shapes
+  this is ``72 B s l h^2 (1 + s/6h + V/12lh)`` without recomputation and
+  ``96 B s l h^2 (1 + s/6h + V/16lh)`` with full recomputation.
+
+``course_lib.parallel`` lays these out on a system (TP x PP x DP) and re-exports them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import datafiles, validate
+
+RECOMPUTE = ("none", "selective", "full")
+BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
+
+
+@lru_cache(maxsize=1)
+def models_data() -> dict:
+    """The parsed ``data/models.json``."""
+    return datafiles.load("models.json")
+
+
+@dataclass(frozen=True)
+class Transformer:
+    """A decoder-only transformer. Sizes are counts; seq_len in tokens."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq_len: int
+    ffn_hidden: int | None = None
+    kv_heads: int | None = None
+    gated_mlp: bool = False
+    tied_embeddings: bool = True
+    source: str = ""
+
+    def __post_init__(self):
+        validate.integer("layers", self.layers, low=1, high=100_000)
+        validate.integer("hidden", self.hidden, low=1, high=10_000_000)
+        validate.integer("heads", self.heads, low=1, high=self.hidden)
+        if self.hidden % self.heads:
+            raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
+        validate.integer("vocab", self.vocab, low=1, high=100_000_000)
+        validate.integer("seq_len", self.seq_len, low=1, high=100_000_000)
+        if self.ffn_hidden is not None:
+            validate.integer("ffn_hidden", self.ffn_hidden, low=1, high=100_000_000)
+        if self.kv_heads is not None:
+            validate.integer("kv_heads", self.kv_heads, low=1, high=self.heads)
+
+    @property
+    def ffn(self) -> int:
+        return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
+
+    @property
+    def kv(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def layer_params(self) -> float:
+        """Weights of one layer (matrices plus biases and norms)."""
+        h, f = self.hidden, self.ffn
+        kv_dim = h * self.kv // self.heads
+        attn = h * (2 * h + 2 * kv_dim)
+        mlp = (3 if self.gated_mlp else 2) * h * f
+        return attn + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
+
+    @property
+    def embedding_params(self) -> float:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def params(self) -> float:
+        """Total parameter count."""
+        return self.layers * self.layer_params + self.embedding_params
+
+
+def model_ids() -> list[str]:
+    return [m["id"] for m in models_data()["models"]]
+
+
+def model(model_id) -> Transformer:
+    """A transformer from ``data/models.json`` by id (``gpt3-175b``, ``llama3-70b`` ...)."""
+    model_id = validate.choice("model_id", model_id, model_ids())
+    row = next(m for m in models_data()["models"] if m["id"] == model_id)
+    return Transformer(name=row["name"], layers=row["layers"], hidden=row["hidden"], heads=row["heads"],
+                       vocab=row["vocab"], seq_len=row["seq_len"], ffn_hidden=row["ffn_hidden"],
+                       kv_heads=row["kv_heads"], gated_mlp=row["gated_mlp"],
+                       tied_embeddings=row["tied_embeddings"], source=row["source"])
+
+
+def resolve_model(value, name: str = "model") -> Transformer:
+    """``value`` as a ``Transformer``: one already, or a catalog id (``model_ids()``). The one model resolver."""
+    if isinstance(value, Transformer):
+        return value
+    if isinstance(value, str):
+        return model(validate.choice(name, value, model_ids()))
+    raise ValueError(f"{name} must be a catalog id ({', '.join(model_ids())}) or a Transformer, got {value!r}")
+
+
+def resolve_recompute(value) -> str:
+    """``none``, ``selective`` or ``full`` from a name or a bool (True = full, False/None = none)."""
+    if value is True:
+        return "full"
+    if value is False or value is None:
+        return "none"
+    return validate.choice("recompute", value, RECOMPUTE)
+
+
+# ---------------------------------------------------------------- formulas
+
+def training_flops(model_, global_batch, recompute="none") -> float:
+    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
+    m = resolve_model(model_)
+    B = validate.integer("global_batch", global_batch, low=1, high=10**9)
+    rc = resolve_recompute(recompute)
+    s, h, l = m.seq_len, m.hidden, m.layers
+    layer_mm = 2 * (m.layer_params - 13 * h)   # matmul FLOPs per token per layer (forward)
+    attn = 4 * s * h                           # QK^T and attention x V per token per layer (forward)
+    logits = 2 * h * m.vocab                   # output layer per token (forward)
+    fwd = l * (layer_mm + attn) + logits
+    total = 3 * fwd
+    if rc == "full":
+        total += l * (layer_mm + attn)
+    elif rc == "selective":
+        total += l * attn
+    return float(B * s * total)
+
+
+def model_state_bytes(params, dp=1, zero=0) -> dict:
+    """Weights, gradients and optimizer bytes per GPU for ``params`` parameters on ``dp`` ranks.
+
+    Mixed-precision Adam: 2 + 2 + 12 bytes per parameter (ZeRO paper, K = 12). ZeRO stage 1
+    divides the optimizer states by dp, stage 2 also the gradients, stage 3 also the weights.
+    """
+    n = validate.positive("params", params)
+    d = validate.integer("dp", dp, low=1, high=10**7)
+    z = validate.integer("zero", zero, low=0, high=3)
+    w = BYTES_PER_PARAM_ADAM["weights"] * n / (d if z >= 3 else 1)
+    g = BYTES_PER_PARAM_ADAM["gradients"] * n / (d if z >= 2 else 1)
+    o = BYTES_PER_PARAM_ADAM["optimizer"] * n / (d if z >= 1 else 1)
+    return {"weights": w, "gradients": g, "optimizer": o, "total": w + g + o}
+
+
+def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
+    """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit)."""
+    m = resolve_model(model_)
+    b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
+    t = validate.integer("tp", tp, low=1, high=m.heads)
+    rc = resolve_recompute(recompute)
+    s, h, a = m.seq_len, m.hidden, m.heads
+    sbh = s * b * h
+    if rc == "full":
+        return 2 * sbh / (t if sequence_parallel else 1)
+    # GELU MLP with f = 4h stores 19 sbh; scale the f-dependent part (16 sbh) for other shapes
+    mlp = 3 + 4 * m.ffn / h * (1.5 if m.gated_mlp else 1.0)
+    split = 24 - 19 + mlp                 # attention (without the s^2 part) + MLP parts split by TP
+    replicated = 10                       # layer norms, dropout masks, inputs of attention and MLP
+    scores = 0.0 if rc == "selective" else 5 * a * s / h
+    if sequence_parallel:
+        return sbh * (replicated + split + scores) / t
+    return sbh * (replicated + split / t + scores / t)
