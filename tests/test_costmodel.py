@@ -71,6 +71,34 @@ def test_hierarchical_multi_node_is_network_bound():
     assert h.busbw[0] > 0
 
 
+def test_hierarchical_prediction_carries_its_phases():
+    sizes = [2**20, 2**33]
+    h = cm.predict("all_reduce", sizes, "dgx-h100", nodes=4, algorithm="hierarchical", achievable=False)
+    ph = h.phases
+    assert np.allclose(ph.launch_s + ph.reduce_scatter_s + ph.inter_node_s + ph.all_gather_s, h.time_s)
+    # spec NVLink 450 GB/s, one 50 GB/s NIC per GPU: each GPU all-reduces its 1/8 shard over 4 nodes
+    n = 2**33
+    assert ph.reduce_scatter_s[1] == pytest.approx(7 / 8 * n / 450e9, rel=1e-3)
+    assert ph.inter_node_s[1] == pytest.approx(2 * 3 / 4 * (n / 8) / 50e9, rel=1e-3)
+    assert cm.predict("all_reduce", sizes, "dgx-h100", nodes=4, algorithm="ring").phases is None
+    one = cm.predict("all_reduce", n, "dgx-h100", algorithm="hierarchical")  # one node: no network phase
+    assert np.all(one.phases.inter_node_s == 0.0)
+    assert one.time_s[0] == pytest.approx(cm.predict("all_reduce", n, "dgx-h100", algorithm="ring").time_s[0])
+    with pytest.raises(ValueError, match="not available"):
+        cm.predict("all_gather", n, "dgx-h100", nodes=2, algorithm="hierarchical")
+
+
+def test_two_level_all_reduce_is_the_sum_of_rings():
+    ph = cm.two_level_all_reduce(8e9, 8, 4, 400e9, 50e9)
+    assert ph.time_s == pytest.approx(2 * 7 / 8 * 8e9 / 400e9 + 2 * 3 / 4 * 1e9 / 50e9)
+    for kwargs, name in (({"gpus_per_node": 0}, "gpus_per_node"), ({"nodes": 0}, "nodes"),
+                         ({"intra_bw": 0}, "bandwidth"), ({"launch": -1}, "launch")):
+        args = dict(nbytes=1e9, gpus_per_node=8, nodes=2, intra_bw=1e9, net_bw_per_gpu=1e9)
+        args.update(kwargs)
+        with pytest.raises(ValueError, match=name):
+            cm.two_level_all_reduce(**args)
+
+
 def test_efficiencies_are_sourced_and_visible():
     rows = cm.efficiency_table()
     assert {r["technology"] for r in rows} >= {"nvlink", "nvls", "pcie", "infiniband"}

@@ -246,3 +246,12 @@ def test_estimate_is_its_phases():
     d = e.dp
     assert dp[0].sent_per_gpu == pytest.approx(2 * (d - 1) / d * dp[0].bytes_per_call)
     assert pp[0].collectives == () and pp[0].sent_per_gpu == pp[0].calls_per_step * pp[0].bytes_per_call
+
+
+def test_pipeline_sends_use_the_systems_own_link_latency():
+    # inside a PCIe box the stage-to-stage send pays the PCIe hop, not NVLink's
+    e = P.estimate("megatron-1.7b", "pcie-8gpu", gpus=8, tp=1, pp=2, global_batch=8)
+    send = next(t for t in e.traffic if t.kind == "pipeline send/recv")
+    link = P.group_link("pcie-8gpu", 2, 4)
+    one = costmodel.hop_latency("pcie") + send.bytes_per_call / link.bandwidth
+    assert send.time_s == pytest.approx(send.calls_per_step * one)
