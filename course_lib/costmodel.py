@@ -2,16 +2,14 @@
 
 Units: sizes in bytes, times in seconds, bandwidths in bytes/s **per direction**.
 
-Size convention (the one nccl-tests prints in its ``size`` column):
-
-* all_reduce, broadcast, reduce: ``nbytes`` is the buffer on each rank;
-* all_gather, reduce_scatter, all_to_all: ``nbytes`` is the **total** buffer
-  (all_gather output, reduce_scatter input, all_to_all send buffer of a rank);
-  each rank owns ``nbytes / ranks`` of it.
+Every collective, its size convention (nccl-tests' ``size`` column: the buffer on each rank
+for all_reduce, broadcast, reduce; the **total** buffer for all_gather, reduce_scatter,
+all_to_all), its busbw factor and its flat algorithms live in the registry,
+:mod:`course_lib.collectives`; this module times them.
 
 The alpha-beta model: a message of ``m`` bytes over a link costs
 ``alpha + m / B``. An algorithm is a number of latency steps and a number of
-bytes each rank must push through its port. The model is honest about where
+bytes each rank must push through its port (the registry's terms). The model is honest about where
 it stops being true:
 
 * in-network reduction (NVLink SHARP / NVLS): the switch reduces, so busbw can
@@ -26,14 +24,12 @@ it stops being true:
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from . import collectives, datafiles, hardware, units, validate
-
 
 
 def predict_algorithms() -> tuple:
