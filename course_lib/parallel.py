@@ -370,13 +370,13 @@ def pp_phase(L: Layout) -> list:
     m, t = L.model, L.tp
     link = group_link(L.system, L.pp, t * L.dp)
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden / (t if (link.crosses_nodes and t > 1) else 1)  # scatter-gather
-    one = link.latency + size / _pair_bandwidth(L.system, link)
+    one = link.latency + size / pair_bandwidth(L.system, link)
     calls = 2 * L.interleave * L.micro_batches
     return [Traffic("pipeline send/recv", (), 2, link.name, link.crosses_nodes, calls, size, calls * one, calls * one,
                     "point-to-point")]
 
 
-def _pair_bandwidth(system, link: GroupLink) -> float:
+def pair_bandwidth(system, link: GroupLink) -> float:
     """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
     return costmodel.fabric(system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
 

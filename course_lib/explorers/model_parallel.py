@@ -101,7 +101,7 @@ def tp_link_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8) -> dict:
     t = validate.integer("tp", tp, low=2, high=m.heads)
     flops = sys_.gpu.bf16_flops * parallel.assumption("gpu_efficiency")
     nvl = parallel.group_link(sys_, 2, 1).bandwidth
-    nic = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband")
+    nic = costmodel.fabric(sys_).net_bw_per_gpu
     return {"system": sys_.id, "tp": t, "flops": flops, "nvlink_bw": nvl, "nic_bw": nic,
             "ratio_nvlink": tp_comm_to_compute(m, t, nvl, flops), "ratio_nic": tp_comm_to_compute(m, t, nic, flops)}
 
@@ -159,7 +159,7 @@ def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=
         all_nics = [parallel.group_link(sys_, t, 1).bandwidth if t > g else nvl for t in outside]
         left.plot(outside, [tp_comm_to_compute(m, t, bw, flops) for t, bw in zip(outside, all_nics)], "s--", color=c,
                   label="  beyond the node, all NICs carry the ring (model)")
-        own = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband")
+        own = costmodel.fabric(sys_).net_bw_per_gpu
         left.plot(outside, [tp_comm_to_compute(m, t, nvl if t <= g else own, flops) for t in outside], "^:", color=c,
                   label="  beyond the node, one NIC share per GPU")
         rows = tp_scan(m, sys_, pp, dp, micro_batches, tps=[t for t in (1, 2, 4, 8, 16, 32, 64) if m.heads % t == 0])
@@ -419,7 +419,7 @@ def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_
     t_mb = e.compute_s / e.micro_batches
     send = next(tr for tr in e.traffic if tr.kind.startswith("pipeline"))
     link = parallel.group_link(sys_, p, t)
-    bw = sys_.nic_bandwidth_per_gpu * costmodel.efficiency("infiniband") if link.crosses_nodes else link.bandwidth
+    bw = parallel.pair_bandwidth(sys_, link)
     return {"forward_s": t_mb / 3, "backward_s": 2 * t_mb / 3, "send_bytes": send.bytes_per_call, "link": send.link,
             "crosses_nodes": send.crosses_nodes, "link_bandwidth": bw, "gpus": e.gpus}
 
