@@ -3,12 +3,13 @@
 Layers, lowest first; a module may import its own layer or lower ones, never a higher one:
 
     0 data, validate, units      validate, units, datafiles, environment, the package itself
-    1 hardware, transformer      the hardware catalog; model shapes, FLOPs and memory
+    1 hardware, systemfile,      the hardware catalog and a learner's own systems (TOML);
+      transformer                model shapes, FLOPs and memory
     2 collectives                the registry of collectives and algorithms
     3 costmodel, topology        alpha-beta model, graphs
     4 parallel                   DP/ZeRO/TP/PP memory, traffic, step time, planner
     5 lab, explorers, views,     everything a learner or an instructor touches
-      widgets, style, cli, tools
+      widgets, style, cli, tools, diagnostics
 
 Also: no module of course_lib/explorers imports another explorers module (each chapter stands
 alone), and no model module (layers 0-4) imports matplotlib or ipywidgets at module level
@@ -25,13 +26,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 
 LAYERS = {
     "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "environment": 0,
-    "hardware": 1, "transformer": 1,
+    "hardware": 1, "systemfile": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
     "parallel": 4,
     # layer 5: what learners and instructors touch
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "ddp_run": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,
+    "diagnostics": 5, "cli_inspect": 5,
 }
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")
