@@ -510,7 +510,7 @@ def draw_rails(topo: Topology, ax=None):
     if not isinstance(topo, Topology):
         raise ValueError(f"topo must be a topology.Topology (rail_fat_tree), got {type(topo).__name__}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 4.8))
+        _, ax = plt.subplots(figsize=(7.5, 4.6))
     topo.draw(ax=ax, show_bandwidth=False)
     leaves = sorted((n for n, k in topo.kinds.items() if n.startswith("leaf")), key=lambda n: int(n[4:]))
     colours = plt.get_cmap("tab10")
@@ -519,7 +519,7 @@ def draw_rails(topo: Topology, ax=None):
         if topo.kinds[a] == "gpu" and b in leaves:
             (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
             ax.plot([x1, x2], [y1, y2], "-", color=colours(leaves.index(b) % 10), lw=1.6, zorder=2)
-    ax.legend(loc="lower center", fontsize=7, frameon=False, ncol=3)
-    ax.set_title(f"{topo.name}\nGPU k of every node -> leaf switch k (rail k, one colour per rail); "
-                 "leaves -> spines (full bisection)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=8.5, frameon=False, ncol=3)
+    ax.set_title(f"{topo.name}\nGPU k of every node -> leaf switch k (rail k, one colour per rail);\n"
+                 "leaves -> spines (full bisection)", fontsize=9)
     return ax
