@@ -57,11 +57,19 @@ def _algorithm(name, pipeline):
     return getattr(algorithms, f"{name}_all_reduce")
 
 
-def _pattern(count, rank, dtype, device):
+def _inputs(count, rank, world_size, dtype, device):
+    """This rank's input (element i holds i % 13 + rank) and the exact sum over all ranks.
+
+    Built in place from one int32 index, so the setup never holds more than the two results
+    and the index (the int64 temporaries of ``arange(...) % 13 + rank`` cost 6 bytes per byte
+    of a float32 message).
+    """
     import torch
 
-    index = torch.arange(count, device=device) % 13
-    return (index + rank).to(dtype)
+    index = torch.arange(count, dtype=torch.int32, device=device).remainder_(13)
+    src = index.to(dtype, copy=True).add_(rank)
+    expected = index.to(dtype, copy=True).mul_(world_size).add_(world_size * (world_size - 1) // 2)
+    return src, expected
 
 
 BATCH_BYTES = 16 * 2**20
@@ -122,9 +130,7 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
     rows, probe_rows = [], []
     for nbytes in sizes:
         count = max(1, int(nbytes) // itemsize)
-        src = _pattern(count, rank, torch_dtype, device)
-        index = torch.arange(count, device=device) % 13
-        expected = (index * world_size + world_size * (world_size - 1) // 2).to(torch_dtype)
+        src, expected = _inputs(count, rank, world_size, torch_dtype, device)
         buf = torch.empty_like(src)
         batch = batch_for(count * itemsize)
 
@@ -221,13 +227,18 @@ class SweepResult:
         return {key[1]: mine[key]["busbw"] / ref[key]["busbw"] for key in mine if key in ref}
 
 
-def _sizes(sizes):
+def _sizes(sizes, name="sizes"):
     if isinstance(sizes, (str, int, float)):
         sizes = [sizes]
     out = []
     for size in sizes:
-        nbytes = units.parse_size(size)
-        out.append(validate.integer("sizes", int(validate.number("sizes", nbytes, low=1, high=MAX_BYTES))))
+        try:
+            nbytes = units.parse_size(size)
+            nbytes = validate.number(name, nbytes, low=1, high=MAX_BYTES)
+        except ValueError as exc:
+            raise ValueError(f"{name} must be a size from 1 byte to 2G (bytes, or like 64K, 16M, 1G); "
+                             f"got {size!r}") from exc
+        out.append(int(nbytes))
     if not out:
         raise ValueError("sizes must not be empty")
     return out
@@ -235,10 +246,11 @@ def _sizes(sizes):
 
 def size_range(minbytes, maxbytes, factor=2.0) -> list[int]:
     """Sizes from ``minbytes`` to ``maxbytes`` (bytes or '64K'-style), each ``factor`` (> 1) times the last."""
-    low, high = _sizes(minbytes)[0], _sizes(maxbytes)[0]
+    low, high = _sizes(minbytes, "minbytes")[0], _sizes(maxbytes, "maxbytes")[0]
     factor = validate.number("factor", factor, low=1.0, high=1024.0, low_inclusive=False)
     if high < low:
-        raise ValueError(f"maxbytes must be >= minbytes ({low}), got {high}")
+        raise ValueError(f"maxbytes must be >= minbytes ({units.format_bytes(low, binary=True)}) "
+                         f"and <= 2G; got {units.format_bytes(high, binary=True)}")
     out, size = [], float(low)
     while size <= high * (1 + 1e-9):
         out.append(int(round(size)))
@@ -271,6 +283,7 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring")
     if isinstance(ranks, int):
         ranks = (ranks,)
     ranks = [validate.integer("ranks", r, low=1, high=64) for r in ranks]
+    check_memory(max(config["sizes"]), max(ranks), backend)
     from .launch import run
 
     result = SweepResult()
@@ -280,8 +293,46 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring")
     return result
 
 
+def check_memory(max_bytes, ranks, backend="gloo") -> None:
+    """Refuse (``ValueError``) a run whose ``ranks`` local ranks cannot hold ``max_bytes`` messages:
+    each needs about ``memory.BENCH_FACTOR`` (6) times the message, measured. For ``backend``
+    "nccl" the check is per GPU, against its free memory."""
+    from . import memory
+
+    if backend == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            return
+        free = min(torch.cuda.mem_get_info(d)[0] for d in range(torch.cuda.device_count()))
+        memory.check(memory.bench_bytes(max_bytes, 1), f"a {units.format_bytes(max_bytes, binary=True)} message "
+                     "on one GPU", "lower maxbytes (-e)", available=free)
+        return
+    memory.check(memory.bench_bytes(max_bytes, ranks),
+                 f"a {units.format_bytes(max_bytes, binary=True)} message on {ranks} ranks "
+                 f"({memory.BENCH_FACTOR:g} x the message per rank, measured)",
+                 "lower maxbytes (-e) or ranks (--ranks)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ``ValueError`` instead of printing usage and exiting."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
+def _rank_counts(text):
+    try:
+        counts = [int(r) for r in str(text).split(",") if r.strip()]
+    except ValueError:
+        counts = []
+    if not counts:
+        raise ValueError(f"ranks (--ranks) must be a comma list of integers in [1, 64]; got {text!r}")
+    return [validate.integer("ranks (--ranks)", r, low=1, high=64) for r in counts]
+
+
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m course_lib.lab.bench",
+    parser = _Parser(prog="python -m course_lib.lab.bench",
                                      description="All-reduce benchmark in nccl-tests form "
                                                  "(built-in vs hand-written algorithms).")
     parser.add_argument("-b", "--minbytes", default="64K", help="smallest size (bytes, or 64K, 1M...)")
@@ -298,18 +349,59 @@ def _parse(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set."""
+def _checked(argv):
+    """Parsed and checked command line: (args, config, local rank counts); ``ValueError`` names the option."""
     args = _parse(argv)
-    sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor)
-    config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ and "course-lab-rank" not in _process_name():
+    try:
+        factor = validate.number("stepfactor (-f)", args.stepfactor, low=1.0, high=1024.0, low_inclusive=False)
+    except ValueError:
+        raise ValueError(f"stepfactor (-f) must be a number in (1, 1024]; got {args.stepfactor:g}") from None
+    names = {"minbytes": "minbytes (-b)", "maxbytes": "maxbytes (-e)", "iters": "iters (-n)",
+             "warmup": "warmup (-w)", "pipeline": "pipeline (--pipeline)", "algorithms": "algorithms (--algorithms)"}
+    try:
+        sizes = size_range(args.minbytes, args.maxbytes, factor)
+        config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
+    except ValueError as exc:
+        text = str(exc)
+        for name, label in names.items():
+            if text.startswith(name + " "):
+                text = label + text[len(name):]
+        raise ValueError(text) from None
+    validate.number("timeout (--timeout)", args.timeout, low=0.0, high=3600.0, low_inclusive=False)
+    ranks = _rank_counts(args.ranks)
+    if args.backend == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("backend (--backend) nccl needs CUDA GPUs and this machine has none; "
+                             "use gloo or auto")
+    return args, config, ranks
+
+
+def main(argv=None) -> int:
+    """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set.
+
+    Bad input prints one line ``error: ...`` naming the option and its range, exit status 2.
+    """
+    try:
+        args, config, ranks = _checked(argv)
+        under_torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ \
+            and "course-lab-rank" not in _process_name()
+        backend = args.backend
+        if backend == "auto":
+            import torch
+
+            backend = "nccl" if under_torchrun and torch.cuda.is_available() else "gloo"
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) if under_torchrun else max(ranks)
+        check_memory(max(config["sizes"]), local, backend)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if under_torchrun:
         rows = _torchrun(config, args)
         if rows is None:
             return 0
     else:
-        backend = "gloo" if args.backend == "auto" else args.backend
-        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
         rows = sweep(ranks=ranks, backend=backend, timeout=args.timeout, **config).rows
     print(format_rows(rows), flush=True)
     return 0
