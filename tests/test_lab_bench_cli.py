@@ -57,7 +57,7 @@ def test_the_command_line_itself_prints_no_traceback():
 
 def test_memory_figures():
     assert memory.bench_bytes(2**30, 2) == 2 * (memory.BENCH_FACTOR * 2**30 + memory.RANK_OVERHEAD_BYTES)
-    assert memory.ddp_bytes(1000, 0, 1) == memory.DDP_PARAM_FACTOR * 4000 + memory.RANK_OVERHEAD_BYTES
+    assert memory.ddp_bytes(1000, 0, 1) == memory.DDP_PARAM_FACTOR * 4000 + memory.DDP_OVERHEAD_BYTES
     free = memory.available_bytes()
     assert free is None or free > 0
     with pytest.raises(ValueError, match="ranks"):

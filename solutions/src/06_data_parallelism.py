@@ -23,7 +23,8 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, ddp_run, hardware, parallel, units
+from course_lib import checks, costmodel, hardware, parallel, units
+from course_lib.lab import ddp_run
 from course_lib.explorers import data_parallel as dp
 
 # %% [markdown]
