@@ -104,20 +104,22 @@ def time_ops(op, batch: int, sync=lambda: None, per_op: bool = True) -> list[flo
 
 
 def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-            pipeline=8, device="cpu") -> list[dict]:
+            pipeline=8, device="cpu", custom=None) -> list[dict]:
     """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
-    return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device)[0]
+    return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device,
+                               custom=custom)[0]
 
 
 def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-                        pipeline=8, device="cpu", probes=None) -> tuple[list[dict], list[dict]]:
+                        pipeline=8, device="cpu", probes=None, custom=None) -> tuple[list[dict], list[dict]]:
     """``measure``, plus other operations timed in the same repetitions as the all-reduces.
 
     ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
     elements): each ``op()`` is timed like an all-reduce, ``batch_for(nbytes)`` back to back.
     Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes), the
     median seconds per operation of every probe, the slowest rank's, and under ``times`` each
-    probe's list of those per-operation times.
+    probe's list of those per-operation times. ``custom`` ``{name: fn(tensor, rank, world_size)}``
+    adds all-reduces of one's own (a learner's ring), timed and checked like the built-in ones.
     """
     import torch
     import torch.distributed as dist
@@ -125,6 +127,9 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
     torch_dtype = getattr(torch, dtype)
     itemsize = torch.empty(0, dtype=torch_dtype).element_size()
     fns = {name: _algorithm(name, pipeline) for name in algorithms}
+    for name, fn in (custom or {}).items():
+        fns[name] = (lambda f: lambda t: f(t, rank, world_size))(fn)
+    algorithms = list(fns)
     on_gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     rows, probe_rows = [], []
@@ -329,6 +334,54 @@ def _rank_counts(text):
     if not counts:
         raise ValueError(f"ranks (--ranks) must be a comma list of integers in [1, 64]; got {text!r}")
     return [validate.integer("ranks (--ranks)", r, low=1, high=64) for r in counts]
+
+
+def _ring_unpipelined(tensor, rank, world_size):
+    from . import algorithms
+
+    algorithms.ring_all_reduce(tensor, pipeline=1)
+
+
+def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeline=8, timeout=120.0,
+         verbose=True) -> SweepResult:
+    """Race a learner's ring ``fn(tensor, rank, world_size)`` against gloo's built-in all-reduce and the
+    library's ring (with ``pipeline`` in [1, 64] sub-chunks, and without), float32, one ``sweep`` run.
+
+    ``fn`` is first graded by ``lab.exercises.check_ring`` on ``ranks`` (2-8) ranks; one that is not
+    answered, wrong, raises or deadlocks is left out with a printed note (``verbose``), so the race
+    never fails because of it. ``fn=None`` races the library only. ``sizes``, ``iters``, ``warmup``
+    and ``timeout`` as in ``sweep``. Rows are named ``builtin``, ``ring``, ``ring, pipeline=1`` and
+    ``yours``; ``result.ratio("yours")`` is your throughput over gloo's.
+    """
+    from . import exercises
+    from .launch import RankError, RankTimeout, run
+
+    config = _config(sizes, ("builtin", "ring"), "float32", warmup, iters, pipeline)
+    ranks = validate.integer("ranks", ranks, low=2, high=8)
+    timeout = validate.number("timeout", timeout, low=0.0, high=3600.0, low_inclusive=False)
+    if fn is not None and not callable(fn):
+        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, or None; got {fn!r}")
+    check_memory(max(config["sizes"]), ranks)
+    say = print if verbose else (lambda *a, **k: None)
+    custom = {"ring, pipeline=1": _ring_unpipelined}
+    if fn is not None:
+        verdict = exercises.check_ring(fn, ranks=(ranks,), timeout=min(timeout, 30.0), verbose=False)
+        if verdict.correct:
+            custom["yours"] = fn
+        else:
+            say(f"Note: your ring is left out of the race ({verdict.message})")
+    result = SweepResult()
+    try:
+        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
+                          start_method="fork", echo=False)[0]
+    except (RankError, RankTimeout) as err:
+        if "yours" not in custom:
+            raise
+        say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
+        custom.pop("yours")
+        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
+                          start_method="fork", echo=False)[0]
+    return result
 
 
 def _parse(argv):
