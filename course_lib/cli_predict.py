@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import collectives, costmodel, hardware, units, validate
+from . import collectives, costmodel, datafiles, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -171,8 +171,7 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        sources = costmodel.published()["sources"]
-        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")

@@ -58,7 +58,7 @@ def efficiency_table() -> list[dict]:
     data = efficiency_data()
     rows = []
     for name, row in data["technologies"].items():
-        src = data["sources"][row["source"]]
+        src = datafiles.source(row["source"])
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["derivation"],
                      "source": src["title"], "url": src["url"]})
     return rows

@@ -640,10 +640,9 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
     absolute level (set by gpu_efficiency) is off.
     """
     rows = []
-    src = published()["sources"]
     for case in published()["cases"]:
         row = {"id": case["id"], "group": case["group"], "kind": case["kind"], "where": case["where"],
-               "source": src[case["source"]]["title"].split(",")[0], "url": src[case["source"]]["url"],
+               "source": datafiles.source(case["source"])["title"].split(",")[0], "url": datafiles.source(case["source"])["url"],
                "assumed": case.get("assumed", [])}
         if case["kind"] == "memory":
             pred = model_state_bytes(case["params"], case["dp"], case["zero"])["total"]

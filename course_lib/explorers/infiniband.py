@@ -37,7 +37,7 @@ def ib_generations() -> list[dict]:
                      "gbit_s_per_direction": row["gbit_s_per_direction"],
                      "gb_s_per_direction": link.per_direction / units.GB,
                      "gb_s_bidirectional": link.bidirectional / units.GB,
-                     "source": hardware.source(link.source)["url"]})
+                     "source": datafiles.source(link.source)["url"]})
     return rows
 
 
@@ -206,11 +206,6 @@ def published_multinode() -> dict:
     return datafiles.load("published_multinode.json")
 
 
-def _source(source_id) -> dict:
-    sources = published_multinode()["sources"]
-    return sources[validate.choice("source_id", source_id, sources)]
-
-
 def transports_table() -> list[dict]:
     """InfiniBand, RoCE and TCP: line rate vs what NCCL achieves per NIC, GB/s per direction, with sources."""
     rows = []
@@ -224,7 +219,7 @@ def transports_table() -> list[dict]:
                      "line_gbit_s": units.bytes_to_bits(line) / 1e9, "line_gb_s": line / units.GB,
                      "achieved_low_gb_s": low, "achieved_high_gb_s": high,
                      "efficiency_low": low * units.GB / line, "efficiency_high": high * units.GB / line,
-                     "what": row["what"], "source": _source(row["source"])["url"]})
+                     "what": row["what"], "source": datafiles.source(row["source"])["url"]})
     return rows
 
 
@@ -258,7 +253,7 @@ def model_vs_measured() -> list[dict]:
             label += f", {case['nics_per_node']} NICs/node"
         label += f" ({case['algorithm']})"
         rows.append(_model_row(case["id"], label, case["system"], case["nodes"], case.get("nbytes", 2**33),
-                               case["busbw_gb_s"], _source(case["source"])["url"], case.get("nics_per_node"),
+                               case["busbw_gb_s"], datafiles.source(case["source"])["url"], case.get("nics_per_node"),
                                case["algorithm"], case["what"]))
     theirs = costmodel.published()
     for case in theirs["cases"]:
@@ -269,7 +264,7 @@ def model_vs_measured() -> list[dict]:
             label += f", {case['nics_per_node']} NICs/node"
         label += f" ({case.get('algorithm') or 'NCCL default'})"
         rows.append(_model_row(case["id"], label, case["system"], case["nodes"], case["nbytes"],
-                               (case["busbw_gb_s"], case["busbw_gb_s"]), theirs["sources"][case["source"]]["url"],
+                               (case["busbw_gb_s"], case["busbw_gb_s"]), datafiles.source(case["source"])["url"],
                                case.get("nics_per_node"), case.get("algorithm"), case.get("as_measured", "")))
     return rows
 

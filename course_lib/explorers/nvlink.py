@@ -41,7 +41,7 @@ def generations() -> list[dict]:
                      "links": row["links_per_gpu"], "link_gb_s_per_direction": row["link_gb_s_per_direction"],
                      "gb_s_per_direction": link.per_direction / units.GB,
                      "gb_s_bidirectional": link.bidirectional / units.GB,
-                     "source": hardware.source(row["source"])["url"]})
+                     "source": datafiles.source(row["source"])["url"]})
     return rows
 
 
@@ -52,7 +52,7 @@ def vendor_quotes() -> list[dict]:
         link = make()
         rows.append({"gpu": name, "gb_s_bidirectional": link.bidirectional / units.GB,
                      "gb_s_per_direction": link.per_direction / units.GB, "detail": link.detail,
-                     "source": hardware.source(link.source)["url"]})
+                     "source": datafiles.source(link.source)["url"]})
     return rows
 
 
@@ -381,7 +381,7 @@ def bridge_vs_pcie(nbytes=1e9) -> list[dict]:
                      "link_gb_s_bidirectional": sys_.gpu_link.bidirectional / units.GB,
                      "gpu_to_gpu_gb_s_per_direction": fab.intra_bw / units.GB,
                      "spec_s": float(spec.time_s[0]), "achievable_s": float(real.time_s[0]),
-                     "source": hardware.source(sys_.source)["url"]})
+                     "source": datafiles.source(sys_.source)["url"]})
     return rows
 
 
@@ -420,9 +420,9 @@ def measurements() -> list[dict]:
         if "published_collectives_case" in m:
             case = cases[m["published_collectives_case"]]
             gb_s, nbytes = case["busbw_gb_s"], case["nbytes"]
-            src = costmodel.published()["sources"][case["source"]]
+            src = datafiles.source(case["source"])
         else:
-            gb_s, nbytes, src = m["gb_s"], m.get("nbytes"), data["sources"][m["source"]]
+            gb_s, nbytes, src = m["gb_s"], m.get("nbytes"), datafiles.source(m["source"])
         spec = link.per_direction if m["direction"] == "per direction" else link.bidirectional
         rows.append({"id": m["id"], "system": m["system"], "kind": m["kind"], "direction": m["direction"],
                      "link": link.name, "spec_gb_s": spec / units.GB, "measured_gb_s": gb_s,

@@ -35,14 +35,6 @@ def nvswitch_data() -> dict:
     return datafiles.load("nvswitch.json")
 
 
-def source(source_id) -> dict:
-    """Citation ``{"title", "url"}`` for a source id of this chapter's data or of the hardware catalog."""
-    ours = nvswitch_data()["sources"]
-    theirs = hardware.catalog()["sources"]
-    source_id = validate.choice("source_id", source_id, list(ours) + [s for s in theirs if s not in ours])
-    return dict(ours.get(source_id) or theirs[source_id])
-
-
 def layout_ids() -> list[str]:
     return list(nvswitch_data()["layouts"])
 
@@ -79,7 +71,7 @@ def generations() -> list[dict]:
             "gpus_in_system": lay["gpus"], "gpus_in_domain": gen["gpus_in_domain"],
             "links_per_gpu": lay["links_per_gpu"], "links_per_gpu_per_chip": _spread_text(spread),
             "in_network_reduction": bool(gen["in_network_reduction"]),
-            "source": hardware.source(gen["source"])["url"],
+            "source": datafiles.source(gen["source"])["url"],
         })
     return rows
 
@@ -128,7 +120,7 @@ def port_budget(system_id) -> dict:
             "gpu_ports": gpu, "trunk_ports": trunk, "external_ports": external,
             "unused_ports": total - gpu - trunk - external,
             "gpu_links": lay["gpus"] * lay["links_per_gpu"], "derived": lay["derived"],
-            "source": source(lay["source"])["url"]}
+            "source": datafiles.source(lay["source"])["url"]}
 
 
 # ---------------------------------------------------------------- mesh vs switch arithmetic
@@ -216,7 +208,7 @@ def domain_summary(system_id="dgx-h100") -> dict:
             "per_gpu_bidirectional": sys_.gpu_link.bidirectional,
             "aggregate_bidirectional": aggregate_bidirectional(g, sys_.gpu_link.per_direction),
             "bisection": topo.bisection_bandwidth(), "in_network_reduction": sys_.in_network_reduction,
-            "source": hardware.source(sys_.source)["url"]}
+            "source": datafiles.source(sys_.source)["url"]}
 
 
 # ---------------------------------------------------------------- all-reduce: ring vs in-switch reduction
@@ -337,7 +329,7 @@ def nvls_measurements() -> list[dict]:
         algbw = m["algbw_gb_s"] * units.GB if m.get("algbw_gb_s") else busbw / costmodel.busbw_factor("all_reduce", m["gpus"])
         rows.append({"id": m["id"], "system": name, "gpus": m["gpus"], "algorithm": m["algorithm"],
                      "busbw": busbw, "algbw": algbw, "line_rate": line, "busbw_over_line": busbw / line,
-                     "who": m["who"], "source": source(m["source"])["url"]})
+                     "who": m["who"], "source": datafiles.source(m["source"])["url"]})
     return rows
 
 
@@ -374,7 +366,7 @@ def size_sweep(system_id) -> dict:
     grid = np.logspace(10, 33.01, 120, base=2)
     out = {"system": hardware.system(system_id).name, "sizes": sizes,
            "measured": np.array([c["busbw_gb_s"] for c in cases]) * units.GB,
-           "grid": grid, "source": costmodel.published()["sources"][cases[0]["source"]]["url"],
+           "grid": grid, "source": datafiles.source(cases[0]["source"])["url"],
            "line_rate": hardware.system(system_id).gpu_link.per_direction}
     for algorithm in ("ring", "nvls", "auto"):
         try:

@@ -40,12 +40,6 @@ def published() -> dict:
     return datafiles.load("published_pcie.json")
 
 
-def source(source_id) -> dict:
-    """Citation ``{"title", "url"}`` of a source id used in ``published_pcie.json``."""
-    sources = published()["sources"]
-    return dict(sources[validate.choice("source_id", source_id, sources)])
-
-
 def generations() -> tuple[int, ...]:
     """The PCIe generations in the catalog (1 ... 7)."""
     return tuple(row["generation"] for row in hardware.catalog()["pcie"])
@@ -75,7 +69,7 @@ def link_steps(generation, lanes=16) -> dict:
             "efficiency": encoding_efficiency(generation),
             "raw_gbit_s": raw_gbit, "data_gbit_s": data_gbit,
             "gb_s_per_direction": link.per_direction / units.GB,
-            "gb_s_bidirectional": link.bidirectional / units.GB, "source": hardware.source(link.source)["url"]}
+            "gb_s_bidirectional": link.bidirectional / units.GB, "source": datafiles.source(link.source)["url"]}
 
 
 def link_lanes(link: hardware.Link) -> int:
@@ -212,7 +206,7 @@ def cpu_gpu_links() -> list[dict]:
     for row in published()["cpu_gpu_links"]:
         per = row["links"] * row["link_gb_s_per_direction"]
         out.append({"id": row["id"], "name": row["name"], "gb_s_per_direction": per, "gb_s_bidirectional": 2 * per,
-                    "source": source(row["source"])["url"]})
+                    "source": datafiles.source(row["source"])["url"]})
     return out
 
 
@@ -275,7 +269,7 @@ def measurements(generation=None, memory=None) -> list[dict]:
         if m["direction"] == "bidirectional_sum":
             spec *= 2
         rows.append({**m, "gb_s_mid": mid, "gb_s_low": low, "gb_s_high": high, "spec_gb_s": spec,
-                     "fraction_of_spec": mid / spec, "url": source(m["source"])["url"]})
+                     "fraction_of_spec": mid / spec, "url": datafiles.source(m["source"])["url"]})
     return rows
 
 

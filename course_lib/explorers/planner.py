@@ -251,7 +251,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
                      "gpu_link_gb_s_bidirectional": s.gpu_link.bidirectional / units.GB,
                      "nic": f"{s.nics_per_node} x {s.nic.name} ({s.nic.detail})",
                      "net_gb_s_per_gpu": net / units.GB, "ratio": s.gpu_link.per_direction / net,
-                     "source": hardware.source(s.source)["url"]})
+                     "source": datafiles.source(s.source)["url"]})
     return rows
 
 
@@ -510,7 +510,7 @@ def published_comparison() -> list[dict]:
         pred = predict_run(run["id"])
         quantity = "gpu_hours" if "gpu_hours" in run["published"] else "days"
         published = float(run["published"][quantity])
-        src = data["sources"][run["source"]]
+        src = datafiles.source(run["source"])
         rows.append({"id": run["id"], "label": run["label"], "system": run["system"], "gpus": run["gpus"],
                      "quantity": quantity, "published": published, "predicted": pred[quantity],
                      "ratio": pred[quantity] / published, "layout": pred["layout"], "mfu": pred["mfu"],
