@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import collectives, costmodel, datafiles, hardware, units, validate
+from . import collectives, costmodel, datafiles, evidence, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -151,7 +151,8 @@ def _compare(args) -> int:
                              nics_per_node=args.nics)
     out = []
     for r, t, b, al in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms):
-        ratio = (b / units.GB) / r["busbw"] if r["busbw"] > 0 else float("nan")
+        ratio = evidence.compare(r["size"], b / units.GB,
+                                 evidence.measurement(r["busbw"], "GB/s busbw", what=args.file)).ratio
         out.append({"size": r["size"], "measured_time_us": r["time_us"], "predicted_time_us": t * 1e6,
                     "measured_busbw": r["busbw"], "predicted_busbw": b / units.GB, "ratio": ratio, "algorithm": str(al)})
     if args.json:

@@ -26,7 +26,7 @@ import time
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import collectives, costmodel, datafiles, hardware, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
 from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
@@ -860,7 +860,7 @@ def oversubscription_table(cal, rows, ranks=4, base=2, algorithm="builtin") -> l
         stretch = contention(ranks, cal.cores) / contention(base, cal.cores)
         out.append({"size": size, "measured_base_s": t_base, "measured_s": t, "measured_ratio": t / t_base,
                     "model_ratio": model, "stretched_ratio": model * stretch,
-                    "pred_over_measured": cal.predict(size, ranks) / t})
+                    "pred_over_measured": evidence.ratio(cal.predict(size, ranks), t)})
     if not out:
         raise ValueError(f"rows must hold {algorithm} rows for both {base} and {ranks} ranks at the same sizes")
     return out

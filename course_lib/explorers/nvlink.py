@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import costmodel, datafiles, hardware, topology, units, validate
+from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 MESH_GPU_COUNTS = tuple(range(2, 17))
@@ -419,14 +419,15 @@ def measurements() -> list[dict]:
         link = hardware.link(m["link"])
         if "published_collectives_case" in m:
             case = cases[m["published_collectives_case"]]
-            gb_s, nbytes = case["busbw_gb_s"], case["nbytes"]
-            src = datafiles.source(case["source"])
+            gb_s, nbytes, source_id = case["busbw_gb_s"], case["nbytes"], case["source"]
         else:
-            gb_s, nbytes, src = m["gb_s"], m.get("nbytes"), datafiles.source(m["source"])
+            gb_s, nbytes, source_id = m["gb_s"], m.get("nbytes"), m["source"]
+        src = datafiles.source(source_id)
         spec = link.per_direction if m["direction"] == "per direction" else link.bidirectional
+        c = evidence.compare(m["id"], spec / units.GB, evidence.measurement(gb_s, f"GB/s {m['direction']}", source_id))
         rows.append({"id": m["id"], "system": m["system"], "kind": m["kind"], "direction": m["direction"],
                      "link": link.name, "spec_gb_s": spec / units.GB, "measured_gb_s": gb_s,
-                     "ratio": gb_s * units.GB / spec, "nbytes": nbytes, "note": m.get("note", ""),
+                     "ratio": c.measured_over_model, "nbytes": nbytes, "note": m.get("note", ""),
                      "source": src["title"], "url": src["url"]})
     return rows
 

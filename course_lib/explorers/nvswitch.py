@@ -17,7 +17,7 @@ from html import escape
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import collectives, costmodel, datafiles, hardware, topology, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -325,11 +325,12 @@ def nvls_measurements() -> list[dict]:
             line, name = sys_.gpu_link.per_direction, sys_.name
         else:
             line, name = m["line_rate_gb_s"] * units.GB, m["system_name"]
-        busbw = m["busbw_gb_s"] * units.GB
+        c = evidence.compare(m["id"], line, evidence.measurement(m["busbw_gb_s"] * units.GB, "B/s busbw", m["source"]))
+        busbw = c.measured.value
         algbw = m["algbw_gb_s"] * units.GB if m.get("algbw_gb_s") else busbw / costmodel.busbw_factor("all_reduce", m["gpus"])
         rows.append({"id": m["id"], "system": name, "gpus": m["gpus"], "algorithm": m["algorithm"],
-                     "busbw": busbw, "algbw": algbw, "line_rate": line, "busbw_over_line": busbw / line,
-                     "who": m["who"], "source": datafiles.source(m["source"])["url"]})
+                     "busbw": busbw, "algbw": algbw, "line_rate": line, "busbw_over_line": c.measured_over_model,
+                     "who": m["who"], "source": c.measured.url})
     return rows
 
 

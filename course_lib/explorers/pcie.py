@@ -17,7 +17,7 @@ from html import escape
 
 import numpy as np
 
-from .. import datafiles, hardware, tables, topology, units, validate
+from .. import datafiles, evidence, hardware, tables, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 LANES = hardware.PCIE_LANE_COUNTS
@@ -268,8 +268,9 @@ def measurements(generation=None, memory=None) -> list[dict]:
         spec = hardware.pcie_link(m["generation"], m["lanes"]).per_direction / units.GB
         if m["direction"] == "bidirectional_sum":
             spec *= 2
+        c = evidence.compare(m["id"], spec, evidence.measurement(low, "GB/s", m["source"], high=high))
         rows.append({**m, "gb_s_mid": mid, "gb_s_low": low, "gb_s_high": high, "spec_gb_s": spec,
-                     "fraction_of_spec": mid / spec, "url": datafiles.source(m["source"])["url"]})
+                     "fraction_of_spec": c.measured_over_model, "url": c.measured.url})
     return rows
 
 
