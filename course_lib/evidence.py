@@ -98,7 +98,8 @@ def compare(case, model, measured: Measurement) -> Comparison:
 
 def ratio(numerator, denominator) -> float:
     """``numerator / denominator``; nan when the denominator is 0 (a measurement of 0 compares with nothing)."""
-    return float(numerator) / float(denominator) if denominator else float("nan")
+    numerator, denominator = validate.number("numerator", numerator), validate.number("denominator", denominator)
+    return numerator / denominator if denominator else float("nan")
 
 
 def within(value_ratio, tolerance) -> bool:
@@ -109,21 +110,30 @@ def within(value_ratio, tolerance) -> bool:
 
 def median(values) -> float:
     """The median of a non-empty list of ratios."""
-    values = sorted(float(v) for v in values)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"values must be a list of ratios; got {values!r}")
+    values = sorted(validate.number("values item", v) for v in values)
     if not values:
         raise ValueError("values must hold at least one ratio; got none")
     mid = len(values) // 2
     return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
 
 
+def _comparisons(comparisons) -> list[Comparison]:
+    items = list(comparisons) if not isinstance(comparisons, (str, bytes)) and hasattr(comparisons, "__iter__") else None
+    if items is None or not all(isinstance(c, Comparison) for c in items):
+        raise ValueError(f"comparisons must be a list of evidence.Comparison; got {comparisons!r}"[:200])
+    return items
+
+
 def table(comparisons) -> list[dict]:
     """Rows of several comparisons (:meth:`Comparison.row`)."""
-    return [c.row() for c in comparisons]
+    return [c.row() for c in _comparisons(comparisons)]
 
 
 def summary(comparisons, tolerance=0.2) -> dict:
     """How many comparisons, the share within +- ``tolerance``, the median and the worst model/measured."""
-    comparisons = list(comparisons)
+    comparisons = _comparisons(comparisons)
     ratios = [c.ratio for c in comparisons if not math.isnan(c.ratio)]
     if not ratios:
         raise ValueError("comparisons must hold at least one comparison with a non-zero measurement")

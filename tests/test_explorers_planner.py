@@ -243,7 +243,6 @@ def test_exercise_data_matches_the_library():
 
 def test_every_hint_is_reachable_and_not_the_answer():
     for key, spec in _exercises().items():
-        assert checks.evaluate(key, None).status == "not answered"
         if spec["kind"] == "choice":
             assert checks.evaluate(key, spec["expected"]).correct
             for letter, hint in spec["choice_hints"].items():
