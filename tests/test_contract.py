@@ -173,8 +173,7 @@ def test_the_contract_covers_the_model_modules():
     assert len(PUBLIC) >= 60 and set(EXEMPT) <= {name for name, _, _ in PUBLIC}, "stale EXEMPT entry"
 
 
-@pytest.mark.parametrize("qualname, func, params", [p for p in PUBLIC if p[0] not in EXEMPT], ids=lambda x: x
-                         if isinstance(x, str) else "")
+@pytest.mark.parametrize("qualname, func, params", [pytest.param(*p, id=p[0]) for p in PUBLIC if p[0] not in EXEMPT])
 def test_every_public_function_names_a_bad_parameter(qualname, func, params):
     required = [p for p in params if p.default is p.empty] or params[:1]
     with warnings.catch_warnings():

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from course_lib import costmodel, evidence, parallel
-from course_lib.explorers import infiniband, nvlink, pcie, planner
+from course_lib.explorers import infiniband, nvlink, nvswitch, pcie, planner
 
 
 def test_a_comparison_row_carries_ratio_unit_and_citation():
@@ -58,3 +58,7 @@ def test_the_library_comparison_tables_agree_with_evidence():
     for r in infiniband.model_vs_measured():
         mid = (r["measured_low"] + r["measured_high"]) / 2
         assert r["ratio"] == pytest.approx(r["model_busbw"] / mid) and r["source"].startswith("https://")
+    for r in nvswitch.nvls_by_gpu_count():
+        assert r["ratio_nvls"] == pytest.approx(r["model_nvls"] / r["measured_nvls"])
+    mv = nvlink.model_vs_measured()
+    assert mv["ratio"] == pytest.approx(mv["achievable_busbw_gb_s"] / mv["measured_gb_s"]) and mv["url"].startswith("https://")

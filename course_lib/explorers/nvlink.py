@@ -428,7 +428,7 @@ def measurements() -> list[dict]:
         rows.append({"id": m["id"], "system": m["system"], "kind": m["kind"], "direction": m["direction"],
                      "link": link.name, "spec_gb_s": spec / units.GB, "measured_gb_s": gb_s,
                      "ratio": c.measured_over_model, "nbytes": nbytes, "note": m.get("note", ""),
-                     "source": src["title"], "url": src["url"]})
+                     "source": src["title"], "url": src["url"], "source_id": source_id})
     return rows
 
 
@@ -448,9 +448,11 @@ def model_vs_measured(case="a100-allreduce-azure") -> dict:
                          f"all-reduce cases: {', '.join(k for k, r in rows.items() if r['nbytes'])}")
     spec = costmodel.predict("all_reduce", row["nbytes"], system, algorithm="ring", achievable=False)
     real = costmodel.predict("all_reduce", row["nbytes"], system, algorithm="ring", achievable=True)
+    c = evidence.compare(case, float(real.busbw[0]) / units.GB,
+                         evidence.measurement(row["measured_gb_s"], "GB/s busbw per direction", row["source_id"]))
     return {"case": case, "system": system, "nbytes": row["nbytes"], "measured_gb_s": row["measured_gb_s"],
             "spec_busbw_gb_s": float(spec.busbw[0]) / units.GB,
-            "achievable_busbw_gb_s": float(real.busbw[0]) / units.GB,
+            "achievable_busbw_gb_s": c.model, "ratio": c.ratio, "url": c.measured.url,
             "efficiency": costmodel.efficiency("nvlink")}
 
 

@@ -346,9 +346,12 @@ def nvls_by_gpu_count() -> list[dict]:
         g = ring["gpus"]
         model_ring = float(costmodel.predict("all_reduce", n, data["system"], gpus_per_node=g, algorithm="ring").busbw[0])
         model_nvls = float(costmodel.predict("all_reduce", n, data["system"], gpus_per_node=g, algorithm="nvls").busbw[0])
-        rows.append({"gpus": g, "measured_ring": (ring["busbw_low"] + ring["busbw_high"]) / 2 * units.GB,
-                     "measured_nvls": (nvls["busbw_low"] + nvls["busbw_high"]) / 2 * units.GB,
-                     "model_ring": model_ring, "model_nvls": model_nvls, "model_best": max(model_ring, model_nvls)})
+        ring_c, nvls_c = (evidence.compare(f"{g} GPUs {name}", model, evidence.measurement(
+            m["busbw_low"] * units.GB, "B/s busbw", data["source"], high=m["busbw_high"] * units.GB))
+            for name, model, m in (("ring", model_ring, ring), ("nvls", model_nvls, nvls)))
+        rows.append({"gpus": g, "measured_ring": ring_c.measured.mid, "measured_nvls": nvls_c.measured.mid,
+                     "model_ring": model_ring, "model_nvls": model_nvls, "model_best": max(model_ring, model_nvls),
+                     "ratio_ring": ring_c.ratio, "ratio_nvls": nvls_c.ratio})
     return rows
 
 
