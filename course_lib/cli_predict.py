@@ -25,7 +25,7 @@ def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> int:
     lo = units.parse_size(min_bytes, name="min_bytes")
     hi = units.parse_size(max_bytes, name="max_bytes")
     if hi < lo:
-        raise ValueError(f"max_bytes must be >= min_bytes ({lo:g}), got {hi:g}")
+        raise ValueError(f"max_bytes must be >= min_bytes ({lo:.0f} bytes), got {hi:.0f}")
     if step is not None:
         step = validate.positive("step", units.parse_size(step, name="step"))
         return int((hi - lo) // step) + 1
@@ -161,32 +161,6 @@ def parse_nccl_tests(text) -> dict:
 MAX_COMPARE_BYTES = 4 * 2**20  # an nccl-tests log is a few KB; NCCL_DEBUG=INFO output of a large job a few MB
 
 
-def read_text_file(path, max_bytes: int = MAX_COMPARE_BYTES, name: str = "file") -> str:
-    """The text of ``path``, read without taking more than ``max_bytes`` of memory.
-
-    ValueError, in plain words, for a missing file, one larger than ``max_bytes`` and one that is
-    not text (a NUL byte, or bytes that are not UTF-8).
-    """
-    max_bytes = validate.integer("max_bytes", max_bytes, low=1, high=2**31)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise ValueError(f"{name} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise ValueError(f"{name} {str(path)!r} is larger than {units.format_bytes(max_bytes, binary=True)}, "
-                         "the most read; an nccl-tests output is a few KB: pass the output of one run")
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise ValueError(f"{name} {str(path)!r} is not a text file (a zero byte at offset {nul}); "
-                         "pass the text that an nccl-tests run printed")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name} {str(path)!r} is not a text file (byte {data[exc.start]:#04x} at offset "
-                         f"{exc.start} is not UTF-8 text); pass the text that an nccl-tests run printed") from None
-
-
 def _finite(value):
     """A float for JSON: None (null) where it is NaN or infinite."""
     value = float(value)
@@ -194,7 +168,7 @@ def _finite(value):
 
 
 def _compare(args) -> int:
-    text = read_text_file(args.file)
+    text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
     parsed = parse_nccl_tests(text)
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
