@@ -30,7 +30,6 @@ column compares bits (``#wrong`` counts elements that differ on any rank).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -319,13 +318,6 @@ def check_memory(max_bytes, ranks, backend="gloo") -> None:
                  "lower maxbytes (-e) or ranks (--ranks)")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises ``ValueError`` instead of printing usage and exiting."""
-
-    def error(self, message):
-        raise ValueError(message)
-
-
 def _rank_counts(text):
     try:
         counts = [int(r) for r in str(text).split(",") if r.strip()]
@@ -385,7 +377,9 @@ def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeli
 
 
 def _parse(argv):
-    parser = _Parser(prog="python -m course_lib.lab.bench",
+    from ..cli import ArgumentParser  # the course's one error path: one line, exit 2
+
+    parser = ArgumentParser(prog="python -m course_lib.lab.bench",
                                      description="All-reduce benchmark in nccl-tests form "
                                                  "(built-in vs hand-written algorithms).")
     parser.add_argument("-b", "--minbytes", default="64K", help="smallest size (bytes, or 64K, 1M...)")
@@ -436,6 +430,8 @@ def main(argv=None) -> int:
 
     Bad input prints one line ``error: ...`` naming the option and its range, exit status 2.
     """
+    from ..cli import report
+
     try:
         args, config, ranks = _checked(argv)
         under_torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ \
@@ -447,9 +443,10 @@ def main(argv=None) -> int:
             backend = "nccl" if under_torchrun and torch.cuda.is_available() else "gloo"
         local = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) if under_torchrun else max(ranks)
         check_memory(max(config["sizes"]), local, backend)
+    except SystemExit as exc:  # --help (0), or argparse's one-line error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 0
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report(exc)
     if under_torchrun:
         rows = _torchrun(config, args)
         if rows is None:
