@@ -96,7 +96,7 @@ def naive_all_reduce(tensor) -> None:
 
 # --------------------------------------------------------------------------- ring
 
-MIN_PIECE_BYTES = 256 * 1024
+MIN_PIECE_BYTES = 1024 * 1024
 
 _SCRATCH: dict = {}
 
