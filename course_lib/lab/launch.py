@@ -300,8 +300,9 @@ def init_process_group(backend: str | None = None, timeout: float = 30.0):
         store = dist.FileStore(os.path.join(_WORKDIR, "store"), world)
         store.set_timeout(delta)
     else:
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
-                              delta)
+        # torchrun's agent hosts the store itself; otherwise (RANK, WORLD_SIZE, MASTER_* set by hand) rank 0 does
+        host = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, host, delta)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=delta)
     # Returning only once every rank has connected: a rank whose function ends at once would
     # otherwise close its connections while a peer is still inside gloo's connectFullMesh
