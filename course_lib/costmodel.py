@@ -360,6 +360,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
     n = np.atleast_1d(_sizes(nbytes))
+    if n.ndim > 1:
+        raise ValueError(f"nbytes must be a size or a 1-D sweep of sizes; got an array of shape {n.shape}")
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
         "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
     N = validate.integer("nodes", nodes, low=1, high=100_000)
