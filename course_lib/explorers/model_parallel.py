@@ -680,13 +680,15 @@ def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, re
     return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)
 
 
-def _grid_draw(ax, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    fig = ax.figure
-    spec = ax.get_subplotspec()
-    ax.remove()
-    outer = spec.subgridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
+def _grid_axes(fig):
+    """The layout heat map on the left; the selected layout's time and memory bars on the right."""
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
     right = outer[1].subgridspec(2, 1, hspace=1.5)
-    heat, top, bottom = fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])
+    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
+
+
+def _grid_draw(axes, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
+    heat, top, bottom = axes
     grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
     _draw_grid(heat, grid, tp, pp)
     _draw_selected(top, bottom, grid["cells"].get((tp, pp)))
@@ -763,7 +765,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
 
     controls["system"].observe(reset_links, names="value")
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0))
+                    figsize=(11.5, 5.0), axes=_grid_axes)
 
 
 # ---------------------------------------------------------------- the schedule explorer
