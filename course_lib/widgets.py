@@ -155,7 +155,8 @@ class Explorer:
     ``image``: the plot's PNG bytes; ``box``: the widget (header, controls, readout, image).
     """
 
-    def __init__(self, draw: Callable, controls: dict, readout: Callable | None, title: str, axes, figsize):
+    def __init__(self, draw: Callable, controls: dict, readout: Callable | None, title: str, axes, figsize,
+                 follow: dict | None = None):
         import ipywidgets as w
 
         self.controls = {name: fit_control(c) for name, c in controls.items()}
@@ -163,6 +164,10 @@ class Explorer:
         self.figure, self.axes = new_axes(axes, figsize)
         self._updater = None
         self._hold = False
+        self._follow = dict(follow or {})
+        unknown = sorted(set(self._follow) - set(self.controls))
+        if unknown or not all(callable(f) for f in self._follow.values()):
+            raise ValueError(f"follow must map control names to functions value -> {{name: value}}; got {unknown}")
         self._readout = w.HTML()
         self._readout.add_class(READOUT_CLASS)
         self._image = w.Image(format="png")
@@ -199,9 +204,20 @@ class Explorer:
         self._readout.value = self._readout_fn(**values) if self._readout_fn is not None else ""
         self._image.value = png(self.figure)
 
-    def _on_change(self, _change=None):
+    def _set_quietly(self, values: dict):
+        self._hold = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._hold = False
+
+    def _on_change(self, change=None):
         if self._hold:
             return
+        for name, rule in self._follow.items():  # e.g. the PCIe uplink follows the generation
+            if change is not None and change.get("owner") is self.controls[name]:
+                self._set_quietly(rule(change["new"]))
         values = self.values()
         self._redraw(values)
         self._show(values)
@@ -216,12 +232,11 @@ class Explorer:
         unknown = sorted(set(values) - set(self.controls))
         if unknown:
             raise ValueError(f"values must name controls among {sorted(self.controls)}; got {unknown}")
-        self._hold = True
-        try:
-            for name, value in values.items():
-                self.controls[name].value = value
-        finally:
-            self._hold = False
+        followed = {}
+        for name, rule in self._follow.items():  # as a slider move would, unless given explicitly
+            if name in values:
+                followed.update({k: v for k, v in rule(values[name]).items() if k not in values})
+        self._set_quietly({**values, **followed})
         self._on_change()
         return self.readout
 
@@ -268,19 +283,20 @@ def plain_text(html_text: str) -> str:
 
 
 def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None, title: str = "",
-             figsize=(7.5, 4.2), axes=1, show: bool = True) -> Explorer:
+             figsize=(7.5, 4.2), axes=1, follow: dict | None = None, show: bool = True) -> Explorer:
     """Build and display (``show``) a live explorer as one output; returns its :class:`Explorer` handle.
 
     ``draw(axes, **values)`` draws on the shell's Axes (see :func:`new_axes` for ``axes``) and may
     return ``update(**values)``, which later events call to change artists in place; without one,
     each event clears the Axes and calls ``draw`` again. ``readout(**values)`` returns a one-line
-    HTML summary; ``controls`` maps keyword names to widgets.
+    HTML summary; ``controls`` maps keyword names to widgets. ``follow`` maps a control's name to
+    ``rule(new_value) -> {other_name: value}``: moving that control sets the others first (one redraw).
     """
     if not callable(draw):
         raise ValueError("draw must be a function draw(axes, **values)")
     if not isinstance(controls, dict) or not controls:
         raise ValueError("controls must be a non-empty dict of name -> widget")
-    handle = Explorer(draw, controls, readout, title, axes, figsize)
+    handle = Explorer(draw, controls, readout, title, axes, figsize, follow)
     if show:
         from IPython.display import display
         display(handle.mimebundle(), raw=True)
