@@ -248,7 +248,7 @@ class Explorer:
     @property
     def image(self) -> bytes:
         """The plot as PNG bytes, as shown now."""
-        return self._image.value
+        return bytes(self._image.value)
 
     @property
     def children(self):

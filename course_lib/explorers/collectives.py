@@ -545,14 +545,12 @@ def ring_explorer(ranks=4, step=0):
         "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step",
                             continuous_update=False, style=style),
     }
-    box = explorer(_ring_draw, controls, readout=_ring_readout, title="The ring all-reduce, step by step",
-                   figsize=(5.6, 5.6))
-
-    def _limit(change):  # the step slider follows the number of steps of the chosen ring
+    def _limit(change):  # the step slider follows the number of steps of the chosen ring (before the redraw)
         controls["step"].max = 2 * (change["new"] - 1)
 
     controls["ranks"].observe(_limit, names="value")
-    return box
+    return explorer(_ring_draw, controls, readout=_ring_readout, title="The ring all-reduce, step by step",
+                    figsize=(5.6, 5.6))
 
 
 # ---------------------------------------------------------------- the cost explorer

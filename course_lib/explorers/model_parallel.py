@@ -758,14 +758,13 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
                                      description="activations", style=style, layout={"width": "480px"}),
     }
 
-    def reset_links(change):
-        s = hardware.system(change["new"])
-        controls["nic_gbit_s"].value = units.bytes_to_bits(s.nic.per_direction) / 1e9
-        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+    def reset_links(system_id):  # a new system brings its catalog links (one redraw)
+        s = hardware.system(system_id)
+        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
+                "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
-    controls["system"].observe(reset_links, names="value")
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0), axes=_grid_axes)
+                    figsize=(11.5, 5.0), axes=_grid_axes, follow={"system": reset_links})
 
 
 # ---------------------------------------------------------------- the schedule explorer

@@ -682,14 +682,12 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
                                      readout_format=".3g", style=style),
     }
 
-    def follow_system(change):  # a new system brings its own catalog link speeds
-        s = hardware.system(change["new"])
-        controls["nic_gb_s"].value = s.nic.per_direction / units.GB
-        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+    def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)
+        s = hardware.system(system_id)
+        return {"nic_gb_s": s.nic.per_direction / units.GB, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
-    controls["system"].observe(follow_system, names="value")
     return explorer(_draw, controls, readout=_readout, title="Capstone planner: layouts, days and GPU-hours",
-                    figsize=(8.5, 4.4))
+                    figsize=(8.5, 4.4), follow={"system": follow_system})
 
 
 # ---------------------------------------------------------------- exercises
