@@ -89,18 +89,22 @@ def new_axes(axes=1, figsize=(7.5, 4.2)):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    import matplotlib
+
     fig = Figure(figsize=figsize, dpi=DPI)
     FigureCanvasAgg(fig)
-    if callable(axes):
-        return fig, axes(fig)
-    if isinstance(axes, list):
-        return fig, fig.subplot_mosaic(axes)
-    if isinstance(axes, tuple):
-        rows, cols = (validate.integer("axes rows", axes[0], low=1, high=8),
-                      validate.integer("axes cols", axes[1], low=1, high=8))
-    else:
-        rows, cols = 1, validate.integer("axes", axes, low=1, high=8)
-    made = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    # Titles at a fixed height: placing them automatically measures every tick label on every draw.
+    with matplotlib.rc_context({"axes.titley": 1.0}):
+        if callable(axes):
+            return fig, axes(fig)
+        if isinstance(axes, list):
+            return fig, fig.subplot_mosaic(axes)
+        if isinstance(axes, tuple):
+            rows, cols = (validate.integer("axes rows", axes[0], low=1, high=8),
+                          validate.integer("axes cols", axes[1], low=1, high=8))
+        else:
+            rows, cols = 1, validate.integer("axes", axes, low=1, high=8)
+        made = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
     return fig, made[0] if len(made) == 1 else made
 
 
@@ -127,6 +131,7 @@ def clear_artists(ax) -> None:
 
     for artist in [*ax.lines, *ax.patches, *ax.texts, *ax.collections, *ax.images, *ax.tables, *ax.artists]:
         artist.remove()
+    ax.containers.clear()  # bar containers: the legend would still list the old bars
     if ax.legend_ is not None:
         ax.legend_.remove()
     for text in (ax.title, ax._left_title, ax._right_title):

@@ -84,7 +84,7 @@ def test_explorer_contract(module, name, shown):
         track = widgets.track_px(control)
         assert track is None or track >= widgets.MIN_TRACK_PX, f"{key}: slider track {track} px"
     # a redraw with every control moved: same figure and Axes, new image, non-empty readout
-    figure, axes, image = handle.figure, list(handle.figure.axes), handle.image
+    figure, axes, image, defaults = handle.figure, list(handle.figure.axes), handle.image, handle.values()
     assert image.startswith(PNG)
     moved = {k: v for k, c in handle.controls.items() if (v := _other_value(c)) is not None}
     assert moved, f"{name}: no control can move"
@@ -92,6 +92,9 @@ def test_explorer_contract(module, name, shown):
         assert handle.render(**{key: value}).strip(), f"{name}: empty readout after moving {key}"
     assert handle.figure is figure and list(handle.figure.axes) == axes
     assert handle.image.startswith(PNG) and handle.image != image
+    # back at the defaults, the redrawn figure is the first one, pixel for pixel: nothing stale is left
+    handle.render(**defaults)
+    assert handle.image == image, f"{name}: the plot at the defaults differs after a round trip"
     assert len(plt.get_fignums()) == figures_before, "the shell must not open pyplot figures"
 
 
