@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import collectives, costmodel, hardware, units, validate
+from . import collectives, costmodel, datafiles, evidence, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -151,7 +151,8 @@ def _compare(args) -> int:
                              nics_per_node=args.nics)
     out = []
     for r, t, b, al in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms):
-        ratio = (b / units.GB) / r["busbw"] if r["busbw"] > 0 else float("nan")
+        ratio = evidence.compare(r["size"], b / units.GB,
+                                 evidence.measurement(r["busbw"], "GB/s busbw", what=args.file)).ratio
         out.append({"size": r["size"], "measured_time_us": r["time_us"], "predicted_time_us": t * 1e6,
                     "measured_busbw": r["busbw"], "predicted_busbw": b / units.GB, "ratio": ratio, "algorithm": str(al)})
     if args.json:
@@ -171,8 +172,7 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        sources = costmodel.published()["sources"]
-        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")
