@@ -24,7 +24,7 @@ LINK_COLOURS = {
 # Where a training step's time goes (chapters 06, 07 and 08).
 STEP_COLOURS = {
     "compute": "#4c72b0", "pipeline bubble": "#c7c7c7", "tensor-parallel comm": "#dd8452",
-    "pipeline comm": "#55a868", "data-parallel comm": "#8172b3", "exposed communication": "#c44e52",
+    "pipeline comm": "#55a868", "data-parallel comm": "#8172b3",
 }
 # What fills a GPU's memory.
 MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8172b3", "activations": "#dd8452"}

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import datafiles, evidence, hardware, parallel, topology, units, validate
+from .. import datafiles, evidence, hardware, parallel, style, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 SECONDS_PER_DAY = 86400.0
@@ -33,8 +33,7 @@ SWEEP_GPUS = (256, 512, 1024, 2048, 4096, 8192)
 # A reduced search for the explorer: one planner run must stay well under a second on a laptop core.
 FAST_SEARCH = {"micro_batches": (1, 2), "zero_stages": (1,), "recompute_options": ("selective", "full"),
                "interleave_options": (1, 2), "max_tp": 16}
-BREAKDOWN_COLOURS = {"compute": "tab:green", "pipeline bubble": "tab:gray", "tensor-parallel comm": "tab:orange",
-                     "pipeline comm": "tab:purple", "data-parallel comm": "tab:red"}
+BREAKDOWN_COLOURS = style.STEP_COLOURS   # the same colours as chapter 07's step-time split
 
 
 # ---------------------------------------------------------------- the brief
