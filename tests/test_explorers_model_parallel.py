@@ -334,33 +334,23 @@ def test_exercise_hints_catch_common_slips():
 
 # ---------------------------------------------------------------- explorers
 
-def test_layout_explorer_builds_without_a_frontend():
+def test_layout_explorer_readout_follows_the_layout_and_the_system():
     box = mp.layout_explorer()
-    assert "course-explorer" in box.box._dom_classes
-    readout = next(c for c in box.children if "course-readout" in c._dom_classes)
-    assert "TP8 x PP16 x DP8" in readout.value and "fits" in readout.value
-    box.controls["tp"].value = 64
-    assert "does not divide the 96 heads" in readout.value
-    box.controls["tp"].value = 16
-    box.controls["nic_gbit_s"].value = 25.0
-    assert "TP16 x PP16" in readout.value
+    assert "TP8 x PP16 x DP8" in box.readout and "fits" in box.readout
+    assert "does not divide the 96 heads" in box.render(tp=64)
+    assert "TP16 x PP16" in box.render(tp=16, nic_gbit_s=25.0)
     box.controls["system"].value = "dgx-h100"  # resets the link sliders to the catalog's NDR and NVLink 4
     assert box.controls["nic_gbit_s"].value == pytest.approx(400)
     assert box.controls["nvlink_gb_s"].value == pytest.approx(450)
     plt.close("all")
 
 
-def test_schedule_explorer_builds_without_a_frontend():
+def test_schedule_explorer_readout_follows_the_schedule():
     box = mp.schedule_explorer()
-    readout = next(c for c in box.children if "course-readout" in c._dom_classes)
-    assert "1F1B" in readout.value and "bubble" in readout.value
-    box.controls["interleave"].value = 2
-    assert "interleaved" in readout.value
-    box.controls["micro_batches"].value = 6  # not a multiple of 4 stages
-    assert "multiple" in readout.value
-    box.controls["schedule"].value = "gpipe"
-    box.controls["interleave"].value = 1
-    assert "GPipe" in readout.value
+    assert "1F1B" in box.readout and "bubble" in box.readout
+    assert "interleaved" in box.render(interleave=2)
+    assert "multiple" in box.render(micro_batches=6)  # not a multiple of 4 stages
+    assert "GPipe" in box.render(schedule="gpipe", interleave=1)
     plt.close("all")
 
 
