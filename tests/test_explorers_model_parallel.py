@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, hardware, parallel  # noqa: E402
+from course_lib import checks, grading, hardware, parallel  # noqa: E402
 from course_lib.explorers import model_parallel as mp  # noqa: E402
 
 GPT3_LAYOUT = dict(gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full")
@@ -317,7 +317,7 @@ def test_exercise_answers_agree_with_the_library(pub):
     assert not checks.evaluate("07.4", mp.traffic_rows(pub)[0]["calls"]).correct  # 6912: recomputation
     fits = {letter: parallel.estimate("gpt3-175b", "dgx-a100", gpus=512, tp=t, pp=p, global_batch=512).fits
             for letter, (t, p) in {"A": (8, 2), "B": (4, 8), "C": (8, 8), "D": (1, 8)}.items()}
-    assert [k for k, v in fits.items() if v] == [checks.spec("07.6")["expected"]]
+    assert [k for k, v in fits.items() if v] == [grading.expected("07.6")]
 
 
 def test_exercise_hints_catch_common_slips():
@@ -326,7 +326,7 @@ def test_exercise_hints_catch_common_slips():
     assert "TP degree" in checks.evaluate("07.3", 268_435_456 / 8).message
     assert "8,192" in checks.evaluate("07.3", 2048 * 16384 * 2).message
     assert "recomputation" in checks.evaluate("07.4", 6912).message
-    us = checks.spec("07.5")["expected"]
+    us = grading.expected("07.5")
     assert "bidirectional" in checks.evaluate("07.5", us / 2).message
     assert "already" in checks.evaluate("07.5", us * 2).message
     assert "seconds" in checks.evaluate("07.5", us * 1e-6).message

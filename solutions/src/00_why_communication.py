@@ -158,7 +158,8 @@ grad_bytes_13b = 13e9 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex00-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.1", grad_bytes_13b)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.1", grad_bytes_13b)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.1", grad_bytes_13b)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -175,7 +176,8 @@ pcie_exchange_s = 2 * (8 - 1) / 8 * grad_bytes_13b / pcie_per_direction
 # %% nbgrader={"grade": true, "grade_id": "ex00-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("00.2", pcie_exchange_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.2", pcie_exchange_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.2", pcie_exchange_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -195,7 +197,8 @@ wrong_claim = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex00-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.3", wrong_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.3", wrong_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.3", wrong_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -210,7 +213,8 @@ ndr200_gb_s = 200 / 8
 # %% nbgrader={"grade": true, "grade_id": "ex00-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.4", ndr200_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.4", ndr200_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.4", ndr200_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]

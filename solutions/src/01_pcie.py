@@ -352,7 +352,8 @@ gen5_x16_gb_s = 32e9 * 16 * 128 / 130 / 8 / 1e9
 # %% nbgrader={"grade": true, "grade_id": "ex01-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.1", gen5_x16_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.1", gen5_x16_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.1", gen5_x16_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,7 +370,8 @@ lanes_needed = 8 * 16 + 8 * 16 + 8 * 4
 # %% nbgrader={"grade": true, "grade_id": "ex01-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.2", lanes_needed)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.2", lanes_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.2", lanes_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -387,7 +389,8 @@ staged_s = 1e9 / x8_gen4 + 1e9 / x8_gen4
 # %% nbgrader={"grade": true, "grade_id": "ex01-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("01.3", staged_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.3", staged_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.3", staged_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -410,7 +413,8 @@ wrong_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex01-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.4", wrong_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.4", wrong_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.4", wrong_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -429,7 +433,8 @@ offload_s = 2 * (13e9 * 2 / gen4_x16)
 # %% nbgrader={"grade": true, "grade_id": "ex01-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("01.5", offload_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.5", offload_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.5", offload_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -446,7 +451,8 @@ shared_s = 4 * 2e9 / uplink
 # %% nbgrader={"grade": true, "grade_id": "ex01-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.6", shared_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.6", shared_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.6", shared_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]

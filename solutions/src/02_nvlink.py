@@ -316,7 +316,8 @@ h100_per_direction_gb_s = 18 * 25
 # %% nbgrader={"grade": true, "grade_id": "ex02-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.1", h100_per_direction_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.1", h100_per_direction_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.1", h100_per_direction_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -332,7 +333,8 @@ a100_mesh_peer_gb_s = 12 * 25 / (8 - 1)
 # %% nbgrader={"grade": true, "grade_id": "ex02-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.2", a100_mesh_peer_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.2", a100_mesh_peer_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -348,7 +350,8 @@ h100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (18 * 25e9) * 1e3
 # %% nbgrader={"grade": true, "grade_id": "ex02-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("02.3", h100_allreduce_ms)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.3", h100_allreduce_ms)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.3", h100_allreduce_ms)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,7 +372,8 @@ nvlink_claim_error = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex02-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.4", nvlink_claim_error)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.4", nvlink_claim_error)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.4", nvlink_claim_error)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -384,7 +388,8 @@ copy_900gb_s = 900e9 / (18 * 25e9)
 # %% nbgrader={"grade": true, "grade_id": "ex02-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.5", copy_900gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.5", copy_900gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.5", copy_900gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -400,7 +405,8 @@ mesh_copy_900gb_s = 900e9 / (18 * 25e9 / 7)
 # %% nbgrader={"grade": true, "grade_id": "ex02-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.6", mesh_copy_900gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.6", mesh_copy_900gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.6", mesh_copy_900gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -417,7 +423,8 @@ dgx1_ring_speedup = (6 * 25) / 25
 # %% nbgrader={"grade": true, "grade_id": "ex02-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.7", dgx1_ring_speedup)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.7", dgx1_ring_speedup)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.7", dgx1_ring_speedup)
 ### END HIDDEN TESTS
 
 # %% [markdown]

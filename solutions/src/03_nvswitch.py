@@ -405,7 +405,8 @@ dgx_h100_bisection_gb_s = 8 / 2 * 18 * 25
 # %% nbgrader={"grade": true, "grade_id": "ex03-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.1", dgx_h100_bisection_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.1", dgx_h100_bisection_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.1", dgx_h100_bisection_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -420,7 +421,8 @@ ring_4gb_s = 2 * (8 - 1) / 8 * 4e9 / 450e9
 # %% nbgrader={"grade": true, "grade_id": "ex03-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("03.2", ring_4gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.2", ring_4gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.2", ring_4gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -436,7 +438,8 @@ nvls_4gb_s = 4e9 / 450e9
 # %% nbgrader={"grade": true, "grade_id": "ex03-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("03.3", nvls_4gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.3", nvls_4gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.3", nvls_4gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -448,18 +451,19 @@ checks.grade("03.3", nvls_4gb_s)
 #   8589934592    2147483648     float     sum      -1    31357     ...     ...
 # ```
 #
-# What **busbw**, in **GB/s** (per direction, like every nccl-tests bandwidth), does nccl-tests report? Store it in `measured_busbw_gb_s`. You may use
-# `costmodel.busbw`.
+# What **algbw**, in **GB/s**, does nccl-tests report (the bandwidth the application sees)? Store it in
+# `measured_algbw_gb_s`. Its busbw column, algbw x 2(n-1)/n, reads **479 GB/s**.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-4-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-measured_busbw_gb_s = costmodel.busbw("all_reduce", 8589934592, 31357e-6, 8) / 1e9
+measured_algbw_gb_s = costmodel.algbw(8589934592, 31357e-6) / 1e9
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("03.4", measured_busbw_gb_s)
+checks.check("03.4", measured_algbw_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.4", measured_busbw_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.4", measured_algbw_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -480,7 +484,8 @@ busbw_verdict = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex03-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.5", busbw_verdict)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.5", busbw_verdict)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -496,7 +501,8 @@ min_nvswitch2_chips = nv.min_switch_chips(8, 12, 36)
 # %% nbgrader={"grade": true, "grade_id": "ex03-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.6", min_nvswitch2_chips)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.6", min_nvswitch2_chips)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.6", min_nvswitch2_chips)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -512,7 +518,8 @@ nvl72_bisection_tb_s = 72 / 2 * 18 * 50 / 1000
 # %% nbgrader={"grade": true, "grade_id": "ex03-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.7", nvl72_bisection_tb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.7", nvl72_bisection_tb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.7", nvl72_bisection_tb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -389,7 +389,8 @@ wrong_network_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex05-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.1", wrong_network_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.1", wrong_network_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.1", wrong_network_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -405,7 +406,8 @@ ndr200_ports_needed = 100 / (200 / 8)
 # %% nbgrader={"grade": true, "grade_id": "ex05-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.2", ndr200_ports_needed)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.2", ndr200_ports_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.2", ndr200_ports_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -422,7 +424,8 @@ dgx_h100_injection_gb_s = dgx.nics_per_node * dgx.nic.per_direction / units.GB
 # %% nbgrader={"grade": true, "grade_id": "ex05-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.3", dgx_h100_injection_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.3", dgx_h100_injection_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.3", dgx_h100_injection_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -438,7 +441,8 @@ nvlink_to_network_ratio = hardware.nvlink(4).per_direction / (dgx.nics_per_node 
 # %% nbgrader={"grade": true, "grade_id": "ex05-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.4", nvlink_to_network_ratio)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.4", nvlink_to_network_ratio)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.4", nvlink_to_network_ratio)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -456,7 +460,8 @@ hier_time_4_nodes_s = (2 * (g_node - 1) / g_node * n_buf / 450e9
 # %% nbgrader={"grade": true, "grade_id": "ex05-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("05.5", hier_time_4_nodes_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.5", hier_time_4_nodes_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.5", hier_time_4_nodes_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -478,7 +483,8 @@ def hierarchical_time(nbytes, nodes, gpus_per_node, nvlink_bw, nic_bw_per_gpu):
 # %% nbgrader={"grade": true, "grade_id": "ex05-6-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 checks.check("05.6", hierarchical_time)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.6", hierarchical_time)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.6", hierarchical_time)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -494,7 +500,8 @@ rank_of_local3_on_node2 = 2 * 8 + 3
 # %% nbgrader={"grade": true, "grade_id": "ex05-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.7", rank_of_local3_on_node2)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.7", rank_of_local3_on_node2)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.7", rank_of_local3_on_node2)
 ### END HIDDEN TESTS
 
 # %% [markdown]

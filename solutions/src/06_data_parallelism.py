@@ -414,7 +414,8 @@ ddp_bytes_sent = 2 * (8 - 1) / 8 * (7e9 * 2)
 # %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.1", ddp_bytes_sent)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.1", ddp_bytes_sent)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.1", ddp_bytes_sent)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -431,7 +432,8 @@ ddp_ring_s = ddp_bytes_sent / a100_per_direction
 # %% nbgrader={"grade": true, "grade_id": "ex06-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("06.2", ddp_ring_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.2", ddp_ring_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -450,7 +452,8 @@ exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_buck
 # %% nbgrader={"grade": true, "grade_id": "ex06-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("06.3", exposed_comm_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.3", exposed_comm_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.3", exposed_comm_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -467,7 +470,8 @@ step_efficiency = compute_only_s / (compute_only_s + exposed_comm_s)
 # %% nbgrader={"grade": true, "grade_id": "ex06-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.4", step_efficiency)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.4", step_efficiency)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.4", step_efficiency)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -485,7 +489,8 @@ n_buckets = math.ceil(350e6 * 4 / (25 * 2**20))
 # %% nbgrader={"grade": true, "grade_id": "ex06-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.5", n_buckets)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.5", n_buckets)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.5", n_buckets)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -502,7 +507,8 @@ zero2_gb = (2 * psi + (2 + 12) * psi / 64) / 1e9
 # %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("06.6", zero2_gb)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.6", zero2_gb)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.6", zero2_gb)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -523,7 +529,8 @@ wrong_dp_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex06-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.7", wrong_dp_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.7", wrong_dp_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]

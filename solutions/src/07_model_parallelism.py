@@ -525,7 +525,8 @@ bubble_p8_m32 = (8 - 1) / 32
 # %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.1", bubble_p8_m32)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.1", bubble_p8_m32)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.1", bubble_p8_m32)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -540,7 +541,8 @@ bubble_interleaved = (8 - 1) / (2 * 32)
 # %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.2", bubble_interleaved)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.2", bubble_interleaved)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.2", bubble_interleaved)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -557,7 +559,8 @@ tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.3", tp_allreduce_nbytes)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.3", tp_allreduce_nbytes)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.3", tp_allreduce_nbytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -575,7 +578,8 @@ tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
 # %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("07.4", tp_allreduces_per_step)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.4", tp_allreduces_per_step)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.4", tp_allreduces_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -591,7 +595,8 @@ tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
 # %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.5", tp_allreduce_h100_us)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.5", tp_allreduce_h100_us)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -613,7 +618,8 @@ fitting_layout = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.6", fitting_layout)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.6", fitting_layout)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -61,7 +61,8 @@ tokens_per_s_needed = brief.tokens / (brief.max_days * 24 * 3600)
 # %% nbgrader={"grade": true, "grade_id": "ex08-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.1", tokens_per_s_needed)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.1", tokens_per_s_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.1", tokens_per_s_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -123,7 +124,8 @@ min_gpus_zero3 = math.ceil(16 * m.params / 80e9)
 # %% nbgrader={"grade": true, "grade_id": "ex08-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.2", min_gpus_zero3)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.2", min_gpus_zero3)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.2", min_gpus_zero3)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -277,7 +279,8 @@ why_h200_wins = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex08-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.3", why_h200_wins)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.3", why_h200_wins)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.3", why_h200_wins)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -317,7 +320,8 @@ bubble_fraction = (4 - 1) / (4 * micro_batches_per_step)
 # %% nbgrader={"grade": true, "grade_id": "ex08-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.4", bubble_fraction)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.4", bubble_fraction)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.4", bubble_fraction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -352,7 +356,8 @@ days_h100_2048 = brief.tokens / (winner_h100.tokens_per_s_per_gpu * 2048) / 8640
 # %% nbgrader={"grade": true, "grade_id": "ex08-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("08.5", days_h100_2048)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.5", days_h100_2048)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.5", days_h100_2048)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -431,7 +436,8 @@ predicted_over_published = brief.tokens / a100_winner.tokens_per_s_per_gpu / 360
 # %% nbgrader={"grade": true, "grade_id": "ex08-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("08.6", predicted_over_published)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.6", predicted_over_published)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.6", predicted_over_published)
 ### END HIDDEN TESTS
 
 # %% [markdown]
