@@ -292,5 +292,7 @@ def test_exercise_hints_catch_common_mistakes(exercise, wrong, fragment):
 
 def test_every_exercise_accepts_its_answer_and_reports_unanswered():
     for exercise_id, spec in checks.exercises("06").items():
+        if spec["kind"] == "free_text":
+            continue  # graded by hand
         assert checks.evaluate(exercise_id, grading.expected(exercise_id)).correct
         assert checks.evaluate(exercise_id, None).status == "not answered"

@@ -233,7 +233,7 @@ def _exercises():
 
 def test_exercise_data_matches_the_library():
     data, expected = _exercises(), pl.expected_answers()
-    assert set(data) == set(expected)
+    assert set(expected) <= set(data)  # the rest are predictions (08.8) and written answers
     for key, value in expected.items():
         spec = data[key]
         if spec["kind"] == "choice":
@@ -244,6 +244,8 @@ def test_exercise_data_matches_the_library():
 
 def test_every_hint_is_reachable_and_not_the_answer():
     for key, spec in _exercises().items():
+        if spec["kind"] == "free_text":
+            continue  # graded by hand
         assert checks.evaluate(key, None).status == "not answered"
         if spec["kind"] == "choice":
             assert checks.evaluate(key, grading.expected(key)).correct

@@ -361,6 +361,28 @@ importlib.reload(course_lib.grading).grade("08.5", days_h100_2048)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **Exercise 08.8** (1 point). *Predict before the next section shows it.* Keep the brief's global batch
+# of 1,024 sequences and go from **4,096 to 8,192 H100s**. What happens to the planner's best layout's days
+# and GPU-hours? Store the letter in `more_gpus_prediction`.
+#
+# - **A.** Days halve and GPU-hours stay the same.
+# - **B.** Days drop by less than half and GPU-hours rise.
+# - **C.** Days do not change: the batch is fixed.
+# - **D.** Days and GPU-hours both halve.
+
+# %% nbgrader={"grade": false, "grade_id": "ex08-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+more_gpus_prediction = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex08-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("08.8", more_gpus_prediction)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.8", more_gpus_prediction)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ### 4.1 More GPUs
 # The global batch is fixed by the optimisation, not by the cluster: Llama 2 used 4M tokens per step, and
 # larger batches stop buying proportionally fewer steps past a *critical batch size* (McCandlish et al.
