@@ -198,3 +198,26 @@ def test_significant_figures():
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_every_chapter_tests_more_than_computation():
+    """Issue 17 item 1: every exercise names its skill; in every chapter at least 40% of the graded
+    points test more than computation (scripts/exercise_skills.py prints the table)."""
+    import runpy
+    from pathlib import Path
+
+    skills = runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "exercise_skills.py"))
+    rows = skills["table"]()
+    assert {r["chapter"] for r in rows} == set(checks.chapters())
+    low = {r["chapter"]: round(r["beyond"], 2) for r in rows if r["beyond"] < 0.4}
+    assert low == {}, low
+
+
+def test_written_answers_show_the_model_answer_only_after_an_attempt():
+    spec = checks.spec("03.8")
+    assert checks.evaluate("03.8", None).status == "not answered"
+    short = checks.evaluate("03.8", "the switch")
+    assert short.status == "not answered" and spec["model_answer"] not in short.message
+    attempt = " ".join(["the switch gives each pair all its links"] * 3)
+    shown = checks.evaluate("03.8", attempt)
+    assert shown.status == "recorded" and spec["model_answer"] in shown.message and spec["rubric"][0] in shown.message
