@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, costmodel, hardware, units  # noqa: E402
+from course_lib import checks, grading, costmodel, hardware, units  # noqa: E402
 from course_lib.explorers import collectives as cl  # noqa: E402
 from course_lib.lab import calibrate  # noqa: E402
 
@@ -265,7 +265,7 @@ def test_compare_prediction_never_shows_the_expected_answer():
     cal = _cal()
     n = 4 * 2**20
     rows = _rows({(4, n): 0.012})
-    expected = checks.spec("04.5")["expected"]
+    expected = grading.expected("04.5")
     lines = cl.compare_prediction(None, rows, n, 4, cal)
     assert "not answered yet" in lines[0]
     assert units.format_time(expected) not in "\n".join(lines)
@@ -315,7 +315,7 @@ def test_exercise_hints_name_the_mistake():
     assert "microseconds" in checks.evaluate("04.2", algbw * 1.75 / 1000).message
     no_latency = 1.5 * 4 * 2**20 * 1e-9
     assert "latency" in checks.evaluate("04.5", no_latency).message
-    assert "reduce-scatter" in checks.evaluate("04.5", 0.5 * checks.spec("04.5")["expected"]).message
+    assert "reduce-scatter" in checks.evaluate("04.5", 0.5 * grading.expected("04.5")).message
     for wrong in ("A", "B", "D"):  # choice hints explain the mistake without naming the answer
         message = checks.evaluate("04.3", wrong).message
         assert message and "recursive doubling" not in message.lower()

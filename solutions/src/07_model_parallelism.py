@@ -447,100 +447,43 @@ for sid in ("dgx-a100", "dgx-h100"):
           f"one NIC share per GPU {units.format_bandwidth(own)}")
 
 # %% [markdown]
-# That bound is reached only by one large all-reduce running alone. In a training step the TP all-reduces
-# are 50 MB (mid-size messages, for which chapter 04's model is already optimistic by up to 2x), they share
-# those NICs with the pipeline sends and the data-parallel all-reduce, and each ring step pays a network
-# latency instead of an NVLink one. So the model's loss of 15-22% when TP goes from 8 to 16 (section 2.3,
-# right panel) is a lower bound. Narayanan et al. measured the best layouts at TP = 8, and every run of their
-# weak-scaling table keeps TP at 8 or below. Use the model to rank layouts that keep TP inside the node; do
-# not trust it to price layouts that do not.
-#
-# **Also left out:** imbalance between stages (the first and last stages also hold the embeddings and the
-# loss), the time to launch thousands of small kernels, stragglers and congestion in the fabric, and the
-# optimizer step itself.
-#
-# ## Check your understanding
-# 1. Raising the TP degree from 8 to 16 halves the work of each GPU in a layer. What happens to the bytes of
-#    each TP all-reduce, and to the ratio of communication to compute?
-#
-# <details><summary>Answer</summary>
-#
-# The bytes stay $2bsh$: each GPU holds a full-size partial sum. Each GPU sends $2\frac{t-1}{t}$ of it, a bit
-# more (1.75 to 1.875 times the buffer). Compute per GPU halves, so the ratio
-# $\frac{4(t-1)F}{3B(6h+s)}$ roughly doubles (from $7$ to $15$ in the numerator), and more if the bandwidth
-# $B$ drops because the group leaves the node.
-# </details>
-#
-# 2. 1F1B has exactly the same bubble as GPipe. Why does every framework use it?
-#
-# <details><summary>Answer</summary>
-#
-# Memory. GPipe runs all $m$ forward passes before any backward pass, so a stage stores the activations of
-# $m$ micro-batches; 1F1B starts backward passes as soon as the pipeline is full, so a stage holds at most $p$.
-# A small bubble needs $m \gg p$, which GPipe cannot afford.
-# </details>
-#
-# 3. TP 8 x PP 16 x DP 8 on DGX A100 nodes, Megatron's rank order. Over which NIC does GPU 3 of a node
-#    all-reduce its gradients, and with whom?
-#
-# <details><summary>Answer</summary>
-#
-# Its DP group holds ranks $r, r+8, r+16, \dots$: GPU 3 of 8 different nodes (the 8 nodes of one pipeline
-# stage). Each uses its own NIC 3, so the whole group is on rail 3: one leaf switch between any two members.
-# </details>
-#
-# 4. Sequence parallelism replaces each all-reduce with a reduce-scatter and an all-gather. Does it cut the
-#    tensor-parallel traffic?
-#
-# <details><summary>Answer</summary>
-#
-# No: a ring all-reduce is a reduce-scatter followed by an all-gather, so the bytes are the same. It splits
-# the layer norms and dropouts along the sequence, which cuts the activation memory (by about 3x for GPT-3
-# at TP 8 above).
-# </details>
-#
-# 5. Interleaving with $v = 2$ halves the bubble. What does it cost?
-#
-# <details><summary>Answer</summary>
-#
-# About twice as many pipeline sends (a micro-batch crosses $p\,v - 1$ boundaries instead of $p - 1$), a few more
-# activations on the first stage ($p + (p-1)/v$ micro-batches instead of $p$), and $m$ must be a multiple of
-# $p$.
-# </details>
-#
-# ## Graded exercises
-# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
-# specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
-# relative tolerance, so you do not need to round.
-#
-# **Exercise 07.1** (1 point). A 1F1B pipeline has $p = 8$ stages and runs $m = 32$ micro-batches per step.
-# What is its bubble as a **fraction of the ideal (bubble-free) time**? Store it in `bubble_p8_m32` (a fraction
-# such as 0.5, not a percentage).
+# **Exercise 07.1** (1 point). *Design.* A 1F1B pipeline of $p = 8$ stages must keep its bubble at **5% or
+# less** of the ideal (bubble-free) time, and $m$ must be a **multiple of $p$** (so that the interleaved
+# schedule of the next exercise can run it). What is the **smallest number of micro-batches** $m$ per step
+# that does both? Store the whole number in `min_micro_batches`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_p8_m32 = (8 - 1) / 32
+import math
+min_micro_batches = math.ceil(math.ceil((8 - 1) / 0.05) / 8) * 8
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.1", bubble_p8_m32)
+checks.check("07.1", min_micro_batches)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.1", bubble_p8_m32)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.1", min_micro_batches)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 07.2** (1 point). The same pipeline with the **interleaved** schedule, $v = 2$ model chunks per
-# GPU. Bubble as a fraction of the ideal time? Store it in `bubble_interleaved`.
+# **Exercise 07.2** (1 point). *Predict.* You switch that pipeline to the **interleaved** schedule with
+# $v = 2$ model chunks per GPU and keep $m$. What happens? Store the letter in `interleave_prediction`.
+#
+# - **A.** The bubble halves, and the point-to-point traffic between stages doubles.
+# - **B.** The bubble halves at no cost.
+# - **C.** The bubble does not change: the same stages do the same work.
+# - **D.** The bubble doubles: each GPU now waits for two chunks.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_interleaved = (8 - 1) / (2 * 32)
+interleave_prediction = "A"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.2", bubble_interleaved)
+checks.check("07.2", interleave_prediction)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.2", bubble_interleaved)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.2", interleave_prediction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -557,7 +500,8 @@ tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.3", tp_allreduce_nbytes)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.3", tp_allreduce_nbytes)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.3", tp_allreduce_nbytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -575,7 +519,8 @@ tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
 # %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("07.4", tp_allreduces_per_step)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.4", tp_allreduces_per_step)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.4", tp_allreduces_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -591,7 +536,8 @@ tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
 # %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.5", tp_allreduce_h100_us)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.5", tp_allreduce_h100_us)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -613,8 +559,29 @@ fitting_layout = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.6", fitting_layout)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.6", fitting_layout)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.7** (2 points, graded by hand). *Design.* You lay out a 400B-parameter dense model on
+# **2,048 H100s in DGX H100 nodes** (8 GPUs per node on NVSwitch, one 400 Gb/s NIC per GPU) as TP x PP x DP.
+# Say which parallelism goes **inside** a node and which **across** nodes, and why, from the traffic each one
+# makes per step (what is sent, how often, and whether it can overlap). Answer in 3-6 sentences in
+# `layout_plan` (a string).
+#
+# Rubric: (1) tensor parallelism inside the node: it all-reduces activations several times per layer per
+# micro-batch (exercises 07.3-07.4), too often and too much for the NICs; (1) pipeline and data parallelism
+# across nodes: pipeline sends one activation per micro-batch between neighbouring stages, data parallelism
+# one gradient all-reduce per step that overlaps with the backward pass.
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+layout_plan = checks.spec("07.7")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("07.7", layout_plan)
 
 # %% [markdown]
 # ## Score yourself
