@@ -46,11 +46,46 @@ def efficiency_data() -> dict:
     return datafiles.load("efficiency.json")
 
 
+@lru_cache(maxsize=1)
+def fabrics_data() -> dict:
+    """The parsed ``data/fabrics.json``: scale-out fabric kinds with efficiency, latency and sources."""
+    return datafiles.load("fabrics.json")
+
+
+def fabric_kind_ids() -> tuple:
+    """Ids of the scale-out fabric kinds: infiniband, roce, efa, slingshot, ethernet_tcp."""
+    return tuple(fabrics_data()["fabrics"])
+
+
+def fabric_kind(kind) -> dict:
+    """One fabric kind's row of ``fabrics.json`` (efficiency, hop_latency_us, derivations, sources)."""
+    kinds = fabrics_data()["fabrics"]
+    return dict(kinds[validate.choice("fabric", kind, kinds)])
+
+
+def system_fabric_kind(system) -> str:
+    """The fabric kind of a system: its catalog ``fabric`` field, else the default for its NIC family."""
+    sys_ = hardware.resolve_system(system)
+    kind = sys_.raw.get("fabric") if sys_.raw else None
+    if kind is None:
+        kind = fabrics_data()["default_for_nic_family"].get(sys_.nic.family, "ethernet_tcp")
+    return validate.choice("fabric", kind, fabrics_data()["fabrics"])
+
+
+def _technology_aliases() -> dict:
+    """Network technologies of the older API: ``infiniband`` and ``ethernet`` (its default kind, RoCE)."""
+    return {"infiniband": "infiniband", "ethernet": fabrics_data()["default_for_nic_family"]["ethernet"]}
+
+
 def efficiency(technology) -> float:
-    """Achievable / spec bandwidth for ``nvlink``, ``nvls``, ``pcie``, ``infiniband`` or ``ethernet``."""
+    """Achievable / spec bandwidth for ``nvlink``, ``nvls``, ``pcie``, a fabric kind, or ``ethernet``."""
     techs = efficiency_data()["technologies"]
-    technology = validate.choice("technology", technology, techs)
-    return float(techs[technology]["efficiency"])
+    kinds = fabrics_data()["fabrics"]
+    alias = _technology_aliases()
+    technology = validate.choice("technology", technology, list(techs) + list(kinds) + ["ethernet"])
+    if technology in techs:
+        return float(techs[technology]["efficiency"])
+    return float(kinds[alias.get(technology, technology)]["efficiency"])
 
 
 def efficiency_table() -> list[dict]:
@@ -61,6 +96,11 @@ def efficiency_table() -> list[dict]:
         src = data["sources"][row["source"]]
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["derivation"],
                      "source": src["title"], "url": src["url"]})
+    fab = fabrics_data()
+    for name, row in fab["fabrics"].items():
+        src = fab["sources"][row["efficiency_source"]]
+        rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["efficiency_derivation"],
+                     "source": src["title"], "url": src["url"]})
     return rows
 
 
@@ -70,10 +110,13 @@ def no_p2p_staging_factor() -> float:
 
 
 def hop_latency(technology) -> float:
-    """Per-step latency of one hop over ``nvlink``, ``pcie``, ``infiniband`` or ``ethernet``, seconds."""
+    """Per-step latency of one hop over ``nvlink``, ``pcie``, a fabric kind, or ``ethernet``, seconds."""
     hops = {k: v for k, v in efficiency_data()["latency_us"]["hop"].items() if isinstance(v, (int, float))}
-    technology = validate.choice("technology", technology, hops)
-    return hops[technology] * 1e-6
+    kinds = fabrics_data()["fabrics"]
+    technology = validate.choice("technology", technology, list(hops) + list(kinds) + ["ethernet"])
+    if technology in hops:
+        return hops[technology] * 1e-6
+    return kinds[_technology_aliases().get(technology, technology)]["hop_latency_us"] * 1e-6
 
 
 def launch_latency() -> float:
@@ -226,8 +269,11 @@ class Fabric:
         return self.net_bw_node / self.gpus_per_node
 
 
-def fabric(system, achievable=True, nics_per_node=None) -> Fabric:
-    """The bandwidths and latencies ``predict`` and ``parallel`` use for a system (spec x efficiency when achievable)."""
+def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
+    """The bandwidths and latencies ``predict`` and ``parallel`` use for a system (spec x efficiency when achievable).
+
+    network: a fabric kind (``fabric_kind_ids()``) overriding the system's (``system_fabric_kind``).
+    """
     sys_ = hardware.resolve_system(system)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
@@ -238,7 +284,8 @@ def fabric(system, achievable=True, nics_per_node=None) -> Fabric:
         intra /= no_p2p_staging_factor()  # assumed, not measured: see efficiency.json "no_p2p_staging"
     nvls = sys_.gpu_link.per_direction * (efficiency("nvls") if achievable else 1.0) if sys_.in_network_reduction else None
     nics = sys_.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node, low=1, high=1024)
-    net_tech = "infiniband" if sys_.nic.family == "infiniband" else "ethernet"
+    net_tech = system_fabric_kind(sys_) if network is None else validate.choice("network", network,
+                                                                                 fabric_kind_ids())
     net = sys_.nic.per_direction * nics * eff(net_tech)
     return Fabric(intra_bw=intra, intra_hop=hop_latency(intra_tech), intra_tech=intra_tech, nvls_bw=nvls,
                   net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency(),
@@ -344,7 +391,7 @@ def _fastest(coll, n, one):
 
 
 def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="auto", achievable=True,
-            nics_per_node=None) -> Prediction:
+            nics_per_node=None, network=None) -> Prediction:
     """Predict a sweep of one collective on a catalog system, as nccl-tests would report it.
 
     nbytes: bytes (scalar, array or a size string such as ``"16G"``); system: catalog id or
@@ -355,7 +402,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
     (``collectives``; one node only). ``auto`` picks the fastest per size. achievable=True
     applies the sourced per-technology efficiency (``efficiency_table()``); False uses spec
-    bandwidth. nics_per_node overrides the catalog.
+    bandwidth. nics_per_node overrides the catalog; network names a fabric kind
+    (``fabric_kind_ids()``: infiniband, roce, efa, slingshot, ethernet_tcp) instead of the system's.
     """
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
@@ -366,7 +414,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
     algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
-    f = fabric(sys_, achievable, nics_per_node)
+    f = fabric(sys_, achievable, nics_per_node, network)
     p = g * N
 
     def one(name):

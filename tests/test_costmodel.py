@@ -147,3 +147,20 @@ def test_nvls_extra_latency_is_nccl_hardware_latency_minus_ring_base():
     lat = cm.efficiency_data()["latency_us"]["in_network_extra"]
     assert lat["value"] == pytest.approx(25 - 6.6)
     assert "hardware latency" in lat["derivation"] and "hwLat" in cm.efficiency_data()["sources"]["nccl-tuning"]["title"]
+
+
+def test_fabric_kinds_are_sourced_and_selectable():
+    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "slingshot", "ethernet_tcp"}
+    sources = cm.fabrics_data()["sources"]
+    for kind in cm.fabric_kind_ids():
+        row = cm.fabric_kind(kind)
+        assert 0 < row["efficiency"] <= 1 and row["hop_latency_us"] > 0
+        assert row["efficiency_source"] in sources and row["latency_source"] in sources
+    assert cm.system_fabric_kind("dgx-h100") == "infiniband"          # NIC family default
+    tcp = cm.fabric("dgx-h100", network="ethernet_tcp")
+    ib = cm.fabric("dgx-h100")
+    assert tcp.net_bw_node == pytest.approx(ib.net_bw_node * 0.40 / 0.94)
+    efa = cm.predict("all_reduce", 8, "dgx-h100", nodes=2, network="efa")
+    assert efa.time_s[0] > cm.predict("all_reduce", 8, "dgx-h100", nodes=2).time_s[0]
+    with pytest.raises(ValueError, match="network"):
+        cm.fabric("dgx-h100", network="token-ring")
