@@ -167,24 +167,42 @@ def _compare(args) -> int:
     return 0
 
 
+def format_regimes(cells, title) -> str:
+    """A validation-by-regime table (``costmodel.validation_by_regime``) as text lines."""
+    lines = [f"# {title}",
+             f"#  {'size':<13} {'scale':<11} {'cases':>5} {'+-20%':>9} {'+-50%':>9}  worst (pred/meas)"]
+    for c in cells:
+        lines.append(f"   {c['size']:<13} {c['scale']:<11} {c['cases']:>5} "
+                     f"{c['within_20pct']:>3} {c['share_20pct']:>4.0%} {c['within_50pct']:>3} {c['share_50pct']:>4.0%}"
+                     f"  {c['worst_ratio']:.2f} {c['worst_id']}")
+    if not cells:
+        lines.append("   (no cases)")
+    return "\n".join(lines)
+
+
 def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
         sources = costmodel.published()["sources"]
-        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary,
+                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")}},
                          indent=2))
         return 0
-    print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")
-    print(f"# {'case':<26} {'system':<9} {'nodes':>5} {'size (B)':>12} {'algo':>6} "
+    print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
+    print(f"# {'case':<30} {'role':<4} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo':>10} "
           f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
     for r in rows:
-        print(f"  {r['id']:<26} {r['system']:<9} {r['nodes']:>5} {r['nbytes']:>12d} {r['algorithm']:>6} "
-              f"{r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
+        print(f"  {r['id']:<30} {r['role']:<4} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
+              f"{r['algorithm']:>10} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
               f"{r['ratio']:>6.2f}  {r['source']}")
-    print(f"# {summary['cases']} cases; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
+    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['test_cases']} test) from "
+          f"{summary['sources']} sources; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
           f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
           f"within 50% ({summary['small_share']:.0%}). Sources: --json")
+    for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
+                        ("test", "TEST set (never used to set a constant): by regime")):
+        print(format_regimes(costmodel.validation_by_regime(rows, role), title))
     return 0
 
 

@@ -459,29 +459,81 @@ def published() -> dict:
     return datafiles.load("published_collectives.json")
 
 
-def validation_table() -> list[dict]:
-    """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw."""
+SIZE_REGIMES = (("< 64 KiB", 0, 2**16), ("64 KiB-1 MiB", 2**16, 2**20), ("1-128 MiB", 2**20, 2**27),
+                (">= 128 MiB", 2**27, float("inf")))
+SCALE_REGIMES = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3-16 nodes", 3, 16), ("> 16 nodes", 17, 10**9))
+
+
+def size_regime(nbytes) -> str:
+    """The validation size regime of ``nbytes`` (bytes): < 64 KiB, 64 KiB-1 MiB, 1-128 MiB or >= 128 MiB."""
+    return next(name for name, lo, hi in SIZE_REGIMES if lo <= nbytes < hi)
+
+
+def scale_regime(nodes) -> str:
+    """The validation scale regime of a node count: 1 node, 2 nodes, 3-16 nodes or > 16 nodes."""
+    return next(name for name, lo, hi in SCALE_REGIMES if lo <= nodes <= hi)
+
+
+def validation_table(cases=None) -> list[dict]:
+    """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw.
+
+    Each row carries the case's ``role``: ``fit`` (used to set a constant of the model) or ``test``
+    (never used to set one), and its size and scale regimes.
+    """
     rows = []
-    for case in published()["cases"]:
+    for case in published()["cases"] if cases is None else cases:
         pred = predict(case["collective"], case["nbytes"], case["system"], gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
-                       nics_per_node=case.get("nics_per_node"))
+                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
         measured = case["busbw_gb_s"] * units.GB
         predicted = float(pred.busbw[0])
-        rows.append({"id": case["id"], "system": case["system"], "nodes": case.get("nodes", 1),
+        rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
+                     "nodes": case.get("nodes", 1), "gpus_per_node": pred.gpus_per_node,
                      "nbytes": case["nbytes"], "algorithm": pred.algorithm,
                      "measured_busbw": measured, "predicted_busbw": predicted,
-                     "ratio": predicted / measured, "source": case["source"]})
+                     "ratio": predicted / measured, "source": case["source"], "role": case.get("role", "test"),
+                     "size_regime": size_regime(case["nbytes"]), "scale_regime": scale_regime(case.get("nodes", 1)),
+                     "sweep": case.get("sweep")})
     return rows
 
 
+def _within(rows, tol) -> int:
+    return sum(1 for r in rows if abs(r["ratio"] - 1) <= tol)
+
+
+def validation_by_regime(rows=None, role="test") -> list[dict]:
+    """Cells of size regime x scale regime for one role (``fit``, ``test`` or ``all``).
+
+    Each cell: cases, within +-20% and +-50% (counts and shares) and the worst case (largest
+    |log ratio|) with its ratio. Cells without cases are left out.
+    """
+    rows = validation_table() if rows is None else rows
+    role = validate.choice("role", role, ("fit", "test", "all"))
+    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    cells = []
+    for size, _, _ in SIZE_REGIMES:
+        for scale, _, _ in SCALE_REGIMES:
+            rs = [r for r in chosen if r["size_regime"] == size and r["scale_regime"] == scale]
+            if not rs:
+                continue
+            worst = max(rs, key=lambda r: abs(np.log(r["ratio"])))
+            cells.append({"size": size, "scale": scale, "cases": len(rs),
+                          "within_20pct": _within(rs, 0.2), "within_50pct": _within(rs, 0.5),
+                          "share_20pct": _within(rs, 0.2) / len(rs), "share_50pct": _within(rs, 0.5) / len(rs),
+                          "worst_id": worst["id"], "worst_ratio": worst["ratio"]})
+    return cells
+
+
 def validation_summary(rows=None) -> dict:
-    """Counts and shares within tolerance: +-20% for >= 256 MB, +-50% for < 1 MB (sizes in bytes, 256 MB = 2**28)."""
+    """Counts and shares within tolerance per role: +-20% for >= 256 MB, +-50% for < 1 MB (256 MB = 2**28)."""
     rows = validation_table() if rows is None else rows
     large = [r for r in rows if r["nbytes"] >= 2**28]
     small = [r for r in rows if r["nbytes"] < 2**20]
-    within = lambda rs, tol: sum(1 for r in rs if abs(r["ratio"] - 1) <= tol)
-    return {"cases": len(rows), "large": len(large), "large_within_20pct": within(large, 0.2),
-            "small": len(small), "small_within_50pct": within(small, 0.5),
-            "large_share": within(large, 0.2) / len(large) if large else float("nan"),
-            "small_share": within(small, 0.5) / len(small) if small else float("nan")}
+    out = {"cases": len(rows), "large": len(large), "large_within_20pct": _within(large, 0.2),
+           "small": len(small), "small_within_50pct": _within(small, 0.5),
+           "large_share": _within(large, 0.2) / len(large) if large else float("nan"),
+           "small_share": _within(small, 0.5) / len(small) if small else float("nan")}
+    out["fit_cases"] = sum(1 for r in rows if r["role"] == "fit")
+    out["test_cases"] = sum(1 for r in rows if r["role"] == "test")
+    out["sources"] = len({r["source"] for r in rows})
+    return out

@@ -164,3 +164,18 @@ def test_fabric_kinds_are_sourced_and_selectable():
     assert efa.time_s[0] > cm.predict("all_reduce", 8, "dgx-h100", nodes=2).time_s[0]
     with pytest.raises(ValueError, match="network"):
         cm.fabric("dgx-h100", network="token-ring")
+
+
+def test_validation_by_regime_splits_fit_and_test():
+    rows = cm.validation_table()
+    assert all(r["role"] in ("fit", "test") for r in rows)
+    assert all("role" in c for c in cm.published()["cases"])       # every case says which set it is in
+    for role in ("fit", "test"):
+        cells = cm.validation_by_regime(rows, role)
+        assert sum(c["cases"] for c in cells) == sum(1 for r in rows if r["role"] == role)
+        for c in cells:
+            assert c["within_20pct"] <= c["within_50pct"] <= c["cases"]
+    assert cm.size_regime(2**16 - 1) == "< 64 KiB" and cm.size_regime(2**27) == ">= 128 MiB"
+    assert cm.scale_regime(2) == "2 nodes" and cm.scale_regime(17) == "> 16 nodes"
+    with pytest.raises(ValueError, match="role"):
+        cm.validation_by_regime(rows, "train")
