@@ -474,6 +474,14 @@ def scale_regime(nodes) -> str:
     return next(name for name, lo, hi in SCALE_REGIMES if lo <= nodes <= hi)
 
 
+def case_system(case) -> hardware.System:
+    """The catalog system of a published case, with its NIC rate (``nic_gbit_s``) where the case overrides it."""
+    sys_ = hardware.resolve_system(case["system"])
+    if case.get("nic_gbit_s"):
+        sys_ = sys_.variant(nic_gbit_s=case["nic_gbit_s"], name=f"{sys_.name}, {case['nic_gbit_s']:g} Gb/s NICs")
+    return sys_
+
+
 def validation_table(cases=None) -> list[dict]:
     """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw.
 
@@ -482,7 +490,7 @@ def validation_table(cases=None) -> list[dict]:
     """
     rows = []
     for case in published()["cases"] if cases is None else cases:
-        pred = predict(case["collective"], case["nbytes"], case["system"], gpus_per_node=case.get("gpus_per_node"),
+        pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
                        nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
         measured = case["busbw_gb_s"] * units.GB

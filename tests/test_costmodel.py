@@ -108,10 +108,10 @@ def test_efficiencies_are_sourced_and_visible():
 def test_validation_against_published_measurements():
     rows = cm.validation_table()
     summary = cm.validation_summary(rows)
-    assert summary["cases"] >= 20
+    assert summary["cases"] >= 100 and summary["sources"] >= 15
     assert all(r["source"] in cm.published()["sources"] for r in rows)
-    assert summary["large_share"] >= 0.8      # within +-20% at >= 256 MB
-    assert summary["small_share"] >= 0.7      # within +-50% below 1 MB
+    assert summary["large_share"] >= 0.75     # within +-20% at >= 256 MB (pinned; goals by regime come with the model)
+    assert summary["small_share"] >= 0.9      # within +-50% below 1 MB
 
 
 def test_sweep_of_1000_sizes_is_fast():
