@@ -43,7 +43,7 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
              f"{pred.gpus_per_node} GPUs = {pred.ranks} ranks, algorithm {pred.algorithm}, "
              f"{'achievable' if pred.achievable else 'spec'} bandwidth",
              "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them",
-             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo",
+             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo/proto",
              f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"]
     coll = collectives.get(pred.collective)
     counts = _count(coll, pred.nbytes, pred.ranks, dtype)
@@ -51,7 +51,7 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
     for i, n in enumerate(pred.nbytes):
         lines.append(f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {redop:>6} "
                      f"{root:>6} {pred.time_s[i] * 1e6:>10.2f} "
-                     f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}")
+                     f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}/{pred.protocols[i]}")
     for note in pred.notes:
         lines.append(f"# note: {note}")
     return "\n".join(lines)
@@ -62,8 +62,9 @@ def _to_json(pred: costmodel.Prediction) -> dict:
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
-                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al)}
-                     for n, t, a, b, al in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw, pred.algorithms)],
+                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al), "protocol": str(pr)}
+                     for n, t, a, b, al, pr in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw, pred.algorithms,
+                                                   pred.protocols)],
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
@@ -190,11 +191,11 @@ def _validation(args) -> int:
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
-    print(f"# {'case':<30} {'role':<4} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo':>10} "
+    print(f"# {'case':<30} {'role':<4} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
           f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
     for r in rows:
         print(f"  {r['id']:<30} {r['role']:<4} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
-              f"{r['algorithm']:>10} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
+              f"{r['algorithm'] + '/' + r['protocol']:>13} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
               f"{r['ratio']:>6.2f}  {r['source']}")
     print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['test_cases']} test) from "
           f"{summary['sources']} sources; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "

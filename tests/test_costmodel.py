@@ -83,7 +83,8 @@ def test_hierarchical_prediction_carries_its_phases():
     assert cm.predict("all_reduce", sizes, "dgx-h100", nodes=4, algorithm="ring").phases is None
     one = cm.predict("all_reduce", n, "dgx-h100", algorithm="hierarchical")  # one node: no network phase
     assert np.all(one.phases.inter_node_s == 0.0)
-    assert one.time_s[0] == pytest.approx(cm.predict("all_reduce", n, "dgx-h100", algorithm="ring").time_s[0])
+    f = cm.fabric("dgx-h100")  # textbook: reduce-scatter + all-gather = the alpha-beta ring, no NCCL protocol terms
+    assert one.time_s[0] == pytest.approx(f.launch + cm.collective_time("all_reduce", n, 8, f.intra_bw, f.intra_hop))
     with pytest.raises(ValueError, match="not available"):
         cm.predict("all_gather", n, "dgx-h100", nodes=2, algorithm="hierarchical")
 
