@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import collectives, datafiles, hardware, units, validate
+from . import collectives, datafiles, evidence, hardware, units, validate
 
 
 def predict_algorithms() -> tuple:
@@ -57,10 +57,10 @@ def fabric_kind_ids() -> tuple:
     return tuple(fabrics_data()["fabrics"])
 
 
-def fabric_kind(kind) -> dict:
+def fabric_kind(fabric_id) -> dict:
     """One fabric kind's row of ``fabrics.json`` (efficiency, hop_latency_us, derivations, sources)."""
     kinds = fabrics_data()["fabrics"]
-    return dict(kinds[validate.choice("fabric", kind, kinds)])
+    return dict(kinds[validate.choice("fabric", fabric_id, kinds)])
 
 
 def system_fabric_kind(system) -> str:
@@ -93,12 +93,12 @@ def efficiency_table() -> list[dict]:
     data = efficiency_data()
     rows = []
     for name, row in data["technologies"].items():
-        src = data["sources"][row["source"]]
+        src = datafiles.source(row["source"])
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["derivation"],
                      "source": src["title"], "url": src["url"]})
     fab = fabrics_data()
     for name, row in fab["fabrics"].items():
-        src = fab["sources"][row["efficiency_source"]]
+        src = datafiles.source(row["efficiency_source"])
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["efficiency_derivation"],
                      "source": src["title"], "url": src["url"]})
     return rows
@@ -300,6 +300,8 @@ def gpu_generation(system) -> str:
 
 def channels_for(link) -> int:
     """NCCL channels on a GPU link: its per-direction rate over NCCL's per-channel rate, 2 to 32 (efficiency.json)."""
+    if not isinstance(link, hardware.Link):
+        raise ValueError(f"link must be a hardware.Link (e.g. hardware.link('nvlink-4')); got {link!r}")
     ch = efficiency_data()["channels"]
     per = ch["per_channel_gb_s"]["nvlink" if link.family == "nvlink" else "pcie"] * units.GB
     return int(min(ch["max"], max(2, round(link.per_direction / per))))
@@ -366,6 +368,10 @@ def pipeline_fill_bytes(nbytes, ranks, channels, nodes=1):
 
     Fitted on one node (NVLink); across nodes the network's own latencies stand for it and this is 0.
     """
+    nbytes = _sizes(nbytes)
+    ranks = validate.integer("ranks", ranks, low=1, high=10_000_000)
+    channels = validate.integer("channels", channels, low=1, high=1024)
+    nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
     fill = efficiency_data()["pipeline_fill"]
     if nodes > 1:
         return 0.0 * np.asarray(nbytes, dtype=float)
@@ -550,6 +556,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
     n = np.atleast_1d(_sizes(nbytes))
+    if n.ndim > 1:
+        raise ValueError(f"nbytes must be a size or a 1-D sweep of sizes; got an array of shape {n.shape}")
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
         "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
     N = validate.integer("nodes", nodes, low=1, high=100_000)
@@ -619,16 +627,20 @@ SCALE_REGIMES = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3-16 nodes", 3, 16), (">
 
 def size_regime(nbytes) -> str:
     """The validation size regime of ``nbytes`` (bytes): < 64 KiB, 64 KiB-1 MiB, 1-128 MiB or >= 128 MiB."""
+    nbytes = validate.non_negative("nbytes", nbytes)
     return next(name for name, lo, hi in SIZE_REGIMES if lo <= nbytes < hi)
 
 
 def scale_regime(nodes) -> str:
     """The validation scale regime of a node count: 1 node, 2 nodes, 3-16 nodes or > 16 nodes."""
+    nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
     return next(name for name, lo, hi in SCALE_REGIMES if lo <= nodes <= hi)
 
 
 def case_system(case) -> hardware.System:
     """The catalog system of a published case, with its NIC rate (``nic_gbit_s``) where the case overrides it."""
+    if not isinstance(case, dict) or "system" not in case:
+        raise ValueError(f"case must be a published case (a dict with 'system', as in published()['cases']); got {case!r}")
     sys_ = hardware.resolve_system(case["system"])
     if case.get("nic_gbit_s"):
         sys_ = sys_.variant(nic_gbit_s=case["nic_gbit_s"], name=f"{sys_.name}, {case['nic_gbit_s']:g} Gb/s NICs")
@@ -641,25 +653,27 @@ def validation_table(cases=None) -> list[dict]:
     Each row carries the case's ``role``: ``fit`` (used to set a constant of the model) or ``test``
     (never used to set one), and its size and scale regimes.
     """
+    if cases is not None and not (isinstance(cases, (list, tuple)) and all(isinstance(c, dict) for c in cases)):
+        raise ValueError(f"cases must be a list of published cases (dicts); got {cases!r}")
     rows = []
     for case in published()["cases"] if cases is None else cases:
         pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
                        nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
-        measured = case["busbw_gb_s"] * units.GB
-        predicted = float(pred.busbw[0])
+        c = evidence.compare(case["id"], float(pred.busbw[0]),
+                             evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
                      "nodes": case.get("nodes", 1), "gpus_per_node": pred.gpus_per_node,
                      "nbytes": case["nbytes"], "algorithm": pred.algorithm, "protocol": str(pred.protocols[0]),
-                     "measured_busbw": measured, "predicted_busbw": predicted,
-                     "ratio": predicted / measured, "source": case["source"], "role": case.get("role", "test"),
+                     "measured_busbw": c.measured.value, "predicted_busbw": c.model,
+                     "ratio": c.ratio, "source": case["source"], "role": case.get("role", "test"),
                      "size_regime": size_regime(case["nbytes"]), "scale_regime": scale_regime(case.get("nodes", 1)),
                      "sweep": case.get("sweep")})
     return rows
 
 
 def _within(rows, tol) -> int:
-    return sum(1 for r in rows if abs(r["ratio"] - 1) <= tol)
+    return sum(1 for r in rows if evidence.within(r["ratio"], tol))
 
 
 def validation_by_regime(rows=None, role="test") -> list[dict]:
@@ -669,6 +683,8 @@ def validation_by_regime(rows=None, role="test") -> list[dict]:
     |log ratio|) with its ratio. Cells without cases are left out.
     """
     rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
     role = validate.choice("role", role, ("fit", "test", "all"))
     chosen = [r for r in rows if role == "all" or r["role"] == role]
     cells = []
