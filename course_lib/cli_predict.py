@@ -225,7 +225,8 @@ def _validation(args) -> int:
     summary = costmodel.validation_summary(rows)
     if args.json:
         print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
-                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")}},
+                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
+                          "goals": costmodel.validation_goals(rows)},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
@@ -242,6 +243,11 @@ def _validation(args) -> int:
     for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
                         ("test", "TEST set (never used to set a constant): by regime")):
         print(format_regimes(costmodel.validation_by_regime(rows, role), title))
+    print("# goals on the TEST set (issue 14):")
+    for g in costmodel.validation_goals(rows):
+        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
+        print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
+              f"{'met' if g['met'] else 'NOT met'}{miss}")
     return 0
 
 

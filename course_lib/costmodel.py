@@ -714,3 +714,42 @@ def validation_summary(rows=None) -> dict:
     out["test_cases"] = sum(1 for r in rows if r["role"] == "test")
     out["sources"] = len({r["source"] for r in rows})
     return out
+
+
+GOALS = (  # issue 14's goals on the TEST set: (name, lowest size, size bound, tolerance, share wanted)
+    (">= 128 MiB within 20%", 2**27, float("inf"), 0.20, 0.80),
+    ("1-128 MiB within 35%", 2**20, 2**27, 0.35, 0.70),
+    ("< 1 MiB within 50%", 0, 2**20, 0.50, 0.70),
+)
+
+
+def validation_goals(rows=None, role="test") -> list[dict]:
+    """The accuracy goals by size on one role's cases, and node-count sweeps within 35%.
+
+    One dict per goal: name, cases, within (count), share, wanted (share), met (bool). Node-count
+    sweeps: the cases of every ``sweep`` whose node count varies.
+    """
+    rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    role = validate.choice("role", role, ("fit", "test", "all"))
+    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    out = []
+    for name, lo, hi, tol, wanted in GOALS:
+        rs = [r for r in chosen if lo <= r["nbytes"] < hi]
+        k = _within(rs, tol)
+        out.append({"name": name, "cases": len(rs), "within": k, "share": k / len(rs) if rs else float("nan"),
+                    "wanted": wanted, "met": bool(rs) and k / len(rs) >= wanted})
+    sweeps = {}
+    for r in rows:  # node-count sweeps: all their cases, fit ones included, with the fit ones named
+        if r.get("sweep"):
+            sweeps.setdefault(r["sweep"], []).append(r)
+    node_rows = [r for rs in sweeps.values() if len({x["nodes"] for x in rs}) > 1 for r in rs]
+    k = _within(node_rows, 0.35)
+    out.append({"name": "node-count sweeps within 35%", "cases": len(node_rows), "within": k,
+                "share": k / len(node_rows) if node_rows else float("nan"), "wanted": 1.0,
+                "met": bool(node_rows) and k == len(node_rows),
+                "sweeps": sorted({r["sweep"] for r in node_rows}),
+                "misses": [r["id"] for r in node_rows if not evidence.within(r["ratio"], 0.35)]})
+    return out
+

@@ -111,8 +111,26 @@ def test_validation_against_published_measurements():
     summary = cm.validation_summary(rows)
     assert summary["cases"] >= 100 and summary["sources"] >= 15
     assert all(r["source"] in datafiles.bibliography() for r in rows)
-    assert summary["large_share"] >= 0.75     # within +-20% at >= 256 MB (pinned; goals by regime come with the model)
+    assert summary["large_share"] >= 0.85     # within +-20% at >= 256 MB, fit and test together
     assert summary["small_share"] >= 0.9      # within +-50% below 1 MB
+
+
+def test_goals_on_the_test_set_are_met_and_pinned():
+    """Issue 14's goals, measured on cases never used to set a constant; the floors are today's shares."""
+    rows = cm.validation_table()
+    goals = {g["name"]: g for g in cm.validation_goals(rows)}
+    pinned = {">= 128 MiB within 20%": (0.80, 0.88), "1-128 MiB within 35%": (0.70, 0.79),
+              "< 1 MiB within 50%": (0.70, 0.96)}
+    for name, (wanted, achieved) in pinned.items():
+        g = goals[name]
+        assert g["cases"] >= 20 and g["met"] and g["share"] >= max(wanted, achieved), (name, g)
+    sweeps = goals["node-count sweeps within 35%"]
+    assert len(sweeps["sweeps"]) >= 3 and sweeps["share"] >= 0.88       # 8 of 9 today
+    assert sweeps["misses"] == ["p4dn-efa-2node-1G"]                     # NCCL 2.9.9's two-node tree: chapter 05
+    # the physical bound: NVLS algbw never above the per-direction NVLink rate
+    for system in ("dgx-h100", "dgx-b200", "gb200-nvl72"):
+        pred = cm.predict("all_reduce", 2**34, system, algorithm="nvls")
+        assert pred.algbw[0] <= hardware.system(system).gpu_link.per_direction
 
 
 def test_sweep_of_1000_sizes_is_fast():
