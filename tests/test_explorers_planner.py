@@ -289,7 +289,7 @@ def test_explorer_builds_without_a_frontend_and_follows_the_system():
     box = pl.planner_explorer()
     controls = box.controls
     assert {"gpus", "nic_gb_s", "nvlink_gb_s", "system", "model", "global_batch", "tokens_t"} <= set(controls)
-    assert "952 tokens/s per GPU" in box.readout
+    assert "953 tokens/s per GPU" in box.readout
     controls["system"].value = "dgx-a100"      # link sliders follow the catalog
     assert controls["nic_gb_s"].value == pytest.approx(25.0)
     assert controls["nvlink_gb_s"].value == pytest.approx(300.0)
