@@ -281,6 +281,11 @@ def _system_by_id(system_id) -> System:
     pcie = pcie_link(row["pcie_generation"], row["pcie_lanes_per_gpu"])
     if row["gpu_interconnect"] == "pcie":
         gpu_link = pcie
+    elif row["gpu_interconnect"] == "infinity-fabric-mesh":  # AMD Instinct: one xGMI link to each other GPU
+        k, rate = row["infinity_fabric_links_per_gpu"], row["infinity_fabric_link_gb_s_per_direction"]
+        gpu_link = Link(id=f"infinity-fabric-x{k}", name=f"Infinity Fabric x{k}", family="infinity-fabric",
+                        per_direction=k * rate * units.GB, source=row.get("also", [row["source"]])[-1],
+                        detail=f"{k} links x {rate:g} GB/s per direction")
     else:
         gpu_link = nvlink(row["nvlink_generation"], row["nvlink_links_per_gpu"])
         if "nvlink_link_gb_s_per_direction" in row:  # GeForce bridge links run slower than data-centre NVLink
