@@ -9,6 +9,7 @@ shipped sample (``--list-samples`` names them).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from . import diagnostics, systemfile
@@ -76,11 +77,20 @@ def _run(args) -> int:
         return 0
     items = [(p, None) for p in args.files] + [(f"sample:{s}", s) for s in args.sample]
     system = systemfile.system_from_args(args)
-    if not items and system is None:
+    local = []
+    if args.local:
+        from .diagnostics import local as _local
+        local, notes = _local.collect()
+        for note in notes:  # on stderr, so that --json stays one JSON document
+            print(f"# {note}", file=sys.stderr)
+        if not local and not items and system is None:
+            print("# none of nvidia-smi and ibstat answered here: try --sample NAME (--list-samples)")
+            return 0
+    if not items and not local and system is None:
         raise ValueError("give at least one FILE (or --sample NAME; --list-samples names them, "
                          "or --system-file PATH)")
     reports = inspect_texts([(label, diagnostics.sample_text(sample) if sample else _read(label))
-                             for label, sample in items], system)
+                             for label, sample in items] + local, system)
     if system is not None:
         reports.insert(0, dict(file=args.system_file or f"system:{system.id}", **_system.system_report(system)))
     if args.json:
@@ -96,6 +106,8 @@ def register(subparsers) -> None:
                                                               "ibstat, ibv_devinfo, ibstatus or an NCCL_DEBUG=INFO log")
     p.add_argument("--sample", action="append", default=[], metavar="NAME", help="read a shipped sample instead")
     p.add_argument("--list-samples", action="store_true", help="list the shipped samples and their sources")
+    p.add_argument("--local", action="store_true", help="also run this machine's nvidia-smi topo -m, nvlink -s and "
+                                                         "ibstat where they exist (missing tools are skipped)")
     systemfile.add_system_arguments(p, required=False)
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
     p.set_defaults(func=_run)

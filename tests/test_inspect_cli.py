@@ -162,3 +162,21 @@ def test_acs_redirect_is_found_and_mangled_lines_are_named(capsys, tmp_path):
     bad.write_text("\n".join(text.splitlines()[:3]) + "\n\t\tACSCtl:\tSrcValid- TransBlk-\n")
     assert cli.main(["inspect", str(bad)]) == 2
     assert "line 4: expected 7 ACS flags" in capsys.readouterr().err
+
+
+def test_local_outputs_never_fail_without_the_tools(capsys, monkeypatch):
+    from course_lib.diagnostics import local
+    monkeypatch.setattr(local.shutil, "which", lambda name: None)
+    outputs, notes = local.collect()
+    assert outputs == [] and len(notes) == 3 and "nvidia-smi is not installed here" in notes[0]
+    assert cli.main(["inspect", "--local"]) == 0
+    assert "none of nvidia-smi and ibstat answered here" in capsys.readouterr().out
+    sample = diagnostics.sample_text("topo_4gpu_workstation_phb.txt")
+    monkeypatch.setattr(local.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(local.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 0 if cmd[1:] == ["topo", "-m"] else 1, sample if cmd[1:] == ["topo", "-m"] else "", "no NVLink"))
+    outputs, notes = local.collect()
+    assert [label for label, _ in outputs] == ["nvidia-smi topo -m"] and len(notes) == 2
+    assert cli.main(["inspect", "--local", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["kind"] == "topo" and "nvidia-smi nvlink -s: no output" in captured.err
