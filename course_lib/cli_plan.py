@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from . import parallel, systemfile
+from . import cli, parallel, systemfile
 
 
 def _run(args) -> int:
@@ -44,24 +44,24 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help="memory, traffic and step time of a TP x PP x DP layout; the planner")
     p.add_argument("--model", default="gpt3-175b", help=f"model id: {', '.join(parallel.model_ids())}")
     systemfile.add_system_arguments(p, default="dgx-a100")
-    p.add_argument("--nodes", type=int, default=None, help="number of nodes")
-    p.add_argument("--gpus", type=int, default=None, help="number of GPUs (instead of --nodes)")
-    p.add_argument("--tp", type=int, default=None, help="tensor-parallel size")
-    p.add_argument("--pp", type=int, default=None, help="pipeline-parallel size")
-    p.add_argument("--global-batch", type=int, default=1536, help="global batch, sequences")
-    p.add_argument("--micro-batch", type=int, default=1, help="micro-batch, sequences")
-    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage")
+    p.add_argument("--nodes", type=cli.integer(low=1, high=10**6), default=None, help="number of nodes")
+    p.add_argument("--gpus", type=cli.integer(low=1, high=10**7), default=None, help="number of GPUs (instead of --nodes)")
+    p.add_argument("--tp", type=cli.integer(low=1), default=None, help="tensor-parallel size")
+    p.add_argument("--pp", type=cli.integer(low=1), default=None, help="pipeline-parallel size")
+    p.add_argument("--global-batch", type=cli.integer(low=1, high=10**9), default=1536, help="global batch, sequences")
+    p.add_argument("--micro-batch", type=cli.integer(low=1), default=1, help="micro-batch, sequences")
+    p.add_argument("--zero", type=cli.integer(low=0, high=3), default=0, help="ZeRO stage")
     p.add_argument("--recompute", default="full", choices=list(parallel.RECOMPUTE), help="activation recomputation")
-    p.add_argument("--interleave", type=int, default=1, help="virtual pipeline stages per GPU")
+    p.add_argument("--interleave", type=cli.integer(low=1), default=1, help="virtual pipeline stages per GPU")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism")
-    p.add_argument("--gpu-efficiency", type=float, default=None,
+    p.add_argument("--gpu-efficiency", type=cli.number(low=0.0, high=1.0, low_inclusive=False), default=None,
                    help="fraction of peak FLOP/s reached by compute (default: the sourced assumption)")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap gradient all-reduce with backward")
     p.add_argument("--search", action="store_true", help="also run the planner")
-    p.add_argument("--top", type=int, default=10, help="layouts the planner lists")
+    p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_check_and_run)
+    p.set_defaults(func=_check_and_run, flags={"model_id": "model"})
 
 
 def _check_and_run(args) -> int:

