@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import cli, collectives, costmodel, datafiles, evidence, hardware, units, validate
+from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -101,7 +101,9 @@ def _collective_arg(text):
 def _predict(args) -> int:
     collective = _collective_arg(args.collective)
     sizes = sweep(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
-    pred = costmodel.predict(collective, sizes, args.system, gpus_per_node=args.ngpus, nodes=args.nodes,
+    sys_ = systemfile.system_from_args(args)
+    nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
+    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
     if args.json:
         print(json.dumps(_to_json(pred), indent=2))
@@ -174,8 +176,8 @@ def _compare(args) -> int:
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
-    sys_ = hardware.resolve_system(args.system)
-    nodes = args.nodes or (len(parsed["hosts"]) if parsed["hosts"] else 1)
+    sys_ = systemfile.system_from_args(args)
+    nodes = args.nodes or (len(parsed["hosts"]) if parsed["hosts"] else systemfile.nodes_default(sys_))
     g = args.ngpus or (max(1, parsed["ranks"] // nodes) if parsed["ranks"] else sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=args.algo,
@@ -260,7 +262,7 @@ def register(subparsers) -> None:
     """Add the ``predict``, ``compare`` and ``validation`` commands to the course CLI."""
     p = subparsers.add_parser("predict", help="predict nccl-tests output for a collective on a catalog system")
     p.add_argument("collective", help=f"one of {', '.join(collectives.ids())}")
-    p.add_argument("--system", required=True, help="catalog system id (python -m course_lib systems)")
+    systemfile.add_system_arguments(p)
     p.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: the system's)")
     p.add_argument("-b", "--minbytes", default="32M", help="smallest size, nccl-tests style (16G = 16 GiB)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size")
@@ -268,7 +270,8 @@ def register(subparsers) -> None:
                    help="size growth factor (> 1)")
     p.add_argument("-i", "--stepbytes", default=None, help="fixed size increment instead of a factor")
     p.add_argument("-d", "--datatype", default="float", choices=sorted(TYPE_SIZES), help="element type (count column)")
-    p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=1, help="number of nodes (default 1)")
+    p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
+                   help="number of nodes (default 1, or the system file's)")
     p.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
@@ -278,7 +281,7 @@ def register(subparsers) -> None:
 
     c = subparsers.add_parser("compare", help="compare a real nccl-tests output file with the model")
     c.add_argument("file", help="nccl-tests output (text)")
-    c.add_argument("--system", required=True, help="catalog system id")
+    systemfile.add_system_arguments(c)
     c.add_argument("--collective", default=None, help="collective (default: read from the file)")
     c.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: from the file)")
     c.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
