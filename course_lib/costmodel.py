@@ -286,10 +286,7 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm):
         hop = ((g - 1) * f.intra_hop + f.net_hop) / g  # average hop: g-1 inside a node for each one between nodes
         return f.launch + steps * hop + factor * n / bw
     if algorithm == "direct":
-        # each rank sends (p-g)/p of its buffer over the network, (g-1)/p over NVLink, all at once
-        t_net = (p - g) / p * n / net_per_gpu
-        t_intra = (g - 1) / p * n / f.intra_bw
-        return f.launch + f.net_hop + np.maximum(t_net, t_intra)
+        return two_tier_all_to_all(n, p, g, f.intra_bw, net_per_gpu, f.net_hop, f.launch)
     if algorithm == "tree":
         # chain inside each node, double binary tree between nodes (pipelined)
         # bytes each node pushes through its NICs, per byte of message: all-reduce 2 (1 on two
@@ -316,6 +313,15 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm):
     if algorithm == "hierarchical":
         return _hierarchical(n, g, N, f)
     return None
+
+
+def two_tier_all_to_all(nbytes, ranks, per_node, intra_bw, net_bw_per_gpu, net_hop=0.0, launch=0.0):
+    """Direct all-to-all across nodes, seconds: each rank sends (p-k)/p of its buffer over its NIC share
+    and (k-1)/p over the GPU fabric, all at once (k ranks per node). Vectorised over nbytes."""
+    p, k = ranks, per_node
+    t_net = (p - k) / p * nbytes / net_bw_per_gpu
+    t_intra = (k - 1) / p * nbytes / intra_bw
+    return launch + net_hop + np.maximum(t_net, t_intra)
 
 
 def _notes(sys_, N, order) -> list:
