@@ -19,17 +19,28 @@ def _run(args) -> int:
         print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
         return 0
     out = {}
-    if args.tp is not None or args.pp is not None:
+    modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
+                  cp_kind=args.cp_kind)
+    if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
         est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
                                 interleave=args.interleave, sequence_parallel=args.sequence_parallel,
-                                gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs)
+                                gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs,
+                                ep=args.ep or 1, cp=args.cp or 1, fsdp=args.fsdp, hsdp=args.hsdp, **modern)
         out["estimate"] = est.to_dict()
         if not args.json:
             print(est.summary())
-    if args.search or (args.tp is None and args.pp is None):
+    if args.search or "estimate" not in out:
+        search = {}
+        if args.ep is not None:
+            search["ep_options"] = (args.ep,)
+        if args.cp is not None:
+            search["cp_options"] = (args.cp,)
+        if args.fsdp or args.hsdp is not None:
+            search["zero_stages"] = (3,)
+            search["hsdp_options"] = (args.hsdp,)
         result = parallel.plan(model, system, global_batch=args.global_batch, gpu_efficiency=args.gpu_efficiency,
-                               dp_overlap=not args.no_dp_overlap, **kwargs)
+                               dp_overlap=not args.no_dp_overlap, **kwargs, **search, **modern)
         out["plan"] = result.to_dict(top=args.top)
         if not args.json:
             if "estimate" in out:
@@ -57,6 +68,18 @@ def register(subparsers) -> None:
     p.add_argument("--gpu-efficiency", type=float, default=None,
                    help="fraction of peak FLOP/s reached by compute (default: the sourced assumption)")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap gradient all-reduce with backward")
+    p.add_argument("--ep", type=int, default=None, help="expert-parallel size (an MoE model; divides its experts)")
+    p.add_argument("--cp", type=int, default=None, help="context-parallel size (divides the sequence length)")
+    p.add_argument("--cp-kind", default="ring", choices=list(parallel.CP_KINDS),
+                   help="context parallelism: ring attention or Ulysses all-to-all")
+    p.add_argument("--fsdp", action="store_true", help="FSDP: ZeRO-3 over all data-parallel ranks")
+    p.add_argument("--hsdp", type=int, default=None, metavar="SHARD_GROUP",
+                   help="HSDP: shard within groups of SHARD_GROUP ranks, replicate across them")
+    p.add_argument("--seq-len", type=int, default=None, help="sequence length (default: the model's)")
+    p.add_argument("--moe-imbalance", type=float, default=1.0,
+                   help="busiest expert rank's tokens / the mean (>= 1, dropless routing)")
+    p.add_argument("--ep-overlap", action="store_true",
+                   help="hide all-to-alls behind another micro-batch's compute (DualPipe-style)")
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=int, default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
@@ -67,4 +90,10 @@ def register(subparsers) -> None:
 def _check_and_run(args) -> int:
     if args.gpus is None and args.nodes is None and not args.validate:
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
+    for name in ("ep", "cp", "hsdp", "seq_len"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"{name.replace('_', '-')} must be an integer >= 1; got {value}")
+    if args.fsdp and args.hsdp is not None:
+        raise ValueError("fsdp and hsdp exclude each other: --fsdp shards over all ranks, --hsdp over groups")
     return _run(args)

@@ -354,7 +354,9 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     d = N // (t * p * c) if dp is None else validate.integer("dp", dp, low=1, high=N)
     if t * p * c * d != N:
         raise ValueError(f"dp must be gpus / (tp x cp x pp) = {N // (t * p * c)}, got {d}")
-    e = validate.integer("ep", ep, low=1, high=max(1, m.experts))
+    e = validate.integer("ep", ep, low=1, high=10**7)
+    if e > 1 and not m.experts:
+        raise ValueError(f"ep must be 1 for a dense model ({m.name} has no experts), got {e}")
     if e > 1 and (m.experts % e or (d * c) % e):
         raise ValueError(f"ep must divide the experts ({m.experts}) and cp x dp ({c * d}), got {e}")
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
@@ -795,7 +797,8 @@ class Plan:
     def table(self, top=10) -> list[dict]:
         """The top layouts as rows for a table or a plot."""
         top = validate.integer("top", top, low=1, high=10**6)
-        return [{"rank": i + 1, "layout": e.layout, "tp": e.tp, "pp": e.pp, "dp": e.dp, "interleave": e.interleave,
+        return [{"rank": i + 1, "layout": e.layout, "tp": e.tp, "pp": e.pp, "dp": e.dp, "ep": e.ep, "cp": e.cp,
+                 "sharding": e.sharding, "interleave": e.interleave,
                  "micro_batch": e.micro_batch, "zero": e.zero, "recompute": e.recompute,
                  "step_time_s": e.step_time_s, "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
                  "tflops_per_gpu": e.tflops_per_gpu, "mfu": e.mfu, "memory_gb": e.memory["total"] / units.GB}
@@ -809,10 +812,12 @@ class Plan:
     def summary(self, top=10) -> str:
         lines = [f"Planner: {self.model} on {self.gpus} GPUs of {self.system}, batch {self.global_batch}: "
                  f"{self.searched} layouts searched, {self.rejected_memory} do not fit in memory"]
-        lines.append(f"{'#':>3} {'layout':<22} {'mb':>3} {'ZeRO':>4} {'recompute':<9} {'step':>9} "
+        rows = self.table(top)
+        w = max([22] + [len(r["layout"]) for r in rows])
+        lines.append(f"{'#':>3} {'layout':<{w}} {'mb':>3} {'ZeRO':>4} {'recompute':<9} {'step':>9} "
                      f"{'tok/s/GPU':>10} {'TFLOP/s':>8} {'MFU':>6} {'mem GB':>7}")
-        for row in self.table(top):
-            lines.append(f"{row['rank']:>3} {row['layout']:<22} {row['micro_batch']:>3} {row['zero']:>4} "
+        for row in rows:
+            lines.append(f"{row['rank']:>3} {row['layout']:<{w}} {row['micro_batch']:>3} {row['zero']:>4} "
                          f"{row['recompute']:<9} {units.format_time(row['step_time_s']):>9} "
                          f"{row['tokens_per_s_per_gpu']:>10,.0f} {row['tflops_per_gpu']:>8.0f} "
                          f"{100 * row['mfu']:>5.1f}% {row['memory_gb']:>7.1f}")
@@ -826,7 +831,8 @@ class Plan:
 
 def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(1, 2, 4), zero_stages=(0, 1),
          recompute_options=("selective", "full"), interleave_options=(1, 2, 4), max_tp=None, sequence_parallel=True,
-         gpu_efficiency=None, dp_overlap=True) -> Plan:
+         gpu_efficiency=None, dp_overlap=True, ep_options=None, cp_options=(1,), cp_kind="ring", hsdp_options=(None,),
+         moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Plan:
     """Search TP x PP x DP (x micro-batch, ZeRO, recomputation, interleaving) and rank what fits by step time.
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
@@ -834,8 +840,15 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     of the layer count. Returns a Plan whose ``ranked[0]`` is the winner. ZeRO-2/3 are left out
     by default: against published ZeRO-3 runs the model is 1.7-3.4x optimistic at 768-1536 GPUs
     (see ``validation_table``); pass ``zero_stages=(0, 1, 2, 3)`` to include them anyway.
+
+    Also searched: expert parallelism over ``ep_options`` (default: every power of two dividing
+    an MoE's experts; 1 for a dense model), context parallelism over ``cp_options`` (default 1)
+    of ``cp_kind``, and with ZeRO-3 the FSDP/HSDP shard groups in ``hsdp_options`` (None = all
+    cp x dp ranks). An MoE may use uneven pipeline stages, so PP also runs over powers of two.
     """
     m = resolve_model(model_)
+    if seq_len is not None:
+        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
     sys_ = hardware.resolve_system(system)
     gpn = sys_.gpus_per_node
     if gpus is not None:
@@ -856,32 +869,57 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     if not isinstance(recompute_options, (list, tuple)) or not recompute_options:
         raise ValueError(f"recompute_options must be a non-empty list of {', '.join(RECOMPUTE)}")
     recompute_options = [resolve_recompute(r) for r in recompute_options]
+    if ep_options is None:
+        ep_options = [x for x in (2 ** k for k in range(0, 21)) if m.experts and x <= m.experts and m.experts % x == 0] \
+            or [1]
+    for name, seq in (("ep_options", ep_options), ("cp_options", cp_options), ("hsdp_options", hsdp_options)):
+        if not isinstance(seq, (list, tuple)) or not seq:
+            raise ValueError(f"{name} must be a non-empty list, got {seq!r}")
+    ep_options = [validate.integer("ep_options", x, low=1, high=max(1, m.experts)) for x in ep_options]
+    cp_options = [validate.integer("cp_options", x, low=1, high=m.seq_len) for x in cp_options]
+    cp_kind = validate.choice("cp_kind", cp_kind, CP_KINDS)
+    hsdp_options = [None if x is None else validate.integer("hsdp_options", x, low=1, high=N) for x in hsdp_options]
     tps = [x for x in (2 ** k for k in range(0, 12)) if x <= max_tp and m.heads % x == 0 and N % x == 0]
+    pps = _divisors(m.layers)
+    if m.experts:  # uneven stages: the busiest holds ceil(l/p) layers
+        pps = sorted(set(pps) | {x for x in (2 ** k for k in range(1, 12)) if x < m.layers})
     fitting, searched, rejected = [], 0, 0
+    common = dict(gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, moe_imbalance=moe_imbalance,
+                  ep_overlap=ep_overlap, cp_kind=cp_kind)
     for t in tps:
-        for p in _divisors(m.layers):
-            if N % (t * p):
+        for c in cp_options:
+            if m.seq_len % c or (cp_kind == "ulysses" and m.heads % (t * c)):
                 continue
-            d = N // (t * p)
-            for b in micro_batches:
-                if B % (b * d):
+            for p in pps:
+                if N % (t * p * c):
                     continue
-                mb = B // (b * d)
-                for z in zero_stages:
-                    if (z >= 2 and p > 1) or (z > 0 and d == 1):
+                d = N // (t * p * c)
+                for b in micro_batches:
+                    if B % (b * d):
                         continue
-                    for rc in recompute_options:
-                        for v in interleave_options:
-                            if v > 1 and (p == 1 or (m.layers // p) % v or mb % p):
+                    mb = B // (b * d)
+                    for e_ in ep_options:
+                        if e_ > 1 and (m.experts % e_ or (d * c) % e_):
+                            continue
+                        for z in zero_stages:
+                            if (z >= 2 and p > 1) or (z > 0 and d * c == 1):
                                 continue
-                            searched += 1
-                            e = estimate(m, sys_, gpus=N, tp=t, pp=p, global_batch=B, micro_batch=b, zero=z,
-                                         recompute=rc, interleave=v, sequence_parallel=sequence_parallel and t > 1,
-                                         gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap)
-                            if e.fits:
-                                fitting.append(e)
-                            else:
-                                rejected += 1
+                            for g in (hsdp_options if z == 3 else (None,)):
+                                if g is not None and ((d * c) % g or g % e_ or g == d * c):
+                                    continue
+                                for rc in recompute_options:
+                                    for v in interleave_options:
+                                        if v > 1 and (p == 1 or m.layers % p or (m.layers // p) % v or mb % p):
+                                            continue
+                                        searched += 1
+                                        L = layout(m, sys_, gpus=N, tp=t, pp=p, global_batch=B, micro_batch=b, zero=z,
+                                                   recompute=rc, interleave=v, ep=e_, cp=c, hsdp=g,
+                                                   sequence_parallel=sequence_parallel and t > 1, **common)
+                                        e = estimate_layout(L)
+                                        if e.fits:
+                                            fitting.append(e)
+                                        else:
+                                            rejected += 1
     fitting.sort(key=lambda e: (e.step_time_s, e.memory["total"]))
     result = Plan(model=m.name, system=sys_.id, gpus=N, global_batch=B, ranked=fitting, searched=searched,
                   rejected_memory=rejected, explanation=[])
@@ -895,7 +933,7 @@ def _explain(ranked, sys_) -> list[str]:
     out = []
     bd = best.breakdown()
     parts = ", ".join(f"{k} {100 * v / best.step_time_s:.0f}%" for k, v in bd.items() if v > 0)
-    out.append(f"{best.layout}, micro-batch {best.micro_batch}, ZeRO-{best.zero}, recompute {best.recompute}: "
+    out.append(f"{best.layout}, micro-batch {best.micro_batch}, {best.sharding}, recompute {best.recompute}: "
                f"step {units.format_time(best.step_time_s)} = {parts}; MFU {100 * best.mfu:.1f}%")
     gpn = sys_.gpus_per_node
     out.append(f"TP {best.tp} {'stays inside' if best.tp <= gpn else 'leaves'} the {gpn}-GPU {sys_.gpu_link.name} "
@@ -911,15 +949,19 @@ def _explain(ranked, sys_) -> list[str]:
               ("the best layout with TP across nodes", best_where(lambda e: e.tp > gpn)),
               ("the best layout with a smaller TP", best_where(lambda e: e.tp < best.tp)),
               ("the best layout with fewer pipeline stages", best_where(lambda e: e.pp < best.pp)),
-              ("the best layout with more pipeline stages", best_where(lambda e: e.pp > best.pp))]
+              ("the best layout with more pipeline stages", best_where(lambda e: e.pp > best.pp)),
+              ("the best layout with less expert parallelism", best_where(lambda e: e.ep < best.ep)),
+              ("the best layout with more expert parallelism", best_where(lambda e: e.ep > best.ep)),
+              ("the best layout with less context parallelism", best_where(lambda e: e.cp < best.cp)),
+              ("the best layout with more context parallelism", best_where(lambda e: e.cp > best.cp))]
     seen = set()
     for label, e in rivals:
         if e is None or id(e) in seen or e is best:
             continue
         seen.add(id(e))
-        diffs = {k: v - bd[k] for k, v in e.breakdown().items()}
+        diffs = {k: v - bd.get(k, 0.0) for k, v in e.breakdown().items()}
         worst = max(diffs, key=diffs.get)
-        out.append(f"{label} ({e.layout}, mb {e.micro_batch}, ZeRO-{e.zero}, {e.recompute}) is "
+        out.append(f"{label} ({e.layout}, mb {e.micro_batch}, {e.sharding}, {e.recompute}) is "
                    f"{100 * (e.step_time_s / best.step_time_s - 1):.1f}% slower, mostly {worst} "
                    f"(+{units.format_time(max(diffs[worst], 0))})")
     return out
