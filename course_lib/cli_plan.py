@@ -14,6 +14,10 @@ def _run(args) -> int:
     model = parallel.model(args.model)
     system = hardware.system(args.system)
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
+    if args.validate_modern:
+        rows = parallel.modern_validation_table()
+        print(json.dumps(rows, indent=2) if args.json else parallel.modern_validation_summary(rows))
+        return 0
     if args.validate:
         rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
         print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
@@ -83,12 +87,14 @@ def register(subparsers) -> None:
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=int, default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
+    p.add_argument("--validate-modern", action="store_true",
+                   help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_check_and_run)
 
 
 def _check_and_run(args) -> int:
-    if args.gpus is None and args.nodes is None and not args.validate:
+    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern):
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
     for name in ("ep", "cp", "hsdp", "seq_len"):
         value = getattr(args, name)

@@ -119,3 +119,27 @@ def test_plan_cli_modern_flags(capsys):
         assert main(["plan", "--gpus", "64", "--global-batch", "64", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"error: {name}") and "\n" not in err
+
+
+def test_modern_validation_fit_and_test(capsys):
+    rows = P.modern_validation_table()
+    assert {r["split"] for r in rows} == {"fit", "test"} and {r["kind"] for r in rows} == {"throughput", "all_to_all"}
+    sources = P.published_modern()["sources"]
+    for r in rows:
+        assert r["source"] in sources and r["where"] and r["ratio"] > 0
+    for group in {r["group"] for r in rows}:
+        fit = [r["ratio"] for r in rows if r["group"] == group and r["split"] == "fit"]
+        if fit:  # the scale is set by fit cases only: their fitted ratios have geometric mean 1
+            prod = 1.0
+            for r in rows:
+                if r["group"] == group and r["split"] == "fit":
+                    prod *= r["fitted"]
+            assert prod == pytest.approx(1.0)
+    by_id = {r["id"]: r for r in rows}
+    # the all-to-all's bottleneck: NVLink inside the node, the NIC across nodes
+    assert by_id["deepep-intranode-ep8"]["predicted"] > 2 * by_id["deepep-internode-ep16"]["predicted"]
+    # DeepSeek-V3's throughput only comes out near the report with the all-to-alls overlapped
+    assert 0.5 < by_id["dsv3-pretraining"]["ratio"] < 2
+    assert main(["plan", "--validate-modern"]) == 0
+    out = capsys.readouterr().out
+    assert "dsv3-pretraining" in out and "test:" in out and "fit:" in out
