@@ -295,6 +295,8 @@ def _parse(argv):
     parser.add_argument("--pipeline", type=int, default=8, help="ring sub-chunks per step")
     parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
+    parser.add_argument("--collective", default="all_reduce", choices=("all_reduce", "all_to_all"),
+                        help="all_to_all: gloo's all_to_all_single beside the pairwise exchange (bench_all_to_all)")
     return parser.parse_args(argv)
 
 
@@ -302,6 +304,14 @@ def main(argv=None) -> int:
     """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set."""
     args = _parse(argv)
     sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor)
+    if args.collective == "all_to_all":  # expert parallelism's collective: its own module
+        from . import bench_all_to_all
+        algorithms = "builtin,pairwise" if args.algorithms == "builtin,ring" else args.algorithms
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+        result = bench_all_to_all.sweep(sizes, ranks=ranks, algorithms=algorithms, dtype=args.dtype,
+                                        warmup=args.warmup, iters=args.iters, timeout=args.timeout)
+        print(format_rows(result.rows), flush=True)
+        return 0
     config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and "course-lab-rank" not in _process_name():
         rows = _torchrun(config, args)
