@@ -495,6 +495,18 @@ def pair_bandwidth(system, link: GroupLink) -> float:
     return costmodel.fabric(system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
 
 
+ZERO3_GATHERS_PER_MICRO_BATCH = 2          # before each unit's forward and again before its backward
+ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH = 1  # its gradients, once
+
+
+def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
+    """Whole-buffer bytes the ZeRO-3 / FSDP collectives move in one step, as ``dp_phase`` counts them."""
+    n = validate.non_negative("param_bytes", param_bytes)
+    mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
+    return {"all_gather": ZERO3_GATHERS_PER_MICRO_BATCH * mb * n,
+            "reduce_scatter": ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb * n}
+
+
 def _dp_groups(L: Layout) -> list:
     """(kind prefix, parameters, group size, stride) of each gradient-reduction group.
 
@@ -566,9 +578,11 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
         per_mb = max(comm_mb / L.layers_per_stage, comm_mb - c.micro_batch_s) if L.dp_overlap else comm_mb
         share = mb * per_mb / (mb * comm_mb) if comm_mb else 0.0
         for prefix, d, link, grad, t_ag, t_rs in parts:
-            out += [row(prefix + "ZeRO-3 weight gathers", ("all_gather",), d, link, 2 * mb, grad, 2 * mb * t_ag,
-                        2 * mb * t_ag * share),
-                    row(prefix + "ZeRO-3 grads", ("reduce_scatter",), d, link, mb, grad, mb * t_rs, mb * t_rs * share)]
+            g_calls, r_calls = ZERO3_GATHERS_PER_MICRO_BATCH * mb, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb
+            out += [row(prefix + "ZeRO-3 weight gathers", ("all_gather",), d, link, g_calls, grad, g_calls * t_ag,
+                        g_calls * t_ag * share),
+                    row(prefix + "ZeRO-3 grads", ("reduce_scatter",), d, link, r_calls, grad, r_calls * t_rs,
+                        r_calls * t_rs * share)]
         if L.shard_group < L.replicas:  # HSDP: all-reduce each shard across the replicas, once per step
             r = L.replicas // L.shard_group
             link = group_link(L.system, r, L.tp * L.shard_group)
