@@ -48,3 +48,23 @@ def test_bench_cli_all_to_all(capsys):
                        "-n", "1", "-w", "0"]) == 0
     out = capsys.readouterr().out
     assert "pairwise" in out and "builtin" in out
+
+
+def _good(output, input, rank, world_size):
+    algorithms.pairwise_all_to_all(output, input)
+
+
+def _swapped(output, input, rank, world_size):
+    output.copy_(input)
+
+
+def _todo(output, input, rank, world_size):
+    raise NotImplementedError
+
+
+def test_the_exercise_checker():
+    assert bench_all_to_all.all_to_all_checker(_good)[0]
+    ok, msg = bench_all_to_all.all_to_all_checker(_swapped)
+    assert not ok and "chunk" in msg
+    with pytest.raises(NotImplementedError):
+        bench_all_to_all.all_to_all_checker(_todo)
