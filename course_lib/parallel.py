@@ -653,16 +653,18 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
                     total, exposed, "dispatch+combine")]
 
 
-def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None) -> dict:
+def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
     """When ring attention hides its K/V passing: each step's attention compute >= its K/V transfer.
 
     One step computes attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP, while
     the next K and V chunk, 4 (s/cp) b h_kv / tp bytes (h_kv = h x kv_heads / heads), crosses the
     link. Hidden when  s/cp >= F / (B x heads/kv_heads)  with F the achieved FLOP/s and B the
     link's bytes/s per direction (latency left out). Returns the threshold chunk length in tokens,
-    the chunk length, both per-step times and whether it hides.
+    the chunk length, both per-step times and whether it hides. ``seq_len`` overrides the model's.
     """
     m = resolve_model(model_)
+    if seq_len is not None:
+        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
     sys_ = hardware.resolve_system(system)
     cp = validate.integer("cp", cp, low=1, high=m.seq_len)
     tp = validate.integer("tp", tp, low=1, high=m.heads)
