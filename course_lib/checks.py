@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from . import validate
+from . import manifest, validate
 
 NOT_ANSWERED = "not answered yet"
 
@@ -77,9 +77,8 @@ def _chapter(chapter: str) -> dict:
 
 
 def chapters() -> list[str]:
-    """Chapter keys that have exercises, e.g. ['00', '01', ...]."""
-    folder = resources.files("course_lib").joinpath("data/exercises")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    """Chapter keys that have exercises in course.toml, e.g. ['00', '01', ...]."""
+    return [c.number for c in manifest.chapters() if c.exercises]
 
 
 def spec(exercise_id) -> dict:
@@ -173,7 +172,7 @@ def _judge_number(s, answer):
         return False, f"Expected a number ({s.get('unit', 'no unit')}), got {type(answer).__name__}."
     try:
         value = float(answer)
-    except (TypeError, ValueError):
+    except Exception:  # TypeError, ValueError, or whatever a learner's own __float__ raises: feedback, not a crash
         return False, f"Expected a single number ({s.get('unit', 'no unit')})."
     if not math.isfinite(value):
         return False, "Your answer is not a finite number."
@@ -205,7 +204,10 @@ def _close(value, expected, rtol):
 
 
 def _judge_choice(s, answer):
-    text = str(answer).strip().lower()
+    try:
+        text = str(answer).strip().lower()
+    except Exception:  # a learner's object whose __str__ raises (or returns a non-str): feedback, not a crash
+        return False, f"Expected a text answer; this {type(answer).__name__} object cannot be shown as text."
     if text == str(s["expected"]).strip().lower():
         return True, "Correct."
     hints = {str(k).lower(): v for k, v in s.get("choice_hints", {}).items()}

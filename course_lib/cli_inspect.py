@@ -43,14 +43,22 @@ def inspect_text(text: str, label: str = "<text>") -> dict:
     return inspect_texts([(label, text)])[0]
 
 
+MAX_FILE_BYTES = 16 * 2**20  # an nvidia-smi -q of a large node is ~1 MB; an NCCL_DEBUG log a few MB
+
+
 def _read(path: str) -> str:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{path}: no such file")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, the most read; pass one saved "
+                         "nvidia-smi, ibstat or NCCL_DEBUG output")
     try:
         return p.read_text(encoding="utf-8-sig", errors="strict")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def format_report(obj: dict) -> str:

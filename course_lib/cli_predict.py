@@ -12,25 +12,47 @@ import re
 
 import numpy as np
 
-from . import collectives, costmodel, hardware, units, validate
+from . import cli, collectives, costmodel, datafiles, evidence, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
 
-def sweep(min_bytes, max_bytes, factor=2.0, step=None) -> np.ndarray:
-    """Sizes from min_bytes to max_bytes (bytes), multiplied by factor (or increased by step bytes)."""
-    lo = units.parse_size(min_bytes)
-    hi = units.parse_size(max_bytes)
+MAX_ROWS = 10_000  # a sweep's rows: nccl-tests' own sweeps have a few dozen
+
+
+def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> int:
+    """Rows of the sweep ``sweep`` would return, counted without building it (ValueError on bad input)."""
+    lo = units.parse_size(min_bytes, name="min_bytes")
+    hi = units.parse_size(max_bytes, name="max_bytes")
     if hi < lo:
-        raise ValueError(f"max_bytes must be >= min_bytes ({lo:g}), got {hi:g}")
+        raise ValueError(f"max_bytes must be >= min_bytes ({lo:.0f} bytes), got {hi:.0f}")
     if step is not None:
-        step = validate.positive("step", units.parse_size(step))
-        return np.arange(lo, hi + 1, step)
+        step = validate.positive("step", units.parse_size(step, name="step"))
+        return int((hi - lo) // step) + 1
     factor = validate.number("factor", factor, low=1.0, low_inclusive=False)
     if lo <= 0:
         raise ValueError(f"min_bytes must be > 0 with a growth factor, got {lo:g}")
-    count = int(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
-    return np.floor(lo * factor ** np.arange(count))
+    return int(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
+
+
+def sweep(min_bytes, max_bytes, factor=2.0, step=None, max_rows: int = MAX_ROWS) -> np.ndarray:
+    """Sizes from min_bytes to max_bytes (bytes), multiplied by factor (or increased by step bytes).
+
+    At most ``max_rows`` sizes: a longer sweep is refused before any memory is taken
+    (``-b 8 -e 1T -i 1`` would be 1.1e12 rows).
+    """
+    max_rows = validate.integer("max_rows", max_rows, low=1, high=10**7)
+    rows = sweep_rows(min_bytes, max_bytes, factor, step)
+    lo = units.parse_size(min_bytes, name="min_bytes")
+    hi = units.parse_size(max_bytes, name="max_bytes")
+    if rows > max_rows:
+        param = "step" if step is not None else "factor"
+        raise ValueError(f"{param} gives {rows:.3g} sizes from {lo:.0f} to {hi:.0f} bytes; at most {max_rows} "
+                         f"rows are allowed: use a larger {param} or a narrower min_bytes..max_bytes range")
+    if step is not None:
+        step = units.parse_size(step, name="step")
+        return lo + step * np.arange(rows, dtype=float)
+    return np.floor(lo * float(factor) ** np.arange(rows))
 
 
 def _count(coll, nbytes, ranks, dtype):
@@ -54,6 +76,9 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
                      f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}")
     for note in pred.notes:
         lines.append(f"# note: {note}")
+    if pred.ranks == 1:
+        lines.append("# note: one rank: no byte crosses a link, so busbw is 0 (bus bandwidth is undefined here); "
+                     "the time is the call's fixed cost alone, so algbw is not a link's rate either")
     return "\n".join(lines)
 
 
@@ -133,37 +158,51 @@ def parse_nccl_tests(text) -> dict:
     return {"collective": collective, "ranks": ranks or None, "hosts": sorted(set(hosts)), "rows": rows}
 
 
+MAX_COMPARE_BYTES = 4 * 2**20  # an nccl-tests log is a few KB; NCCL_DEBUG=INFO output of a large job a few MB
+
+
+def _finite(value):
+    """A float for JSON: None (null) where it is NaN or infinite."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
 def _compare(args) -> int:
-    try:
-        with open(args.file, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise ValueError(f"file {args.file!r} cannot be read: {exc.strerror}") from None
+    text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
     parsed = parse_nccl_tests(text)
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
     sys_ = hardware.resolve_system(args.system)
     nodes = args.nodes or (len(parsed["hosts"]) if parsed["hosts"] else 1)
-    g = args.ngpus or (parsed["ranks"] // nodes if parsed["ranks"] else sys_.gpus_per_node)
+    g = args.ngpus or (max(1, parsed["ranks"] // nodes) if parsed["ranks"] else sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=args.algo,
                              nics_per_node=args.nics)
     out = []
     for r, t, b, al in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms):
-        ratio = (b / units.GB) / r["busbw"] if r["busbw"] > 0 else float("nan")
-        out.append({"size": r["size"], "measured_time_us": r["time_us"], "predicted_time_us": t * 1e6,
-                    "measured_busbw": r["busbw"], "predicted_busbw": b / units.GB, "ratio": ratio, "algorithm": str(al)})
+        measured = _finite(r["busbw"])
+        ratio = None
+        if measured:
+            ratio = _finite(evidence.compare(r["size"], b / units.GB,
+                                             evidence.measurement(measured, "GB/s busbw", what=args.file)).ratio)
+        out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
+                    "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
+                    "algorithm": str(al)})
     if args.json:
         print(json.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
-                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}, indent=2))
+                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}, indent=2, allow_nan=False))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
-          "ratio = predicted / measured busbw")
+          "ratio = predicted / measured busbw; n/a: not in the file")
+
+    def cell(value, width, digits=2):
+        return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+
     print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6}  algo")
     for r in out:
-        print(f" {r['size']:>12d} {r['measured_time_us']:>10.2f} {r['predicted_time_us']:>10.2f} "
-              f"{r['measured_busbw']:>10.2f} {r['predicted_busbw']:>10.2f} {r['ratio']:>6.2f}  {r['algorithm']}")
+        print(f" {r['size']:>12d} {cell(r['measured_time_us'], 10)} {cell(r['predicted_time_us'], 10)} "
+              f"{cell(r['measured_busbw'], 10)} {cell(r['predicted_busbw'], 10)} {cell(r['ratio'], 6)}  {r['algorithm']}")
     return 0
 
 
@@ -171,8 +210,7 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        sources = costmodel.published()["sources"]
-        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")
@@ -188,35 +226,42 @@ def _validation(args) -> int:
     return 0
 
 
+# library parameter -> the dest of the flag that sets it (``cli`` names the flag in an error line)
+FLAGS = {"gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
+         "min_bytes": "minbytes", "max_bytes": "maxbytes", "algorithm": "algo"}
+
+
 def register(subparsers) -> None:
     """Add the ``predict``, ``compare`` and ``validation`` commands to the course CLI."""
     p = subparsers.add_parser("predict", help="predict nccl-tests output for a collective on a catalog system")
     p.add_argument("collective", help=f"one of {', '.join(collectives.ids())}")
     p.add_argument("--system", required=True, help="catalog system id (python -m course_lib systems)")
-    p.add_argument("-g", "--ngpus", type=int, default=None, help="GPUs per node (default: the system's)")
+    p.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: the system's)")
     p.add_argument("-b", "--minbytes", default="32M", help="smallest size, nccl-tests style (16G = 16 GiB)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size")
-    p.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size growth factor")
+    p.add_argument("-f", "--stepfactor", type=cli.number(low=1.0, low_inclusive=False), default=2.0,
+                   help="size growth factor (> 1)")
     p.add_argument("-i", "--stepbytes", default=None, help="fixed size increment instead of a factor")
     p.add_argument("-d", "--datatype", default="float", choices=sorted(TYPE_SIZES), help="element type (count column)")
-    p.add_argument("--nodes", type=int, default=1, help="number of nodes (default 1)")
-    p.add_argument("--nics", type=int, default=None, help="NICs per node (default: the system's)")
+    p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=1, help="number of nodes (default 1)")
+    p.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_predict)
+    p.set_defaults(func=_predict, flags=FLAGS)
 
     c = subparsers.add_parser("compare", help="compare a real nccl-tests output file with the model")
     c.add_argument("file", help="nccl-tests output (text)")
     c.add_argument("--system", required=True, help="catalog system id")
     c.add_argument("--collective", default=None, help="collective (default: read from the file)")
-    c.add_argument("-g", "--ngpus", type=int, default=None, help="GPUs per node (default: from the file)")
-    c.add_argument("--nodes", type=int, default=None, help="nodes (default: distinct hosts in the file)")
-    c.add_argument("--nics", type=int, default=None, help="NICs per node (default: the system's)")
+    c.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: from the file)")
+    c.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
+                   help="nodes (default: distinct hosts in the file)")
+    c.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
     c.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(), help="algorithm for the model")
     c.add_argument("--json", action="store_true", help="print JSON")
-    c.set_defaults(func=_compare)
+    c.set_defaults(func=_compare, flags=FLAGS)
 
     v = subparsers.add_parser("validation", help="the cost model against published nccl-tests runs")
     v.add_argument("--json", action="store_true", help="print JSON with each case's source")

@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import collectives, datafiles, hardware, units, validate
+from . import collectives, datafiles, evidence, hardware, units, validate
 
 
 def predict_algorithms() -> tuple:
@@ -58,7 +58,7 @@ def efficiency_table() -> list[dict]:
     data = efficiency_data()
     rows = []
     for name, row in data["technologies"].items():
-        src = data["sources"][row["source"]]
+        src = datafiles.source(row["source"])
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["derivation"],
                      "source": src["title"], "url": src["url"]})
     return rows
@@ -318,10 +318,15 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm):
 def two_tier_all_to_all(nbytes, ranks, per_node, intra_bw, net_bw_per_gpu, net_hop=0.0, launch=0.0):
     """Direct all-to-all across nodes, seconds: each rank sends (p-k)/p of its buffer over its NIC share
     and (k-1)/p over the GPU fabric, all at once (k ranks per node). Vectorised over nbytes."""
-    p, k = ranks, per_node
-    t_net = (p - k) / p * nbytes / net_bw_per_gpu
-    t_intra = (k - 1) / p * nbytes / intra_bw
-    return launch + net_hop + np.maximum(t_net, t_intra)
+    scalar = np.ndim(nbytes) == 0 and not isinstance(nbytes, (list, tuple))
+    n = _sizes(nbytes)
+    p = validate.integer("ranks", ranks, low=1, high=10_000_000)
+    k = validate.integer("per_node", per_node, low=1, high=p)
+    intra_bw, net_bw_per_gpu = validate.positive("intra_bw", intra_bw), validate.positive("net_bw_per_gpu", net_bw_per_gpu)
+    net_hop, launch = validate.non_negative("net_hop", net_hop), validate.non_negative("launch", launch)
+    t_net = (p - k) / p * n / net_bw_per_gpu
+    t_intra = (k - 1) / p * n / intra_bw
+    return _ret(launch + net_hop + np.maximum(t_net, t_intra), scalar)
 
 
 def _notes(sys_, N, order) -> list:
@@ -366,6 +371,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
     n = np.atleast_1d(_sizes(nbytes))
+    if n.ndim > 1:
+        raise ValueError(f"nbytes must be a size or a 1-D sweep of sizes; got an array of shape {n.shape}")
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
         "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
     N = validate.integer("nodes", nodes, low=1, high=100_000)
@@ -424,12 +431,12 @@ def validation_table() -> list[dict]:
         pred = predict(case["collective"], case["nbytes"], case["system"], gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
                        nics_per_node=case.get("nics_per_node"))
-        measured = case["busbw_gb_s"] * units.GB
-        predicted = float(pred.busbw[0])
+        c = evidence.compare(case["id"], float(pred.busbw[0]),
+                             evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "nodes": case.get("nodes", 1),
                      "nbytes": case["nbytes"], "algorithm": pred.algorithm,
-                     "measured_busbw": measured, "predicted_busbw": predicted,
-                     "ratio": predicted / measured, "source": case["source"]})
+                     "measured_busbw": c.measured.value, "predicted_busbw": c.model,
+                     "ratio": c.ratio, "source": case["source"]})
     return rows
 
 
@@ -438,7 +445,7 @@ def validation_summary(rows=None) -> dict:
     rows = validation_table() if rows is None else rows
     large = [r for r in rows if r["nbytes"] >= 2**28]
     small = [r for r in rows if r["nbytes"] < 2**20]
-    within = lambda rs, tol: sum(1 for r in rs if abs(r["ratio"] - 1) <= tol)
+    within = lambda rs, tol: sum(1 for r in rs if evidence.within(r["ratio"], tol))
     return {"cases": len(rows), "large": len(large), "large_within_20pct": within(large, 0.2),
             "small": len(small), "small_within_50pct": within(small, 0.5),
             "large_share": within(large, 0.2) / len(large) if large else float("nan"),

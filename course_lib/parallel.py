@@ -26,7 +26,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from . import collectives, costmodel, datafiles, hardware, units, validate
+from . import collectives, costmodel, datafiles, evidence, hardware, units, validate
 from .transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
                           model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
                           routed_expert_flops, training_flops)
@@ -749,6 +749,8 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
 
 def estimate_layout(L: Layout) -> Estimate:
     """``estimate`` for a Layout already checked by ``layout``."""
+    if not isinstance(L, Layout):
+        raise ValueError(f"L must be a parallel.Layout (from parallel.layout(...)), got {type(L).__name__}")
     notes = []
     memory = memory_phase(L)
     c = compute_phase(L)
@@ -1003,11 +1005,10 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
     absolute level (set by gpu_efficiency) is off.
     """
     rows = []
-    src = published()["sources"]
     for case in published()["cases"]:
+        src = datafiles.source(case["source"])
         row = {"id": case["id"], "group": case["group"], "kind": case["kind"], "where": case["where"],
-               "source": src[case["source"]]["title"].split(",")[0], "url": src[case["source"]]["url"],
-               "assumed": case.get("assumed", [])}
+               "source": src["title"].split(",")[0], "url": src["url"], "assumed": case.get("assumed", [])}
         if case["kind"] == "memory":
             pred = model_state_bytes(case["params"], case["dp"], case["zero"])["total"]
             row.update(config=f"{case['params'] / 1e9:g}B params, DP {case['dp']}, ZeRO-{case['zero']}",
@@ -1018,15 +1019,14 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
             row.update(config=f"{case['model']} {case['gpus']} GPUs {e.layout} ZeRO-{e.zero} B{case['global_batch']} "
                               f"mb{e.micro_batch}", quantity="TFLOP/s per GPU", predicted=e.tflops_per_gpu,
                        measured=float(case["measured_tflops_per_gpu"]), fits=e.fits)
-        row["ratio"] = row["predicted"] / row["measured"]
+        row["ratio"] = evidence.compare(case["id"], row["predicted"],
+                                        evidence.measurement(row["measured"], row["quantity"], case["source"])).ratio
         rows.append(row)
     groups = {}
     for row in rows:
         groups.setdefault(row["group"], []).append(row["ratio"])
     for row in rows:
-        ratios = sorted(groups[row["group"]])
-        median = ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2])
-        row["relative"] = row["ratio"] / median
+        row["relative"] = row["ratio"] / evidence.median(groups[row["group"]])
     return rows
 
 
@@ -1085,7 +1085,7 @@ def modern_validation_table() -> list[dict]:
     for case in data["cases"]:
         sys_ = _case_system(case["system"])
         row = {"id": case["id"], "group": case["group"], "split": case["split"], "kind": case["kind"],
-               "where": case["where"], "source": case["source"], "url": data["sources"][case["source"]]["url"],
+               "where": case["where"], "source": case["source"], "url": datafiles.source(case["source"])["url"],
                "assumed": case.get("assumed", [])}
         if case["kind"] == "all_to_all":
             size = case["tokens"] * case["top_k"] * case["hidden"] * case["bytes_per_value"]
