@@ -149,6 +149,9 @@ EXEMPT = {
     "parallel.tp_phase": "phase of parallel.estimate: takes the Layout it built",
     "parallel.pp_phase": "phase of parallel.estimate: takes the Layout it built",
     "parallel.dp_phase": "phase of parallel.estimate: takes the Layout it built",
+    "parallel.cp_phase": "phase of parallel.estimate: takes the Layout it built",
+    "parallel.ep_phase": "phase of parallel.estimate: takes the Layout it built",
+    "parallel.modern_validation_summary": "takes the rows of parallel.modern_validation_table()",
 }
 
 
