@@ -393,6 +393,8 @@ def _parse(argv):
     parser.add_argument("--pipeline", type=int, default=8, help="ring sub-chunks per step")
     parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
+    parser.add_argument("--collective", default="all_reduce", choices=("all_reduce", "all_to_all"),
+                        help="all_to_all: gloo's all_to_all_single beside the pairwise exchange (bench_all_to_all)")
     return parser.parse_args(argv)
 
 
@@ -407,7 +409,12 @@ def _checked(argv):
              "warmup": "warmup (-w)", "pipeline": "pipeline (--pipeline)", "algorithms": "algorithms (--algorithms)"}
     try:
         sizes = size_range(args.minbytes, args.maxbytes, factor)
-        config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
+        if args.collective == "all_to_all":  # expert parallelism's collective: checked by its own module
+            if args.algorithms == "builtin,ring":
+                args.algorithms = "builtin,pairwise"
+            config = {"sizes": sizes}
+        else:
+            config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
     except ValueError as exc:
         text = str(exc)
         for name, label in names.items():
@@ -447,6 +454,17 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     except ValueError as exc:
         return report(exc)
+    if args.collective == "all_to_all":
+        from . import bench_all_to_all
+
+        try:
+            result = bench_all_to_all.sweep(config["sizes"], ranks=ranks, algorithms=args.algorithms,
+                                            dtype=args.dtype, warmup=args.warmup, iters=args.iters,
+                                            timeout=args.timeout)
+        except ValueError as exc:
+            return report(exc)
+        print(format_rows(result.rows), flush=True)
+        return 0
     if under_torchrun:
         rows = _torchrun(config, args)
         if rows is None:

@@ -221,7 +221,8 @@ lower_bound_a100_s = 2 * (8 - 1) / 8 * 14e9 / 300e9
 # %% nbgrader={"grade": true, "grade_id": "ex04-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.1", lower_bound_a100_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.1", lower_bound_a100_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.1", lower_bound_a100_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -283,7 +284,8 @@ busbw_gb_s = algbw_line_gb_s * 2 * (8 - 1) / 8
 # %% nbgrader={"grade": true, "grade_id": "ex04-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.2", busbw_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.2", busbw_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.2", busbw_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -333,7 +335,8 @@ fastest_small_allreduce = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex04-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.3", fastest_small_allreduce)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.3", fastest_small_allreduce)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.3", fastest_small_allreduce)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -419,7 +422,8 @@ def my_ring_all_reduce(tensor, rank, world_size):
 # %% nbgrader={"grade": true, "grade_id": "ex04-4-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 checks.check("04.4", my_ring_all_reduce)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.4", my_ring_all_reduce)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.4", my_ring_all_reduce)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -559,7 +563,8 @@ predicted_ring_s = 2 * (p_given - 1) * alpha_given + 2 * (p_given - 1) / p_given
 # %% nbgrader={"grade": true, "grade_id": "ex04-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("04.5", predicted_ring_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.5", predicted_ring_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.5", predicted_ring_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
