@@ -516,11 +516,13 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
     watcher = None
     echoer = _Echo(workdir, ranks, echo)
     try:
-        with _HeldInterrupt(), warnings.catch_warnings():
+        with _HeldInterrupt() as held, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (Python 3.12+)
             watcher = _start_watcher(workdir, os.getpid())
             with open(os.path.join(workdir, "pids"), "a") as pids:
                 for rank in range(ranks):
+                    if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
+                        break
                     proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
                                        args=(fn, rank, ranks, args, kwargs or {}, workdir, backend,
                                              timeout, threads, init, os.getpid()))
