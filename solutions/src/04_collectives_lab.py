@@ -464,14 +464,15 @@ for name in ("yours", "ring", "ring, pipeline=1"):
 #    threads move the bytes and wait for them. Measured with `benchmarks/lab_ring_vs_gloo.py` on the
 #    2-core virtual machine this course was written on (2 ranks, shared with other jobs, load average
 #    10-14): with `isend`/`irecv` the library's ring reached 0.04x gloo's throughput at 64 KiB, 0.12x at
-#    1 MiB and 0.84-0.87x at 16-64 MiB; as collectives, 0.60x, 0.79x and 0.92-1.04x.
+#    1 MiB and 0.84-0.87x at 16-64 MiB; as collectives, in three runs, 0.59-0.63x at 64 KiB, 0.46-0.79x
+#    at 1 MiB and 0.86-1.21x at 16-64 MiB.
 # 2. **Pipelined sub-chunks.** Each step's chunk is cut into up to `pipeline` pieces (never smaller than the
 #    size printed below), and the rank adds piece $k$ as soon as it arrives, while piece $k+1$ is still on
 #    its way; the adding ($\gamma$ in the model) hides behind the transfer instead of adding to it. A
 #    piece of the rank's own chunk starts its all-gather as soon as it is summed, without waiting for the
 #    rest of the reduce-scatter. Pieces are not made smaller than 1 MiB because every collective call
 #    has a fixed cost: with 256 KiB pieces a 4 MiB all-reduce made 16 calls and reached 0.70x gloo; with
-#    1 MiB pieces, 4 calls and 0.94x.
+#    1 MiB pieces, 4 calls and 0.94-1.57x (three runs).
 # 3. **A preallocated receive buffer.** The reduce-scatter receives into a scratch buffer that is kept
 #    between calls. Allocating a fresh buffer at every step (the simplest ring calls `torch.empty` in every
 #    step) can hand back new pages from the operating system, and touching a fresh page the first time
@@ -483,8 +484,10 @@ for name in ("yours", "ring", "ring, pipeline=1"):
 # hand-off costs about 50-70 µs even on one idle rank (an all-to-all of 16 floats, `dist.all_reduce`
 # likewise) and more on a busy machine, while a 64 KiB step moves its 32 KiB in a few tens of µs. So below
 # about 1 MiB the library pays one extra hand-off per all-reduce that gloo does not: the goal of 0.8x at
-# 64 KiB-1 MiB was not reached on that machine (0.60x, 0.66x and 0.79x at 64 KiB, 256 KiB and 1 MiB);
-# from 4 MiB up, where the bytes dominate, the two are within 10%.
+# 64 KiB-1 MiB was not reached on that machine (0.59-0.63x, 0.60-0.68x and 0.46-0.79x at 64 KiB, 256 KiB
+# and 1 MiB in three runs). From 4 MiB up, where the bytes dominate, the ring matched or beat gloo in most
+# runs (0.86-1.57x); single runs moved by a third either way, because the two ranks shared two cores with
+# other jobs. Run the benchmark twice before you trust one ratio.
 #
 # On GPUs, NCCL does the same three things in its own way: one kernel runs the whole ring and polls for
 # data instead of sleeping, keeps several chunks in flight per channel, runs many channels (rings) in
