@@ -100,15 +100,16 @@ def report(message) -> int:
     return EXIT_USAGE
 
 
-def _options(parser: argparse.ArgumentParser) -> dict:
-    """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and its sub-commands."""
+def _options(parser: argparse.ArgumentParser, args=None) -> dict:
+    """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and of the sub-command ``args`` chose."""
     out = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                for dest, flag in _options(sub).items():
+            sub = action.choices.get(getattr(args, action.dest, None))
+            if sub is not None:
+                for dest, flag in _options(sub, args).items():
                     out.setdefault(dest, flag)
-        elif action.option_strings and action.dest not in ("help",):
+        elif action.option_strings and action.dest != "help":
             out.setdefault(action.dest, "/".join(action.option_strings))
     return out
 
@@ -120,7 +121,7 @@ def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
     maps library names to its flags with ``set_defaults(flags={"gpus_per_node": "ngpus"})``.
     """
     first = message.split(" ", 1)[0]
-    options = _options(parser)
+    options = _options(parser, args)
     dest = getattr(args, "flags", {}).get(first, first)
     flag = options.get(dest)
     return f"{flag}: {message}" if flag and not message.startswith("-") else message

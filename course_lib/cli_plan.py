@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_check_and_run, flags={"model_id": "model"})
+    p.set_defaults(func=_check_and_run, flags={"model_id": "model", "system_id": "system"})
 
 
 def _check_and_run(args) -> int:

@@ -169,7 +169,11 @@ def _finite(value):
 
 def _compare(args) -> int:
     text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
-    parsed = parse_nccl_tests(text)
+    try:
+        parsed = parse_nccl_tests(text)
+    except ValueError:
+        raise ValueError(f"file {args.file!r} has no nccl-tests result rows (lines starting with size and count); "
+                         "pass the text that an nccl-tests run printed") from None
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
