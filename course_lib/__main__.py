@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import cli, hardware, units
+from . import cli, datafiles, hardware, units
 
 
 def _systems(args) -> int:
@@ -33,7 +33,7 @@ def _links(args) -> int:
         print(json.dumps([{"id": l.id, "name": l.name, "family": l.family,
                            "gb_s_per_direction": l.per_direction / units.GB,
                            "gb_s_bidirectional": l.bidirectional / units.GB,
-                           "detail": l.detail, "source": hardware.source(l.source)} for l in rows], indent=2))
+                           "detail": l.detail, "source": datafiles.source(l.source)} for l in rows], indent=2))
         return 0
     for l in rows:
         print(f"{l.id:<16} {l.describe()}  [{l.detail}]")

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import cli, collectives, costmodel, hardware, units, validate
+from . import cli, collectives, costmodel, datafiles, evidence, hardware, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -186,7 +186,10 @@ def _compare(args) -> int:
     out = []
     for r, t, b, al in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms):
         measured = _finite(r["busbw"])
-        ratio = _finite((b / units.GB) / measured) if measured else None
+        ratio = None
+        if measured:
+            ratio = _finite(evidence.compare(r["size"], b / units.GB,
+                                             evidence.measurement(measured, "GB/s busbw", what=args.file)).ratio)
         out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
                     "algorithm": str(al)})
@@ -211,8 +214,7 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        sources = costmodel.published()["sources"]
-        print(json.dumps({"cases": [dict(r, source=sources[r["source"]]) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")

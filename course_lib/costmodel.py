@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import collectives, datafiles, hardware, units, validate
+from . import collectives, datafiles, evidence, hardware, units, validate
 
 
 def predict_algorithms() -> tuple:
@@ -58,7 +58,7 @@ def efficiency_table() -> list[dict]:
     data = efficiency_data()
     rows = []
     for name, row in data["technologies"].items():
-        src = data["sources"][row["source"]]
+        src = datafiles.source(row["source"])
         rows.append({"technology": name, "efficiency": row["efficiency"], "derivation": row["derivation"],
                      "source": src["title"], "url": src["url"]})
     return rows
@@ -420,12 +420,12 @@ def validation_table() -> list[dict]:
         pred = predict(case["collective"], case["nbytes"], case["system"], gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
                        nics_per_node=case.get("nics_per_node"))
-        measured = case["busbw_gb_s"] * units.GB
-        predicted = float(pred.busbw[0])
+        c = evidence.compare(case["id"], float(pred.busbw[0]),
+                             evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "nodes": case.get("nodes", 1),
                      "nbytes": case["nbytes"], "algorithm": pred.algorithm,
-                     "measured_busbw": measured, "predicted_busbw": predicted,
-                     "ratio": predicted / measured, "source": case["source"]})
+                     "measured_busbw": c.measured.value, "predicted_busbw": c.model,
+                     "ratio": c.ratio, "source": case["source"]})
     return rows
 
 
@@ -434,7 +434,7 @@ def validation_summary(rows=None) -> dict:
     rows = validation_table() if rows is None else rows
     large = [r for r in rows if r["nbytes"] >= 2**28]
     small = [r for r in rows if r["nbytes"] < 2**20]
-    within = lambda rs, tol: sum(1 for r in rs if abs(r["ratio"] - 1) <= tol)
+    within = lambda rs, tol: sum(1 for r in rs if evidence.within(r["ratio"], tol))
     return {"cases": len(rows), "large": len(large), "large_within_20pct": within(large, 0.2),
             "small": len(small), "small_within_50pct": within(small, 0.5),
             "large_share": within(large, 0.2) / len(large) if large else float("nan"),

@@ -21,7 +21,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cli, validate
+from . import cli, manifest, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -96,7 +96,7 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
 
 
 def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False, jobs=None) -> list[dict]:
-    """Export every student notebook (or the given paths) to ``out_dir``; writes index.html.
+    """Export every chapter of course.toml (or the given notebook paths) to ``out_dir``; writes index.html.
 
     ``timeout``: seconds per cell, in [10, 3600]; ``slides``: also write a slide deck per chapter;
     ``jobs``: notebooks executed at once, in [1, 64] (default: the CPU count), each in its own kernel.
@@ -109,7 +109,7 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
         raise ValueError(f"slides must be True or False, got {slides!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [Path(p) for p in notebooks] if notebooks else sorted(NOTEBOOKS.glob("*.ipynb"))
+    paths = [Path(p) for p in notebooks] if notebooks else [c.student_notebook for c in manifest.chapters()]
     for path in paths:
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")

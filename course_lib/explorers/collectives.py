@@ -26,7 +26,7 @@ import time
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import collectives, costmodel, hardware, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
 from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
@@ -860,7 +860,7 @@ def oversubscription_table(cal, rows, ranks=4, base=2, algorithm="builtin") -> l
         stretch = contention(ranks, cal.cores) / contention(base, cal.cores)
         out.append({"size": size, "measured_base_s": t_base, "measured_s": t, "measured_ratio": t / t_base,
                     "model_ratio": model, "stretched_ratio": model * stretch,
-                    "pred_over_measured": cal.predict(size, ranks) / t})
+                    "pred_over_measured": evidence.ratio(cal.predict(size, ranks), t)})
     if not out:
         raise ValueError(f"rows must hold {algorithm} rows for both {base} and {ranks} ranks at the same sizes")
     return out
@@ -996,7 +996,6 @@ def model_failures(small=2**20) -> list[str]:
     lines = []
     cases = costmodel.published()["cases"]
     table = {r["id"]: r for r in costmodel.validation_table()}
-    sources = costmodel.published()["sources"]
     tiny = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) == 1 and c["nbytes"] < small]
     if tiny:
         worst = max(tiny, key=lambda c: abs(math.log(table[c["id"]]["ratio"])))
@@ -1005,7 +1004,7 @@ def model_failures(small=2**20) -> list[str]:
                      f"measured busbw {worst['busbw_gb_s']:g} GB/s, simple model {float(simple.busbw[0]) / units.GB:.3g} "
                      f"GB/s, course model {table[worst['id']]['predicted_busbw'] / units.GB:.3g} GB/s. Here the time is "
                      "a fixed launch cost and per-step latencies that vary between machines "
-                     f"({sources[worst['source']]['url']}).")
+                     f"({datafiles.source(worst['source'])['url']}).")
     above = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) == 1
              and c["busbw_gb_s"] * units.GB > hardware.system(c["system"]).gpu_link.per_direction]
     if above:
@@ -1014,14 +1013,14 @@ def model_failures(small=2**20) -> list[str]:
         lines.append(f"Above the line rate: {units.format_bytes(best['nbytes'], binary=True)} on {best['as_measured']}: "
                      f"busbw {best['busbw_gb_s']:g} GB/s, more than the {link.per_direction / units.GB:g} GB/s per "
                      f"direction of {link.name}. No send/receive algorithm can do that; NVSwitch adds the data "
-                     f"in the switch (NVLS), so busbw is no longer a wire rate ({sources[best['source']]['url']}).")
+                     f"in the switch (NVLS), so busbw is no longer a wire rate ({datafiles.source(best['source'])['url']}).")
     multi = [c for c in cases if c["collective"] == "all_reduce" and c.get("nodes", 1) > 1
              and abs(math.log(table[c["id"]]["ratio"])) > math.log(1.5)]
     for c in multi[:2]:
         r = table[c["id"]]
         lines.append(f"Across nodes: {c['as_measured']}: measured {c['busbw_gb_s']:g} GB/s busbw, course model "
                      f"{r['predicted_busbw'] / units.GB:.3g} GB/s ({r['algorithm']}), {r['ratio']:.2g}x off; NCCL's choice of "
-                     f"algorithm and NIC placement decide, which the model does not see ({sources[c['source']]['url']}).")
+                     f"algorithm and NIC placement decide, which the model does not see ({datafiles.source(c['source'])['url']}).")
     return lines
 
 

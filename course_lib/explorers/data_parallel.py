@@ -363,7 +363,7 @@ def published_scaling_rows() -> list[dict]:
     data = published_dp_scaling()
     return [{"model": c["model"], "gpus": c["gpus"], "baseline_gpus": c["baseline_gpus"],
              "efficiency": c["efficiency"], "network": c["network"], "where": c["where"],
-             "url": data["sources"][c["source"]]["url"]} for c in data["cases"]]
+             "url": datafiles.source(c["source"])["url"]} for c in data["cases"]]
 
 
 def megatron_dp_rows() -> list[dict]:

@@ -55,7 +55,7 @@ def claim(claim_id) -> dict:
     """One published statement by id, with ``value``, ``unit``, ``claim``, ``where``, ``title`` and ``url``."""
     claims = {c["id"]: c for c in published_claims()["claims"]}
     row = dict(claims[validate.choice("claim_id", claim_id, claims)])
-    row.update(published_claims()["sources"][row["source"]])
+    row.update(datafiles.source(row["source"]))
     return row
 
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import datafiles, hardware, parallel, topology, units, validate
+from .. import datafiles, evidence, hardware, parallel, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 SECONDS_PER_DAY = 86400.0
@@ -251,7 +251,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
                      "gpu_link_gb_s_bidirectional": s.gpu_link.bidirectional / units.GB,
                      "nic": f"{s.nics_per_node} x {s.nic.name} ({s.nic.detail})",
                      "net_gb_s_per_gpu": net / units.GB, "ratio": s.gpu_link.per_direction / net,
-                     "source": hardware.source(s.source)["url"]})
+                     "source": datafiles.source(s.source)["url"]})
     return rows
 
 
@@ -510,11 +510,11 @@ def published_comparison() -> list[dict]:
         pred = predict_run(run["id"])
         quantity = "gpu_hours" if "gpu_hours" in run["published"] else "days"
         published = float(run["published"][quantity])
-        src = data["sources"][run["source"]]
+        c = evidence.compare(run["id"], pred[quantity], evidence.measurement(published, quantity, run["source"]))
         rows.append({"id": run["id"], "label": run["label"], "system": run["system"], "gpus": run["gpus"],
                      "quantity": quantity, "published": published, "predicted": pred[quantity],
-                     "ratio": pred[quantity] / published, "layout": pred["layout"], "mfu": pred["mfu"],
-                     "assumed": run["assumed"], "note": run["note"], "where": run["where"], "url": src["url"]})
+                     "ratio": c.ratio, "layout": pred["layout"], "mfu": pred["mfu"],
+                     "assumed": run["assumed"], "note": run["note"], "where": run["where"], "url": c.measured.url})
     return rows
 
 

@@ -755,4 +755,4 @@ _ = checks.check_all(globals(), chapter="04")
 # - NVIDIA, *NCCL user guide: collective operations*: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/collectives.html
 # - PyTorch, *Writing distributed applications with PyTorch* (point-to-point and collectives with gloo):
 #   https://docs.pytorch.org/tutorials/intermediate/dist_tuto.html
-# - Every measurement in this chapter with its source: `costmodel.published()["sources"]`.
+# - Every measurement in this chapter cites a source id of the course bibliography, `course_lib/data/sources.json`: `datafiles.source(id)` (in `course_lib.datafiles`) gives its title, URL, publisher and year.

@@ -712,4 +712,5 @@ for name, s in (("NDR NICs", hardware.system("dgx-a100").variant(nic_gbit_s=400)
 # - Megatron Core developer guide, *tensor_parallel* and *pipeline_parallel* packages:
 #   https://docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/tensor_parallel.html
 # - The course's model: `help(parallel.estimate)`, `python -m course_lib plan --help`, and every published
-#   case with its source in `parallel.published()["sources"]`.
+#   case in `parallel.published()["cases"]`, whose source ids resolve with `datafiles.source(id)`
+#   (the course bibliography, `course_lib/data/sources.json`).
