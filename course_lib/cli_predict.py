@@ -20,19 +20,24 @@ TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int3
 MAX_ROWS = 10_000  # a sweep's rows: nccl-tests' own sweeps have a few dozen
 
 
-def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> int:
-    """Rows of the sweep ``sweep`` would return, counted without building it (ValueError on bad input)."""
+def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> float:
+    """Rows of the sweep ``sweep`` would return, counted without building it (ValueError on bad input).
+
+    A float: ``inf`` where the count overflows (a subnormal step or min_bytes).
+    """
     lo = units.parse_size(min_bytes, name="min_bytes")
     hi = units.parse_size(max_bytes, name="max_bytes")
     if hi < lo:
         raise ValueError(f"max_bytes must be >= min_bytes ({lo:.0f} bytes), got {hi:.0f}")
     if step is not None:
         step = validate.positive("step", units.parse_size(step, name="step"))
-        return int((hi - lo) // step) + 1
+        with np.errstate(over="ignore"):
+            return float(np.floor((hi - lo) / step)) + 1
     factor = validate.number("factor", factor, low=1.0, low_inclusive=False)
     if lo <= 0:
         raise ValueError(f"min_bytes must be > 0 with a growth factor, got {lo:g}")
-    return int(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
+    with np.errstate(over="ignore", divide="ignore"):
+        return float(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
 
 
 def sweep(min_bytes, max_bytes, factor=2.0, step=None, max_rows: int = MAX_ROWS) -> np.ndarray:
@@ -51,8 +56,8 @@ def sweep(min_bytes, max_bytes, factor=2.0, step=None, max_rows: int = MAX_ROWS)
                          f"rows are allowed: use a larger {param} or a narrower min_bytes..max_bytes range")
     if step is not None:
         step = units.parse_size(step, name="step")
-        return lo + step * np.arange(rows, dtype=float)
-    return np.floor(lo * float(factor) ** np.arange(rows))
+        return lo + step * np.arange(int(rows), dtype=float)
+    return np.floor(lo * float(factor) ** np.arange(int(rows)))
 
 
 def _count(coll, nbytes, ranks, dtype):
