@@ -17,6 +17,7 @@ Typed converters (:func:`integer`, :func:`number`) give argparse the allowed ran
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -185,3 +186,19 @@ def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file
     except UnicodeDecodeError as exc:
         raise ValueError(f"{name} {str(path)!r} is not a text file (byte {data[exc.start]:#04x} at offset "
                          f"{exc.start} is not UTF-8 text); pass {what}") from None
+
+
+def _nulls(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _nulls(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nulls(v) for v in obj]
+    return obj
+
+
+def dumps(obj, **kwargs) -> str:
+    """``json.dumps`` for a command's output: NaN and infinities become ``null`` (valid JSON, never ``NaN``)."""
+    kwargs.setdefault("indent", 2)
+    return json.dumps(_nulls(obj), allow_nan=False, **kwargs)

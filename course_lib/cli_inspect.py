@@ -8,10 +8,9 @@ shipped sample (``--list-samples`` names them).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from . import diagnostics
+from . import cli, diagnostics
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
@@ -86,7 +85,7 @@ def _run(args) -> int:
     reports = inspect_texts([(label, diagnostics.sample_text(sample) if sample else _read(label))
                              for label, sample in items])
     if args.json:
-        print(json.dumps(reports, indent=2))
+        print(cli.dumps(reports))
     else:
         print("\n\n".join(format_report(r) for r in reports))
     return 0

@@ -5,7 +5,6 @@ planner and also prints the best layouts. --json prints the result as JSON (SI u
 """
 from __future__ import annotations
 
-import json
 
 from . import cli, hardware, parallel
 
@@ -16,7 +15,7 @@ def _run(args) -> int:
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
     if args.validate:
         rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
-        print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
+        print(cli.dumps(rows) if args.json else parallel.validation_summary(rows))
         return 0
     out = {}
     if args.tp is not None or args.pp is not None:
@@ -36,7 +35,7 @@ def _run(args) -> int:
                 print()
             print(result.summary(top=args.top))
     if args.json:
-        print(json.dumps(out, indent=2, default=str))
+        print(cli.dumps(out, default=str))
     return 0
 
 

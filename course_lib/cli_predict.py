@@ -7,7 +7,6 @@ prints measured vs predicted per size, with the ratio predicted/measured.
 """
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -108,7 +107,7 @@ def _predict(args) -> int:
     pred = costmodel.predict(collective, sizes, args.system, gpus_per_node=args.ngpus, nodes=args.nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
     if args.json:
-        print(json.dumps(_to_json(pred), indent=2))
+        print(cli.dumps(_to_json(pred)))
     else:
         print(format_table(pred, args.datatype))
     return 0
@@ -199,8 +198,8 @@ def _compare(args) -> int:
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
                     "algorithm": str(al)})
     if args.json:
-        print(json.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
-                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}, indent=2, allow_nan=False))
+        print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
+                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
           "ratio = predicted / measured busbw; n/a: not in the file")
@@ -219,7 +218,7 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
+        print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")

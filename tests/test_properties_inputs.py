@@ -166,3 +166,18 @@ def test_one_rank_has_no_bus_bandwidth(collective):
     pred = costmodel.predict(collective, [2**30], "dgx-h100", gpus_per_node=1)
     assert pred.ranks == 1 and float(pred.busbw[0]) == 0.0
     assert "busbw is 0" in cli_predict.format_table(pred)
+
+
+def _exercise_ids():
+    from course_lib import checks
+
+    return [eid for chapter in checks.chapters() for eid in checks._chapter(chapter)]
+
+
+@SETTINGS
+@given(st.sampled_from(_exercise_ids()), st.one_of(anything, st.just(lambda *args, **kwargs: 1 / 0)))
+def test_check_never_raises_on_any_answer(exercise_id, answer):
+    from course_lib import checks
+
+    result = checks.evaluate(exercise_id, answer)
+    assert result.status in ("correct", "wrong", "not answered") and str(result)
