@@ -258,3 +258,24 @@ def table() -> list[tuple[str, str, int]]:
 if __name__ == "__main__":
     for command, line, status in table():
         print(f"{command}\n    -> [{status}] {line}")
+
+
+def test_interrupt_and_library_errors_through_the_shared_path(capsys):
+    from course_lib import cli
+
+    parser = cli.ArgumentParser(prog="demo")
+    parser.add_argument("--width", type=cli.integer(low=1, high=9), default=1)
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def refused(args):
+        raise ValueError("width must be in [1, 9]\n  got 12")
+
+    parser.set_defaults(func=interrupted)
+    assert cli.run(parser, []) == 130 and capsys.readouterr().err == "error: interrupted\n"
+    parser.set_defaults(func=refused)
+    assert cli.run(parser, []) == 2 and capsys.readouterr().err == "error: --width: width must be in [1, 9] got 12\n"
+    assert cli.run(parser, ["--width", "x"]) == 2
+    assert capsys.readouterr().err == "error: argument --width: must be an integer in [1, 9]; got 'x' (see demo --help)\n"
+    assert cli.run(parser, ["--help"]) == 0 and "usage: demo" in capsys.readouterr().out
