@@ -92,8 +92,6 @@ CASES = {
     ],
     "python -m course_lib.export site/": [(["{course}", "--timeout", "abc"], "--timeout")],
 }
-# The README's commands for the lab benchmark; its command line belongs to course_lib.lab.bench (issue 18.1).
-BENCH = ("course_lib.lab.bench",)
 
 
 def readme_commands(text: str = README) -> set[str]:
@@ -150,11 +148,7 @@ def call(module: str, argv: list[str]) -> tuple[int, str, str]:
 def _case_ids():
     for command, cases in CASES.items():
         for argv, param in cases:
-            marks = []
-            if module_of(command) in BENCH:
-                marks.append(pytest.mark.xfail(reason="lab.bench's command line is helper lab's part of issue 18.1 "
-                                                      "(course_lib.cli is its error path)", strict=False))
-            yield pytest.param(command, argv, param, marks=marks, id=f"{command.split()[2]} {' '.join(argv)}"[:90])
+            yield pytest.param(command, argv, param, id=f"{command.split()[2]} {' '.join(argv)}"[:90])
 
 
 def test_every_readme_command_has_a_bad_input_case():
