@@ -75,8 +75,19 @@ def group_link(system, size, stride) -> GroupLink:
     sys_ = hardware.resolve_system(system)
     size = validate.integer("size", size, low=1, high=10**7)
     stride = validate.integer("stride", stride, low=1, high=10**7)
+    return _group_link(sys_, size, stride)
+
+
+@lru_cache(maxsize=256)
+def _fabric(sys_) -> costmodel.Fabric:
+    """``costmodel.fabric`` of a (hashable) System, kept: the planner asks thousands of times."""
+    return costmodel.fabric(sys_)
+
+
+@lru_cache(maxsize=8192)
+def _group_link(sys_, size, stride) -> GroupLink:
     g = sys_.gpus_per_node
-    f = costmodel.fabric(sys_)
+    f = _fabric(sys_)
     if size == 1 or stride * size <= g:
         return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
     k = max(1, min(size, g // stride)) if stride < g else 1
@@ -492,7 +503,7 @@ def pp_phase(L: Layout) -> list:
 
 def pair_bandwidth(system, link: GroupLink) -> float:
     """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
-    return costmodel.fabric(system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+    return _fabric(hardware.resolve_system(system)).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
 
 
 ZERO3_GATHERS_PER_MICRO_BATCH = 2          # before each unit's forward and again before its backward
@@ -618,7 +629,7 @@ def all_to_all_time(system, nbytes, ranks, stride) -> tuple[float, GroupLink]:
             "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
     g = sys_.gpus_per_node
     k = max(1, min(ranks, g // stride)) if stride < g else 1
-    f = costmodel.fabric(sys_)
+    f = _fabric(sys_)
     t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
     return float(t), link
 
