@@ -15,9 +15,20 @@ The model (each formula is stated where it is computed):
   ZeRO-3 gathers weights every micro-batch (forward and backward) and reduce-scatters
   gradients, overlapped with compute when ``dp_overlap``.
 
+* FSDP is ZeRO-3 over all cp x dp ranks; HSDP (``hsdp=G``) shards within groups of G ranks and
+  all-reduces each rank's 1/G gradient shard across the replicas once per step (``dp_phase``);
+* expert parallelism (an MoE model, ``ep``): 2 all-to-alls forward and 2 backward per MoE layer
+  and micro-batch (+2 with full recomputation), exposed unless ``ep_overlap``; routed experts'
+  states shard over ep and their gradients reduce over cp x dp / ep ranks (``ep_phase``);
+* context parallelism (``cp``): ring attention passes K/V chunks, hidden while each step's
+  attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
+  all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
+
 Collective times come from ``costmodel.collective_time`` (alpha-beta, ring) on the link each
-group uses: the GPU fabric when the group fits in one node, else the NICs. Ranks are laid
-out as Megatron-LM does: tensor-parallel ranks adjacent, then data-parallel, then pipeline.
+group uses: the GPU fabric when the group fits in one node, else the NICs; all-to-alls across
+nodes from ``costmodel.two_tier_all_to_all``. Ranks are laid out as Megatron-LM does:
+tensor-parallel ranks adjacent, then context-parallel, then data-parallel (expert-parallel
+groups are consecutive data-parallel ranks), then pipeline.
 """
 from __future__ import annotations
 
@@ -1126,16 +1137,18 @@ def modern_validation_table() -> list[dict]:
 def modern_validation_summary(rows=None) -> str:
     """The FSDP/CP/MoE/all-to-all validation table as text, then each split's median |fitted - 1|."""
     rows = modern_validation_table() if rows is None else rows
-    lines = [f"{'case':<28} {'split':<5} {'configuration':<58} {'quantity':<17} {'pred':>7} {'meas':>7} "
+    lines = [f"{'case':<28} {'split':<5} {'configuration':<64} {'quantity':<17} {'pred':>7} {'meas':>7} "
              f"{'p/m':>5} {'fit':>5}"]
     for r in rows:
-        lines.append(f"{r['id']:<28} {r['split']:<5} {r['config'][:58]:<58} {r['quantity']:<17} "
-                     f"{r['predicted']:>7.0f} {r['measured']:>7.0f} {r['ratio']:>5.2f} {r['fitted']:>5.2f}")
+        star = "*" if r.get("fits") is False else " "
+        lines.append(f"{r['id']:<28} {r['split']:<5} {r['config'][:64]:<64} {r['quantity']:<17} "
+                     f"{r['predicted']:>7.0f}{star}{r['measured']:>7.0f} {r['ratio']:>5.2f} {r['fitted']:>5.2f}")
     for split in ("fit", "test"):
         errs = sorted(abs(r["fitted"] - 1) for r in rows if r["split"] == split)
         if errs:
             mid = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
             lines.append(f"{split}: {len(errs)} cases, median |fit - 1| = {mid:.2f}, worst {errs[-1]:.2f}")
     lines.append("p/m: predicted / measured. fit: p/m divided by the group's scale (geometric mean of p/m over the "
-                 "group's fit cases; test cases never set it).")
+                 "group's fit cases; test cases never set it). *: the model's memory check says the run does not fit "
+                 "(see the case's 'assumed').")
     return "\n".join(lines)
