@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 
-from . import cli, hardware, parallel
+from . import cli, parallel, systemfile
 
 
 def _run(args) -> int:
     model = parallel.model(args.model)
-    system = hardware.system(args.system)
+    system = systemfile.system_from_args(args)
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
     if args.validate_modern:
         rows = parallel.modern_validation_table()
@@ -58,7 +58,7 @@ def _run(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help="memory, traffic and step time of a TP x PP x DP layout; the planner")
     p.add_argument("--model", default="gpt3-175b", help=f"model id: {', '.join(parallel.model_ids())}")
-    p.add_argument("--system", default="dgx-a100", help="system id (python -m course_lib systems)")
+    systemfile.add_system_arguments(p, default="dgx-a100")
     p.add_argument("--nodes", type=cli.integer(low=1, high=10**6), default=None, help="number of nodes")
     p.add_argument("--gpus", type=cli.integer(low=1, high=10**7), default=None, help="number of GPUs (instead of --nodes)")
     p.add_argument("--tp", type=cli.integer(low=1), default=None, help="tensor-parallel size")

@@ -23,7 +23,8 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, ddp_run, hardware, parallel, units
+from course_lib import checks, costmodel, hardware, parallel, units
+from course_lib.lab import ddp_run
 from course_lib.explorers import data_parallel as dp
 
 # %% [markdown]
@@ -483,11 +484,12 @@ ddp_bytes_sent = 2 * (8 - 1) / 8 * (7e9 * 2)
 # %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.1", ddp_bytes_sent)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.1", ddp_bytes_sent)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.1", ddp_bytes_sent)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 06.2** (2 points). The same 8 GPUs are the A100s of a DGX A100, on NVLink 3 through NVSwitch.
+# **Exercise 06.2** (1 point). The same 8 GPUs are the A100s of a DGX A100, on NVLink 3 through NVSwitch.
 # Ignoring latency and efficiency losses, how many **seconds** does the ring all-reduce of exercise 06.1
 # take? Store it in `ddp_ring_s`. Take the link from the catalog: `hardware.system("dgx-a100").gpu_link`.
 
@@ -497,10 +499,11 @@ a100_per_direction = hardware.system("dgx-a100").gpu_link.per_direction
 ddp_ring_s = ddp_bytes_sent / a100_per_direction
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex06-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex06-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.2", ddp_ring_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.2", ddp_ring_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -519,7 +522,8 @@ exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_buck
 # %% nbgrader={"grade": true, "grade_id": "ex06-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("06.3", exposed_comm_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.3", exposed_comm_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.3", exposed_comm_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -536,7 +540,8 @@ step_efficiency = compute_only_s / (compute_only_s + exposed_comm_s)
 # %% nbgrader={"grade": true, "grade_id": "ex06-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.4", step_efficiency)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.4", step_efficiency)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.4", step_efficiency)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -554,11 +559,12 @@ n_buckets = math.ceil(350e6 * 4 / (25 * 2**20))
 # %% nbgrader={"grade": true, "grade_id": "ex06-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.5", n_buckets)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.5", n_buckets)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.5", n_buckets)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 06.6** (2 points). The 7.5B model trains with mixed-precision Adam on **64 GPUs** with
+# **Exercise 06.6** (1 point). The 7.5B model trains with mixed-precision Adam on **64 GPUs** with
 # **ZeRO-2**. How many **GB** (10⁹ bytes) of model states (weights, gradients, optimizer states; no
 # activations) does each GPU hold? Store it in `zero2_gb`.
 
@@ -568,10 +574,11 @@ psi = 7.5e9
 zero2_gb = (2 * psi + (2 + 12) * psi / 64) / 1e9
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.6", zero2_gb)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.6", zero2_gb)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.6", zero2_gb)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -592,8 +599,73 @@ wrong_dp_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex06-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("06.7", wrong_dp_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("06.7", wrong_dp_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the
+# backward pass fills **12 equal buckets** instead of 6; the all-reduces still take 150 ms in total, one at a
+# time. What happens to the exposed communication? Store the letter in `more_buckets_prediction`.
+#
+# - **A.** It halves: each bucket waits half as long.
+# - **B.** It drops a little, and no bucket size can take it below 30 ms.
+# - **C.** It does not change: the same bytes are sent.
+# - **D.** It grows: more buckets mean more all-reduces.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+more_buckets_prediction = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.8", more_buckets_prediction)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.8", more_buckets_prediction)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.9** (1 point). *Diagnose.* A DDP job scales at 0.9 efficiency from 1 to 8 GPUs in one
+# node, and at 0.6 on 16 GPUs in two nodes, with the same model, buckets and batch per GPU. What is the most
+# likely cause? Store the letter in `scaling_cliff_cause`.
+#
+# - **A.** The gradients are twice as large on 16 GPUs.
+# - **B.** The all-reduce now crosses the network, about 9 times slower per GPU than NVLink, so it takes
+#   longer than the backward pass can hide.
+# - **C.** 2(p-1)/p doubled from 8 to 16 GPUs.
+# - **D.** DDP makes twice as many buckets on 16 GPUs.
+
+# %% nbgrader={"grade": false, "grade_id": "ex06-9-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+scaling_cliff_cause = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-9-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("06.9", scaling_cliff_cause)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 06.10** (2 points, graded by hand). *Design.* A 7B-parameter DDP job exposes about 50 ms of
+# communication per step, as in exercise 06.3. Propose **two** different changes that would cut the exposed
+# time, and for each say what it costs or where it stops helping. Answer in 3-6 sentences in
+# `exposed_time_plan` (a string).
+#
+# Rubric: (1) a change to overlap (more or smaller buckets, an earlier first bucket) with its floor: it cannot
+# hide more than the backward pass lasts; (1) a change to the bytes or the link (BF16 or compressed gradients,
+# gradient accumulation over more micro-batches per all-reduce, a faster link or hierarchical all-reduce) with
+# its cost.
+
+# %% nbgrader={"grade": true, "grade_id": "ex06-10-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+exposed_time_plan = checks.spec("06.10")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("06.10", exposed_time_plan)
 
 # %% [markdown]
 # ## Score yourself

@@ -570,48 +570,48 @@ for r in parallel.modern_validation_table():
 # at TP 8 above).
 # </details>
 #
-# 5. Interleaving with $v = 2$ halves the bubble. What does it cost?
-#
-# <details><summary>Answer</summary>
-#
-# About twice as many pipeline sends (a micro-batch crosses $p\,v - 1$ boundaries instead of $p - 1$), a few more
-# activations on the first stage ($p + (p-1)/v$ micro-batches instead of $p$), and $m$ must be a multiple of
-# $p$.
-# </details>
-#
 # ## Graded exercises
 # Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
 # specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
 # relative tolerance, so you do not need to round.
 #
-# **Exercise 07.1** (1 point). A 1F1B pipeline has $p = 8$ stages and runs $m = 32$ micro-batches per step.
-# What is its bubble as a **fraction of the ideal (bubble-free) time**? Store it in `bubble_p8_m32` (a fraction
-# such as 0.5, not a percentage).
+# **Exercise 07.1** (1 point). *Design.* A 1F1B pipeline of $p = 8$ stages must keep its bubble at **5% or
+# less** of the ideal (bubble-free) time, and $m$ must be a **multiple of $p$** (so that the interleaved
+# schedule of the next exercise can run it). What is the **smallest number of micro-batches** $m$ per step
+# that does both? Store the whole number in `min_micro_batches`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_p8_m32 = (8 - 1) / 32
+import math
+min_micro_batches = math.ceil(math.ceil((8 - 1) / 0.05) / 8) * 8
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.1", bubble_p8_m32)
+checks.check("07.1", min_micro_batches)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.1", bubble_p8_m32)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.1", min_micro_batches)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 07.2** (1 point). The same pipeline with the **interleaved** schedule, $v = 2$ model chunks per
-# GPU. Bubble as a fraction of the ideal time? Store it in `bubble_interleaved`.
+# **Exercise 07.2** (1 point). *Predict.* You switch that pipeline to the **interleaved** schedule with
+# $v = 2$ model chunks per GPU and keep $m$. What happens? Store the letter in `interleave_prediction`.
+#
+# - **A.** The bubble halves, and the point-to-point traffic between stages doubles.
+# - **B.** The bubble halves at no cost.
+# - **C.** The bubble does not change: the same stages do the same work.
+# - **D.** The bubble doubles: each GPU now waits for two chunks.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_interleaved = (8 - 1) / (2 * 32)
+interleave_prediction = "A"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.2", bubble_interleaved)
+checks.check("07.2", interleave_prediction)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.2", bubble_interleaved)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.2", interleave_prediction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -628,7 +628,8 @@ tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.3", tp_allreduce_nbytes)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.3", tp_allreduce_nbytes)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.3", tp_allreduce_nbytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -646,7 +647,8 @@ tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
 # %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("07.4", tp_allreduces_per_step)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.4", tp_allreduces_per_step)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.4", tp_allreduces_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -662,7 +664,8 @@ tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
 # %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.5", tp_allreduce_h100_us)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.5", tp_allreduce_h100_us)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -684,8 +687,29 @@ fitting_layout = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.6", fitting_layout)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.6", fitting_layout)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.7** (2 points, graded by hand). *Design.* You lay out a 400B-parameter dense model on
+# **2,048 H100s in DGX H100 nodes** (8 GPUs per node on NVSwitch, one 400 Gb/s NIC per GPU) as TP x PP x DP.
+# Say which parallelism goes **inside** a node and which **across** nodes, and why, from the traffic each one
+# makes per step (what is sent, how often, and whether it can overlap). Answer in 3-6 sentences in
+# `layout_plan` (a string).
+#
+# Rubric: (1) tensor parallelism inside the node: it all-reduces activations several times per layer per
+# micro-batch (exercises 07.3-07.4), too often and too much for the NICs; (1) pipeline and data parallelism
+# across nodes: pipeline sends one activation per micro-batch between neighbouring stages, data parallelism
+# one gradient all-reduce per step that overlaps with the backward pass.
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+layout_plan = checks.spec("07.7")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("07.7", layout_plan)
 
 # %% [markdown]
 # ## Score yourself
