@@ -468,12 +468,16 @@ def compute_phase(L: Layout) -> Compute:
 
     MoE: the busiest expert rank does ``moe_load`` x its fair share of the routed-expert FLOPs
     (the capacity factor when tokens are padded to capacity, else the imbalance), and every rank waits for it.
+    Uneven pipeline stages (p does not divide l): the busiest stage's ceil(l/p) layers set the pace,
+    ``ceil(l/p) p / l`` times the mean stage's.
     """
     hw = training_flops(L.model, L.global_batch, L.recompute)
     work = hw
     if L.model.experts and L.moe_load != 1.0:
         work += (L.moe_load - 1) * routed_expert_flops(L.model, L.global_batch, L.recompute)
     total = work / (L.gpus * L.system.gpu.bf16_flops * L.gpu_efficiency)
+    if L.model.layers % L.pp:
+        total *= L.layers_per_stage * L.pp / L.model.layers
     full = 1 if L.recompute == "full" else 0
     return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"), compute_s=total,
                    micro_batch_s=total / L.micro_batches, backward_share=(2 + full) / (3 + full))

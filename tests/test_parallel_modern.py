@@ -166,3 +166,12 @@ def test_modern_layouts_compose(ep, cp, tp, zero, hsdp, kind, rc, overlap, imbal
     assert all(0 <= t.exposed_s <= t.time_s * (1 + 1e-9) for t in e.traffic)
     assert e.step_time_s == pytest.approx(sum(e.breakdown().values()), rel=1e-9)
     assert e.memory["total"] > 0 and e.layout.count("x") >= 2
+
+
+def test_uneven_stages_run_at_the_busiest_stages_pace():
+    kw = dict(gpus=2048, ep=64, zero=1, global_batch=15360, recompute="full")
+    even = P.estimate("deepseek-v3", "dgx-h100", pp=1, **kw)
+    uneven = P.estimate("deepseek-v3", "dgx-h100", pp=16, **kw)   # 61 layers: 4 on the busiest of 16 stages
+    assert uneven.compute_s == pytest.approx(even.compute_s * 4 * 16 / 61)
+    with pytest.raises(ValueError, match="^pp"):
+        P.estimate("llama3-8b", "dgx-h100", gpus=64, pp=3, global_batch=64)   # dense models keep p | l
