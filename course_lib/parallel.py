@@ -557,11 +557,9 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
     """
     mb = L.micro_batches
     groups = [g for g in _dp_groups(L) if g[2] > 1]
-    if not groups:
-        if L.zero == 3 and L.shard_group < L.replicas:
-            pass  # HSDP with a shard group of one: the replicate all-reduce below still runs
-        else:
-            return []
+    hsdp = L.zero == 3 and L.shard_group < L.replicas   # its replica all-reduce runs even with a shard group of 1
+    if not groups and not hsdp:
+        return []
     window = c.backward_share * c.micro_batch_s / L.interleave  # last backward pass of the stage (one chunk)
     out, crosses = [], []
 
@@ -609,7 +607,7 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
                         g_calls * t_ag * share),
                     row(prefix + "ZeRO-3 grads", ("reduce_scatter",), d, link, r_calls, grad, r_calls * t_rs,
                         r_calls * t_rs * share)]
-        if L.shard_group < L.replicas:  # HSDP: all-reduce each shard across the replicas, once per step
+        if hsdp:  # all-reduce each shard across the replicas, once per step
             r = L.replicas // L.shard_group
             link = group_link(L.system, r, L.tp * L.shard_group)
             shards = [(prefix, BYTES_PER_PARAM_ADAM["gradients"] * params / max(1, d))
