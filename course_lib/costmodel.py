@@ -64,12 +64,9 @@ def fabric_kind(fabric_id) -> dict:
 
 
 def system_fabric_kind(system) -> str:
-    """The fabric kind of a system: its catalog ``fabric`` field, else the default for its NIC family."""
-    sys_ = hardware.resolve_system(system)
-    kind = sys_.raw.get("fabric") if sys_.raw else None
-    if kind is None:
-        kind = fabrics_data()["default_for_nic_family"].get(sys_.nic.family, "ethernet_tcp")
-    return validate.choice("fabric", kind, fabrics_data()["fabrics"])
+    """The fabric kind of a system: its ``fabric`` field, else the default for its NIC family
+    (``hardware.System.nic_fabric``)."""
+    return hardware.resolve_system(system).nic_fabric
 
 
 def _technology_aliases() -> dict:
