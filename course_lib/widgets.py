@@ -147,9 +147,13 @@ def clear_artists(ax) -> None:
 
 
 def png(fig) -> bytes:
-    """The figure as PNG bytes (fast zlib level: the image changes on every event)."""
+    """The figure as PNG bytes: one Agg draw, encoded at a fast zlib level (the image changes on every event)."""
+    import numpy as np
+    from PIL import Image
+
+    fig.canvas.draw()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -187,13 +191,17 @@ class Explorer:
     def _first_draw(self):
         import warnings
 
+        from matplotlib.layout_engine import TightLayoutEngine
+
         values = self.values()
         result = self._draw(self.axes, **values)
         self._updater = result if callable(result) else None
         lighten(self.axes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tight_layout's "not compatible" warning on odd mosaics
-            self.figure.tight_layout()        # once: every later event keeps this layout
+            # Once: every later event keeps this layout. Executed directly, as fig.tight_layout() would
+            # leave a layout engine on the figure, and a figure with one is drawn twice per image.
+            TightLayoutEngine().execute(self.figure)
         self._show(values)
 
     def _redraw(self, values):
