@@ -9,8 +9,7 @@ What this module holds for the chapter, from the drawings to the lab:
   :func:`course_lib.lab.algorithms.ring_all_reduce` (``ring_states``, ``draw_ring_step``,
   ``draw_ring_steps``, ``ring_explorer``);
 * the cost explorer: message size, ranks, link speed, latency and algorithm (``cost_explorer``);
-* lab helpers: a race of the learner's ring against the library's and gloo's (``race``), the
-  oversubscription table (``oversubscription_table``), the predict-then-measure comparison
+* lab helpers (the race of the learner's ring is ``lab.bench.race``): the oversubscription table (``oversubscription_table``), the predict-then-measure comparison
   (``compare_prediction``) and published measurements against the model (``published_sweeps``,
   ``plot_published``, ``model_failures``).
 
@@ -20,8 +19,6 @@ name says otherwise (``link_gb_s`` is GB/s per direction, ``latency_us`` microse
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import numpy as np
 from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
@@ -504,160 +501,6 @@ def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algo
     }
     return explorer(draw_cost, controls, readout=cost_readout,
                     title="All-reduce algorithms in the alpha-beta model", figsize=(8, 4.6))
-
-
-# ---------------------------------------------------------------- the lab: a race of ring all-reduces
-
-def _contenders(pipeline_pieces=8):
-    import torch.distributed as dist
-
-    from ..lab import algorithms
-    return {"library ring, pipeline=1": lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=1),
-            f"library ring, pipeline={pipeline_pieces}":
-                lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=pipeline_pieces),
-            "gloo built-in": lambda t, rank, p: dist.all_reduce(t)}
-
-
-def _race_worker(rank, world_size, entries, sizes, iters, warmup):
-    import torch
-    import torch.distributed as dist
-
-    rows = []
-    for nbytes in sizes:
-        count = max(1, nbytes // 4)
-        src = (torch.arange(count) % 13 + rank).to(torch.float32)
-        expected = (torch.arange(count) % 13 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
-        buf = torch.empty_like(src)
-        times = {name: [] for name in entries}
-        wrong = dict.fromkeys(entries, 0)
-        names = list(entries)
-        for rep in range(warmup + iters):
-            shift = rep % len(names)
-            for name in names[shift:] + names[:shift]:  # rotate the order: noise hits everyone alike
-                buf.copy_(src)
-                dist.barrier()
-                start = time.perf_counter()
-                entries[name](buf, rank, world_size)
-                elapsed = time.perf_counter() - start
-                if rep >= warmup:
-                    times[name].append(elapsed)
-                if rep == warmup + iters - 1:
-                    wrong[name] = int((buf != expected).sum())
-        stats = torch.tensor([statistics.median(times[n]) for n in names], dtype=torch.float64)
-        dist.all_reduce(stats, op=dist.ReduceOp.MAX)
-        bad = torch.tensor([wrong[n] for n in names], dtype=torch.float64)
-        dist.all_reduce(bad, op=dist.ReduceOp.SUM)
-        for i, name in enumerate(names):
-            t = float(stats[i])
-            rows.append({"size": count * 4, "ranks": world_size, "algorithm": name, "time_s": t,
-                         "algbw": costmodel.algbw(count * 4, t),
-                         "busbw": costmodel.busbw("all_reduce", count * 4, t, world_size),
-                         "wrong": int(bad[i])})
-    return rows
-
-
-def _probe_worker(rank, world_size, fn):
-    import torch
-    import torch.distributed as dist
-
-    count = 1031  # prime: chunks of unequal size
-    tensor = (torch.arange(count) % 7 + rank).to(torch.float32)
-    try:
-        fn(tensor, rank, world_size)
-    except NotImplementedError:
-        return "not answered"
-    expected = (torch.arange(count) % 7 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
-    bad = torch.tensor([int((tensor != expected).sum())], dtype=torch.int64)
-    dist.all_reduce(bad)
-    return "ok" if int(bad) == 0 else "wrong"
-
-
-def probe(fn, ranks=2, timeout=15.0) -> str:
-    """Run ``fn(tensor, rank, world_size)`` once on ``ranks`` (2-8) local ranks and say how it went.
-
-    Returns 'ok', 'not answered' (it raised NotImplementedError), 'wrong' (wrong sums),
-    'error: ...' (a rank raised or died) or 'timeout' (a deadlock); never raises for those.
-    """
-    from ..lab.launch import RankError, RankTimeout, run
-    if fn is None or fn is Ellipsis:
-        return "not answered"
-    if not callable(fn):
-        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, got {fn!r}")
-    p = _ranks("ranks", ranks, low=2, high=8)
-    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
-    try:
-        results = run(_probe_worker, ranks=p, timeout=timeout, args=(fn,), start_method="fork", echo=False)
-    except RankTimeout:
-        return "timeout"
-    except RankError as err:
-        if err.cause.startswith("NotImplementedError"):
-            return "not answered"
-        return f"error: rank {err.rank} raised {err.cause}"
-    if "not answered" in results:
-        return "not answered"
-    return "ok" if all(r == "ok" for r in results) else "wrong"
-
-
-def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, timeout=90.0,
-         pipeline=8, verbose=True) -> list[dict]:
-    """Time the learner's ring ``fn`` against the library's ring (pipeline 1 and ``pipeline``) and gloo's.
-
-    ``fn(tensor, rank, world_size)`` sums in place (or None to race the library only);
-    ``sizes`` bytes or '16M' strings (binary prefixes, 1 B to 256 MiB); ``ranks`` 2-8;
-    ``iters`` 1-100 timed and ``warmup`` 0-10 untimed repetitions (median of the slowest rank);
-    ``timeout`` seconds; ``pipeline`` 1-64. A learner's function that is not answered, wrong,
-    raises or deadlocks is left out with a printed note: the race never fails because of it.
-    Returns rows (size, ranks, algorithm, time_s, algbw, busbw, wrong), bandwidths bytes/s.
-    """
-    from ..lab.launch import RankError, RankTimeout, run
-    if isinstance(sizes, (str, int, float)):
-        sizes = [sizes]
-    nbytes = [int(validate.number("sizes", units.parse_size(s), low=1, high=256 * 2**20)) for s in sizes]
-    if not nbytes:
-        raise ValueError("sizes must not be empty")
-    p = _ranks("ranks", ranks, low=2, high=8)
-    iters = validate.integer("iters", iters, low=1, high=100)
-    warmup = validate.integer("warmup", warmup, low=0, high=10)
-    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
-    pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
-    if fn is not None and not callable(fn):
-        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None or None, got {fn!r}")
-    say = print if verbose else (lambda *a, **k: None)
-    entries = {}
-    if fn is not None:
-        status = probe(fn, p, timeout=min(timeout, 20.0))
-        if status == "ok":
-            entries["your ring"] = fn
-        else:
-            reason = {"not answered": "is not answered yet", "wrong": "gives wrong sums",
-                      "timeout": "did not finish (a deadlock?)"}.get(status, f"failed ({status})")
-            say(f"Note: your ring {reason}, so it is left out; the library ring stands in for it below.")
-    entries.update(_contenders(pipeline))
-    try:
-        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
-                   start_method="fork", echo=False)[0]
-    except (RankError, RankTimeout) as err:
-        if "your ring" not in entries:
-            raise
-        say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
-        entries.pop("your ring")
-        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
-                   start_method="fork", echo=False)[0]
-
-
-def format_race(rows, reference="gloo built-in") -> str:
-    """nccl-tests-like table of ``race`` rows, with each time relative to ``reference`` (bandwidths GB/s, per direction)."""
-    if not isinstance(rows, (list, tuple)) or not rows:
-        raise ValueError("rows must be a non-empty list from race(...)")
-    ref = {r["size"]: r["time_s"] for r in rows if r["algorithm"] == reference}
-    lines = [f"{'size':>10} {'ranks':>5} {'algorithm':>26} {'time':>10} {'algbw GB/s':>10} {'busbw GB/s':>10} "
-             f"{'time / ' + reference:>22} {'#wrong':>6}"]
-    for r in rows:
-        rel = f"{r['time_s'] / ref[r['size']]:.2f}" if r["size"] in ref else "-"
-        lines.append(f"{units.format_bytes(r['size'], binary=True):>10} {r['ranks']:>5} {r['algorithm']:>26} "
-                     f"{units.format_time(r['time_s']):>10} {r['algbw'] / units.GB:>10.3f} "
-                     f"{r['busbw'] / units.GB:>10.3f} {rel:>22} {r['wrong']:>6}")
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- predict, measure, oversubscribe

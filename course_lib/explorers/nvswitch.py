@@ -363,7 +363,7 @@ def size_sweep(system_id) -> dict:
     system_id = validate.choice("system_id", system_id, hardware.system_ids())
     cases = [c for c in costmodel.published()["cases"]
              if c["system"] == system_id and c.get("nodes", 1) == 1 and c["collective"] == "all_reduce"
-             and c["id"].startswith("azure")]
+             and c["id"].startswith("azure") and "gpus_per_node" not in c]  # whole nodes only
     if not cases:
         raise ValueError(f"system_id must have a published single-node sweep; {system_id!r} has none")
     sizes = np.array([c["nbytes"] for c in cases], dtype=float)
