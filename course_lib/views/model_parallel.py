@@ -171,3 +171,37 @@ def draw_validation(ax, rows):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     return ax
+
+
+def draw_tp_crossing(left, right, series, model_name, right_title):
+    """Left: TP comm/compute against the TP degree per system (``series`` from ``tp_crossing_series``);
+    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node."""
+    from matplotlib.ticker import FuncFormatter
+    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    for i, (sid, s) in enumerate(series.items()):
+        c, g = colours[i % len(colours)], s["gpus_per_node"]
+        left.plot(s["inside"], s["nvlink"], "o-", color=c, label=f"{s['name']}: NVLink")
+        left.plot(s["outside"], s["all_nics"], "s--", color=c, label="  beyond the node, all NICs carry the ring (model)")
+        left.plot(s["outside"], s["own_share"], "^:", color=c, label="  beyond the node, one NIC share per GPU")
+        rows = s["scan"]
+        right.plot([r["tp"] for r in rows], [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
+        for r in rows:
+            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else "white", ms=7)
+        right.plot([], [], "o-", color=c, label=f"{sid} (hollow: does not fit in memory)")
+        left.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+        right.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+    for a in (left, right):
+        a.set_xscale("log", base=2)
+        a.set_xlim(0.8, 80)
+        a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        a.set_xlabel("tensor-parallel degree t (grey: beyond one 8-GPU node)")
+        a.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    left.axhline(1.0, color="black", lw=0.8)
+    left.set_ylabel("TP communication / compute")
+    left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
+    left.legend(fontsize=6.5, loc="upper left")
+    right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
+    right.set_title(right_title, fontsize=9)
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7, loc="lower left")
