@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from . import hardware, units
+from . import cli, datafiles, hardware, units
 
 
 def _systems(args) -> int:
@@ -22,7 +21,7 @@ def _systems(args) -> int:
     for s in hardware.systems():
         fabric = (f"{s.gpu_link.name}: {units.format_bandwidth(s.gpu_link.per_direction)} / "
                   f"{units.format_bandwidth(s.gpu_link.bidirectional, direction='bidirectional').rsplit(' ', 1)[0]}")
-        net = f"{s.nics_per_node} x {s.nic.name}"
+        net = f"{s.nics_per_node} x {s.nic.name}" + (f" ({s.fabric})" if s.nic_fabric != hardware.default_fabric(s.nic.family) else "")
         print(f"{s.id:<24} {s.gpus_per_node:>4}  {fabric:<52} {net:<28}")
     print("\nSources: python -m course_lib systems --json (each system cites its source)")
     return 0
@@ -34,7 +33,7 @@ def _links(args) -> int:
         print(json.dumps([{"id": l.id, "name": l.name, "family": l.family,
                            "gb_s_per_direction": l.per_direction / units.GB,
                            "gb_s_bidirectional": l.bidirectional / units.GB,
-                           "detail": l.detail, "source": hardware.source(l.source)} for l in rows], indent=2))
+                           "detail": l.detail, "source": datafiles.source(l.source)} for l in rows], indent=2))
         return 0
     for l in rows:
         print(f"{l.id:<16} {l.describe()}  [{l.detail}]")
@@ -42,7 +41,7 @@ def _links(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m course_lib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("systems", help="list the systems in the hardware catalog")
     p.add_argument("--json", action="store_true", help="print JSON with sources")
@@ -73,14 +72,10 @@ def _load_extra_commands():
 
 
 def main(argv=None) -> int:
+    """Run one command; bad input gives one line ``error: ...`` and status 2 (see ``cli``)."""
     _load_extra_commands()
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return cli.run(build_parser(), argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.exit_with(main)

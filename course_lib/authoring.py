@@ -11,8 +11,11 @@ is the single source of each chapter. ``build()`` writes
   ``raise NotImplementedError``) and every ``### BEGIN HIDDEN TESTS`` ...
   ``### END HIDDEN TESTS`` block is removed.
 
+The chapters are those of the course manifest, ``course.toml`` (:mod:`course_lib.manifest`), not
+whatever lies in ``solutions/src``: a new chapter needs its entry there.
+
 Both are stored without outputs. ``stale()`` lists generated files that differ
-from what ``build()`` would write; a test fails on any. Run
+from what ``build()`` would write (and sources the manifest does not list); a test fails on any. Run
 ``python -m course_lib.authoring build`` (or ``make notebooks``) after editing a source.
 """
 from __future__ import annotations
@@ -25,6 +28,8 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+
+from . import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "solutions" / "src"
@@ -124,18 +129,25 @@ def render(path: Path) -> tuple[str, str]:
 
 
 def targets(path: Path) -> tuple[Path, Path]:
-    return SOLUTIONS / f"{path.stem}.ipynb", STUDENT / f"{path.stem}.ipynb"
+    """(solution notebook, student notebook) of a source ``<root>/solutions/src/<stem>.py``."""
+    root = path.parents[2]
+    return root / "solutions" / f"{path.stem}.ipynb", root / "notebooks" / f"{path.stem}.ipynb"
 
 
-def sources() -> list[Path]:
-    return sorted(SOURCES.glob("*.py"))
+def sources(manifest_path=None) -> list[Path]:
+    """Every chapter's source, in the manifest's order (``manifest_path``: another course.toml)."""
+    paths = [c.source for c in manifest.chapters(manifest_path)]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"course.toml lists chapters without a source: {', '.join(str(p) for p in missing)}")
+    return paths
 
 
-def build() -> list[Path]:
+def build(manifest_path=None) -> list[Path]:
     """Write every generated notebook; returns the files written."""
-    STUDENT.mkdir(exist_ok=True)
     written = []
-    for path in sources():
+    for path in sources(manifest_path):
+        targets(path)[1].parent.mkdir(exist_ok=True)
         for text, target in zip(render(path), targets(path)):
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 target.write_text(text, encoding="utf-8")
@@ -143,17 +155,21 @@ def build() -> list[Path]:
     return written
 
 
-def stale() -> list[Path]:
-    """Generated notebooks that are missing or differ from their source; also orphans."""
+def stale(manifest_path=None) -> list[Path]:
+    """Generated notebooks that are missing or differ from their source; also orphans, and chapter
+    sources that the manifest does not list (add their entry to course.toml)."""
     out = []
     expected = set()
-    for path in sources():
+    paths = sources(manifest_path)
+    for path in paths:
         for text, target in zip(render(path), targets(path)):
             expected.add(target)
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 out.append(target)
-    for folder in (SOLUTIONS, STUDENT):
+    root = paths[0].parents[2]
+    for folder in (root / "solutions", root / "notebooks"):
         out += [p for p in folder.glob("*.ipynb") if p not in expected]
+    out += [p for p in (root / "solutions" / "src").glob("*.py") if p not in paths]
     return out
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from . import validate
+from . import manifest, validate
 
 NOT_ANSWERED = "not answered yet"
 SKILLS = ("compute", "predict", "explain", "design", "diagnose")
@@ -190,9 +190,8 @@ def _chapter(chapter: str) -> dict:
 
 
 def chapters() -> list[str]:
-    """Chapter keys that have exercises, e.g. ['00', '01', ...]."""
-    folder = resources.files("course_lib").joinpath("data/exercises")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    """Chapter keys that have exercises in course.toml, e.g. ['00', '01', ...]."""
+    return [c.number for c in manifest.chapters() if c.exercises]
 
 
 def spec(exercise_id) -> dict:

@@ -93,8 +93,9 @@ def gather_factor(p: int) -> float:
 
 
 def rooted_factor(p: int) -> float:
-    """1: the root's buffer crosses every link once."""
-    return 1.0
+    """1: the root's buffer crosses every link once; 0 on one rank, where no byte crosses a link
+    (as the other factors give at p = 1; nccl-tests would print algbw there, a local copy's rate)."""
+    return 1.0 if p > 1 else 0.0
 
 
 # ---------------------------------------------------------------- flat algorithms (alpha-beta terms)

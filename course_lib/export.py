@@ -17,13 +17,18 @@ import copy
 import html
 import os
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import validate
+from . import cli, manifest, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+
+
+class ExportError(RuntimeError):
+    """A notebook could not be executed (a failing cell, a timeout, a dead kernel); one line, naming it."""
 
 
 def _title(nb, fallback: str) -> str:
@@ -65,8 +70,19 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import ExecutePreprocessor
 
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
     nb = nbformat.read(path, as_version=4)
-    ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    try:
+        ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
+            nb, {"metadata": {"path": str(path.parent)}})
+    except CellTimeoutError:
+        raise ExportError(f"{path.name}: a cell ran past the {timeout} s limit (--timeout)") from None
+    except DeadKernelError:
+        raise ExportError(f"{path.name}: the kernel died while running it") from None
+    except CellExecutionError as exc:
+        last = [line for line in str(exc).splitlines() if line.strip()]
+        raise ExportError(f"{path.name}: a cell failed: {cli.one_line(last[-1] if last else exc)[:200]}") from None
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     target = out_dir / f"{path.stem}.html"
     target.write_text(body, encoding="utf-8")
@@ -80,7 +96,7 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
 
 
 def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False, jobs=None) -> list[dict]:
-    """Export every student notebook (or the given paths) to ``out_dir``; writes index.html.
+    """Export every chapter of course.toml (or the given notebook paths) to ``out_dir``; writes index.html.
 
     ``timeout``: seconds per cell, in [10, 3600]; ``slides``: also write a slide deck per chapter;
     ``jobs``: notebooks executed at once, in [1, 64] (default: the CPU count), each in its own kernel.
@@ -93,7 +109,7 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
         raise ValueError(f"slides must be True or False, got {slides!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [Path(p) for p in notebooks] if notebooks else sorted(NOTEBOOKS.glob("*.ipynb"))
+    paths = [Path(p) for p in notebooks] if notebooks else [c.student_notebook for c in manifest.chapters()]
     for path in paths:
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")
@@ -112,19 +128,42 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
     return pages
 
 
-def register(sub) -> None:
-    p = sub.add_parser("export", help="render the course with outputs to static HTML")
+def _add_arguments(p) -> None:
     p.add_argument("out_dir", help="folder to write the HTML pages into")
-    p.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
+    p.add_argument("--timeout", type=cli.integer(low=10, high=3600), default=300, help="seconds per cell (default 300)")
     p.add_argument("--slides", action="store_true", help="also write a reveal.js slide deck per chapter")
-    p.add_argument("--jobs", type=int, default=None, help="notebooks executed at once (default: CPU count)")
+    p.add_argument("--jobs", type=cli.integer(low=1, high=64), default=None,
+                   help="notebooks executed at once (default: CPU count)")
     p.set_defaults(func=_cli)
 
 
+def register(sub) -> None:
+    _add_arguments(sub.add_parser("export", help="render the course with outputs to static HTML"))
+
+
 def _cli(args) -> int:
-    pages = export_course(args.out_dir, timeout=args.timeout, slides=args.slides, jobs=args.jobs)
+    if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
+        raise ValueError(f"out_dir {args.out_dir!r} is a file, not a folder")
+    try:
+        pages = export_course(args.out_dir, timeout=args.timeout, slides=args.slides, jobs=args.jobs)
+    except OSError as exc:
+        raise ValueError(f"out_dir {args.out_dir!r} cannot be written: {exc.strerror or exc}") from None
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     for page in pages:
         deck = f"  slides: {page['slides'].name}" if page["slides"] else ""
         print(f"{page['html']}  ({page['images']} plots)  {page['title']}{deck}")
     print(f"{len(pages)} chapters + index.html in {args.out_dir}")
     return 0
+
+
+def main(argv=None) -> int:
+    """``python -m course_lib.export OUT_DIR``: the same as ``python -m course_lib export``."""
+    parser = cli.ArgumentParser(prog="python -m course_lib.export", description=__doc__.splitlines()[0])
+    _add_arguments(parser)
+    return cli.run(parser, argv)
+
+
+if __name__ == "__main__":
+    cli.exit_with(main)

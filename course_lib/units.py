@@ -11,6 +11,7 @@ Conventions used everywhere in the course:
 """
 from __future__ import annotations
 
+import math
 import re
 
 from . import validate
@@ -22,6 +23,8 @@ KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
 
 _SI = {"": 1.0, "K": KB, "M": MB, "G": GB, "T": TB, "P": PB}
 _BINARY = {"": 1.0, "K": KiB, "M": MiB, "G": GiB, "T": TiB, "P": 2.0**50}
+
+MAX_SIZE_BYTES = 1e18  # 1 EB: far above any buffer, and exact arithmetic in float64 stays meaningful
 
 DIRECTIONS = ("per direction", "bidirectional")
 
@@ -58,32 +61,36 @@ def bidirectional(per_direction_bw):
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(i?)([bB]?)\s*$")
 
 
-def parse_size(text, *, bare_prefix: str = "binary") -> float:
+def parse_size(text, *, bare_prefix: str = "binary", name: str = "size") -> float:
     """Parse a size such as ``"16G"``, ``"1.5 GB"``, ``"64KiB"`` or ``"8"`` into bytes.
 
     ``GB``/``MB``... are SI (1e9, 1e6), ``GiB``/``MiB``... binary (2**30, 2**20).
     A bare prefix without ``B`` (``"16G"``) follows ``bare_prefix``: ``"binary"``
     by default, as nccl-tests reads ``-e 16G`` (17179869184 bytes). A lowercase
-    ``b`` means bits and is refused: sizes are in bytes.
+    ``b`` means bits and is refused: sizes are in bytes. The result is finite
+    (``"1e400"`` is refused); ``name`` is the parameter named in the ValueError.
     """
     bare_prefix = validate.choice("bare_prefix", bare_prefix, ("binary", "si"))
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return validate.non_negative("size", text)
+        return validate.number(name, text, low=0.0, high=MAX_SIZE_BYTES)
     if not isinstance(text, str):
-        raise ValueError(f"size must be a string like '16G' or '1.5 GB', got {text!r}")
+        raise ValueError(f"{name} must be a string like '16G' or '1.5 GB', got {validate.describe(text)}")
     match = _SIZE_RE.match(text)
     if not match:
-        raise ValueError(f"size {text!r} is not a size; use a number with an optional prefix, "
-                         "e.g. '8', '64K', '16G', '1.5 GB', '2 GiB'")
+        raise ValueError(f"{name} {validate.describe(text)} is not a size; use a number with an optional "
+                         "prefix, e.g. '8', '64K', '16G', '1.5 GB', '2 GiB'")
     value, prefix, binary, unit = match.groups()
     if unit == "b":
-        raise ValueError(f"size {text!r} is in bits (lowercase b); sizes are in bytes: "
+        raise ValueError(f"{name} {text!r} is in bits (lowercase b); sizes are in bytes: "
                          f"write {value}{prefix.upper()}{binary}B, or divide a bit count by 8")
     if binary or (not unit and bare_prefix == "binary"):
         scale = _BINARY[prefix.upper()]
     else:
         scale = _SI[prefix.upper()]
-    return float(value) * scale
+    nbytes = float(value) * scale
+    if not math.isfinite(nbytes) or nbytes > MAX_SIZE_BYTES:
+        raise ValueError(f"{name} must be at most {MAX_SIZE_BYTES:g} bytes (1 EB); got {validate.describe(text)}")
+    return nbytes
 
 
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)([bB])(?:/s|ps)\s*$")

@@ -12,9 +12,25 @@ from typing import Iterable
 import numpy as np
 
 
-def _describe(value) -> str:
-    text = repr(value)
+def describe(value) -> str:
+    """A short repr of ``value`` for a message (60 characters at most; never raises)."""
+    try:
+        text = repr(value)
+    except Exception:  # a learner's object whose __repr__ raises
+        text = f"<{type(value).__name__} object>"
+    if isinstance(value, int) and not isinstance(value, bool) and len(text) > 60:
+        return f"an integer of {len(text)} digits"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+_describe = describe
+
+
+def _to_float(name: str, value) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {describe(value)} (too large for a float)") from None
 
 
 def number(name: str, value, *, low: float | None = None, high: float | None = None,
@@ -22,7 +38,7 @@ def number(name: str, value, *, low: float | None = None, high: float | None = N
     """Return ``value`` as a float after checking it is a finite real in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a number, got {_describe(value)}")
-    value = float(value)
+    value = _to_float(name, value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     _check_bounds(name, value, low, high, low_inclusive, high_inclusive)
@@ -70,6 +86,8 @@ def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np
     """A scalar or array of finite sizes; returns a float64 array (0-d for scalars)."""
     try:
         array = np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {_describe(value)} (too large for a float)") from None
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {_describe(value)}") from None
     if array.size == 0:
@@ -92,4 +110,5 @@ def _check_bounds(name, value, low, high, low_inclusive, high_inclusive):
         right = "]" if high_inclusive else ")"
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        raise ValueError(f"{name} must be in {left}{lo}, {hi}{right}, got {value:g}")
+        got = _describe(value) if isinstance(value, int) and abs(value) > 10**15 else f"{value:g}"
+        raise ValueError(f"{name} must be in {left}{lo}, {hi}{right}, got {got}")

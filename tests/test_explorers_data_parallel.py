@@ -238,17 +238,12 @@ def test_model_options_sorted_by_size():
     assert sizes == sorted(sizes) and len(opts) == len(parallel.model_ids())
 
 
-def test_explorer_builds_without_a_frontend():
+def test_explorer_readout_follows_gpus_zero_and_overlap():
     ex = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=12.5, zero=1)
-    assert "course-explorer" in ex.box._dom_classes
-    readout = next(c for c in ex.children if "course-readout" in c._dom_classes)
-    assert "64 GPUs" in readout.value and "ZeRO-1" in readout.value
-    ex.controls["gpus"].value = 8   # redraws through the observer
-    ex.controls["zero"].value = 3
-    assert "8 GPUs" in readout.value and "ZeRO-3" in readout.value and "inside one node" in readout.value
-    ex.controls["link_gb_s"].value = 400
-    ex.controls["overlap"].value = False
-    assert "not overlapped" in readout.value
+    assert "64 GPUs" in ex.readout and "ZeRO-1" in ex.readout
+    readout = ex.render(gpus=8, zero=3)
+    assert "8 GPUs" in readout and "ZeRO-3" in readout and "inside one node" in readout
+    assert "not overlapped" in ex.render(link_gb_s=400, overlap=False)
     plt.close("all")
 
 
@@ -288,11 +283,3 @@ def test_exercise_hints_catch_common_mistakes(exercise, wrong, fragment):
     result = checks.evaluate(exercise, wrong)
     assert result.status == "wrong"
     assert fragment.lower() in result.message.lower(), result.message
-
-
-def test_every_exercise_accepts_its_answer_and_reports_unanswered():
-    for exercise_id, spec in checks.exercises("06").items():
-        if spec["kind"] == "free_text":
-            continue  # graded by hand
-        assert checks.evaluate(exercise_id, grading.expected(exercise_id)).correct
-        assert checks.evaluate(exercise_id, None).status == "not answered"

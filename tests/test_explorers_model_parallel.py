@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, grading, hardware, parallel  # noqa: E402
+from course_lib import checks, datafiles, grading, hardware, parallel  # noqa: E402
 from course_lib.explorers import model_parallel as mp  # noqa: E402
 
 GPT3_LAYOUT = dict(gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full")
@@ -288,8 +288,7 @@ def test_validation_rows_and_efficiency_to_match():
 def test_published_claims_have_sources():
     data = mp.published_claims()
     for c in data["claims"]:
-        assert c["source"] in data["sources"] and c["where"]
-        assert data["sources"][c["source"]]["url"].startswith("https://")
+        assert c["where"] and datafiles.source(c["source"])["url"].startswith("https://")
     assert mp.claim("tp-allreduces-per-layer")["value"] == 4
     assert mp.claim("tp-best-at-node-size")["value"] == hardware.system("dgx-a100").gpus_per_node
     with pytest.raises(ValueError, match="claim_id"):
@@ -332,38 +331,27 @@ def test_exercise_hints_catch_common_slips():
     assert "already" in checks.evaluate("07.5", us * 2).message
     assert "seconds" in checks.evaluate("07.5", us * 1e-6).message
     assert "milliseconds" in checks.evaluate("07.5", us * 1e-3).message
-    assert checks.evaluate("07.6", None).status == "not answered"
 
 
 # ---------------------------------------------------------------- explorers
 
-def test_layout_explorer_builds_without_a_frontend():
+def test_layout_explorer_readout_follows_the_layout_and_the_system():
     box = mp.layout_explorer()
-    assert "course-explorer" in box.box._dom_classes
-    readout = next(c for c in box.children if "course-readout" in c._dom_classes)
-    assert "TP8 x PP16 x DP8" in readout.value and "fits" in readout.value
-    box.controls["tp"].value = 64
-    assert "does not divide the 96 heads" in readout.value
-    box.controls["tp"].value = 16
-    box.controls["nic_gbit_s"].value = 25.0
-    assert "TP16 x PP16" in readout.value
+    assert "TP8 x PP16 x DP8" in box.readout and "fits" in box.readout
+    assert "does not divide the 96 heads" in box.render(tp=64)
+    assert "TP16 x PP16" in box.render(tp=16, nic_gbit_s=25.0)
     box.controls["system"].value = "dgx-h100"  # resets the link sliders to the catalog's NDR and NVLink 4
     assert box.controls["nic_gbit_s"].value == pytest.approx(400)
     assert box.controls["nvlink_gb_s"].value == pytest.approx(450)
     plt.close("all")
 
 
-def test_schedule_explorer_builds_without_a_frontend():
+def test_schedule_explorer_readout_follows_the_schedule():
     box = mp.schedule_explorer()
-    readout = next(c for c in box.children if "course-readout" in c._dom_classes)
-    assert "1F1B" in readout.value and "bubble" in readout.value
-    box.controls["interleave"].value = 2
-    assert "interleaved" in readout.value
-    box.controls["micro_batches"].value = 6  # not a multiple of 4 stages
-    assert "multiple" in readout.value
-    box.controls["schedule"].value = "gpipe"
-    box.controls["interleave"].value = 1
-    assert "GPipe" in readout.value
+    assert "1F1B" in box.readout and "bubble" in box.readout
+    assert "interleaved" in box.render(interleave=2)
+    assert "multiple" in box.render(micro_batches=6)  # not a multiple of 4 stages
+    assert "GPipe" in box.render(schedule="gpipe", interleave=1)
     plt.close("all")
 
 

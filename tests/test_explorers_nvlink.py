@@ -202,10 +202,10 @@ def test_plots_and_tables_build():
     plt.close("all")
 
 
-def test_explorer_builds_without_a_frontend():
+def test_explorer_readout_and_infeasible_meshes():
     plt.close("all")
     ex = nv.mesh_explorer(gpus=4, links_per_gpu=12, link_gb_s=25.0, size_gb=1.0)
-    assert len(ex.children) >= 6
+    assert "No full mesh" in ex.render(gpus=8, links_per_gpu=6)
     assert "64.3 GB/s per direction" in nv._readout(8, 18, 25.0, 1.0)
     assert "No full mesh" in nv._readout(8, 6, 25.0, 1.0)
     fig, ax = plt.subplots()

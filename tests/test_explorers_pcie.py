@@ -4,7 +4,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from course_lib import checks, grading, hardware, topology, units
+from course_lib import checks, datafiles, grading, hardware, topology, units
 from course_lib.explorers import pcie
 
 
@@ -180,24 +180,7 @@ def test_offload_time():
 
 def test_published_data_is_sourced_and_below_spec():
     data = pcie.published()
-    sources = data["sources"]
-    assert all(s["url"].startswith("https://") for s in sources.values())
-
-    def sources_used(node):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "source":
-                    yield value
-                elif key == "also":
-                    yield from value
-                else:
-                    yield from sources_used(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from sources_used(value)
-
-    used = set(sources_used({k: v for k, v in data.items() if k != "sources"}))
-    assert used == set(sources), "every source is used and every used source is defined"
+    assert datafiles.cited_ids(data) <= set(datafiles.bibliography()), "every cited source is defined"
     rows = pcie.measurements()
     assert {r["generation"] for r in rows} == {3, 4, 5}
     for r in rows:
@@ -211,8 +194,6 @@ def test_published_data_is_sourced_and_below_spec():
         pcie.measurements(memory="unified")
     with pytest.raises(ValueError, match="measurement_id"):
         pcie.measurement("h100-magic")
-    with pytest.raises(ValueError, match="source_id"):
-        pcie.source("nowhere")
 
 
 def test_achievable_summary():
@@ -322,21 +303,27 @@ def test_print_table(capsys):
         pcie.print_table([])
 
 
-def test_explorers_build_without_a_frontend():
+def test_explorer_readouts_follow_the_controls():
     handle = pcie.pcie_explorer()
     assert set(handle.controls) == {"generation", "lanes", "gpus", "uplink_gb_s", "payload_gb", "mode"}
-    readout = [c for c in handle.children if "course-readout" in getattr(c, "_dom_classes", ())][0]
-    before = readout.value
-    handle.controls["gpus"].value = 16
-    assert readout.value != before and "16 GPU(s)" in readout.value
-    handle.controls["mode"].value = "p2p-switch"
-    assert "P2P" in readout.value
-    handle.controls["generation"].value = 6
-    assert "Gen6" in readout.value
+    before = handle.readout
+    assert handle.render(gpus=16) != before and "16 GPU(s)" in handle.readout
+    assert "P2P" in handle.render(mode="p2p-switch")
+    assert "Gen6" in handle.render(generation=6)
     offload = pcie.offload_explorer(parameters_b=7, gpus=2)
-    assert "course-explorer" in offload.box._dom_classes
-    offload.controls["overlap"].value = True
-    assert "overlapped" in [c for c in offload.children if "course-readout" in getattr(c, "_dom_classes", ())][0].value
+    assert "overlapped" in offload.render(overlap=True)
+
+
+def test_uplink_follows_the_generation():
+    """Moving the generation moves the switch's x16 uplink with it, so the result changes (issue 18.4)."""
+    handle = pcie.pcie_explorer(generation=4)
+    before = handle.readout
+    handle.controls["generation"].value = 5   # as a slider move
+    assert handle.controls["uplink_gb_s"].value == pytest.approx(hardware.pcie_link(5, 16).per_direction / units.GB)
+    assert handle.readout != before and "15.8 GB/s per direction each" in handle.readout  # 4 GPUs on a Gen5 uplink
+    handle.render(generation=3, uplink_gb_s=100.0)  # an explicit uplink wins
+    assert handle.controls["uplink_gb_s"].value == pytest.approx(100.0)
+    plt.close("all")
     plt.close("all")
     with pytest.raises(ValueError, match="lanes"):
         pcie.pcie_explorer(lanes=3)

@@ -2,7 +2,8 @@
 
 Layers, lowest first; a module may import its own layer or lower ones, never a higher one:
 
-    0 data, validate, units      validate, units, datafiles, environment, the package itself
+    0 data, validate, units      validate, units, datafiles (+ the bibliography), evidence, environment,
+                                 manifest (course.toml), the package itself
     1 hardware, systemfile,      the hardware catalog and a learner's own systems (TOML);
       transformer                model shapes, FLOPs and memory
     2 collectives                the registry of collectives and algorithms
@@ -25,15 +26,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 
 LAYERS = {
-    "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "environment": 0,
+    "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "evidence": 0, "manifest": 0, "environment": 0,
     "hardware": 1, "systemfile": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
     "parallel": 4,
     # layer 5: what learners and instructors touch
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
-    "__main__": 5, "ddp_run": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,
-    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "grading": 5,
+    "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,
+    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5,
 }
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")

@@ -4,7 +4,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from course_lib import costmodel, parallel as P
+from course_lib import costmodel, datafiles, parallel as P
 
 GPT3 = P.model("gpt3-175b")
 
@@ -18,12 +18,12 @@ def test_parameter_counts_match_published_sizes():
 
 
 def test_every_model_and_case_cites_a_source():
-    sources = P.models_data()["sources"]
+    sources = datafiles.bibliography()
     for row in P.models_data()["models"]:
         assert row["source"] in sources
     pub = P.published()
     for case in pub["cases"]:
-        assert case["source"] in pub["sources"] and case["where"]
+        assert case["source"] in sources and case["where"]
     for row in pub["model_assumptions"].values():
         assert row["derivation"]
 

@@ -3,7 +3,7 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from course_lib import topology as tp
+from course_lib import datafiles, topology as tp
 
 
 def test_every_named_topology_builds_and_draws():
@@ -44,7 +44,7 @@ def test_socket_link_matches_the_pcie_generation_era():
     assert "Rome" in tp.socket_link(4)["cpu"] and not tp.socket_link(4)["assumed"]
     assert "Sapphire Rapids" in tp.socket_link(5)["cpu"] and not tp.socket_link(5)["assumed"]
     assert tp.socket_link(6)["assumed"] and tp.socket_link(7)["assumed"]   # no Gen6 two-socket CPU in the data
-    sources = tp._data()["sources"]
+    sources = datafiles.bibliography()
     assert all(tp.socket_link(g)["source"] in sources for g in range(1, 8))
     labels = tp.pcie_tree(True, generation=5).labels.values()
     assert tp.socket_link(5)["name"] in labels

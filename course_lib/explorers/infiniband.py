@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import costmodel, datafiles, hardware, topology, units, validate
+from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 IB_GENERATIONS = ("ib-edr", "ib-hdr", "ib-ndr", "ib-xdr")
@@ -37,7 +37,7 @@ def ib_generations() -> list[dict]:
                      "gbit_s_per_direction": row["gbit_s_per_direction"],
                      "gb_s_per_direction": link.per_direction / units.GB,
                      "gb_s_bidirectional": link.bidirectional / units.GB,
-                     "source": hardware.source(link.source)["url"]})
+                     "source": datafiles.source(link.source)["url"]})
     return rows
 
 
@@ -206,11 +206,6 @@ def published_multinode() -> dict:
     return datafiles.load("published_multinode.json")
 
 
-def _source(source_id) -> dict:
-    sources = published_multinode()["sources"]
-    return sources[validate.choice("source_id", source_id, sources)]
-
-
 def transports_table() -> list[dict]:
     """InfiniBand, RoCE and TCP: line rate vs what NCCL achieves per NIC, GB/s per direction, with sources."""
     rows = []
@@ -224,11 +219,11 @@ def transports_table() -> list[dict]:
                      "line_gbit_s": units.bytes_to_bits(line) / 1e9, "line_gb_s": line / units.GB,
                      "achieved_low_gb_s": low, "achieved_high_gb_s": high,
                      "efficiency_low": low * units.GB / line, "efficiency_high": high * units.GB / line,
-                     "what": row["what"], "source": _source(row["source"])["url"]})
+                     "what": row["what"], "source": datafiles.source(row["source"])["url"]})
     return rows
 
 
-def _model_row(case_id, label, system, nodes, nbytes, measured, source, nics=None, algorithm=None, note=""):
+def _model_row(case_id, label, system, nodes, nbytes, measured, source_id, nics=None, algorithm=None, note=""):
     sys_ = hardware.resolve_system(system)
     if nics is not None:
         sys_ = sys_.variant(nics_per_node=nics)
@@ -236,10 +231,12 @@ def _model_row(case_id, label, system, nodes, nbytes, measured, source, nics=Non
                                  algorithm="hierarchical" if nodes > 1 else "ring", achievable=False)
     ring = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm="ring", achievable=False)
     model = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes, algorithm=algorithm or "auto", achievable=True)
+    c = evidence.compare(case_id, float(model.busbw[0]),
+                         evidence.measurement(measured[0] * units.GB, "B/s busbw", source_id, high=measured[1] * units.GB))
     return {"id": case_id, "label": label, "system": sys_.id, "base_system": hardware.resolve_system(system).id, "nodes": nodes, "nics_per_node": sys_.nics_per_node,
-            "nbytes": nbytes, "measured_low": measured[0] * units.GB, "measured_high": measured[1] * units.GB,
+            "nbytes": nbytes, "measured_low": c.measured.value, "measured_high": c.measured.high,
             "textbook_busbw": float(textbook.busbw[0]), "ring_busbw": float(ring.busbw[0]),
-            "model_busbw": float(model.busbw[0]), "model_algorithm": model.algorithm, "source": source, "note": note}
+            "model_busbw": c.model, "model_algorithm": model.algorithm, "ratio": c.ratio, "source": c.measured.url, "note": note}
 
 
 def model_vs_measured() -> list[dict]:
@@ -258,7 +255,7 @@ def model_vs_measured() -> list[dict]:
             label += f", {case['nics_per_node']} NICs/node"
         label += f" ({case['algorithm']})"
         rows.append(_model_row(case["id"], label, case["system"], case["nodes"], case.get("nbytes", 2**33),
-                               case["busbw_gb_s"], _source(case["source"])["url"], case.get("nics_per_node"),
+                               case["busbw_gb_s"], case["source"], case.get("nics_per_node"),
                                case["algorithm"], case["what"]))
     theirs = costmodel.published()
     for case in theirs["cases"]:
@@ -269,7 +266,7 @@ def model_vs_measured() -> list[dict]:
             label += f", {case['nics_per_node']} NICs/node"
         label += f" ({case.get('algorithm') or 'NCCL default'})"
         rows.append(_model_row(case["id"], label, case["system"], case["nodes"], case["nbytes"],
-                               (case["busbw_gb_s"], case["busbw_gb_s"]), theirs["sources"][case["source"]]["url"],
+                               (case["busbw_gb_s"], case["busbw_gb_s"]), case["source"],
                                case.get("nics_per_node"), case.get("algorithm"), case.get("as_measured", "")))
     return rows
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import costmodel, datafiles, hardware, topology, units, validate
+from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 MESH_GPU_COUNTS = tuple(range(2, 17))
@@ -41,7 +41,7 @@ def generations() -> list[dict]:
                      "links": row["links_per_gpu"], "link_gb_s_per_direction": row["link_gb_s_per_direction"],
                      "gb_s_per_direction": link.per_direction / units.GB,
                      "gb_s_bidirectional": link.bidirectional / units.GB,
-                     "source": hardware.source(row["source"])["url"]})
+                     "source": datafiles.source(row["source"])["url"]})
     return rows
 
 
@@ -52,7 +52,7 @@ def vendor_quotes() -> list[dict]:
         link = make()
         rows.append({"gpu": name, "gb_s_bidirectional": link.bidirectional / units.GB,
                      "gb_s_per_direction": link.per_direction / units.GB, "detail": link.detail,
-                     "source": hardware.source(link.source)["url"]})
+                     "source": datafiles.source(link.source)["url"]})
     return rows
 
 
@@ -381,7 +381,7 @@ def bridge_vs_pcie(nbytes=1e9) -> list[dict]:
                      "link_gb_s_bidirectional": sys_.gpu_link.bidirectional / units.GB,
                      "gpu_to_gpu_gb_s_per_direction": fab.intra_bw / units.GB,
                      "spec_s": float(spec.time_s[0]), "achievable_s": float(real.time_s[0]),
-                     "source": hardware.source(sys_.source)["url"]})
+                     "source": datafiles.source(sys_.source)["url"]})
     return rows
 
 
@@ -419,15 +419,16 @@ def measurements() -> list[dict]:
         link = hardware.link(m["link"])
         if "published_collectives_case" in m:
             case = cases[m["published_collectives_case"]]
-            gb_s, nbytes = case["busbw_gb_s"], case["nbytes"]
-            src = costmodel.published()["sources"][case["source"]]
+            gb_s, nbytes, source_id = case["busbw_gb_s"], case["nbytes"], case["source"]
         else:
-            gb_s, nbytes, src = m["gb_s"], m.get("nbytes"), data["sources"][m["source"]]
+            gb_s, nbytes, source_id = m["gb_s"], m.get("nbytes"), m["source"]
+        src = datafiles.source(source_id)
         spec = link.per_direction if m["direction"] == "per direction" else link.bidirectional
+        c = evidence.compare(m["id"], spec / units.GB, evidence.measurement(gb_s, f"GB/s {m['direction']}", source_id))
         rows.append({"id": m["id"], "system": m["system"], "kind": m["kind"], "direction": m["direction"],
                      "link": link.name, "spec_gb_s": spec / units.GB, "measured_gb_s": gb_s,
-                     "ratio": gb_s * units.GB / spec, "nbytes": nbytes, "note": m.get("note", ""),
-                     "source": src["title"], "url": src["url"]})
+                     "ratio": c.measured_over_model, "nbytes": nbytes, "note": m.get("note", ""),
+                     "source": src["title"], "url": src["url"], "source_id": source_id})
     return rows
 
 
@@ -447,9 +448,11 @@ def model_vs_measured(case="a100-allreduce-azure") -> dict:
                          f"all-reduce cases: {', '.join(k for k, r in rows.items() if r['nbytes'])}")
     spec = costmodel.predict("all_reduce", row["nbytes"], system, algorithm="ring", achievable=False)
     real = costmodel.predict("all_reduce", row["nbytes"], system, algorithm="ring", achievable=True)
+    c = evidence.compare(case, float(real.busbw[0]) / units.GB,
+                         evidence.measurement(row["measured_gb_s"], "GB/s busbw per direction", row["source_id"]))
     return {"case": case, "system": system, "nbytes": row["nbytes"], "measured_gb_s": row["measured_gb_s"],
             "spec_busbw_gb_s": float(spec.busbw[0]) / units.GB,
-            "achievable_busbw_gb_s": float(real.busbw[0]) / units.GB,
+            "achievable_busbw_gb_s": c.model, "ratio": c.ratio, "url": c.measured.url,
             "efficiency": costmodel.efficiency("nvlink")}
 
 

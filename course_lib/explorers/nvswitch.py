@@ -17,7 +17,7 @@ from html import escape
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import collectives, costmodel, datafiles, hardware, topology, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -33,14 +33,6 @@ ALGORITHMS = ("ring", "nvls", "nvls_refined")
 def nvswitch_data() -> dict:
     """The parsed ``data/nvswitch.json``: switch-chip layouts and NVLS measurements with sources."""
     return datafiles.load("nvswitch.json")
-
-
-def source(source_id) -> dict:
-    """Citation ``{"title", "url"}`` for a source id of this chapter's data or of the hardware catalog."""
-    ours = nvswitch_data()["sources"]
-    theirs = hardware.catalog()["sources"]
-    source_id = validate.choice("source_id", source_id, list(ours) + [s for s in theirs if s not in ours])
-    return dict(ours.get(source_id) or theirs[source_id])
 
 
 def layout_ids() -> list[str]:
@@ -79,7 +71,7 @@ def generations() -> list[dict]:
             "gpus_in_system": lay["gpus"], "gpus_in_domain": gen["gpus_in_domain"],
             "links_per_gpu": lay["links_per_gpu"], "links_per_gpu_per_chip": _spread_text(spread),
             "in_network_reduction": bool(gen["in_network_reduction"]),
-            "source": hardware.source(gen["source"])["url"],
+            "source": datafiles.source(gen["source"])["url"],
         })
     return rows
 
@@ -128,7 +120,7 @@ def port_budget(system_id) -> dict:
             "gpu_ports": gpu, "trunk_ports": trunk, "external_ports": external,
             "unused_ports": total - gpu - trunk - external,
             "gpu_links": lay["gpus"] * lay["links_per_gpu"], "derived": lay["derived"],
-            "source": source(lay["source"])["url"]}
+            "source": datafiles.source(lay["source"])["url"]}
 
 
 # ---------------------------------------------------------------- mesh vs switch arithmetic
@@ -216,7 +208,7 @@ def domain_summary(system_id="dgx-h100") -> dict:
             "per_gpu_bidirectional": sys_.gpu_link.bidirectional,
             "aggregate_bidirectional": aggregate_bidirectional(g, sys_.gpu_link.per_direction),
             "bisection": topo.bisection_bandwidth(), "in_network_reduction": sys_.in_network_reduction,
-            "source": hardware.source(sys_.source)["url"]}
+            "source": datafiles.source(sys_.source)["url"]}
 
 
 # ---------------------------------------------------------------- all-reduce: ring vs in-switch reduction
@@ -333,11 +325,12 @@ def nvls_measurements() -> list[dict]:
             line, name = sys_.gpu_link.per_direction, sys_.name
         else:
             line, name = m["line_rate_gb_s"] * units.GB, m["system_name"]
-        busbw = m["busbw_gb_s"] * units.GB
+        c = evidence.compare(m["id"], line, evidence.measurement(m["busbw_gb_s"] * units.GB, "B/s busbw", m["source"]))
+        busbw = c.measured.value
         algbw = m["algbw_gb_s"] * units.GB if m.get("algbw_gb_s") else busbw / costmodel.busbw_factor("all_reduce", m["gpus"])
         rows.append({"id": m["id"], "system": name, "gpus": m["gpus"], "algorithm": m["algorithm"],
-                     "busbw": busbw, "algbw": algbw, "line_rate": line, "busbw_over_line": busbw / line,
-                     "who": m["who"], "source": source(m["source"])["url"]})
+                     "busbw": busbw, "algbw": algbw, "line_rate": line, "busbw_over_line": c.measured_over_model,
+                     "who": m["who"], "source": c.measured.url})
     return rows
 
 
@@ -353,9 +346,12 @@ def nvls_by_gpu_count() -> list[dict]:
         g = ring["gpus"]
         model_ring = float(costmodel.predict("all_reduce", n, data["system"], gpus_per_node=g, algorithm="ring").busbw[0])
         model_nvls = float(costmodel.predict("all_reduce", n, data["system"], gpus_per_node=g, algorithm="nvls").busbw[0])
-        rows.append({"gpus": g, "measured_ring": (ring["busbw_low"] + ring["busbw_high"]) / 2 * units.GB,
-                     "measured_nvls": (nvls["busbw_low"] + nvls["busbw_high"]) / 2 * units.GB,
-                     "model_ring": model_ring, "model_nvls": model_nvls, "model_best": max(model_ring, model_nvls)})
+        ring_c, nvls_c = (evidence.compare(f"{g} GPUs {name}", model, evidence.measurement(
+            m["busbw_low"] * units.GB, "B/s busbw", data["source"], high=m["busbw_high"] * units.GB))
+            for name, model, m in (("ring", model_ring, ring), ("nvls", model_nvls, nvls)))
+        rows.append({"gpus": g, "measured_ring": ring_c.measured.mid, "measured_nvls": nvls_c.measured.mid,
+                     "model_ring": model_ring, "model_nvls": model_nvls, "model_best": max(model_ring, model_nvls),
+                     "ratio_ring": ring_c.ratio, "ratio_nvls": nvls_c.ratio})
     return rows
 
 
@@ -367,14 +363,14 @@ def size_sweep(system_id) -> dict:
     system_id = validate.choice("system_id", system_id, hardware.system_ids())
     cases = [c for c in costmodel.published()["cases"]
              if c["system"] == system_id and c.get("nodes", 1) == 1 and c["collective"] == "all_reduce"
-             and c["id"].startswith("azure")]
+             and c["id"].startswith("azure") and "gpus_per_node" not in c]  # whole nodes only
     if not cases:
         raise ValueError(f"system_id must have a published single-node sweep; {system_id!r} has none")
     sizes = np.array([c["nbytes"] for c in cases], dtype=float)
     grid = np.logspace(10, 33.01, 120, base=2)
     out = {"system": hardware.system(system_id).name, "sizes": sizes,
            "measured": np.array([c["busbw_gb_s"] for c in cases]) * units.GB,
-           "grid": grid, "source": costmodel.published()["sources"][cases[0]["source"]]["url"],
+           "grid": grid, "source": datafiles.source(cases[0]["source"])["url"],
            "line_rate": hardware.system(system_id).gpu_link.per_direction}
     for algorithm in ("ring", "nvls", "auto"):
         try:
@@ -538,12 +534,8 @@ def _series(counts, bw, n, pcie_generation):
     return out
 
 
-def _draw(ax, gpus, link_gb_s, size_gb, pcie_generation):
-    fig = ax.figure
-    spec = ax.get_subplotspec()
-    ax.remove()
-    grid = spec.subgridspec(1, 2, wspace=0.3)
-    left, right = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+def _draw(axes, gpus, link_gb_s, size_gb, pcie_generation):
+    left, right = axes
     counts = list(GPU_COUNTS)
     bw, n = link_gb_s * units.GB, size_gb * units.GB
     s = _series(counts, bw, n, pcie_generation)
@@ -612,4 +604,5 @@ def fabric_explorer(gpus=8, link_gb_s=450.0, size_gb=1.0, pcie_generation=4):
         "pcie_generation": w.Dropdown(options=[(f"PCIe Gen{g} x16", g) for g in PCIE_GENERATIONS], value=pcie_generation,
                                       description="PCIe tree", style={"description_width": "initial"}),
     }
-    return explorer(_draw, controls, readout=_readout, title="Mesh vs NVSwitch vs PCIe tree", figsize=(11, 4.4))
+    return explorer(_draw, controls, readout=_readout, title="Mesh vs NVSwitch vs PCIe tree", figsize=(11, 4.4),
+                    axes=2)

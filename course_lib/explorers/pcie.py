@@ -17,7 +17,7 @@ from html import escape
 
 import numpy as np
 
-from .. import datafiles, hardware, tables, topology, units, validate
+from .. import datafiles, evidence, hardware, tables, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 LANES = hardware.PCIE_LANE_COUNTS
@@ -38,12 +38,6 @@ EXPLORER_GPU_COUNTS = (1, 2, 4, 8, 16)
 def published() -> dict:
     """The raw ``data/published_pcie.json``: measurements, CPU-GPU links, CPU lanes, sources."""
     return datafiles.load("published_pcie.json")
-
-
-def source(source_id) -> dict:
-    """Citation ``{"title", "url"}`` of a source id used in ``published_pcie.json``."""
-    sources = published()["sources"]
-    return dict(sources[validate.choice("source_id", source_id, sources)])
 
 
 def generations() -> tuple[int, ...]:
@@ -75,7 +69,7 @@ def link_steps(generation, lanes=16) -> dict:
             "efficiency": encoding_efficiency(generation),
             "raw_gbit_s": raw_gbit, "data_gbit_s": data_gbit,
             "gb_s_per_direction": link.per_direction / units.GB,
-            "gb_s_bidirectional": link.bidirectional / units.GB, "source": hardware.source(link.source)["url"]}
+            "gb_s_bidirectional": link.bidirectional / units.GB, "source": datafiles.source(link.source)["url"]}
 
 
 def link_lanes(link: hardware.Link) -> int:
@@ -212,7 +206,7 @@ def cpu_gpu_links() -> list[dict]:
     for row in published()["cpu_gpu_links"]:
         per = row["links"] * row["link_gb_s_per_direction"]
         out.append({"id": row["id"], "name": row["name"], "gb_s_per_direction": per, "gb_s_bidirectional": 2 * per,
-                    "source": source(row["source"])["url"]})
+                    "source": datafiles.source(row["source"])["url"]})
     return out
 
 
@@ -274,8 +268,9 @@ def measurements(generation=None, memory=None) -> list[dict]:
         spec = hardware.pcie_link(m["generation"], m["lanes"]).per_direction / units.GB
         if m["direction"] == "bidirectional_sum":
             spec *= 2
+        c = evidence.compare(m["id"], spec, evidence.measurement(low, "GB/s", m["source"], high=high))
         rows.append({**m, "gb_s_mid": mid, "gb_s_low": low, "gb_s_high": high, "spec_gb_s": spec,
-                     "fraction_of_spec": mid / spec, "url": source(m["source"])["url"]})
+                     "fraction_of_spec": c.measured_over_model, "url": c.measured.url})
     return rows
 
 
@@ -653,8 +648,13 @@ def pcie_explorer(generation=4, lanes=16, gpus=4, uplink_gb_s=None, payload_gb=1
         "mode": w.Dropdown(options=[(MODE_LABELS[m], m) for m in MODES], value=mode, description="traffic",
                            style=style),
     }
-    return explorer(_draw_switch, controls, readout=_readout_switch,
+    return explorer(_draw_switch, controls, readout=_readout_switch, follow={"generation": _uplink_for},
                     title="PCIe link, switch uplink and GPU count -> transfer time")
+
+
+def _uplink_for(generation) -> dict:
+    """The switch's x16 uplink is of the chosen generation: moving the generation moves the uplink."""
+    return {"uplink_gb_s": hardware.pcie_link(generation, 16).per_direction / units.GB}
 
 
 def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import datafiles, hardware, parallel, topology, units, validate
+from .. import datafiles, evidence, hardware, parallel, style, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 SECONDS_PER_DAY = 86400.0
@@ -33,8 +33,7 @@ SWEEP_GPUS = (256, 512, 1024, 2048, 4096, 8192)
 # A reduced search for the explorer: one planner run must stay well under a second on a laptop core.
 FAST_SEARCH = {"micro_batches": (1, 2), "zero_stages": (1,), "recompute_options": ("selective", "full"),
                "interleave_options": (1, 2), "max_tp": 16}
-BREAKDOWN_COLOURS = {"compute": "tab:green", "pipeline bubble": "tab:gray", "tensor-parallel comm": "tab:orange",
-                     "pipeline comm": "tab:purple", "data-parallel comm": "tab:red"}
+BREAKDOWN_COLOURS = style.STEP_COLOURS   # the same colours as chapter 07's step-time split
 
 
 # ---------------------------------------------------------------- the brief
@@ -251,7 +250,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
                      "gpu_link_gb_s_bidirectional": s.gpu_link.bidirectional / units.GB,
                      "nic": f"{s.nics_per_node} x {s.nic.name} ({s.nic.detail})",
                      "net_gb_s_per_gpu": net / units.GB, "ratio": s.gpu_link.per_direction / net,
-                     "source": hardware.source(s.source)["url"]})
+                     "source": datafiles.source(s.source)["url"]})
     return rows
 
 
@@ -510,11 +509,11 @@ def published_comparison() -> list[dict]:
         pred = predict_run(run["id"])
         quantity = "gpu_hours" if "gpu_hours" in run["published"] else "days"
         published = float(run["published"][quantity])
-        src = data["sources"][run["source"]]
+        c = evidence.compare(run["id"], pred[quantity], evidence.measurement(published, quantity, run["source"]))
         rows.append({"id": run["id"], "label": run["label"], "system": run["system"], "gpus": run["gpus"],
                      "quantity": quantity, "published": published, "predicted": pred[quantity],
-                     "ratio": pred[quantity] / published, "layout": pred["layout"], "mfu": pred["mfu"],
-                     "assumed": run["assumed"], "note": run["note"], "where": run["where"], "url": src["url"]})
+                     "ratio": c.ratio, "layout": pred["layout"], "mfu": pred["mfu"],
+                     "assumed": run["assumed"], "note": run["note"], "where": run["where"], "url": c.measured.url})
     return rows
 
 
@@ -682,14 +681,12 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
                                      readout_format=".3g", style=style),
     }
 
-    def follow_system(change):  # a new system brings its own catalog link speeds
-        s = hardware.system(change["new"])
-        controls["nic_gb_s"].value = s.nic.per_direction / units.GB
-        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+    def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)
+        s = hardware.system(system_id)
+        return {"nic_gb_s": s.nic.per_direction / units.GB, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
-    controls["system"].observe(follow_system, names="value")
     return explorer(_draw, controls, readout=_readout, title="Capstone planner: layouts, days and GPU-hours",
-                    figsize=(8.5, 4.4))
+                    figsize=(8.5, 4.4), follow={"system": follow_system})
 
 
 # ---------------------------------------------------------------- exercises

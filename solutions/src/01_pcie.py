@@ -22,7 +22,7 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, topology, units
+from course_lib import checks, costmodel, datafiles, hardware, topology, units
 from course_lib.explorers import pcie
 
 # %% [markdown]
@@ -90,7 +90,7 @@ pcie.plot_lanes();
 pcie.plot_generations();
 print("Gen5 x16, one GPU, one way (busGrind):", pcie.measurement("busgrind-h2d")["reported"])
 print("Gen5 x16, both directions at once, added:", pcie.measurement("busgrind-bidir")["reported"])
-print("The mislabel in the wild:", pcie.source("drkennetz-1")["title"])
+print("The mislabel in the wild:", datafiles.source("drkennetz-1")["title"])
 
 # %% [markdown]
 # The mistake costs a factor of two in every estimate built on it: a learner who believes "32 GB/s
@@ -178,7 +178,7 @@ for mid in ("p100-local-h2d", "p100-local-d2h", "p100-remote-h2d", "p100-remote-
 # %%
 desktop = hardware.system("consumer-4090-pcie")
 print(desktop.name, "| P2P:", desktop.p2p, "|", desktop.pcie.describe())
-print("Evidence:", pcie.source("tinygrad-p2p")["url"])
+print("Evidence:", datafiles.source("tinygrad-p2p")["url"])
 pcie.draw_system("consumer-4090-pcie");
 
 # %% [markdown]
@@ -516,4 +516,4 @@ _ = checks.check_all(globals(), chapter="01")
 # - Ren et al., *ZeRO-Offload: Democratizing Billion-Scale Model Training* (USENIX ATC 2021): https://arxiv.org/abs/2101.06840
 # - PyTorch tutorial, *A guide on good usage of non_blocking and pin_memory()*: https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html
 # - OLCF, *Summit user guide* (POWER9-V100 NVLink nodes): https://docs.olcf.ornl.gov/systems/summit_user_guide.html
-# - Every measurement used here, with its link: `pcie.published()["sources"]`.
+# - Every measurement used here, cites a source id of the course bibliography, `course_lib/data/sources.json`: `datafiles.source(id)` gives its title and link.

@@ -429,19 +429,27 @@ importlib.reload(course_lib.grading).grade("04.4", my_ring_all_reduce)
 # %% [markdown]
 # ### 7.3 Race: your ring, the library's ring, gloo's built-in
 #
-# `cl.race` times your function beside the library's `ring_all_reduce` (without and with pipelining) and
-# gloo's built-in all-reduce, interleaved so that a noisy neighbour slows all of them alike. Each time is
-# the median over repetitions of the slowest rank. If your ring is not written yet, or wrong, it is left
-# out with a note, and the rest of the race still runs.
+# `lab.bench.race` first grades your function with the checker above (`lab.exercises.check_ring`), then
+# times it with the benchmark of section 7.5 (`lab.bench`), beside gloo's built-in all-reduce
+# (`builtin`) and the library's `ring_all_reduce` with and without pipelining, interleaved so that a
+# noisy neighbour slows all of them alike. Each time is the median operation of the slowest rank, and
+# `#wrong` counts the elements that differ from the exact sum, as in nccl-tests. If your ring is not
+# written yet, or wrong, it is left out with a note, and the rest of the race still runs.
 
 # %%
-race_rows = cl.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
-print(cl.format_race(race_rows))
+race = lab.bench.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
+print(race)
+for name in ("yours", "ring", "ring, pipeline=1"):
+    ratios = race.ratio(name)
+    if ratios:
+        print(f"{name:>17}: throughput / gloo's = "
+              + ", ".join(f"{units.format_bytes(size, binary=True)} {r:.2f}" for size, r in sorted(ratios.items())))
 
 # %% [markdown]
-# How to read it: the last-but-one column is each time divided by gloo's at the same size. On a laptop
-# two ranks share the cores with the operating system, so two runs of the same code can differ by tens of
-# percent, and by more at the smaller sizes: run the cell twice before you believe a ranking.
+# How to read it: the lines under the table divide each algorithm's throughput (busbw) by gloo's at the
+# same size; 1.00 means as fast, 0.50 half as fast. On a laptop two ranks share the cores with the
+# operating system, so two runs of the same code can differ by tens of percent, and by more at the
+# smaller sizes: run the cell twice before you believe a ranking.
 #
 # ### 7.4 What makes the library's ring fast
 #
@@ -760,4 +768,4 @@ _ = checks.check_all(globals(), chapter="04")
 # - NVIDIA, *NCCL user guide: collective operations*: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/collectives.html
 # - PyTorch, *Writing distributed applications with PyTorch* (point-to-point and collectives with gloo):
 #   https://docs.pytorch.org/tutorials/intermediate/dist_tuto.html
-# - Every measurement in this chapter with its source: `costmodel.published()["sources"]`.
+# - Every measurement in this chapter cites a source id of the course bibliography, `course_lib/data/sources.json`: `datafiles.source(id)` (in `course_lib.datafiles`) gives its title, URL, publisher and year.

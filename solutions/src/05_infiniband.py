@@ -631,4 +631,4 @@ for name, r in (("W1 8 x NDR", w1), ("W2 8 x XDR", w2), ("W3 1 x NDR", w3)):
 # - Meta Engineering, *Building Meta's GenAI infrastructure* and *A RoCE network for distributed AI training at scale*:
 #   https://engineering.fb.com/2024/03/12/data-center-engineering/building-metas-genai-infrastructure/ ,
 #   https://engineering.fb.com/2024/08/05/data-center-engineering/roce-network-distributed-ai-training-at-scale/
-# - Every measurement in this chapter with its source: `ib.published_multinode()["sources"]` and `costmodel.published()["sources"]`.
+# - Every measurement in this chapter cites a source id of the course bibliography, `course_lib/data/sources.json`: `datafiles.source(id)` (in `course_lib.datafiles`) gives its title, URL, publisher and year.

@@ -447,6 +447,134 @@ for sid in ("dgx-a100", "dgx-h100"):
           f"one NIC share per GPU {units.format_bandwidth(own)}")
 
 # %% [markdown]
+# That bound is reached only by one large all-reduce running alone. In a training step the TP all-reduces
+# are 50 MB (mid-size messages, for which chapter 04's model is already optimistic by up to 2x), they share
+# those NICs with the pipeline sends and the data-parallel all-reduce, and each ring step pays a network
+# latency instead of an NVLink one. So the model's loss of 15-22% when TP goes from 8 to 16 (section 2.3,
+# right panel) is a lower bound. Narayanan et al. measured the best layouts at TP = 8, and every run of their
+# weak-scaling table keeps TP at 8 or below. Use the model to rank layouts that keep TP inside the node; do
+# not trust it to price layouts that do not.
+#
+# **Also left out:** imbalance between stages (the first and last stages also hold the embeddings and the
+# loss), the time to launch thousands of small kernels, stragglers and congestion in the fabric, and the
+# optimizer step itself.
+#
+# ## 7. Context parallelism: splitting the sequence
+#
+# *(An extension, about 15 minutes.)* At 128K tokens a layer's activations grow with $s$ and attention's
+# FLOPs with $s^2$; TP and PP do not shrink the sequence each GPU holds. **Context parallelism** (CP) splits
+# every sequence into $c$ chunks, one per GPU: each GPU runs the MLPs and projections on its $s/c$ tokens
+# alone. Attention needs every key and value, so they must travel. Two ways:
+#
+# **Ring attention.** Each GPU computes attention of its queries against the K/V chunk it holds, while it
+# passes that chunk to the next GPU in a ring and receives the previous one; after $c-1$ steps every query
+# has seen every key. One step computes $4 (s/c)^2 b\, h / t$ FLOP and moves K and V, $4 (s/c)\, b\, h_{kv} / t$
+# bytes ($h_{kv} = h \cdot$ kv_heads / heads, 16-bit). The transfer hides behind the compute when
+#
+# $$\frac{4 (s/c)^2 b h}{t F} \ge \frac{4 (s/c) b h_{kv}}{t B} \iff \frac{s}{c} \ge \frac{F}{B}\cdot\frac{h_{kv}}{h} = \frac{F}{B \cdot \text{GQA group}}$$
+#
+# with $F$ the achieved FLOP/s and $B$ the link's bandwidth per direction: **each GPU's chunk must be longer
+# than the GPU's FLOP/byte ratio divided by the GQA group size**. The backward pass moves twice the bytes
+# (K, V and their gradients) for twice the compute: the same condition.
+#
+# **Ulysses** (DeepSpeed) instead re-shards by heads: an all-to-all turns "all heads, $s/c$ tokens" into
+# "$a/c$ heads, all tokens", attention runs locally, and a second all-to-all turns it back. Its bytes do not
+# shrink with $s/c$ against compute, and $c$ may not exceed the number of (KV) heads.
+
+# %%
+from course_lib.explorers import moe  # noqa: E402  (the CP explorer lives with chapter 10's)
+
+for c, seq, where in ((4, 8192, "inside a node"), (8, 8192, "inside a node"), (64, 8192, "across 8 nodes"),
+                      (64, 131072, "across 8 nodes")):
+    r = parallel.ring_attention_condition("llama3-8b", "dgx-h100", c, seq_len=seq)
+    print(f"{seq:>7,} tokens, CP {c:>2} ({where}): chunk {r['chunk_tokens']:>7,.0f} tokens, threshold "
+          f"{r['threshold_tokens']:>6,.0f} "
+          f"over {r['link']}: {'hidden' if r['hidden'] else 'EXPOSED'}")
+
+# %% [markdown]
+# With Llama 3 8B's 8K training sequence, CP 64 would give each GPU 128 tokens, far below the ~2,500 the
+# network needs; at 128K tokens the chunks are 2,048 tokens, still short. Inside a node (NVLink) a few
+# hundred tokens per chunk are enough. The whole step, Llama 3 8B at 128K tokens on 64 H100s:
+
+# %%
+for c in (1, 4):
+    e = parallel.estimate("llama3-8b", "dgx-h100", gpus=64, cp=c, seq_len=131072, global_batch=64 // c * 1,
+                          fsdp=True, recompute="full")
+    print(f"{e.layout}, {e.sharding}: activations {e.memory['activations'] / units.GB:.1f} GB "
+          f"({'fits' if e.fits else 'DOES NOT FIT'}), step {units.format_time(e.step_time_s)}, "
+          f"exposed {[(k, units.format_time(v)) for k, v in e.exposed_by_kind().items()]}")
+
+# %% [markdown]
+# Without CP nothing fits: the model keeps the fp32 logits of 131,072 tokens (67 GB) and, for the layer being
+# recomputed, the $s \times s$ attention scores that Korthikanti et al.'s accounting assumes (flash-style
+# attention, which ring attention uses, never stores them). CP 4 divides every activation by 4, and its
+# K/V passing hides on NVLink.
+#
+# ### Explorer: sequence length and CP degree
+# Per ring step and layer: the K/V transfer (green on NVLink, orange across nodes) against the attention
+# compute. Where the blue bar is taller the transfer hides.
+
+# %%
+moe.context_parallel_explorer()
+
+# %% [markdown]
+# **Against measurements.** torchtitan trained Llama 3 8B on 8 H100s at 32K to 256K tokens, doubling CP with
+# the sequence. The model's throughput falls by 4.8 times from 32K to 256K, the measurement by 7.1: the runs
+# used Float8 matmuls, which speed up the MLPs and projections but not the attention kernels, and attention
+# dominates at long sequences. One fitted scale cannot absorb a speed-up that applies to only part of the step:
+
+# %%
+for r in parallel.modern_validation_table():
+    if r["group"] == "cp-scaling":
+        print(f"{r['id']:<24} {r['split']:<4} predicted {r['predicted']:6.0f}, measured {r['measured']:6.0f} "
+              f"tokens/s/GPU, after fit {r['fitted']:.2f}")
+
+# %% [markdown]
+# ## Check your understanding
+# 1. Raising the TP degree from 8 to 16 halves the work of each GPU in a layer. What happens to the bytes of
+#    each TP all-reduce, and to the ratio of communication to compute?
+#
+# <details><summary>Answer</summary>
+#
+# The bytes stay $2bsh$: each GPU holds a full-size partial sum. Each GPU sends $2\frac{t-1}{t}$ of it, a bit
+# more (1.75 to 1.875 times the buffer). Compute per GPU halves, so the ratio
+# $\frac{4(t-1)F}{3B(6h+s)}$ roughly doubles (from $7$ to $15$ in the numerator), and more if the bandwidth
+# $B$ drops because the group leaves the node.
+# </details>
+#
+# 2. 1F1B has exactly the same bubble as GPipe. Why does every framework use it?
+#
+# <details><summary>Answer</summary>
+#
+# Memory. GPipe runs all $m$ forward passes before any backward pass, so a stage stores the activations of
+# $m$ micro-batches; 1F1B starts backward passes as soon as the pipeline is full, so a stage holds at most $p$.
+# A small bubble needs $m \gg p$, which GPipe cannot afford.
+# </details>
+#
+# 3. TP 8 x PP 16 x DP 8 on DGX A100 nodes, Megatron's rank order. Over which NIC does GPU 3 of a node
+#    all-reduce its gradients, and with whom?
+#
+# <details><summary>Answer</summary>
+#
+# Its DP group holds ranks $r, r+8, r+16, \dots$: GPU 3 of 8 different nodes (the 8 nodes of one pipeline
+# stage). Each uses its own NIC 3, so the whole group is on rail 3: one leaf switch between any two members.
+# </details>
+#
+# 4. Sequence parallelism replaces each all-reduce with a reduce-scatter and an all-gather. Does it cut the
+#    tensor-parallel traffic?
+#
+# <details><summary>Answer</summary>
+#
+# No: a ring all-reduce is a reduce-scatter followed by an all-gather, so the bytes are the same. It splits
+# the layer norms and dropouts along the sequence, which cuts the activation memory (by about 3x for GPT-3
+# at TP 8 above).
+# </details>
+#
+# ## Graded exercises
+# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
+# specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
+# relative tolerance, so you do not need to round.
+#
 # **Exercise 07.1** (1 point). *Design.* A 1F1B pipeline of $p = 8$ stages must keep its bubble at **5% or
 # less** of the ideal (bubble-free) time, and $m$ must be a **multiple of $p$** (so that the interleaved
 # schedule of the next exercise can run it). What is the **smallest number of micro-batches** $m$ per step
@@ -679,4 +807,5 @@ for name, s in (("NDR NICs", hardware.system("dgx-a100").variant(nic_gbit_s=400)
 # - Megatron Core developer guide, *tensor_parallel* and *pipeline_parallel* packages:
 #   https://docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/tensor_parallel.html
 # - The course's model: `help(parallel.estimate)`, `python -m course_lib plan --help`, and every published
-#   case with its source in `parallel.published()["sources"]`.
+#   case in `parallel.published()["cases"]`, whose source ids resolve with `datafiles.source(id)`
+#   (the course bibliography, `course_lib/data/sources.json`).

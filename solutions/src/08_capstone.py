@@ -716,5 +716,5 @@ print("W4:", [(r["case"], round(r["days"], 1)) for r in w4])
 # - McCandlish et al. 2018, *An Empirical Model of Large-Batch Training* (the critical batch size):
 #   https://arxiv.org/abs/1812.06162
 # - NVIDIA, *DGX H100/H200 user guide, hardware overview*: https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html
-# - Every published number in this chapter with its source: `pl.published_runs()["sources"]` and
-#   `parallel.published()["sources"]`; the planner from a terminal: `python -m course_lib plan --help`.
+# - Every published number in this chapter cites a source id of the course bibliography,
+#   `course_lib/data/sources.json` (`datafiles.source(id)`); the planner from a terminal: `python -m course_lib plan --help`.

@@ -1,0 +1,186 @@
+"""The one error path of every course command: bad input gives one line ``error: ...`` and exit status 2.
+
+Every command line of the course (``python -m course_lib ...``, ``python -m course_lib.export``, the
+lab's benchmark) builds its parser with :class:`ArgumentParser` and runs its handler through
+:func:`run`, so a learner never meets a traceback for a typo:
+
+* argparse's own complaints (unknown flag, ``--nodes abc``, a missing argument) become one line,
+  naming the argument, with exit status 2 (argparse prints a usage block and the message);
+* a ``ValueError`` raised by the library (whose message names the parameter and its allowed range,
+  see ``validate``) becomes ``error: <message>`` on one line, exit status 2;
+* Ctrl-C prints ``error: interrupted`` (status 130); a closed pipe (``... --json | head``) ends
+  quietly with status 0, as the reader took what it wanted.
+
+Typed converters (:func:`integer`, :func:`number`) give argparse the allowed range, so
+``--nodes abc`` says ``argument --nodes: must be an integer >= 1; got 'abc'``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import Callable, Sequence
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def one_line(message) -> str:
+    """``message`` as one line: whitespace (newlines included) collapsed to single spaces."""
+    return " ".join(str(message).split())
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line ``error: ...`` on stderr and exit status 2.
+
+    Subparsers made with ``add_subparsers`` inherit the class, so sub-commands behave alike.
+    """
+
+    def error(self, message):  # noqa: D102 (argparse's hook)
+        self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
+    if low is not None and high is not None:
+        return f"in {'[' if low_inclusive else '('}{low:g}, {high:g}{']' if high_inclusive else ')'}"
+    if low is not None:
+        return f"{'>=' if low_inclusive else '>'} {low:g}"
+    if high is not None:
+        return f"{'<=' if high_inclusive else '<'} {high:g}"
+    return "any value"
+
+
+def integer(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer in [low, high]; argparse's message names the flag and the range."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be an integer {_range_text(low, high)}; got {text!r}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            shown = text if len(text) <= 24 else text[:21] + "..."
+            raise argparse.ArgumentTypeError(f"must be an integer {_range_text(low, high)}; got {shown}")
+        return value
+    convert.__name__ = "integer"
+    return convert
+
+
+def number(low: float | None = None, high: float | None = None, *, low_inclusive: bool = True,
+           high_inclusive: bool = True) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in the range; argparse's message names the flag and the range."""
+    rng = _range_text(low, high, low_inclusive, high_inclusive)
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be a number {rng}; got {text!r}") from None
+        too_low = low is not None and (value < low if low_inclusive else value <= low)
+        too_high = high is not None and (value > high if high_inclusive else value >= high)
+        if not math.isfinite(value) or too_low or too_high:
+            raise argparse.ArgumentTypeError(f"must be a finite number {rng}; got {text}")
+        return value
+    convert.__name__ = "number"
+    return convert
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's final flush does not fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def report(message) -> int:
+    """Print ``error: <message>`` as one line on stderr; return the usage status (2)."""
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _options(parser: argparse.ArgumentParser) -> dict:
+    """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and its sub-commands."""
+    out = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for dest, flag in _options(sub).items():
+                    out.setdefault(dest, flag)
+        elif action.option_strings and action.dest not in ("help",):
+            out.setdefault(action.dest, "/".join(action.option_strings))
+    return out
+
+
+def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
+    """Prefix a library message that starts with a parameter name with the flag that sets it.
+
+    ``gpus_per_node must be in [1, 8], got 0`` -> ``-g/--ngpus: gpus_per_node must be ...``; a command
+    maps library names to its flags with ``set_defaults(flags={"gpus_per_node": "ngpus"})``.
+    """
+    first = message.split(" ", 1)[0]
+    options = _options(parser)
+    dest = getattr(args, "flags", {}).get(first, first)
+    flag = options.get(dest)
+    return f"{flag}: {message}" if flag and not message.startswith("-") else message
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` with ``parser`` and call ``args.func(args)``; every failure of input is one line.
+
+    Returns the exit status (0 on success, 2 on bad input, 130 on Ctrl-C) instead of exiting,
+    so tests call ``main(argv)`` directly.
+    """
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else report(exc.code))
+    try:
+        status = args.func(args)
+        sys.stdout.flush()
+    except (ValueError, OverflowError) as exc:
+        return report(_with_flag(one_line(exc), parser, args))
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    return 0 if status is None else int(status)
+
+
+def exit_with(main: Callable[[], int]) -> None:
+    """``sys.exit(main())`` for ``if __name__ == "__main__"``; a closed pipe at exit stays quiet too."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        status = 0
+    sys.exit(status)
+
+
+def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file") -> str:
+    """The text of ``path``, read without taking more than ``max_bytes`` of memory.
+
+    ValueError, in plain words and naming ``name``, for a missing file, one larger than
+    ``max_bytes`` and one that is not text (a zero byte, or bytes that are not UTF-8);
+    ``what`` says what to pass instead.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ValueError(f"{name} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise ValueError(f"{name} {str(path)!r} is larger than {max_bytes / 2**20:g} MiB, the most read; "
+                         f"pass {what}")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ValueError(f"{name} {str(path)!r} is not a text file (a zero byte at offset {nul}); pass {what}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} {str(path)!r} is not a text file (byte {data[exc.start]:#04x} at offset "
+                         f"{exc.start} is not UTF-8 text); pass {what}") from None
