@@ -54,10 +54,21 @@ def _planner_answer(exercise_id: str):
     return planner.expected_answers()[exercise_id]
 
 
-# exercise id -> the library computation its answer comes from (the planner's, for the capstone)
+def _rtx4090_predicted_over_measured() -> float:
+    """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
+    from . import cli_predict, costmodel, hardware, units
+    systems = PACKAGE / "data" / "systems"
+    box = hardware.load_system(systems / "rtx4090x4_p2p.toml")
+    measured = cli_predict.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
+    row = next(r for r in measured["rows"] if r["size"] == 2**30)
+    return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
+
+
+# exercise id -> the library computation its answer comes from (the planner's, the cost model's)
 MODELS = {
     "08.5": lambda: _planner_answer("08.5"),
     "08.6": lambda: _planner_answer("08.6"),
+    "09.7": _rtx4090_predicted_over_measured,
 }
 
 

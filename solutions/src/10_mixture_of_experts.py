@@ -218,7 +218,8 @@ def my_all_to_all(output, input, rank, world_size):
 # %% nbgrader={"grade": true, "grade_id": "ex10-7-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 checks.check("10.7", my_all_to_all)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.7", my_all_to_all)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.7", my_all_to_all)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -276,7 +277,8 @@ dispatch_bytes = 4096 * 1 * 2 * 4096 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex10-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("10.1", dispatch_bytes)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.1", dispatch_bytes)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.1", dispatch_bytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -292,7 +294,8 @@ a2a_per_step = 4 * 32 * 4
 # %% nbgrader={"grade": true, "grade_id": "ex10-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("10.2", a2a_per_step)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.2", a2a_per_step)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.2", a2a_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -307,7 +310,8 @@ off_node_fraction = (64 - 8) / 64
 # %% nbgrader={"grade": true, "grade_id": "ex10-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("10.3", off_node_fraction)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.3", off_node_fraction)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.3", off_node_fraction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -327,7 +331,8 @@ a2a_bottleneck = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex10-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("10.4", a2a_bottleneck)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.4", a2a_bottleneck)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -348,7 +353,8 @@ mixtral_layout = "A"
 # %% nbgrader={"grade": true, "grade_id": "ex10-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("10.5", mixtral_layout)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.5", mixtral_layout)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.5", mixtral_layout)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,7 +375,8 @@ moe_diagnosis = "A"
 # %% nbgrader={"grade": true, "grade_id": "ex10-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("10.6", moe_diagnosis)
 ### BEGIN HIDDEN TESTS
-checks.grade("10.6", moe_diagnosis)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.6", moe_diagnosis)
 ### END HIDDEN TESTS
 
 # %% [markdown]
