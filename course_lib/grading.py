@@ -54,11 +54,26 @@ def _planner_answer(exercise_id: str):
     return planner.expected_answers()[exercise_id]
 
 
+def _rtx4090_box():
+    from . import hardware
+    return hardware.load_system(PACKAGE / "data" / "systems" / "rtx4090x4_p2p.toml")
+
+
+def _rtx4090_ports_per_node() -> int:
+    """Chapter 09's box on 4 nodes: the fewest 25 Gb/s ports per node that keep 75% of one box's busbw."""
+    from . import costmodel
+    box = _rtx4090_box()
+    one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
+    return next(k for k in range(1, 65)
+                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25),
+                                     nodes=4).busbw[0] >= 0.75 * one_box)
+
+
 def _rtx4090_predicted_over_measured() -> float:
     """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
-    from . import cli_predict, costmodel, hardware, units
+    from . import cli_predict, costmodel, units
     systems = PACKAGE / "data" / "systems"
-    box = hardware.load_system(systems / "rtx4090x4_p2p.toml")
+    box = _rtx4090_box()
     measured = cli_predict.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
     row = next(r for r in measured["rows"] if r["size"] == 2**30)
     return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
@@ -68,6 +83,7 @@ def _rtx4090_predicted_over_measured() -> float:
 MODELS = {
     "08.5": lambda: _planner_answer("08.5"),
     "08.6": lambda: _planner_answer("08.6"),
+    "09.6": _rtx4090_ports_per_node,
     "09.7": _rtx4090_predicted_over_measured,
 }
 
