@@ -1,7 +1,6 @@
 """Grading trusts neither the student's namespace nor the package: tampering scores nothing, no answer
 is stored in the package or the student notebooks, and model answers follow the library."""
 import json
-import types
 from pathlib import Path
 
 import pytest
