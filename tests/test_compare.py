@@ -5,7 +5,7 @@ from importlib import resources
 from course_lib import cli_predict as cp
 from course_lib.__main__ import main
 
-SAMPLE = resources.files("course_lib").joinpath("data/samples/nccl_tests_allreduce_2node_h100_gcp_a3mega.txt")
+SAMPLE = resources.files("course_lib").joinpath("data/samples/nccl_tests/allreduce_2node_h100_gcp_a3mega.txt")
 
 
 def _run(capsys, *argv):
