@@ -21,7 +21,7 @@ def _systems(args) -> int:
     for s in hardware.systems():
         fabric = (f"{s.gpu_link.name}: {units.format_bandwidth(s.gpu_link.per_direction)} / "
                   f"{units.format_bandwidth(s.gpu_link.bidirectional, direction='bidirectional').rsplit(' ', 1)[0]}")
-        net = f"{s.nics_per_node} x {s.nic.name}"
+        net = f"{s.nics_per_node} x {s.nic.name}" + (f" ({s.fabric})" if s.nic_fabric != hardware.default_fabric(s.nic.family) else "")
         print(f"{s.id:<24} {s.gpus_per_node:>4}  {fabric:<52} {net:<28}")
     print("\nSources: python -m course_lib systems --json (each system cites its source)")
     return 0

@@ -9,18 +9,21 @@ shipped sample (``--list-samples`` names them).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from . import diagnostics
+from . import diagnostics, systemfile
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
 
-def inspect_texts(items: list[tuple[str, str]]) -> list[dict]:
+def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     """Detect, parse and explain outputs of one machine, given as ``(label, text)`` pairs.
 
     One dict per item: ``{"file", "kind", <kind's keys>, "findings"}``; a topology matrix also
-    gets ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too).
+    gets ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too),
+    on ``system`` (a ``hardware.System``, e.g. from a system file) when given, else on the closest
+    catalog system.
     """
     parsed = []
     for label, text in items:
@@ -33,7 +36,7 @@ def inspect_texts(items: list[tuple[str, str]]) -> list[dict]:
     for label, kind, result in parsed:
         obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
         if kind == "topo":
-            obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status)
+            obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status, system)
         out.append(obj)
     return out
 
@@ -81,10 +84,23 @@ def _run(args) -> int:
             print(f"{name:<42} {row['kind']:<14} {row['url']}")
         return 0
     items = [(p, None) for p in args.files] + [(f"sample:{s}", s) for s in args.sample]
-    if not items:
-        raise ValueError("give at least one FILE (or --sample NAME; --list-samples names them)")
+    system = systemfile.system_from_args(args)
+    local = []
+    if args.local:
+        from .diagnostics import local as _local
+        local, notes = _local.collect()
+        for note in notes:  # on stderr, so that --json stays one JSON document
+            print(f"# {note}", file=sys.stderr)
+        if not local and not items and system is None:
+            print("# none of nvidia-smi and ibstat answered here: try --sample NAME (--list-samples)")
+            return 0
+    if not items and not local and system is None:
+        raise ValueError("give at least one FILE (or --sample NAME; --list-samples names them, "
+                         "or --system-file PATH)")
     reports = inspect_texts([(label, diagnostics.sample_text(sample) if sample else _read(label))
-                             for label, sample in items])
+                             for label, sample in items] + local, system)
+    if system is not None:
+        reports.insert(0, dict(file=args.system_file or f"system:{system.id}", **_system.system_report(system)))
     if args.json:
         print(json.dumps(reports, indent=2))
     else:
@@ -98,5 +114,8 @@ def register(subparsers) -> None:
                                                               "ibstat, ibv_devinfo, ibstatus or an NCCL_DEBUG=INFO log")
     p.add_argument("--sample", action="append", default=[], metavar="NAME", help="read a shipped sample instead")
     p.add_argument("--list-samples", action="store_true", help="list the shipped samples and their sources")
+    p.add_argument("--local", action="store_true", help="also run this machine's nvidia-smi topo -m, nvlink -s and "
+                                                         "ibstat where they exist (missing tools are skipped)")
+    systemfile.add_system_arguments(p, required=False)
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
     p.set_defaults(func=_run)

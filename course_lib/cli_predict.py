@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import cli, collectives, costmodel, datafiles, evidence, hardware, units, validate
+from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -101,7 +101,9 @@ def _collective_arg(text):
 def _predict(args) -> int:
     collective = _collective_arg(args.collective)
     sizes = sweep(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
-    pred = costmodel.predict(collective, sizes, args.system, gpus_per_node=args.ngpus, nodes=args.nodes,
+    sys_ = systemfile.system_from_args(args)
+    nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
+    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
     if args.json:
         print(json.dumps(_to_json(pred), indent=2))
@@ -211,6 +213,8 @@ def compare_assumptions(parsed, sys_, args) -> dict:
         out["nodes"] = (args.nodes, "flag --nodes")
     elif parsed["hosts"]:
         out["nodes"] = (len(parsed["hosts"]), f"file: {len(parsed['hosts'])} host name(s) in the rank lines")
+    elif "file" in (sys_.raw or {}):
+        out["nodes"] = (systemfile.nodes_default(sys_), "system file (the log has no rank lines)")
     else:
         out["nodes"] = (1, "GUESSED: the file has no rank lines; pass --nodes")
     nodes = out["nodes"][0]
@@ -294,7 +298,7 @@ def _compare(args) -> int:
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
     args.collective_id = collective
-    sys_ = hardware.resolve_system(args.system)
+    sys_ = systemfile.system_from_args(args)
     if args.nic_gbit:
         sys_ = sys_.variant(nic_gbit_s=args.nic_gbit)
     assumed = compare_assumptions(parsed, sys_, args)
@@ -403,7 +407,7 @@ def register(subparsers) -> None:
     """Add the ``predict``, ``compare`` and ``validation`` commands to the course CLI."""
     p = subparsers.add_parser("predict", help="predict nccl-tests output for a collective on a catalog system")
     p.add_argument("collective", help=f"one of {', '.join(collectives.ids())}")
-    p.add_argument("--system", required=True, help="catalog system id (python -m course_lib systems)")
+    systemfile.add_system_arguments(p)
     p.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: the system's)")
     p.add_argument("-b", "--minbytes", default="32M", help="smallest size, nccl-tests style (16G = 16 GiB)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size")
@@ -411,7 +415,8 @@ def register(subparsers) -> None:
                    help="size growth factor (> 1)")
     p.add_argument("-i", "--stepbytes", default=None, help="fixed size increment instead of a factor")
     p.add_argument("-d", "--datatype", default="float", choices=sorted(TYPE_SIZES), help="element type (count column)")
-    p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=1, help="number of nodes (default 1)")
+    p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
+                   help="number of nodes (default 1, or the system file's)")
     p.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
@@ -421,7 +426,7 @@ def register(subparsers) -> None:
 
     c = subparsers.add_parser("compare", help="compare a real nccl-tests output file with the model")
     c.add_argument("file", help="nccl-tests output (text)")
-    c.add_argument("--system", required=True, help="catalog system id")
+    systemfile.add_system_arguments(c)
     c.add_argument("--collective", default=None, help="collective (default: read from the file)")
     c.add_argument("-g", "--ngpus", type=cli.integer(low=1), default=None, help="GPUs per node (default: from the file)")
     c.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,

@@ -64,17 +64,17 @@ def fabric_kind(fabric_id) -> dict:
 
 
 def system_fabric_kind(system) -> str:
-    """The fabric kind of a system: its catalog ``fabric`` field, else the default for its NIC family."""
+    """The fabric kind of a system: its ``fabric`` (catalog or system file), else its NIC family's default."""
     sys_ = hardware.resolve_system(system)
-    kind = sys_.raw.get("fabric") if sys_.raw else None
-    if kind is None:
-        kind = fabrics_data()["default_for_nic_family"].get(sys_.nic.family, "ethernet_tcp")
+    kind = sys_.nic_fabric
+    if kind not in fabrics_data()["fabrics"]:  # a NIC family named as the fabric (system files may say "ethernet")
+        kind = hardware.default_fabric(sys_.nic.family)
     return validate.choice("fabric", kind, fabrics_data()["fabrics"])
 
 
 def _technology_aliases() -> dict:
     """Network technologies of the older API: ``infiniband`` and ``ethernet`` (its default kind, RoCE)."""
-    return {"infiniband": "infiniband", "ethernet": fabrics_data()["default_for_nic_family"]["ethernet"]}
+    return {"infiniband": "infiniband", "ethernet": hardware.default_fabric("ethernet")}
 
 
 def efficiency(technology) -> float:
@@ -486,9 +486,7 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
         return _ring(coll, n, g, N, f, min(f.intra_bw, f.net_bw_node_for(g)), protocol) or None
     if algorithm == "direct":
         # each rank sends (p-g)/p of its buffer over the network, (g-1)/p over NVLink, all at once
-        t_net = (p - g) / p * n / f.net_bw_per_gpu_for(g)
-        t_intra = (g - 1) / p * n / f.intra_bw
-        return {"Simple": f.launch + f.net_hop + np.maximum(t_net, t_intra)}
+        return {"Simple": two_tier_all_to_all(n, p, g, f.intra_bw, f.net_bw_per_gpu_for(g), f.net_hop, f.launch)}
     if algorithm == "tree":
         return _tree(coll, n, g, N, f, protocol) or None
     if collective != "all_reduce":
@@ -499,6 +497,20 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
     if algorithm == "hierarchical":
         return _hierarchical(n, g, N, f)
     return None
+
+
+def two_tier_all_to_all(nbytes, ranks, per_node, intra_bw, net_bw_per_gpu, net_hop=0.0, launch=0.0):
+    """Direct all-to-all across nodes, seconds: each rank sends (p-k)/p of its buffer over its NIC share
+    and (k-1)/p over the GPU fabric, all at once (k ranks per node). Vectorised over nbytes."""
+    scalar = np.ndim(nbytes) == 0 and not isinstance(nbytes, (list, tuple))
+    n = _sizes(nbytes)
+    p = validate.integer("ranks", ranks, low=1, high=10_000_000)
+    k = validate.integer("per_node", per_node, low=1, high=p)
+    intra_bw, net_bw_per_gpu = validate.positive("intra_bw", intra_bw), validate.positive("net_bw_per_gpu", net_bw_per_gpu)
+    net_hop, launch = validate.non_negative("net_hop", net_hop), validate.non_negative("launch", launch)
+    t_net = (p - k) / p * n / net_bw_per_gpu
+    t_intra = (k - 1) / p * n / intra_bw
+    return _ret(launch + net_hop + np.maximum(t_net, t_intra), scalar)
 
 
 def _notes(sys_, N, order) -> list:

@@ -16,12 +16,23 @@ from functools import lru_cache
 from . import datafiles, units, validate
 
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
+# How a system's NICs carry NCCL traffic (the ids of data/fabrics.json): InfiniBand verbs, RDMA over
+# Converged Ethernet, AWS Elastic Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets.
+FABRICS = ("infiniband", "roce", "efa", "slingshot", "ethernet_tcp")
 
 
 @lru_cache(maxsize=1)
 def catalog() -> dict:
     """The raw catalog (parsed ``data/hardware.json``)."""
     return datafiles.load("hardware.json")
+
+
+def _system_source(sys: "System") -> dict:
+    """A system's citation: the bibliography's for a catalog system; a system file's own text (a URL or a note)."""
+    if sys.source in datafiles.bibliography():
+        return datafiles.source(sys.source)
+    text = sys.source.strip()
+    return {"title": text, "url": text if text.startswith(("http://", "https://")) else ""}
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,7 @@ class System:
     cpu_sockets: int = 1
     pcie_switches: int | None = 0  # None where the vendor does not publish it
     note: str = ""
+    fabric: str = ""  # one of FABRICS; "" = the default of the NIC's family (default_fabric)
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -232,10 +244,22 @@ class System:
                                    gpus_per_node=g, nics_per_node=k, nic=nic, gpu_link=gpu_link)
 
     @property
+    def nic_fabric(self) -> str:
+        """How the NICs carry traffic: ``fabric`` if named, else ``default_fabric`` of the NIC's family."""
+        return self.fabric or default_fabric(self.nic.family)
+
+    @property
     def in_network_reduction(self) -> bool:
         """True where the NVSwitch can reduce in the switch (NVLink SHARP / NVLS)."""
         gen = self.nvswitch_generation
         return gen is not None and bool(catalog()["nvswitch"][gen - 1]["in_network_reduction"])
+
+
+def default_fabric(family: str) -> str:
+    """The fabric a NIC family is taken to run when a system names none: InfiniBand -> ``infiniband``,
+    Ethernet -> ``roce`` (what the cost model's Ethernet efficiency was measured on)."""
+    family = validate.choice("family", family, ("infiniband", "ethernet"))
+    return "infiniband" if family == "infiniband" else "roce"
 
 
 def system_ids() -> list[str]:
@@ -252,6 +276,11 @@ def _system_by_id(system_id) -> System:
     pcie = pcie_link(row["pcie_generation"], row["pcie_lanes_per_gpu"])
     if row["gpu_interconnect"] == "pcie":
         gpu_link = pcie
+    elif row["gpu_interconnect"] == "infinity-fabric-mesh":  # AMD Instinct: one xGMI link to each other GPU
+        k, rate = row["infinity_fabric_links_per_gpu"], row["infinity_fabric_link_gb_s_per_direction"]
+        gpu_link = Link(id=f"infinity-fabric-x{k}", name=f"Infinity Fabric x{k}", family="infinity-fabric",
+                        per_direction=k * rate * units.GB, source=row.get("also", [row["source"]])[-1],
+                        detail=f"{k} links x {rate:g} GB/s per direction")
     else:
         gpu_link = nvlink(row["nvlink_generation"], row["nvlink_links_per_gpu"])
         if "nvlink_link_gb_s_per_direction" in row:  # GeForce bridge links run slower than data-centre NVLink
@@ -264,7 +293,16 @@ def _system_by_id(system_id) -> System:
                   nic=network(row["nic"]), nics_per_node=row["nics_per_node"], source=row["source"],
                   p2p=row.get("p2p", True), nvswitch_generation=row.get("nvswitch_generation"),
                   cpu_sockets=row.get("cpu_sockets", 1), pcie_switches=row.get("pcie_switches", 0),
-                  note=row.get("note", ""), raw=dict(row))
+                  note=row.get("note", ""), fabric=row.get("fabric", ""), raw=dict(row))
+
+
+def load_system(path) -> System:
+    """A system described in a TOML file (``course_lib.systemfile`` documents the format).
+
+    ValueError names the file, the field and its line.
+    """
+    from . import systemfile  # systemfile builds on this module
+    return systemfile.load_system(path)
 
 
 def resolve_system(system, name: str = "system") -> System:
@@ -292,8 +330,8 @@ def system_summary(sys: System) -> dict:
         "interconnect": sys.interconnect, "gpu_link": sys.gpu_link.name,
         "gpu_link_gb_s_per_direction": round(sys.gpu_link.per_direction / units.GB, 3),
         "gpu_link_gb_s_bidirectional": round(sys.gpu_link.bidirectional / units.GB, 3),
-        "nic": sys.nic.name, "nics_per_node": sys.nics_per_node,
+        "nic": sys.nic.name, "nics_per_node": sys.nics_per_node, "fabric": sys.nic_fabric,
         "nic_gbit_s_per_direction": round(units.bytes_to_bits(sys.nic.per_direction) / 1e9, 3),
         "in_network_reduction": sys.in_network_reduction,
-        "source": datafiles.source(sys.source),
+        "source": _system_source(sys),
     }

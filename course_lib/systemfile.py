@@ -6,7 +6,8 @@ generation tables unless the file overrides the per-link rate)::
     [system]
     id = "lab-l40s"                     # required
     name = "4x L40S on PCIe Gen4"       # optional, defaults to id
-    gpu = "a100-pcie"                   # a catalog GPU id (python -m course_lib systems --json)
+    gpu = "a100-pcie"                   # a catalog GPU id, or describe it in an optional [gpu] table:
+                                        # [gpu] name = "...", memory_gb = 48, bf16_dense_tflops = 362
     gpus_per_node = 4
     nodes = 2                           # optional, default 1 (kept in System.raw["nodes"])
     cpu_sockets = 2                     # optional, default 1
@@ -24,7 +25,8 @@ generation tables unless the file overrides the per-link rate)::
     switches = 2                        # optional, default 0
 
     [network]
-    kind = "eth-100g"                   # a catalog network id, or fabric = "ethernet" + gbit_s = 25
+    kind = "eth-100g"                   # a catalog network id, or gbit_s = 25 (one port, per direction)
+    fabric = "roce"                     # optional: infiniband, roce, efa, slingshot or ethernet_tcp
     count = 2                           # NIC ports per node
     [[network.nic]]                     # optional: which GPUs each NIC serves
     name = "mlx5_0"
@@ -46,10 +48,14 @@ _FIELDS = {
     "gpu_link": {"kind", "generation", "links", "topology", "nvswitch_generation", "link_gb_s_per_direction"},
     "pcie": {"generation", "lanes_per_gpu", "switches"},
     "network": {"kind", "fabric", "gbit_s", "count", "nic"},
+    "gpu": {"name", "memory_gb", "bf16_dense_tflops", "source", "note"},
     "network.nic": {"name", "gpus"},
 }
 _REQUIRED = {"system": ("id", "gpu", "gpus_per_node", "source"), "gpu_link": ("kind",), "pcie": ("generation",),
-             "network": ("count",)}
+             "network": ("count",), "gpu": ("name", "memory_gb", "bf16_dense_tflops")}
+_TABLES = ("system", "gpu", "gpu_link", "pcie", "network")
+# "ethernet" (an Ethernet port, fabric not named) is kept for files written before fabrics had names.
+_NETWORK_FABRICS = hardware.FABRICS + ("ethernet",)
 _TOPOLOGY = {"nvswitch": ("nvswitch", "nvswitch"), "mesh": ("nvlink-mesh", "full-mesh"),
              "bridge": ("nvlink-bridge", "bridge")}
 _TABLE = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")
@@ -144,14 +150,22 @@ def load_system(path) -> hardware.System:
         raise ValueError(f"{p}: not valid TOML: {exc}") from None
     where = _Where(text)
     for key in data:
-        if key not in ("system", "gpu_link", "pcie", "network"):
-            raise _error(p, where, key, "unknown table; known tables: [system], [gpu_link], [pcie], [network]")
+        if key not in _TABLES:
+            raise _error(p, where, key, "unknown table; known tables: " + ", ".join(f"[{t}]" for t in _TABLES))
 
     s = _table(p, where, data, "system")
     sys_id = _string(p, where, "system.id", s["id"])
     gpu_id = _string(p, where, "system.gpu", s["gpu"])
-    gpu = hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
-                              [row["id"] for row in hardware.catalog()["gpus"]]))
+    if "gpu" in data:  # a GPU the catalog does not know, described in the file
+        g = _table(p, where, data, "gpu")
+        gpu = hardware.GPU(
+            id=gpu_id, name=_string(p, where, "gpu.name", g["name"]),
+            memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
+            bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
+            source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""))
+    else:
+        gpu = hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
+                                  [row["id"] for row in hardware.catalog()["gpus"]]))
     gpus = _int(p, where, "system.gpus_per_node", s["gpus_per_node"], low=1, high=100_000)
     nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
     sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
@@ -199,20 +213,27 @@ def load_system(path) -> hardware.System:
 
     net = _table(p, where, data, "network")
     count = _int(p, where, "network.count", net["count"], low=1, high=100_000)
+    fabric = ""
+    if "fabric" in net:
+        fabric = _check(p, where, "network.fabric", validate.choice, net["fabric"], _NETWORK_FABRICS)
     if "kind" in net:
-        for key in ("fabric", "gbit_s"):
-            if key in net:
-                raise _error(p, where, f"network.{key}", "give either network.kind (a catalog id) or fabric and gbit_s")
+        if "gbit_s" in net:
+            raise _error(p, where, "network.gbit_s", "give either network.kind (a catalog id) or network.gbit_s")
         nic = hardware.network(_check(p, where, "network.kind", validate.choice, net["kind"], hardware.network_ids()))
+        if fabric == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and fabric not in (
+                "", "infiniband"):
+            raise _error(p, where, "network.fabric", f"fabric {fabric!r} does not run on {nic.name} ports")
     else:
         for key in ("fabric", "gbit_s"):
             if key not in net:
                 raise _error(p, where, "network", f"missing network.kind, or network.{key} with the other of fabric/gbit_s")
-        fabric = _check(p, where, "network.fabric", validate.choice, net["fabric"], ("infiniband", "ethernet"))
         gbit = _check(p, where, "network.gbit_s", validate.positive, net["gbit_s"])
-        nic = hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=fabric,
+        family = "infiniband" if fabric == "infiniband" else "ethernet"
+        nic = hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=family,
                             per_direction=units.gbit_to_gbyte(gbit) * units.GB, source=source,
                             detail=f"{gbit:g} Gb/s per direction (from {p.name})")
+    if fabric == "ethernet":
+        fabric = ""  # an Ethernet port whose fabric is not named: hardware.default_fabric decides
     nic_gpus = []
     nic_rows = net.get("nic", [])
     if not isinstance(nic_rows, list):
@@ -231,8 +252,40 @@ def load_system(path) -> hardware.System:
     if len(nic_gpus) > count:
         raise _error(p, where, "network.nic", f"lists {len(nic_gpus)} NICs but network.count is {count}")
 
-    raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches)
+    raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches, fabric=fabric)
     return hardware.System(id=sys_id, name=s.get("name", sys_id), gpu=gpu, gpus_per_node=gpus,
                            interconnect=interconnect, topology=topology, gpu_link=gpu_link, pcie=pcie, nic=nic,
                            nics_per_node=count, source=source, p2p=p2p, nvswitch_generation=nvswitch_gen,
-                           cpu_sockets=sockets, pcie_switches=switches, note=s.get("note", ""), raw=raw)
+                           cpu_sockets=sockets, pcie_switches=switches, note=s.get("note", ""), fabric=fabric,
+                           raw=raw)
+
+
+# ---------------------------------------------------------------- the CLI's --system / --system-file
+
+def add_system_arguments(parser, *, required: bool = True, default: str | None = None) -> None:
+    """Add ``--system ID`` and ``--system-file PATH`` (one of them) to an argparse parser."""
+    if not hasattr(parser, "add_mutually_exclusive_group"):
+        raise ValueError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
+    group = parser.add_mutually_exclusive_group(required=required and default is None)
+    group.add_argument("--system", default=None, help="catalog system id (python -m course_lib systems)"
+                                                      + (f"; default {default}" if default else ""))
+    group.add_argument("--system-file", default=None, metavar="PATH",
+                       help="a TOML file describing a machine not in the catalog (see course_lib/systemfile.py)")
+    parser.set_defaults(system_default=default)
+
+
+def system_from_args(args) -> hardware.System | None:
+    """The system the parsed ``--system``/``--system-file`` name (None where neither was given nor defaulted)."""
+    if not (hasattr(args, "system") and hasattr(args, "system_file")):
+        raise ValueError("args must be the parsed arguments of a parser given add_system_arguments "
+                         f"(with system and system_file), got {type(args).__name__}")
+    if getattr(args, "system_file", None):
+        return load_system(args.system_file)
+    sid = args.system or getattr(args, "system_default", None)
+    return None if sid is None else hardware.resolve_system(sid)
+
+
+def nodes_default(system: hardware.System) -> int:
+    """Nodes a system file describes (``system.nodes``); 1 for a catalog system."""
+    system = hardware.resolve_system(system)
+    return int(system.raw.get("nodes", 1)) if "file" in system.raw else 1

@@ -152,3 +152,51 @@ def test_system_variant_overrides_only_what_is_asked_nic_in_gbit_s():
                          ({"gpus_per_node": 0}, "gpus_per_node"), ({"nics_per_node": 2.5}, "nics_per_node")):
         with pytest.raises(ValueError, match=name):
             base.variant(**kwargs)
+
+
+# ---------------------------------------------------------------- systems added for issue 15 (cloud, PCIe, GH200, MI300X, B300)
+
+NEW_SYSTEMS = {  # id: (GPUs per node, GPU link GB/s per direction, NICs, NIC Gb/s per direction, fabric)
+    "aws-p4d": (8, 300, 4, 100, "efa"),
+    "aws-p5": (8, 450, 32, 100, "efa"),
+    "azure-nd-h100-v5": (8, 450, 8, 400, "infiniband"),
+    "gcp-a3-mega": (8, 450, 8, 200, "ethernet_tcp"),
+    "azure-nc-h100-nvl": (2, 300, 4, 20, "ethernet_tcp"),
+    "aws-g6e-l40s": (8, 4 * 7.876923076923077, 1, 400, "efa"),
+    "alps-gh200": (4, 450, 4, 200, "slingshot"),
+    "azure-nd-mi300x-v5": (8, 448, 8, 400, "infiniband"),
+    "dgx-b300": (8, 900, 8, 800, "infiniband"),
+}
+
+
+@pytest.mark.parametrize("system_id", sorted(NEW_SYSTEMS))
+def test_new_systems_match_their_sources(system_id):
+    g, link_gb_s, nics, nic_gbit, fabric = NEW_SYSTEMS[system_id]
+    s = hardware.system(system_id)
+    assert (s.gpus_per_node, s.nics_per_node, s.nic_fabric) == (g, nics, fabric)
+    assert s.gpu_link.per_direction == pytest.approx(link_gb_s * 1e9)
+    assert s.nic.per_direction == pytest.approx(nic_gbit * 1e9 / 8)
+    assert fabric in hardware.FABRICS and datafiles.source(s.source)["url"].startswith("https://")
+    assert all(src in datafiles.bibliography() for src in s.raw.get("also", []))
+    assert s.note, "each new system says what is per direction, bidirectional or assumed"
+
+
+def test_new_system_facts_from_the_sources():
+    # p5: 3,200 Gb/s EFA per instance; ND H100 v5: 3.2 Tb/s per VM; p4d: 400 Gb/s
+    for sid, tbit in (("aws-p5", 3.2), ("azure-nd-h100-v5", 3.2), ("aws-p4d", 0.4), ("gcp-a3-mega", 1.6)):
+        s = hardware.system(sid)
+        assert s.nic.per_direction * s.nics_per_node * 8 == pytest.approx(tbit * 1e12)
+    assert hardware.system("aws-g6e-l40s").gpu_link == hardware.pcie_link(4, 16)      # no NVLink on L40S
+    assert hardware.system("azure-nc-h100-nvl").gpu_link.bidirectional == pytest.approx(600e9)  # NVLink bridge
+    assert hardware.system("azure-nd-mi300x-v5").gpu_link.bidirectional == pytest.approx(896e9)  # 7 x 128 GB/s
+    assert hardware.system("azure-nd-mi300x-v5").gpu_link.family == "infinity-fabric"
+    assert hardware.system("alps-gh200").raw["cpu_gpu_link"]["gb_s_bidirectional"] == 900      # NVLink-C2C
+    assert hardware.system("dgx-b300").gpu.memory_bytes * 8 == pytest.approx(2.304e12)         # 2.3 TB HBM3e
+    assert all(hardware.system(sid).fabric == "" for sid in REQUIRED_SYSTEMS)  # old rows keep their default
+
+
+def test_bibliography_entries_follow_the_shared_schema():
+    bib = datafiles.bibliography()
+    for sid in {hardware.system(i).source for i in NEW_SYSTEMS} | {"aws-efa-multicard", "gke-tcpxo", "hpe-slingshot"}:
+        row = bib[sid]
+        assert {"title", "url", "publisher", "year"} <= set(row) and isinstance(row["year"], int)

@@ -34,7 +34,8 @@ KEYS = {"topo": {"gpus", "nics", "gpu_pairs", "nv_counts"},
         "nccl_debug": {"nccl_version", "nranks", "transports", "ib_devices", "socket_fallback"},
         "ibstat": {"ports"},
         "nvlink_status": {"gpus", "links_per_gpu", "gb_s_per_link"},
-        "smi_pcie": {"gpus"}}
+        "smi_pcie": {"gpus"},
+        "lspci_acs": {"bridges", "acs_enabled", "redirecting"}}
 
 
 def test_every_sample_inspects_with_the_issue_keys(capsys):
@@ -147,3 +148,35 @@ def test_command_line_exit_status_and_single_line(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (f"error: {damaged}: line 3: expected a connection (X, NV#, PIX, PXB, PHB, NODE or SYS) "
                            f"in row GPU1, column GPU0, got 'PH0'\n")
+
+
+def test_acs_redirect_is_found_and_mangled_lines_are_named(capsys, tmp_path):
+    r = run_json(capsys, "lspci_acsctl_redirect_on.txt")[0]
+    assert (r["kind"], r["bridges"], r["redirecting"]) == ("lspci_acs", 15, 4)
+    assert "4 of 15 PCIe bridges redirect peer requests" in r["findings"][0] and "NCCL_P2P_DISABLE" in r["findings"][1]
+    text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+    bad = tmp_path / "acs.txt"
+    bad.write_text(text.replace("ReqRedir+", "ReqRedir?", 1))
+    assert cli.main(["inspect", str(bad)]) == 2
+    assert "line 4: expected the flag ReqRedir+ or ReqRedir-, got 'ReqRedir?'" in capsys.readouterr().err
+    bad.write_text("\n".join(text.splitlines()[:3]) + "\n\t\tACSCtl:\tSrcValid- TransBlk-\n")
+    assert cli.main(["inspect", str(bad)]) == 2
+    assert "line 4: expected 7 ACS flags" in capsys.readouterr().err
+
+
+def test_local_outputs_never_fail_without_the_tools(capsys, monkeypatch):
+    from course_lib.diagnostics import local
+    monkeypatch.setattr(local.shutil, "which", lambda name: None)
+    outputs, notes = local.collect()
+    assert outputs == [] and len(notes) == 3 and "nvidia-smi is not installed here" in notes[0]
+    assert cli.main(["inspect", "--local"]) == 0
+    assert "none of nvidia-smi and ibstat answered here" in capsys.readouterr().out
+    sample = diagnostics.sample_text("topo_4gpu_workstation_phb.txt")
+    monkeypatch.setattr(local.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(local.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 0 if cmd[1:] == ["topo", "-m"] else 1, sample if cmd[1:] == ["topo", "-m"] else "", "no NVLink"))
+    outputs, notes = local.collect()
+    assert [label for label, _ in outputs] == ["nvidia-smi topo -m"] and len(notes) == 2
+    assert cli.main(["inspect", "--local", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["kind"] == "topo" and "nvidia-smi nvlink -s: no output" in captured.err

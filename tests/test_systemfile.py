@@ -1,5 +1,8 @@
 """course_lib.systemfile: a machine described in TOML becomes a hardware.System the cost model predicts."""
+import json
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -96,7 +99,7 @@ def test_bridge_override_rate(tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.replace("gpus_per_node = 4", "gpus_per_node = 0"),
      r"field system.gpus_per_node \(line 5\): must be in \[1, 100000\], got 0"),
-    (lambda t: t.replace('gpu = "a100-pcie"', 'gpu = "l40s"'), r"field system.gpu \(line 4\): must be one of .*'l40s'"),
+    (lambda t: t.replace('gpu = "a100-pcie"', 'gpu = "l99x"'), r"field system.gpu \(line 4\): must be one of .*'l99x'"),
     (lambda t: t.replace("generation = 4\nlanes", "generation = 9\nlanes"), r"field pcie.generation \(line 14\): must be in \[1, 7\], got 9"),
     (lambda t: t.replace("lanes_per_gpu = 16", "lanes_per_gpu = 12"),
      r"field pcie.lanes_per_gpu \(line 15\): must be one of \(1, 2, 4, 8, 16\), got 12"),
@@ -128,3 +131,77 @@ def test_the_docstring_example_loads(tmp_path):
     block = doc[doc.index("::\n") + 3:doc.index("Errors name")]
     s = systemfile.load_system(write(tmp_path, textwrap.dedent(block)))
     assert s.id == "lab-l40s" and s.gpus_per_node == 4 and s.raw["nic_gpus"] == [{"name": "mlx5_0", "gpus": [0, 1]}]
+
+
+# ---------------------------------------------------------------- fabrics, [gpu], the shipped example, the CLI
+
+SYSTEMS = Path(systemfile.__file__).resolve().parent / "data" / "systems"
+EXAMPLE = SYSTEMS / "rtx4090x4_p2p.toml"
+
+
+def test_fabric_names_and_gpu_table(tmp_path):
+    text = L40S_LIKE.replace('fabric = "ethernet"', 'fabric = "efa"')
+    s = systemfile.load_system(write(tmp_path, text))
+    assert s.fabric == s.nic_fabric == "efa" and s.nic.family == "ethernet"
+    legacy = systemfile.load_system(write(tmp_path, L40S_LIKE, "legacy.toml"))
+    assert legacy.fabric == "" and legacy.nic_fabric == "roce"  # an Ethernet port with no named fabric
+    own_gpu = L40S_LIKE.replace('gpu = "a100-pcie"', 'gpu = "my-gpu"') + (
+        '\n[gpu]\nname = "My GPU"\nmemory_gb = 48\nbf16_dense_tflops = 362\n')
+    g = systemfile.load_system(write(tmp_path, own_gpu, "gpu.toml")).gpu
+    assert (g.id, g.name, g.memory_bytes, g.bf16_flops) == ("my-gpu", "My GPU", 48e9, 362e12)
+    with pytest.raises(ValueError, match=r"field network.fabric \(line 19\): must be one of infiniband, roce, efa"):
+        systemfile.load_system(write(tmp_path, L40S_LIKE.replace('fabric = "ethernet"', 'fabric = "omnipath"')))
+    with pytest.raises(ValueError, match=r"field network.fabric \(line 18\): fabric 'efa' does not run on InfiniBand"):
+        systemfile.load_system(write(tmp_path, H800_LIKE.replace('kind = "ib-ndr"', 'kind = "ib-ndr"\nfabric = "efa"')))
+    with pytest.raises(ValueError, match=r"field gpu.memory_gb \(line 3\d\): must be in \(0, inf\]"):
+        systemfile.load_system(write(tmp_path, own_gpu.replace("memory_gb = 48", "memory_gb = 0")))
+
+
+def test_hardware_load_system_is_the_file_loader():
+    s = hardware.load_system(EXAMPLE)
+    assert s == systemfile.load_system(EXAMPLE) and s.id == "rtx4090x4-p2p" and s.gpu == hardware.gpu("rtx-4090")
+    assert s.id not in hardware.system_ids() and s.p2p and s.gpu_link == hardware.pcie_link(4, 16)
+
+
+def test_example_predicts_its_published_run():
+    """The shipped machine file against its published all_reduce_perf rows: within 10% at every size."""
+    from course_lib import cli_predict
+    rows = cli_predict.parse_nccl_tests((SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())["rows"]
+    s = hardware.load_system(EXAMPLE)
+    pred = costmodel.predict("all_reduce", [r["size"] for r in rows], s)
+    for r, busbw in zip(rows, pred.busbw):
+        assert busbw / units.GB == pytest.approx(r["busbw"], rel=0.10)
+
+
+@pytest.fixture
+def cli():
+    from course_lib import __main__ as main
+    main._EXTRA_COMMANDS.clear()
+    yield main.main
+    main._EXTRA_COMMANDS.clear()
+
+
+def test_system_file_wherever_system_is_accepted(cli, capsys):
+    f = str(EXAMPLE)
+    assert cli(["predict", "all_reduce", "--system-file", f, "-b", "1G", "-e", "1G", "--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)
+    assert pred["system"] == "rtx4090x4-p2p" and pred["ranks"] == 4
+    assert cli(["compare", str(SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt"), "--system-file", f, "--json"]) == 0
+    cmp_ = json.loads(capsys.readouterr().out)
+    assert cmp_["system"] == "rtx4090x4-p2p" and [r["size"] for r in cmp_["rows"]] == [2**28, 2**29, 2**30]
+    assert cli(["plan", "--system-file", f, "--model", "gpt3-175b", "--gpus", "64", "--tp", "4", "--pp", "16",
+                "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimate"]
+    assert cli(["inspect", "--system-file", f, "--sample", "topo_4gpu_workstation_phb.txt", "--json"]) == 0
+    system_report, topo_report = json.loads(capsys.readouterr().out)
+    assert system_report["kind"] == "system" and system_report["system"]["id"] == "rtx4090x4-p2p"
+    assert topo_report["predicted_all_reduce"]["system"] == "rtx4090x4-p2p"
+
+
+def test_system_file_errors_on_the_cli(cli, capsys, tmp_path):
+    bad = write(tmp_path, L40S_LIKE.replace("generation = 4\nlanes", "generation = 9\nlanes"))
+    assert cli(["predict", "all_reduce", "--system-file", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(r"error: .*sys.toml: field pcie.generation \(line 14\): must be in \[1, 7\]", err[0])
+    assert cli(["predict", "all_reduce", "--system", "dgx-h100", "--system-file", str(bad)]) == 2
+    assert "argument --system-file: not allowed with argument --system" in capsys.readouterr().err

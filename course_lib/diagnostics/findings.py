@@ -209,7 +209,23 @@ def pcie_findings(s: SmiPcie) -> list[str]:
     return out
 
 
-FINDERS = {"topo": topo_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,
+def acs_findings(s) -> list[str]:
+    """What the ACSCtl lines mean for GPU peer-to-peer."""
+    data = s.to_json()
+    n, on, redirect = data["bridges"], data["acs_enabled"], data["redirecting"]
+    if not redirect:
+        return [f"{n} PCIe bridge(s) print ACSCtl; none redirects peer requests (ReqRedir-/CmpltRedir-): "
+                "ACS does not block GPU peer-to-peer here"]
+    lines_ = ", ".join(str(b.line) for b in s.bridges if b.redirects)
+    return [f"{redirect} of {n} PCIe bridges redirect peer requests (ReqRedir+ or CmpltRedir+; lines {lines_}); "
+            f"{on} have some ACS flag on",
+            "with redirect on, a GPU's write to another GPU below that bridge goes up to the root complex and the "
+            "IOMMU instead of across the switch: NCCL's P2P transport slows down, fails or hangs, and GPUDirect RDMA "
+            "with it; on bare metal turn ACS off (BIOS, or setpci on the bridges) or boot with iommu=pt; "
+            "NCCL_P2P_DISABLE=1 is the slow workaround (NCCL falls back to SHM through host memory)"]
+
+
+FINDERS = {"topo": topo_findings, "lspci_acs": acs_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,
            "nvlink_status": nvlink_findings, "smi_pcie": pcie_findings}
 
 

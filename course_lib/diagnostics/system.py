@@ -78,12 +78,19 @@ def with_nvlink_status(system: hardware.System, status: NvlinkStatus) -> tuple[h
             f"NVLink bandwidth scaled by {share:.2f}, as the slowest GPU paces a ring")
 
 
-def predicted_busbw(t: TopoMatrix, nvlink_status: NvlinkStatus | None = None) -> dict | None:
+def predicted_busbw(t: TopoMatrix, nvlink_status: NvlinkStatus | None = None,
+                    system: hardware.System | None = None) -> dict | None:
     """Predicted all-reduce busbw (GB/s) for a 1 GiB message on the closest system, with how it was chosen.
 
-    With ``nvlink_status`` (from the same machine) inactive NVLinks lower the prediction.
+    With ``nvlink_status`` (from the same machine) inactive NVLinks lower the prediction. With
+    ``system`` (a catalog system or a system file the learner wrote) that system is used instead
+    of the closest one, on the matrix's GPU count.
     """
-    found = closest_system(t)
+    if system is not None:
+        g = min(len(t.gpus), system.gpus_per_node)
+        found = system, g, f"the given system {system.id} ({system.gpu_link.name}), {g} of its GPUs as in the matrix"
+    else:
+        found = closest_system(t)
     if found is None:
         return None
     system, g, reason = found
@@ -96,3 +103,33 @@ def predicted_busbw(t: TopoMatrix, nvlink_status: NvlinkStatus | None = None) ->
             "algorithm": str(pred.algorithms[0]), "busbw_gb_s": round(float(pred.busbw[0]) / units.GB, 1),
             "gpu_link_gb_s_per_direction": round(system.gpu_link.per_direction / units.GB, 1),
             "notes": list(pred.notes)}
+
+
+def system_report(system: hardware.System) -> dict:
+    """What a system (catalog or file) says and predicts: one inspect report of kind ``system``.
+
+    Predicted all-reduce busbw for a 1 GiB message on one node and, where the system spans more
+    (``nodes`` in a system file), on all of its nodes.
+    """
+    nodes = int(system.raw.get("nodes", 1)) if "file" in system.raw else 1
+    summary = hardware.system_summary(system)
+    found = [f"{system.id}: {system.gpus_per_node} x {system.gpu.name} per node, {nodes} node(s); GPU link "
+             f"{system.gpu_link.name}, {units.format_bandwidth(system.gpu_link.per_direction)}; "
+             f"{system.nics_per_node} x {system.nic.name} per node ({system.nic_fabric}), "
+             f"{units.format_bandwidth(system.nic_bandwidth_per_gpu)} per GPU"]
+    if system.interconnect == "pcie" and not system.p2p:
+        found.append("no GPU peer-to-peer: copies between GPUs stage through host memory")
+    if system.interconnect == "pcie" and system.cpu_sockets > 1:
+        found.append(f"{system.cpu_sockets} CPU sockets: pairs on different sockets cross the CPU link (SYS)")
+    for row in system.raw.get("nic_gpus", []):
+        found.append(f"{row['name']} serves GPU{', GPU'.join(map(str, row['gpus']))}")
+    preds = []
+    for n in sorted({1, nodes}):
+        pred = costmodel.predict("all_reduce", BUSBW_MESSAGE_BYTES, system, nodes=n)
+        preds.append({"nodes": n, "gpus": pred.ranks, "algorithm": str(pred.algorithms[0]),
+                      "busbw_gb_s": round(float(pred.busbw[0]) / units.GB, 1), "notes": list(pred.notes)})
+        found.append(f"predicted all-reduce busbw, 1 GiB on {n} node(s) x {system.gpus_per_node} GPUs: "
+                     f"{preds[-1]['busbw_gb_s']:g} GB/s ({preds[-1]['algorithm']})")
+    summary.pop("source", None)
+    return {"kind": "system", "system": summary, "nodes": nodes, "predicted_all_reduce_by_nodes": preds,
+            "findings": found}

@@ -1,0 +1,84 @@
+"""Chapter 09: a machine described in a system file, scaled out to more nodes, beside its own nccl-tests run.
+
+The example machine is ``data/systems/rtx4090x4_p2p.toml`` (four RTX 4090 on PCIe Gen4 x16 with
+peer-to-peer on) and its published ``all_reduce_perf`` rows. Predictions come from
+:func:`course_lib.costmodel.predict`; bandwidths are bytes/s per direction, NIC rates Gb/s (bits).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .. import cli_predict, costmodel, hardware, units, validate
+from ..widgets import explorer, gpu_count_slider, link_speed_slider
+
+SYSTEMS = Path(hardware.__file__).resolve().parent / "data" / "systems"
+EXAMPLE_SYSTEM = SYSTEMS / "rtx4090x4_p2p.toml"
+EXAMPLE_RUN = SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt"
+NODE_COUNTS = (1, 2, 4, 8, 16, 32)
+NICS_PER_NODE = (1, 2, 4, 8)
+SIZES = 2.0 ** np.arange(20, 33)  # 1 MiB to 4 GiB, nccl-tests style
+
+
+@lru_cache(maxsize=1)
+def example_system() -> hardware.System:
+    """The shipped 4x RTX 4090 machine, read from its system file."""
+    return hardware.load_system(EXAMPLE_SYSTEM)
+
+
+@lru_cache(maxsize=1)
+def measured_run() -> dict:
+    """The published all_reduce_perf rows of that machine (``cli_predict.parse_nccl_tests``)."""
+    return cli_predict.parse_nccl_tests(EXAMPLE_RUN.read_text(encoding="utf-8"))
+
+
+def scaled(nics_per_node: int, nic_gbit_s: float) -> hardware.System:
+    """The example machine with ``nics_per_node`` ports of ``nic_gbit_s`` Gb/s (per direction) each."""
+    return example_system().variant(nics_per_node=nics_per_node, nic_gbit_s=nic_gbit_s)
+
+
+def _draw(ax, nodes, nics_per_node, nic_gbit_s):
+    box = example_system()
+    one = costmodel.predict("all_reduce", SIZES, box)
+    many = costmodel.predict("all_reduce", SIZES, scaled(nics_per_node, nic_gbit_s), nodes=nodes)
+    run = measured_run()["rows"]
+    ax.plot(SIZES, one.busbw / units.GB, "o-", color="tab:green", ms=4, label="one box, predicted")
+    ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color="black", ms=7,
+            label="one box, measured (published)")
+    if nodes > 1:
+        ax.plot(SIZES, many.busbw / units.GB, "s--", color="tab:blue", ms=4,
+                label=f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s each, predicted")
+    ax.set_xscale("log", base=2)
+    ticks = SIZES[::3]
+    ax.set_xticks(ticks, [units.format_bytes(s, binary=True) for s in ticks])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("message size")
+    ax.set_ylabel("all-reduce busbw, GB/s")
+    ax.set_title("4x RTX 4090 (PCIe Gen4 x16, P2P on), from its system file", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def _readout(nodes, nics_per_node, nic_gbit_s):
+    one = costmodel.predict("all_reduce", 2**30, example_system()).busbw[0]
+    many = costmodel.predict("all_reduce", 2**30, scaled(nics_per_node, nic_gbit_s), nodes=nodes)
+    share = many.busbw[0] / one
+    return (f"1 GiB all-reduce: one box {one / units.GB:.3g} GB/s busbw; {nodes} box(es) with {nics_per_node} x "
+            f"{nic_gbit_s:.3g} Gb/s per box: <b>{many.busbw[0] / units.GB:.3g} GB/s</b> ({share:.0%} of one box, "
+            f"{many.algorithms[0]})")
+
+
+def scaling_explorer(nodes=4, nics_per_node=2, nic_gbit_s=25.0):
+    """Sliders: boxes, NIC ports per box, Gb/s (bits) per port per direction."""
+    if nodes not in NODE_COUNTS:
+        raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
+    if nics_per_node not in NICS_PER_NODE:
+        raise ValueError(f"nics_per_node must be one of {NICS_PER_NODE}, got {nics_per_node!r}")
+    validate.number("nic_gbit_s", nic_gbit_s, low=10, high=800)
+    controls = {
+        "nodes": gpu_count_slider(nodes, options=NODE_COUNTS, description="boxes"),
+        "nics_per_node": gpu_count_slider(nics_per_node, options=NICS_PER_NODE, description="NIC ports per box"),
+        "nic_gbit_s": link_speed_slider(nic_gbit_s, low=10, high=800, description="Gb/s (bits!) per port per direction"),
+    }
+    return explorer(_draw, controls, readout=_readout, title="Your machine, scaled out", figsize=(8, 4.4))

@@ -1,0 +1,434 @@
+# %% [markdown]
+# # 09 · Your cluster: read it, diagnose it, predict it
+#
+# **Time:** about 60 minutes. **Prerequisites:** chapters 01-05: PCIe paths and sockets (01), NVLink (02),
+# NVSwitch (03), busbw and the ring (04), InfiniBand, GPUDirect RDMA and rails (05).
+#
+# **After this chapter you can**
+# - read `nvidia-smi topo -m` and choose tensor-parallel groups and GPU–NIC pairs from it;
+# - read an `NCCL_DEBUG=INFO` log line by line: version, ranks, network, transports, GPUDirect RDMA;
+# - diagnose three common failures from real, published outputs: NCCL falling back to TCP sockets,
+#   peer-to-peer blocked by PCIe ACS, and a NIC that sits far from every GPU;
+# - describe a machine the catalog does not know in a small TOML file, predict its all-reduce, and
+#   compare the prediction with the machine's own nccl-tests output.
+#
+# Everything here runs on outputs that ship with the course (`course_lib/data/samples`, each with the URL
+# it was published at). At the end, the same tools run on **your** machine's `nvidia-smi` and `ibstat`
+# when they exist; without them nothing fails.
+#
+# Conventions as always: **1 GB = 10⁹ bytes**, **1 Gb/s = 10⁹ bits/s**, every bandwidth says *per
+# direction* or *bidirectional*.
+
+# %%
+# %matplotlib inline
+from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, units
+from course_lib.cli_inspect import format_report, inspect_text, inspect_texts
+from course_lib.diagnostics import acs, local, topo
+
+# %% [markdown]
+# ## 1. The topology matrix: who talks to whom, over what
+#
+# `nvidia-smi topo -m` prints one row and one column per GPU (and per NIC). Each cell names the **path**
+# between two devices, from best to worst:
+#
+# | cell | path | what it means for GPU peer-to-peer |
+# |---|---|---|
+# | `NV#` | `#` bonded NVLinks | direct NVLink (chapter 02), or every pair NV# behind an NVSwitch (chapter 03) |
+# | `PIX` | one PCIe switch | the fastest PCIe path: stays below one switch |
+# | `PXB` | several PCIe switches | still below the CPU, crosses switches |
+# | `PHB` | a CPU's PCIe host bridge | goes up into the CPU and back down |
+# | `NODE` | between host bridges of one socket | crosses inside one CPU |
+# | `SYS` | across CPU sockets (UPI, Infinity Fabric) | the slowest path; P2P is often refused here |
+#
+# The `CPU Affinity` and `NUMA Affinity` columns say which cores and memory node are close to each GPU.
+# The parser reads a matrix into counts and groups. First a 5-GPU workstation (shipped sample, published in
+# a GitHub issue; see `diagnostics.sample_sources()` for the URL):
+
+# %%
+work = diagnostics.sample_text("topo_5gpu_workstation_sys_node_phb.txt")
+print(work)
+t5 = topo.parse(work)
+print("GPU pairs by path:", t5.pair_counts())
+print("GPUs grouped by CPU socket (NUMA):", t5.socket_groups())
+
+# %% [markdown]
+# **Tensor parallelism** all-reduces activations in every layer (chapter 07): its group should be the GPUs
+# with the best paths between them. Here GPU0 sits alone on socket 1; every pair with GPU0 is `SYS`. A
+# 4-way TP group of GPU1-4 stays on one socket, and inside it GPU1-2 and GPU3-4 are `PHB` pairs (closer
+# than the `NODE` pairs between them), so a 2-way group would be GPU1-2 or GPU3-4.
+#
+# Now a DGX A100 as published, with its NIC legend: eight GPUs on NVSwitch (every pair `NV12`) and ten
+# Mellanox NICs. What matters for the network is which NIC each GPU reaches without crossing the CPU
+# (chapter 05: GPUDirect RDMA wants the NIC under the GPU's PCIe switch).
+
+# %%
+dgx_text = diagnostics.sample_text("topo_dgx_a100_nic_legend.txt")
+dgx = topo.parse(dgx_text)
+print("NICs:", ", ".join(dgx.nics))
+for gpu in range(len(dgx.gpus)):
+    path, nics = dgx.nearest_nics(gpu)
+    print(f"GPU{gpu}: nearest NICs {', '.join(nics)} ({path})")
+print()
+print(format_report(inspect_text(dgx_text, "DGX A100 topo -m")))
+
+# %% [markdown]
+# Each pair of GPUs shares a PCIe switch (`PXB`) with two NICs: those are its **rails**. NCCL finds them by
+# itself, but a job launcher that pins `NCCL_IB_HCA` or binds ranks to the wrong NUMA node can undo it.
+#
+# ## 2. An NCCL log, line by line
+#
+# Set `NCCL_DEBUG=INFO` (and, for more, `NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH`) and NCCL prints how it set
+# itself up. The sample below is rank 0 of an 8-GPU H100-class node with NVSwitch and eight InfiniBand
+# ports, published in NVIDIA/nccl issue 1584 (the reporter removed the host:pid:tid prefixes). The loop
+# labels the lines that answer the questions you ask of every log:
+
+# %%
+MEANINGS = [  # (text in the line, what it tells you)
+    ("NCCL version", "NCCL version and the CUDA it was built for"),
+    ("Bootstrap timings", "how long the start-up exchange of addresses took"),
+    ("Bootstrap", "the interface used only to exchange addresses at start-up, not for data"),
+    ("collnet plugin", "in-network reduction over InfiniBand (SHARP) is available to NCCL"),
+    ("net plugin", "a network plugin was loaded (here NVIDIA's RDMA plugin from HPC-X)"),
+    ("NET/IB : Using", "the RDMA devices NCCL will use, with port, link layer (IB or RoCE) and SHARP"),
+    ("Using network", "the network transport chosen for traffic between nodes"),
+    ("nranks", "this communicator's size and this process's rank and GPU"),
+    ("Setting affinity", "CPU cores this rank's threads were bound to (the GPU's NUMA node)"),
+    ("NVLS multicast", "NVLink SHARP (in-switch reduction, chapter 03) is available"),
+]
+log_text = diagnostics.sample_text("nccl_nvls_ib_sharp.log")
+for no, line in enumerate(log_text.splitlines(), start=1):
+    meaning = next((m for key, m in MEANINGS if key in line), None)
+    if meaning:
+        print(f"{no:>2}  {line[:90]}\n    -> {meaning}")
+print()
+print(format_report(inspect_text(log_text, "NVLS + IB log")))
+
+# %% [markdown]
+# Later in a log come the **channels**: `Channel 03/0 : 1[1] -> 0[0] via P2P/IPC/read` says that on
+# channel 3 rank 1 sends to rank 0 through CUDA IPC peer-to-peer. The transport names to know:
+# `P2P/...` (GPU to GPU over NVLink or PCIe), `SHM` (through host shared memory: slower, used when P2P is
+# not possible), `NET/IB` (RDMA NIC), `NET/Socket` (TCP), `NET/OFI` (libfabric, e.g. AWS EFA), `NVLS`,
+# `CollNet`. `inspect` counts them for you:
+
+# %%
+for name in ("nccl_socket_p2p_ipc_channels.log", "nccl_p2p_cumem_channels.log", "nccl_ofi_aws_efa.log"):
+    print(format_report(inspect_text(diagnostics.sample_text(name), name)), end="\n\n")
+
+# %% [markdown]
+# ## 3. Three failure drills
+#
+# Each drill is a real output from a real machine. Read it first, decide what is wrong, then run `inspect`.
+#
+# **Drill A: NCCL fell back to TCP sockets.** A cloud VM with 8 GPUs (NVIDIA/nccl issue 1267):
+
+# %%
+fallback = diagnostics.sample_text("nccl_socket_fallback_gcp.log")
+for no, line in enumerate(fallback.splitlines(), start=1):
+    print(f"{no:>2}  {line}")
+
+# %% [markdown]
+# No RDMA device was found, so NCCL took `NET/Socket` over the VM's Ethernet interface. Every byte between
+# nodes now goes through the kernel's TCP stack, copied through host memory by CPU threads. How bad is it?
+# At best the port's line rate; compare the prediction for two DGX H100 nodes on eight NDR ports with the
+# same nodes limited to one 100 Gb/s port (ring algorithm, as with `NCCL_ALGO=RING`, so that every byte
+# crosses the network):
+
+# %%
+print(format_report(inspect_text(fallback, "socket fallback")))
+h100 = hardware.system("dgx-h100")
+rdma = costmodel.predict("all_reduce", 2**30, h100, nodes=2, algorithm="ring")
+tcp = costmodel.predict("all_reduce", 2**30, h100.variant(nics_per_node=1, nic_gbit_s=100), nodes=2, algorithm="ring")
+print(f"\n2 x DGX H100, 1 GiB all-reduce busbw: 8 x NDR {rdma.busbw[0] / units.GB:.0f} GB/s; "
+      f"one 100 Gb/s port {tcp.busbw[0] / units.GB:.1f} GB/s (an upper bound: TCP rarely reaches line rate)")
+
+# %% [markdown]
+# The fix is on the system side: load the RDMA stack, or the cloud's NCCL network plugin (aws-ofi-nccl on
+# AWS EFA, GPUDirect-TCPX(O) on Google Cloud A3), and check the next log says `Using network IB` (or the
+# plugin's name) instead of `Socket`.
+#
+# **Drill B: peer-to-peer blocked by PCIe ACS.** PCIe Access Control Services (ACS) let a bridge force
+# traffic between two devices below it up to the root complex, where the IOMMU checks it. Good for
+# isolating virtual machines; on a bare-metal GPU server it sends every GPU-to-GPU write through the CPU, and
+# NCCL's P2P transport slows down, fails with errors such as illegal memory accesses, or hangs. The NCCL
+# troubleshooting guide asks for ACS off. The reporter of NVIDIA/nccl issue 629 posted the `ACSCtl` lines
+# of `lspci -vvv`:
+
+# %%
+acs_text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+print(acs_text)
+print(format_report(inspect_text(acs_text, "lspci -vvv | grep ACSCtl")))
+
+# %% [markdown]
+# `ReqRedir+` and `CmpltRedir+` are the flags that redirect peer requests. On bare metal: disable ACS in
+# the BIOS, or clear it on the bridges with `setpci`, or boot with `iommu=pt`; confirm with the log
+# (`via P2P/IPC` rather than `via SHM`). `NCCL_P2P_DISABLE=1` makes a hanging job run, slowly, over `SHM`.
+#
+# **Drill C: a NIC far from its GPU.** In the DGX A100 matrix of section 1, two of the ten NICs are `SYS`
+# from every GPU. Sending GPU data through them crosses the socket link, and GPUDirect RDMA between them
+# and any GPU is slow or refused (`NCCL_NET_GDR_LEVEL`, chapter 05). They are the storage and management
+# ports; compute traffic belongs on the eight NICs that share a PCIe switch with GPUs.
+#
+# ## 4. Describe a machine in a file, and predict it
+#
+# The catalog (`python -m course_lib systems`) knows DGX systems, cloud instances (AWS p4d and p5 on EFA,
+# Azure ND H100 v5, Google A3 Mega), PCIe boxes (L40S, H100 NVL), GH200 on Slingshot, MI300X and B300.
+# For anything else, write a small TOML file: GPU, GPU link, PCIe, NICs (their fabric, rate and count), the
+# number of nodes. `hardware.load_system(path)` reads it; errors name the field and its line. The course
+# ships one: four GeForce RTX 4090 cards, each in its own PCIe Gen4 x16 slot, with peer-to-peer enabled by
+# a patched driver, a machine that was benchmarked in public (tinygrad/open-gpu-kernel-modules issue 36).
+
+# %%
+from pathlib import Path
+
+SYSTEMS = Path(hardware.__file__).parent / "data" / "systems"
+box_file = SYSTEMS / "rtx4090x4_p2p.toml"
+print(box_file.read_text())
+box = hardware.load_system(box_file)
+print(hardware.system_summary(box))
+
+# %% [markdown]
+# Predict it the way nccl-tests would print it (`python -m course_lib predict all_reduce --system-file
+# ...` prints the same):
+
+# %%
+print(cli_predict.format_table(costmodel.predict("all_reduce", cli_predict.sweep("256M", "1G"), box)))
+
+# %% [markdown]
+# A mistake in the file is named by field and line, so you can fix it without guessing:
+
+# %%
+import tempfile
+
+with tempfile.TemporaryDirectory() as folder:
+    bad = Path(folder) / "bad_system.toml"
+    bad.write_text(box_file.read_text().replace("lanes_per_gpu = 16", "lanes_per_gpu = 12"))
+    try:
+        hardware.load_system(bad)
+    except ValueError as exc:
+        print("ValueError:", str(exc).replace(folder, "..."))
+
+# %% [markdown]
+# ## 5. Compare with the machine's own nccl-tests output
+#
+# The same post gives the `all_reduce_perf` rows measured on that box. `compare` lines them up with the
+# prediction (`python -m course_lib compare FILE --system-file ...` prints this table):
+
+# %%
+measured_text = (SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text()
+measured = cli_predict.parse_nccl_tests(measured_text)
+sizes = [row["size"] for row in measured["rows"]]
+predicted = costmodel.predict("all_reduce", sizes, box)
+print(f"{'size (B)':>12} {'measured busbw':>15} {'predicted busbw':>16} {'pred/meas':>10}")
+for row, busbw in zip(measured["rows"], predicted.busbw):
+    print(f"{row['size']:>12} {row['busbw']:>12.2f} GB/s {busbw / units.GB:>11.2f} GB/s {busbw / units.GB / row['busbw']:>10.3f}")
+
+# %% [markdown]
+# Scale the box out: how many boxes, how many NIC ports per box, how fast each port. The black diamonds are
+# the published single-box run; the dashed curve is the model for the cluster you build.
+
+# %%
+from course_lib.explorers import your_cluster
+
+your_cluster.scaling_explorer()
+
+# %% [markdown]
+# The model (PCIe Gen4 x16 at 31.5 GB/s per direction, times the course's PCIe efficiency 0.83, chapter 04's
+# ring) lands within 2% of the measurement. That is a *good* machine. When your own ratio is far above 1,
+# the comparison points at what to check: a link trained down (`nvidia-smi -q`, PCIe section), peer-to-peer
+# off (section 3, drill B), GPUs on two sockets (`SYS` pairs), or NICs in the wrong place.
+#
+# ## 6. Your machine
+#
+# If this machine has `nvidia-smi` or `ibstat`, the cell runs them and inspects the output; if not, it says
+# so and the chapter stays on the samples. From a shell the same is `python -m course_lib inspect --local`.
+
+# %%
+outputs, notes = local.collect()
+for note in notes:
+    print("skipped:", note)
+if outputs:
+    try:
+        for report in inspect_texts(outputs):
+            print(format_report(report), end="\n\n")
+    except ValueError as exc:  # an output format the readers do not know yet
+        print("could not read this machine's output:", exc)
+else:
+    print("No nvidia-smi or ibstat answered here: sections 1-5 ran on the shipped samples.")
+
+# %% [markdown]
+# ## Graded exercises
+# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
+# specific hint, or says *not answered yet*; it never shows the answer.
+#
+# **Exercise 09.1** (1 point, *design*). On the 5-GPU workstation of section 1, what is the largest
+# tensor-parallel group (number of GPUs) that contains no `SYS` pair? Store it in `largest_tp_without_sys`.
+# You may use `t5.pairs()` or `t5.socket_groups()`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-1-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+largest_tp_without_sys = max(len(group) for group in t5.socket_groups())
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.1", largest_tp_without_sys)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.1", largest_tp_without_sys)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.2** (1 point, *diagnose*). In the DGX A100 matrix, which NIC should **not** carry GPU
+# traffic because it shares no PCIe switch with any GPU? Store the letter in `far_nic`.
+#
+# - **A.** `mlx5_0`
+# - **B.** `mlx5_3`
+# - **C.** `mlx5_8`
+# - **D.** `mlx5_6`
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-2-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+far_nic = "C"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.2", far_nic)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.2", far_nic)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.3** (1 point, *diagnose*). Read `diagnostics.sample_text("nccl_ib_roce_gdr_disabled.log")`
+# (16 ranks over RoCE, NVIDIA/nccl issue 1537). What costs this job bandwidth? Store the letter in
+# `roce_log_problem`.
+#
+# - **A.** NCCL fell back to TCP sockets.
+# - **B.** GPUDirect RDMA is disabled: NIC traffic is staged through host memory.
+# - **C.** Some NVLinks are down.
+# - **D.** The NICs run InfiniBand instead of RoCE.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-3-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+roce_log_problem = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.3", roce_log_problem)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.3", roce_log_problem)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.4** (1 point, *diagnose*). In drill A's log, which line (its number, counting from 1)
+# is the first to show that NCCL found no RDMA device? Store it in `fallback_line`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-4-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+fallback_line = next(no for no, line in enumerate(fallback.splitlines(), start=1) if "No device found" in line)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.4", fallback_line)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.4", fallback_line)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.5** (1 point, *diagnose*). In drill B's `lspci` output, how many bridges redirect peer
+# requests (`ReqRedir+` or `CmpltRedir+`)? Store the count in `redirecting_bridges`. `acs.parse` reads the
+# lines; count them yourself or from its result.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+redirecting_bridges = sum(bridge.redirects for bridge in acs.parse(acs_text).bridges)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.5", redirecting_bridges)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.5", redirecting_bridges)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.6** (2 points, *design*). Four of the RTX 4090 boxes of section 4 are to be joined by
+# 25 Gb/s Ethernet ports (RoCE). According to the course model (`costmodel.predict`, 1 GiB all-reduce,
+# the default algorithm choice), what is the **smallest** number of 25 Gb/s ports per node for which the
+# busbw on **4 nodes** is at least **75%** of the single-box busbw? Store it in `ports_per_node`.
+# `box.variant(nics_per_node=k, nic_gbit_s=25)` builds each candidate.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-6-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
+ports_per_node = next(k for k in range(1, 65)
+                      if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25),
+                                           nodes=4).busbw[0] >= 0.75 * one_box)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("09.6", ports_per_node)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.6", ports_per_node)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.7** (1 point, *predict*). For the 1 GiB row of the published run (section 5), what is the
+# ratio of predicted to measured busbw? Store it in `predicted_over_measured`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-7-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+row = next(r for r in measured["rows"] if r["size"] == 2**30)
+predicted_over_measured = costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("09.7", predicted_over_measured)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.7", predicted_over_measured)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Worked questions
+# Try each before opening the answer.
+#
+# **W1.** The 5-GPU workstation of section 1 runs a 4-way tensor-parallel job on GPU0-3. What does the
+# matrix predict, and what would you change?
+#
+# <details><summary>Answer</summary>
+#
+# GPU0 is `SYS` from the three others: every TP all-reduce crosses the socket link, and the ring moves at
+# the pace of that slowest hop. Use GPU1-4 (`CUDA_VISIBLE_DEVICES=1,2,3,4`) and bind the process to NUMA
+# node 0.
+# </details>
+#
+# **W2.** The same two-node job runs at 10 GB/s busbw on one cluster and 45 GB/s on another with the same
+# GPUs. What do you read first?
+#
+# <details><summary>Answer</summary>
+#
+# The NCCL log of the slow one: `Using network Socket` (drill A), `GPU Direct RDMA Disabled` (exercise 09.3),
+# or the `NET/IB : Using` line listing fewer ports than the node has. Then `ibstat` for ports that are down
+# or trained to a lower rate.
+# </details>
+#
+# **W3.** Your system file predicts 26 GB/s and nccl-tests measures 9 GB/s on one box. Name two causes
+# you can check without new hardware.
+#
+# <details><summary>Answer</summary>
+#
+# Peer-to-peer off (the log shows `via SHM`; `lspci` shows ACS redirect on, drill B) and a link trained
+# down (`nvidia-smi -q` PCIe section: current generation or width below the maximum under load).
+# </details>
+
+# %% [markdown]
+# ## Further reading
+# - NVIDIA, *NCCL troubleshooting* (ACS, IOMMU, GPUDirect RDMA, NCCL_DEBUG): https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
+# - NVIDIA, *NCCL environment variables* (`NCCL_DEBUG`, `NCCL_IB_HCA`, `NCCL_NET_GDR_LEVEL`, `NCCL_P2P_DISABLE`): https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+# - NVIDIA nccl-tests, *Performance* (algbw and busbw): https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+# - Every sample of this chapter with the URL it was published at: `diagnostics.sample_sources()`; the
+#   system file's run: `course_lib/data/systems/SOURCES.json`.
+# - The catalog's cloud and PCIe systems with their sources: `python -m course_lib systems --json`.
