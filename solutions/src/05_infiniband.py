@@ -290,6 +290,12 @@ for g in costmodel.validation_goals():
 #   the bandwidth is right, the per-message cost of the network stack is not in the tables.
 # - **Two nodes on older NCCL.** Four p4dn nodes sit on the model, but two measured 57 GB/s against
 #   the model's 32: NCCL 2.9's tree put traffic on NVLink and beat the network bound.
+# - **Fabrics that lose bandwidth as the job grows.** On one A100 cluster with eight 100 Gb/s RoCE NICs
+#   per node, busbw fell from about 100 GB/s on two nodes to 70 on three, 58 on four and five and 40
+#   on six. The model stays at the NICs' rate (about 94 GB/s), because nothing in it gets worse with
+#   more nodes at 4 GiB; congestion in a lossy Ethernet fabric, or flows hashing onto the same links,
+#   does. Other sweeps (H100 on InfiniBand and RoCE, 2 to 4 nodes; p4dn over EFA, 3 to 4) follow the
+#   model, so this is a property of that fabric, not a law: measure your own node-count sweep.
 # - **Very many ranks.** Twenty NVL72 racks (1,440 GPUs) measured a fixed cost of about 4.6 ms per
 #   all-reduce: 151 GB/s at 512 MiB rising to 346 GB/s at 4 GiB. The model's tree across racks has a
 #   latency of tens of microseconds and predicts 530-610 GB/s, 1.75-3.5× too much. At that scale the
