@@ -104,7 +104,8 @@ def _predict(args) -> int:
     sys_ = systemfile.system_from_args(args)
     nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
-                             algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
+                             algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics,
+                             network=args.fabric, protocol=args.proto)
     if args.json:
         print(json.dumps(_to_json(pred), indent=2))
     else:
@@ -418,6 +419,10 @@ def register(subparsers) -> None:
     p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
                    help="number of nodes (default 1, or the system file's)")
     p.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
+    p.add_argument("--fabric", default=None, choices=costmodel.fabric_kind_ids(),
+                   help="network kind between nodes (default: the system's; data/fabrics.json)")
+    p.add_argument("--proto", default="auto", choices=("auto",) + costmodel.PROTOCOLS,
+                   help="NCCL protocol, as NCCL_PROTO (default: the fastest per size)")
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")

@@ -51,3 +51,14 @@ def test_advice_names_causes_for_fast_and_slow_ratios():
     one = cp.compare_advice([{"size": 2**30, "ratio": 2.0}], nodes=1)
     assert "nvlink --status" in one[0]
     assert cp.compare_advice([{"size": 2**30, "ratio": 1.2}], nodes=1) == []
+
+
+def test_predict_takes_a_fabric_kind_and_a_protocol(capsys):
+    ib = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "--nodes", "2", "-b", "8", "-e", "8",
+                         "--json"))
+    efa = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "--nodes", "2", "-b", "8", "-e", "8",
+                          "--fabric", "efa", "--json"))
+    assert efa["rows"][0]["time_us"] > ib["rows"][0]["time_us"] + 10      # EFA's per-step latency
+    ll = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "-b", "1G", "-e", "1G",
+                         "--proto", "LL", "--json"))
+    assert ll["rows"][0]["protocol"] == "LL" and ll["rows"][0]["busbw_gb_s"] < 145   # NCCL's Hopper LL cap, 141 GB/s
