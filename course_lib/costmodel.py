@@ -124,10 +124,6 @@ def launch_latency() -> float:
     return efficiency_data()["latency_us"]["launch"]["value"] * 1e-6
 
 
-def _in_network_extra() -> float:
-    return efficiency_data()["latency_us"]["in_network_extra"]["value"] * 1e-6
-
-
 # ---------------------------------------------------------------- algbw / busbw
 
 def _sizes(nbytes, name="nbytes"):

@@ -165,10 +165,14 @@ def test_no_p2p_staging_is_a_labelled_assumption_applied_once():
     assert p2p.intra_bw == pytest.approx(hardware.system("pcie-8gpu").pcie.per_direction * cm.efficiency("pcie"))
 
 
-def test_nvls_extra_latency_is_nccl_hardware_latency_minus_ring_base():
-    lat = cm.efficiency_data()["latency_us"]["in_network_extra"]
-    assert lat["value"] == pytest.approx(25 - 6.6)
-    assert "hardware latency" in lat["derivation"] and "hwLat" in datafiles.source("nccl-tuning")["title"]
+def test_nvls_latency_is_nccl_hardware_latency_and_costs_more_than_a_ring():
+    table = cm.protocol_table()
+    assert table["hw_latency_us"]["nvlink"]["nvls"] == 23.0 and table["base_latency_us"]["nvls"] == 0.0
+    assert "hwLat" in datafiles.source(table["source"])["title"]
+    small = cm.predict("all_reduce", 1024, "dgx-h100")
+    assert small.algorithms[0] == "ring" and small.protocols[0] == "LL"     # NVLS pays 23 us, a ring LL ~15
+    nvls = cm.predict("all_reduce", 1024, "dgx-h100", algorithm="nvls")
+    assert nvls.time_s[0] - small.time_s[0] == pytest.approx((23.0 - 6.6 - 14 * 0.6) * 1e-6, rel=0.05)
 
 
 def test_fabric_kinds_are_sourced_and_selectable():
