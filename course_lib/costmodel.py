@@ -64,12 +64,9 @@ def fabric_kind(fabric_id) -> dict:
 
 
 def system_fabric_kind(system) -> str:
-    """The fabric kind of a system: its ``fabric`` (catalog or system file), else its NIC family's default."""
-    sys_ = hardware.resolve_system(system)
-    kind = sys_.nic_fabric
-    if kind not in fabrics_data()["fabrics"]:  # a NIC family named as the fabric (system files may say "ethernet")
-        kind = hardware.default_fabric(sys_.nic.family)
-    return validate.choice("fabric", kind, fabrics_data()["fabrics"])
+    """The fabric kind of a system: its ``fabric`` field, else the default for its NIC family
+    (``hardware.System.nic_fabric``)."""
+    return hardware.resolve_system(system).nic_fabric
 
 
 def _technology_aliases() -> dict:
