@@ -14,22 +14,37 @@ def _run(args) -> int:
     model = parallel.model(args.model)
     system = systemfile.system_from_args(args)
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
+    if args.validate_modern:
+        rows = parallel.modern_validation_table()
+        print(json.dumps(rows, indent=2) if args.json else parallel.modern_validation_summary(rows))
+        return 0
     if args.validate:
         rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
         print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
         return 0
     out = {}
-    if args.tp is not None or args.pp is not None:
+    modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
+                  cp_kind=args.cp_kind)
+    if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
         est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
                                 interleave=args.interleave, sequence_parallel=args.sequence_parallel,
-                                gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs)
+                                gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs,
+                                ep=args.ep or 1, cp=args.cp or 1, fsdp=args.fsdp, hsdp=args.hsdp, **modern)
         out["estimate"] = est.to_dict()
         if not args.json:
             print(est.summary())
-    if args.search or (args.tp is None and args.pp is None):
+    if args.search or "estimate" not in out:
+        search = {}
+        if args.ep is not None:
+            search["ep_options"] = (args.ep,)
+        if args.cp is not None:
+            search["cp_options"] = (args.cp,)
+        if args.fsdp or args.hsdp is not None:
+            search["zero_stages"] = (3,)
+            search["hsdp_options"] = (args.hsdp,)
         result = parallel.plan(model, system, global_batch=args.global_batch, gpu_efficiency=args.gpu_efficiency,
-                               dp_overlap=not args.no_dp_overlap, **kwargs)
+                               dp_overlap=not args.no_dp_overlap, **kwargs, **search, **modern)
         out["plan"] = result.to_dict(top=args.top)
         if not args.json:
             if "estimate" in out:
@@ -57,14 +72,30 @@ def register(subparsers) -> None:
     p.add_argument("--gpu-efficiency", type=cli.number(low=0.0, high=1.0, low_inclusive=False), default=None,
                    help="fraction of peak FLOP/s reached by compute (default: the sourced assumption)")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap gradient all-reduce with backward")
+    p.add_argument("--ep", type=cli.integer(low=1, high=4096), default=None, help="expert-parallel size (an MoE model; divides its experts)")
+    p.add_argument("--cp", type=cli.integer(low=1, high=2**20), default=None, help="context-parallel size (divides the sequence length)")
+    p.add_argument("--cp-kind", default="ring", choices=list(parallel.CP_KINDS),
+                   help="context parallelism: ring attention or Ulysses all-to-all")
+    p.add_argument("--fsdp", action="store_true", help="FSDP: ZeRO-3 over all data-parallel ranks")
+    p.add_argument("--hsdp", type=cli.integer(low=1, high=10**7), default=None, metavar="SHARD_GROUP",
+                   help="HSDP: shard within groups of SHARD_GROUP ranks, replicate across them")
+    p.add_argument("--seq-len", type=cli.integer(low=1, high=10**8), default=None, help="sequence length (default: the model's)")
+    p.add_argument("--moe-imbalance", type=cli.number(low=1.0, high=4096.0), default=1.0,
+                   help="busiest expert rank's tokens / the mean (>= 1, dropless routing)")
+    p.add_argument("--ep-overlap", action="store_true",
+                   help="hide all-to-alls behind another micro-batch's compute (DualPipe-style)")
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
+    p.add_argument("--validate-modern", action="store_true",
+                   help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_check_and_run, flags={"model_id": "model"})
 
 
 def _check_and_run(args) -> int:
-    if args.gpus is None and args.nodes is None and not args.validate:
+    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern):
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
+    if args.fsdp and args.hsdp is not None:
+        raise ValueError("fsdp and hsdp exclude each other: --fsdp shards over all ranks, --hsdp over groups")
     return _run(args)

@@ -65,7 +65,7 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
              f"{pred.gpus_per_node} GPUs = {pred.ranks} ranks, algorithm {pred.algorithm}, "
              f"{'achievable' if pred.achievable else 'spec'} bandwidth",
              "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them",
-             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo",
+             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo/proto",
              f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"]
     coll = collectives.get(pred.collective)
     counts = _count(coll, pred.nbytes, pred.ranks, dtype)
@@ -73,7 +73,7 @@ def format_table(pred: costmodel.Prediction, dtype="float") -> str:
     for i, n in enumerate(pred.nbytes):
         lines.append(f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {redop:>6} "
                      f"{root:>6} {pred.time_s[i] * 1e6:>10.2f} "
-                     f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}")
+                     f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}/{pred.protocols[i]}")
     for note in pred.notes:
         lines.append(f"# note: {note}")
     if pred.ranks == 1:
@@ -87,8 +87,9 @@ def _to_json(pred: costmodel.Prediction) -> dict:
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
-                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al)}
-                     for n, t, a, b, al in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw, pred.algorithms)],
+                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al), "protocol": str(pr)}
+                     for n, t, a, b, al, pr in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw, pred.algorithms,
+                                                   pred.protocols)],
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
@@ -208,23 +209,47 @@ def _compare(args) -> int:
     return 0
 
 
+def format_regimes(cells, title) -> str:
+    """A validation-by-regime table (``costmodel.validation_by_regime``) as text lines."""
+    lines = [f"# {title}",
+             f"#  {'size':<13} {'scale':<11} {'cases':>5} {'+-20%':>9} {'+-50%':>9}  worst (pred/meas)"]
+    for c in cells:
+        lines.append(f"   {c['size']:<13} {c['scale']:<11} {c['cases']:>5} "
+                     f"{c['within_20pct']:>3} {c['share_20pct']:>4.0%} {c['within_50pct']:>3} {c['share_50pct']:>4.0%}"
+                     f"  {c['worst_ratio']:.2f} {c['worst_id']}")
+    if not cells:
+        lines.append("   (no cases)")
+    return "\n".join(lines)
+
+
 def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary},
+        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
+                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
+                          "goals": costmodel.validation_goals(rows)},
                          indent=2))
         return 0
-    print("# course_lib cost model vs published nccl-tests all-reduce runs (busbw in GB/s, predicted/measured)")
-    print(f"# {'case':<26} {'system':<9} {'nodes':>5} {'size (B)':>12} {'algo':>6} "
+    print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
+    print(f"# {'case':<30} {'role':<4} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
           f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
     for r in rows:
-        print(f"  {r['id']:<26} {r['system']:<9} {r['nodes']:>5} {r['nbytes']:>12d} {r['algorithm']:>6} "
-              f"{r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
+        print(f"  {r['id']:<30} {r['role']:<4} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
+              f"{r['algorithm'] + '/' + r['protocol']:>13} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
               f"{r['ratio']:>6.2f}  {r['source']}")
-    print(f"# {summary['cases']} cases; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
+    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['test_cases']} test) from "
+          f"{summary['sources']} sources; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
           f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
           f"within 50% ({summary['small_share']:.0%}). Sources: --json")
+    for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
+                        ("test", "TEST set (never used to set a constant): by regime")):
+        print(format_regimes(costmodel.validation_by_regime(rows, role), title))
+    print("# goals on the TEST set (issue 14):")
+    for g in costmodel.validation_goals(rows):
+        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
+        print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
+              f"{'met' if g['met'] else 'NOT met'}{miss}")
     return 0
 
 

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cli, manifest, validate
+from . import cli, grading, manifest, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -46,6 +46,8 @@ def chapters() -> list[str]:
 def _env() -> dict:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs alembic
+    # hidden tests grade against the instructor's answer key (course_lib.grading), wherever the package is installed
+    env.setdefault(grading.KEY_ENV, str(grading.key_path()))
     return env
 
 
@@ -127,6 +129,11 @@ def submit(course_dir, assignment, student, notebook) -> Path:
     return target / f"{assignment}.ipynb"
 
 
+# Words an honest answer cell never needs: they reach for the grader, the key or Python's import machinery.
+SUSPICIOUS = ("grading", "answer_key", "ANSWER_KEY", "sys.modules", "importlib", "__eq__", "__float__",
+              "checks.grade", "checks.evaluate", "checks =", "checks.spec", "builtins", "open(")
+
+
 @dataclass(frozen=True)
 class Problem:
     """What is wrong with one submission; ``graded`` is False where nbgrader could not grade it at all."""
@@ -173,6 +180,11 @@ def inspect_submission(submission, release, student: str = "student") -> list[Pr
             problems.append(Problem(student, grade_id, f"cell '{grade_id}' appears {len(got[grade_id])} times "
                                                        "(copied cell); nbgrader grades one of them"))
         mine = got[grade_id][0][0]
+        if meta.get("solution") and cell.cell_type == "code":
+            found = sorted({w for w in SUSPICIOUS if w in mine.source})
+            if found:
+                problems.append(Problem(student, grade_id, f"the answer cell '{grade_id}' uses {', '.join(found)}: "
+                                                           "read it before trusting its score"))
         if meta.get("locked") and mine.source.strip() != cell.source.strip():
             problems.append(Problem(student, grade_id, f"the locked cell '{grade_id}' was edited or retyped; "
                                                        "the autograder restores the original before grading"))

@@ -27,6 +27,7 @@ from functools import lru_cache
 from . import datafiles, validate
 
 RECOMPUTE = ("none", "selective", "full")
+MOE_FIELDS = ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "capacity_factor")
 BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
 
 
@@ -51,6 +52,13 @@ class Transformer:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     source: str = ""
+    # mixture of experts (experts = 0: a dense model; every field below is then ignored)
+    experts: int = 0                      # routed experts per MoE layer
+    top_k: int = 1                        # routed experts each token visits
+    expert_ffn_hidden: int | None = None  # one expert's MLP inner size (default: ffn)
+    shared_experts: int = 0               # experts every token visits (DeepSeek, Llama 4)
+    dense_layers: int = 0                 # layers with a dense MLP (the first ones in DeepSeek-V3)
+    capacity_factor: float | None = None  # expert capacity / fair share; None = dropless
 
     def __post_init__(self):
         validate.integer("layers", self.layers, low=1, high=100_000)
@@ -64,6 +72,15 @@ class Transformer:
             validate.integer("ffn_hidden", self.ffn_hidden, low=1, high=100_000_000)
         if self.kv_heads is not None:
             validate.integer("kv_heads", self.kv_heads, low=1, high=self.heads)
+        validate.integer("experts", self.experts, low=0, high=1_000_000)
+        if self.experts:
+            validate.integer("top_k", self.top_k, low=1, high=self.experts)
+            validate.integer("shared_experts", self.shared_experts, low=0, high=1_000)
+            validate.integer("dense_layers", self.dense_layers, low=0, high=self.layers - 1)
+            if self.expert_ffn_hidden is not None:
+                validate.integer("expert_ffn_hidden", self.expert_ffn_hidden, low=1, high=100_000_000)
+            if self.capacity_factor is not None:
+                validate.number("capacity_factor", self.capacity_factor, low=1.0, high=float(self.experts))
 
     @property
     def ffn(self) -> int:
@@ -75,12 +92,69 @@ class Transformer:
 
     @property
     def layer_params(self) -> float:
-        """Weights of one layer (matrices plus biases and norms)."""
+        """Weights of one layer (matrices plus biases and norms); for an MoE, the mean over layers."""
+        if self.experts:
+            return self.dense_layer_params + self.moe_layers * (self.moe_layer_params - self.dense_layer_params) \
+                / self.layers
+        return self.dense_layer_params
+
+    @property
+    def dense_layer_params(self) -> float:
+        """Weights of one layer with a dense MLP of ``ffn`` (matrices, biases and norms)."""
         h, f = self.hidden, self.ffn
         kv_dim = h * self.kv // self.heads
         attn = h * (2 * h + 2 * kv_dim)
         mlp = (3 if self.gated_mlp else 2) * h * f
         return attn + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
+
+    # ---- mixture of experts: the MLP of a MoE layer is a router and experts + shared experts
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.experts else 0
+
+    @property
+    def expert_ffn(self) -> int:
+        return self.expert_ffn_hidden if self.expert_ffn_hidden is not None else self.ffn
+
+    @property
+    def expert_params(self) -> float:
+        """Weights of one expert (a gated or plain MLP of ``expert_ffn``)."""
+        return (3 if self.gated_mlp else 2) * self.hidden * self.expert_ffn
+
+    @property
+    def moe_layer_params(self) -> float:
+        """Weights of one MoE layer: attention, router (h x E), routed and shared experts, norms."""
+        h = self.hidden
+        attn = self.dense_layer_params - (3 if self.gated_mlp else 2) * h * self.ffn - 13 * h
+        return attn + h * self.experts + (self.experts + self.shared_experts) * self.expert_params + 13 * h
+
+    @property
+    def routed_layer_params(self) -> float:
+        """Routed-expert weights per layer (mean over layers): the part expert parallelism splits."""
+        return self.moe_layers * self.experts * self.expert_params / self.layers
+
+    @property
+    def active_layer_params(self) -> float:
+        """Weights one token multiplies per layer (mean over layers): top-k + shared experts, not all."""
+        if not self.experts:
+            return self.layer_params
+        idle = (self.experts - self.top_k) * self.expert_params
+        return self.layer_params - self.moe_layers * idle / self.layers
+
+    @property
+    def active_ffn(self) -> float:
+        """MLP inner width one token's activations span (mean over layers): (top-k + shared) x expert FFN."""
+        if not self.experts:
+            return self.ffn
+        moe = (self.top_k + self.shared_experts) * self.expert_ffn
+        return self.ffn + self.moe_layers * (moe - self.ffn) / self.layers
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses (what MoE papers call activated parameters)."""
+        return self.layers * self.active_layer_params + self.embedding_params
 
     @property
     def embedding_params(self) -> float:
@@ -103,7 +177,8 @@ def model(model_id) -> Transformer:
     return Transformer(name=row["name"], layers=row["layers"], hidden=row["hidden"], heads=row["heads"],
                        vocab=row["vocab"], seq_len=row["seq_len"], ffn_hidden=row["ffn_hidden"],
                        kv_heads=row["kv_heads"], gated_mlp=row["gated_mlp"],
-                       tied_embeddings=row["tied_embeddings"], source=row["source"])
+                       tied_embeddings=row["tied_embeddings"], source=row["source"],
+                       **{k: row[k] for k in MOE_FIELDS if k in row})
 
 
 def resolve_model(value, name: str = "model") -> Transformer:
@@ -132,7 +207,7 @@ def training_flops(model_, global_batch, recompute="none") -> float:
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     rc = resolve_recompute(recompute)
     s, h, l = m.seq_len, m.hidden, m.layers
-    layer_mm = 2 * (m.layer_params - 13 * h)   # matmul FLOPs per token per layer (forward)
+    layer_mm = 2 * (m.active_layer_params - 13 * h)   # matmul FLOPs per token per layer (forward), top-k experts
     attn = 4 * s * h                           # QK^T and attention x V per token per layer (forward)
     logits = 2 * h * m.vocab                   # output layer per token (forward)
     fwd = l * (layer_mm + attn) + logits
@@ -170,10 +245,21 @@ def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", se
     if rc == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
     # GELU MLP with f = 4h stores 19 sbh; scale the f-dependent part (16 sbh) for other shapes
-    mlp = 3 + 4 * m.ffn / h * (1.5 if m.gated_mlp else 1.0)
+    mlp = 3 + 4 * m.active_ffn / h * (1.5 if m.gated_mlp else 1.0)
     split = 24 - 19 + mlp                 # attention (without the s^2 part) + MLP parts split by TP
     replicated = 10                       # layer norms, dropout masks, inputs of attention and MLP
     scores = 0.0 if rc == "selective" else 5 * a * s / h
     if sequence_parallel:
         return sbh * (replicated + split + scores) / t
     return sbh * (replicated + split / t + scores / t)
+
+
+def routed_expert_flops(model_, global_batch, recompute="none") -> float:
+    """FLOPs of one step spent in routed experts (top-k per token and MoE layer); 0 for a dense model."""
+    m = resolve_model(model_)
+    if not m.experts:
+        return 0.0
+    B = validate.integer("global_batch", global_batch, low=1, high=10**9)
+    rc = resolve_recompute(recompute)
+    fwd = 2 * m.top_k * m.expert_params * m.moe_layers
+    return float(B * m.seq_len * fwd * (4 if rc == "full" else 3))

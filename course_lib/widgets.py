@@ -1,21 +1,62 @@
-"""Explorers: sliders over the course's models, each with a static plot.
+"""The explorer shell: controls, a readout and one plot that redraws in place.
 
-Every explorer first shows a static plot at its default settings (so GitHub,
-nbviewer and exported HTML show something), then the live version: controls, a
-text readout (CSS class ``course-readout``) and a plot that redraws on change.
-Chapter-specific explorers are built with :func:`explorer`.
+:func:`explorer` builds a live explorer from a *view* (``draw(axes, **values)``) and a dict of
+controls. The figure is made once; a slider event either calls the updater that ``draw``
+returned (artists updated in place with ``set_data``/``set_ydata``) or, for views without one,
+clears the same Axes and draws again. Either way the figure is rendered once to a PNG shown in an
+``Image`` widget: no figure is re-created and no layout is recomputed per event.
+
+The explorer is ONE output whose mime bundle carries both the live widget (JupyterLab, VS Code)
+and a static view at the default settings (``text/html`` with the readout and the plot, and
+``image/png``), which exported HTML, nbviewer and GitHub show where no widget frontend runs.
+
+Every control gets the same fixed description width and a slider track of at least
+:data:`MIN_TRACK_PX` pixels. Tests drive an explorer through its handle (:class:`Explorer`):
+``.readout``, ``.render(**values)``, ``.controls``, ``.values()`` and ``.image``.
 """
 from __future__ import annotations
 
+import base64
+import io
 from html import escape
 from typing import Callable
-
-import matplotlib.pyplot as plt
 
 from . import validate
 
 STATIC_CAPTION_CLASS = "course-static-caption"
+EXPLORER_CLASS = "course-explorer"
+READOUT_CLASS = "course-readout"
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+# Control geometry (ipywidgets 8): a slider's track is its width less the description, the
+# readout (64 px) and margins (about 16 px).
+DESCRIPTION_PX = 250
+CONTROL_PX = 620
+READOUT_PX = 64
+MARGINS_PX = 16
+MIN_TRACK_PX = 250
+DPI = 100
+
+
+def track_px(control) -> int | None:
+    """The slider track width (px) that the layout gives ``control``; None for a control with no track."""
+    if "Slider" not in type(control).__name__:
+        return None
+    width = int(str(control.layout.width).removesuffix("px"))
+    description = int(str(control.style.description_width).removesuffix("px"))
+    readout = READOUT_PX if getattr(control, "readout", True) else 0
+    return width - description - readout - MARGINS_PX
+
+
+def fit_control(control):
+    """Give ``control`` the shell's fixed description width and full width (slider track >= 250 px)."""
+    control.style.description_width = f"{DESCRIPTION_PX}px"
+    control.layout.width = f"{CONTROL_PX}px"
+    if hasattr(control, "continuous_update"):
+        control.continuous_update = False
+    if control.description and not getattr(control, "tooltip", None):
+        control.tooltip = control.description  # a description cut by the fixed width stays readable
+    return control
 
 
 def gpu_count_slider(value=8, options=GPU_COUNTS, description="GPUs"):
@@ -25,8 +66,7 @@ def gpu_count_slider(value=8, options=GPU_COUNTS, description="GPUs"):
     value = validate.integer("value", value, low=1)
     if value not in options:
         raise ValueError(f"value must be one of {options}, got {value}")
-    return w.SelectionSlider(options=options, value=value, description=description,
-                             continuous_update=False, style={"description_width": "initial"})
+    return fit_control(w.SelectionSlider(options=options, value=value, description=description))
 
 
 def link_speed_slider(value=50.0, low=1.0, high=2000.0, description="link GB/s per direction"):
@@ -35,71 +75,237 @@ def link_speed_slider(value=50.0, low=1.0, high=2000.0, description="link GB/s p
     import math
     low, high = validate.positive("low", low), validate.positive("high", high)
     value = validate.number("value", value, low=low, high=high)
-    return w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.01,
-                            description=description, continuous_update=False, readout_format=".3g",
-                            style={"description_width": "initial"}, layout={"width": "480px"})
+    return fit_control(w.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high), step=0.01,
+                                        description=description, readout_format=".3g"))
 
 
-def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None,
-             title: str = "", figsize=(7.5, 4.2)):
-    """Display a static plot at the defaults, then a live explorer; returns an :class:`Explorer` handle.
+def new_axes(axes=1, figsize=(7.5, 4.2)):
+    """A figure (not pyplot's: nothing shows it behind the shell's back) and its Axes.
 
-    ``draw(ax, **values)`` draws on a matplotlib Axes; ``readout(**values)``
-    returns a one-line text summary; ``controls`` maps keyword names to widgets.
+    ``axes``: a count (one row), a (rows, cols) pair, a mosaic (list of lists of names, as
+    ``Figure.subplot_mosaic``) or a function ``fig -> axes``. Returns (figure, axes): one Axes,
+    a flat list, or a dict for a mosaic.
     """
-    import ipywidgets as w
-    from IPython.display import HTML, display
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
+    import matplotlib
+
+    fig = Figure(figsize=figsize, dpi=DPI)
+    FigureCanvasAgg(fig)
+    # Titles at a fixed height: placing them automatically measures every tick label on every draw.
+    with matplotlib.rc_context({"axes.titley": 1.0}):
+        if callable(axes):
+            return fig, axes(fig)
+        if isinstance(axes, list):
+            return fig, fig.subplot_mosaic(axes)
+        if isinstance(axes, tuple):
+            rows, cols = (validate.integer("axes rows", axes[0], low=1, high=8),
+                          validate.integer("axes cols", axes[1], low=1, high=8))
+        else:
+            rows, cols = 1, validate.integer("axes", axes, low=1, high=8)
+        made = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    return fig, made[0] if len(made) == 1 else made
+
+
+def _all_axes(axes) -> list:
+    if isinstance(axes, dict):
+        return list(axes.values())
+    return list(axes) if isinstance(axes, (list, tuple)) else [axes]
+
+
+def lighten(axes) -> None:
+    """No minor ticks on log axes: their tick objects and labels cost more to draw than the data."""
+    from matplotlib.ticker import NullLocator
+
+    for ax in _all_axes(axes):
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log" and not isinstance(axis.get_minor_locator(), NullLocator):
+                axis.set_minor_locator(NullLocator())
+
+
+def clear_artists(ax) -> None:
+    """Remove what a view drew on ``ax`` but keep the Axes, its axis and tick objects (rebuilding
+    ticks is most of the cost of ``ax.cla()``); limits go back to autoscaling on the new data."""
+    from matplotlib.transforms import Bbox
+
+    for artist in [*ax.lines, *ax.patches, *ax.texts, *ax.collections, *ax.images, *ax.tables, *ax.artists]:
+        artist.remove()
+    ax.containers.clear()  # bar containers: the legend would still list the old bars
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    for text in (ax.title, ax._left_title, ax._right_title):
+        text.set_text("")
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.set_axis_on()
+    ax.set_prop_cycle(None)
+    ax.dataLim.set(Bbox.null())
+    ax.ignore_existing_data_limits = True
+    ax.set_autoscale_on(True)
+    ax._request_autoscale_view()
+
+
+def png(fig) -> bytes:
+    """The figure as PNG bytes (fast zlib level: the image changes on every event)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+class Explorer:
+    """A live explorer: controls, readout, one figure redrawn in place. Made by :func:`explorer`.
+
+    ``readout``: the readout's text (HTML); ``render(**values)``: set controls and redraw once;
+    ``image``: the plot's PNG bytes; ``box``: the widget (header, controls, readout, image).
+    """
+
+    def __init__(self, draw: Callable, controls: dict, readout: Callable | None, title: str, axes, figsize,
+                 follow: dict | None = None):
+        import ipywidgets as w
+
+        self.controls = {name: fit_control(c) for name, c in controls.items()}
+        self._draw, self._readout_fn, self.title = draw, readout, title
+        self.figure, self.axes = new_axes(axes, figsize)
+        self._updater = None
+        self._hold = False
+        self._follow = dict(follow or {})
+        unknown = sorted(set(self._follow) - set(self.controls))
+        if unknown or not all(callable(f) for f in self._follow.values()):
+            raise ValueError(f"follow must map control names to functions value -> {{name: value}}; got {unknown}")
+        self._readout = w.HTML()
+        self._readout.add_class(READOUT_CLASS)
+        self._image = w.Image(format="png")
+        header = w.HTML(f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>")
+        self.box = w.VBox([header, *self.controls.values(), self._readout, self._image])
+        self.box.add_class(EXPLORER_CLASS)
+        self._first_draw()
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+
+    # -- drawing
+    def _first_draw(self):
+        import warnings
+
+        values = self.values()
+        result = self._draw(self.axes, **values)
+        self._updater = result if callable(result) else None
+        lighten(self.axes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tight_layout's "not compatible" warning on odd mosaics
+            self.figure.tight_layout()        # once: every later event keeps this layout
+        self._show(values)
+
+    def _redraw(self, values):
+        if self._updater is not None:
+            self._updater(**values)
+            return
+        for ax in _all_axes(self.axes):
+            clear_artists(ax)
+        self._draw(self.axes, **values)
+        lighten(self.axes)
+
+    def _show(self, values):
+        self._readout.value = self._readout_fn(**values) if self._readout_fn is not None else ""
+        self._image.value = png(self.figure)
+
+    def _set_quietly(self, values: dict):
+        self._hold = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._hold = False
+
+    def _on_change(self, change=None):
+        if self._hold:
+            return
+        for name, rule in self._follow.items():  # e.g. the PCIe uplink follows the generation
+            if change is not None and change.get("owner") is self.controls[name]:
+                self._set_quietly(rule(change["new"]))
+        values = self.values()
+        self._redraw(values)
+        self._show(values)
+
+    # -- public
+    def values(self) -> dict:
+        """The controls' current values, by keyword name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def render(self, **values) -> str:
+        """Set the named controls (one redraw for all of them); returns the new readout."""
+        unknown = sorted(set(values) - set(self.controls))
+        if unknown:
+            raise ValueError(f"values must name controls among {sorted(self.controls)}; got {unknown}")
+        followed = {}
+        for name, rule in self._follow.items():  # as a slider move would, unless given explicitly
+            if name in values:
+                followed.update({k: v for k, v in rule(values[name]).items() if k not in values})
+        self._set_quietly({**values, **followed})
+        self._on_change()
+        return self.readout
+
+    @property
+    def readout(self) -> str:
+        """The readout's current text (HTML); "" where the explorer has none."""
+        return self._readout.value
+
+    @property
+    def image(self) -> bytes:
+        """The plot as PNG bytes, as shown now."""
+        return bytes(self._image.value)
+
+    @property
+    def children(self):
+        return self.box.children
+
+    def mimebundle(self) -> dict:
+        """The one output: the live widget plus its static view (HTML with the plot, and the PNG)."""
+        data = {}
+        try:
+            data.update(self.box._repr_mimebundle_() or {})
+        except Exception:  # no kernel comm (plain Python): the static view alone
+            pass
+        encoded = base64.b64encode(self.image).decode("ascii")
+        title = f"<b>{escape(self.title)}</b> " if self.title else ""
+        data["text/html"] = (f'<div class="{STATIC_CAPTION_CLASS}">{title}<i>(static view at the default settings; '
+                             f'run the notebook for the live explorer)</i></div>'
+                             f'<img src="data:image/png;base64,{encoded}" alt="{escape(self.title or "explorer")}"/>'
+                             f'<p><b>At the defaults:</b> {self.readout}</p>')
+        data["image/png"] = encoded
+        data["text/plain"] = f"{self.title or 'Explorer'}: {plain_text(self.readout)}"
+        return data
+
+    def _ipython_display_(self):
+        pass  # explorer() displayed it already; as a cell's last value it must not show twice
+
+
+def plain_text(html_text: str) -> str:
+    """The readout without HTML tags (for the plain-text fallback)."""
+    import re
+    from html import unescape
+    return unescape(re.sub(r"<[^>]+>", " ", html_text)).replace("  ", " ").strip()
+
+
+def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None, title: str = "",
+             figsize=(7.5, 4.2), axes=1, follow: dict | None = None, show: bool = True) -> Explorer:
+    """Build and display (``show``) a live explorer as one output; returns its :class:`Explorer` handle.
+
+    ``draw(axes, **values)`` draws on the shell's Axes (see :func:`new_axes` for ``axes``) and may
+    return ``update(**values)``, which later events call to change artists in place; without one,
+    each event clears the Axes and calls ``draw`` again. ``readout(**values)`` returns a one-line
+    HTML summary; ``controls`` maps keyword names to widgets. ``follow`` maps a control's name to
+    ``rule(new_value) -> {other_name: value}``: moving that control sets the others first (one redraw).
+    """
     if not callable(draw):
-        raise ValueError("draw must be a function draw(ax, **values)")
+        raise ValueError("draw must be a function draw(axes, **values)")
     if not isinstance(controls, dict) or not controls:
         raise ValueError("controls must be a non-empty dict of name -> widget")
-
-    def values():
-        return {name: control.value for name, control in controls.items()}
-
-    def figure(vals):
-        fig, ax = plt.subplots(figsize=figsize)
-        draw(ax, **vals)
-        fig.tight_layout()
-        return fig
-
-    # Static view: an ordinary image output, visible without a widget frontend.
-    defaults = values()
-    display(HTML(f'<div class="{STATIC_CAPTION_CLASS}"><i>Static view at the default settings '
-                 '(shown everywhere; the live explorer with sliders follows).</i></div>'))
-    static = figure(defaults)
-    if title:
-        static.suptitle(f"{title} (static view at the default settings)", fontsize=10)
-        static.tight_layout()
-    display(static)
-    plt.close(static)
-    if readout is not None:
-        display(HTML(f"<p><b>At the defaults:</b> {readout(**defaults)}</p>"))
-
-    # Live view.
-    text = w.HTML()
-    text.add_class("course-readout")
-    plot = w.Output()
-
-    def update(_change=None):
-        vals = values()
-        if readout is not None:
-            text.value = readout(**vals)
-        with plot:
-            plot.clear_output(wait=True)
-            fig = figure(vals)
-            display(fig)
-            plt.close(fig)
-
-    for control in controls.values():
-        control.observe(update, names="value")
-    update()
-    header = w.HTML(f"<b>{title}</b> (live: move the sliders)" if title else "<b>Live explorer</b>")
-    box = w.VBox([header, *controls.values(), text, plot])
-    box.add_class("course-explorer")
-    display(box)
-    return Explorer(box, controls, text if readout is not None else None)
+    handle = Explorer(draw, controls, readout, title, axes, figsize, follow)
+    if show:
+        from IPython.display import display
+        display(handle.mimebundle(), raw=True)
+    return handle
 
 
 def html_table(rows, columns) -> str:
@@ -118,33 +324,3 @@ def show_html(html: str) -> None:
     """Display an HTML fragment in the notebook."""
     from IPython.display import HTML, display
     display(HTML(html))
-
-
-class Explorer:
-    """Handle on an explorer that :func:`explorer` has already displayed.
-
-    ``box`` is the live widget (``children``: header, controls, readout, plot).
-    As the last expression of a cell it shows nothing more: the explorer is on
-    screen already, and showing the box again would draw it twice.
-    """
-
-    def __init__(self, box, controls: dict, readout_widget=None):
-        self.box = box
-        self.controls = dict(controls)
-        self._readout_widget = readout_widget
-
-    @property
-    def readout(self) -> str:
-        """The live readout's current text (HTML), or "" where the explorer has none."""
-        return self._readout_widget.value if self._readout_widget is not None else ""
-
-    def values(self) -> dict:
-        """The controls' current values, by keyword name."""
-        return {name: control.value for name, control in self.controls.items()}
-
-    @property
-    def children(self):
-        return self.box.children
-
-    def _ipython_display_(self):
-        pass

@@ -1,5 +1,6 @@
 """The student notebooks are generated from solutions/src and leak nothing."""
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -46,6 +47,11 @@ def test_graded_cells_follow_nbgrader_and_match_the_exercise_data(source):
             continue
         assert {"grade_id", "solution", "grade", "locked", "schema_version"} <= set(meta), meta
         ids.append(meta["grade_id"])
+        if meta["grade"] and meta["solution"]:  # a written answer, graded by hand
+            manual = re.search(r'checks\.spec\("([\d.]+)"\)', cell.source)
+            if manual:
+                points[manual.group(1)] = meta["points"]
+            continue
         if meta["grade"] and cell.cell_type == "code":
             assert authoring.BEGIN_HIDDEN in cell.source, f"{meta['grade_id']} has no hidden tests"
             exercise = cell.source.split('checks.check("', 1)[1].split('"', 1)[0]

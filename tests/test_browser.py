@@ -7,7 +7,9 @@ downloads a browser here), runs all cells from the Run menu, and checks that
 
 * every code cell ran and none shows an error,
 * the explorer (``.course-explorer``) renders at least one ipywidgets slider,
-* moving a slider with the keyboard changes the readout (``.course-readout``) and redraws the plot,
+* every explorer's sliders have tracks of at least 250 px, and dragging each with the mouse changes
+  its value; the drags change the readout (``.course-readout``) and redraw the plot (its ``<img>``);
+  the track widths go to artifacts/browser/<notebook-stem>.track_widths.json,
 * the page logs no JavaScript error (console ``error`` messages and uncaught ``pageerror``s).
 
 A screenshot of each notebook goes to artifacts/browser/<notebook-stem>.png. New chapters are
@@ -380,6 +382,54 @@ def _menu(page, menu, command):
     page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
 
 
+MIN_TRACK_PX = 250  # issue 18.4: a track a mouse can use (widgets.MIN_TRACK_PX)
+
+_CHANGED_JS = "([el, old]) => el.textContent !== old && el.textContent.trim().length > 0"
+
+
+def _drag_every_slider(page, box, name):
+    """Drag each slider of one explorer with the mouse; returns {label: track width px}.
+
+    Each drag must change the slider's own value readout; over all drags the explorer's readout
+    and its plot (the <img> of its Image widget) must change too.
+    """
+    sliders = box.locator(".widget-slider")
+    sliders.first.wait_for(timeout=WIDGET_S * MS)
+    # one output: the live widget, not a static copy of the plot before it (issue 18.4)
+    outputs = box.evaluate("el => el.closest('.jp-OutputArea').querySelectorAll('.jp-OutputArea-child').length")
+    assert outputs == 1, f"{name}: the explorer's cell shows {outputs} outputs, not one"
+    readout = box.locator(".course-readout")
+    page.wait_for_function("el => el.textContent.trim().length > 0", arg=readout.element_handle(),
+                           timeout=WIDGET_S * MS)
+    image = box.locator("img").first
+    image.wait_for(timeout=WIDGET_S * MS)
+    text_before, image_before = readout.text_content(), image.get_attribute("src")
+    widths = {}
+    for i in range(sliders.count()):
+        slider = sliders.nth(i)
+        slider.scroll_into_view_if_needed()
+        label = f"{name} {slider.locator('.widget-label').first.text_content().strip()}"
+        track = slider.locator(".noUi-target").first.bounding_box()
+        widths[label] = round(track["width"])
+        handle = slider.locator(".noUi-handle").first.bounding_box()
+        value = slider.locator(".widget-readout").first
+        old = value.text_content() if value.count() else None
+        hx, hy = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+        left_half = hx < track["x"] + track["width"] / 2
+        target = track["x"] + track["width"] * (0.8 if left_half else 0.2)
+        page.mouse.move(hx, hy)
+        page.mouse.down()
+        page.mouse.move(target, hy, steps=8)
+        page.mouse.up()
+        if old is not None:
+            page.wait_for_function(_CHANGED_JS, arg=[value.element_handle(), old], timeout=WIDGET_S * MS)
+    page.wait_for_function(_CHANGED_JS, arg=[readout.element_handle(), text_before], timeout=WIDGET_S * MS)
+    page.wait_for_function(
+        "([img, old]) => img.complete && img.getAttribute('src') !== old",
+        arg=[image.element_handle(), image_before], timeout=WIDGET_S * MS)
+    return widths
+
+
 def _exercise_notebook(page, lab, notebook, n_code):
     # A workspace of its own: the server's default workspace would reopen the notebooks of earlier
     # tests, whose saved widget views point at models of kernels already shut down.
@@ -406,32 +456,16 @@ def _exercise_notebook(page, lab, notebook, n_code):
         f"{notebook.name}: not every cell ran without error; code cells not run (0-based): {not_run}; "
         f"errors: {errors}; cell outputs:\n" + "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())[-3000:])
 
-    # The live explorer and its sliders.
-    box = panel.locator(".course-explorer").first
-    box.wait_for(timeout=WIDGET_S * MS)
-    sliders = box.locator(".widget-slider")
-    sliders.first.wait_for(timeout=WIDGET_S * MS)
-    assert sliders.count() >= 1
-    readout = box.locator(".course-readout")
-    page.wait_for_function(
-        "el => el.textContent.trim().length > 0", arg=readout.element_handle(), timeout=WIDGET_S * MS)
-    before, before_raw = readout.inner_text(), readout.text_content()
-    image = box.locator(".jp-OutputArea-output img").first
-    image.wait_for(timeout=WIDGET_S * MS)
-    image_before = image.get_attribute("src")
-
-    # Move the first slider one step with the keyboard on its handle.
-    handle = sliders.first.locator(".noUi-handle").first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function("([el, old]) => el.textContent !== old && el.textContent.trim().length > 0",
-                           arg=[readout.element_handle(), before_raw], timeout=WIDGET_S * MS)
-    assert readout.inner_text() != before
-    # The plot redraws too (clear_output(wait=True) then a new image).
-    page.wait_for_function(
-        """([box, old]) => { const img = box.querySelector('.jp-OutputArea-output img');
-                             return img && img.complete && img.getAttribute('src') !== old; }""",
-        arg=[box.element_handle(), image_before], timeout=WIDGET_S * MS)
-
+    # Every live explorer: drag each slider with the mouse; its track is wide enough to use.
+    boxes = panel.locator(".course-explorer")
+    boxes.first.wait_for(timeout=WIDGET_S * MS)
+    widths = {}
+    for b in range(boxes.count()):
+        widths.update(_drag_every_slider(page, boxes.nth(b), f"{notebook.stem}[{b}]"))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{notebook.stem}.track_widths.json").write_text(json.dumps(widths, indent=1))
+    print(f"slider track widths (px): {widths}")
+    narrow = {k: w for k, w in widths.items() if w < MIN_TRACK_PX}
+    assert not narrow, f"slider tracks narrower than {MIN_TRACK_PX} px: {narrow}"
+    box = boxes.first
     box.evaluate("el => el.scrollIntoView({block: 'start'})")

@@ -83,7 +83,8 @@ def test_hierarchical_prediction_carries_its_phases():
     assert cm.predict("all_reduce", sizes, "dgx-h100", nodes=4, algorithm="ring").phases is None
     one = cm.predict("all_reduce", n, "dgx-h100", algorithm="hierarchical")  # one node: no network phase
     assert np.all(one.phases.inter_node_s == 0.0)
-    assert one.time_s[0] == pytest.approx(cm.predict("all_reduce", n, "dgx-h100", algorithm="ring").time_s[0])
+    f = cm.fabric("dgx-h100")  # textbook: reduce-scatter + all-gather = the alpha-beta ring, no NCCL protocol terms
+    assert one.time_s[0] == pytest.approx(f.launch + cm.collective_time("all_reduce", n, 8, f.intra_bw, f.intra_hop))
     with pytest.raises(ValueError, match="not available"):
         cm.predict("all_gather", n, "dgx-h100", nodes=2, algorithm="hierarchical")
 
@@ -108,10 +109,28 @@ def test_efficiencies_are_sourced_and_visible():
 def test_validation_against_published_measurements():
     rows = cm.validation_table()
     summary = cm.validation_summary(rows)
-    assert summary["cases"] >= 20
+    assert summary["cases"] >= 100 and summary["sources"] >= 15
     assert all(r["source"] in datafiles.bibliography() for r in rows)
-    assert summary["large_share"] >= 0.8      # within +-20% at >= 256 MB
-    assert summary["small_share"] >= 0.7      # within +-50% below 1 MB
+    assert summary["large_share"] >= 0.85     # within +-20% at >= 256 MB, fit and test together
+    assert summary["small_share"] >= 0.9      # within +-50% below 1 MB
+
+
+def test_goals_on_the_test_set_are_met_and_pinned():
+    """Issue 14's goals, measured on cases never used to set a constant; the floors are today's shares."""
+    rows = cm.validation_table()
+    goals = {g["name"]: g for g in cm.validation_goals(rows)}
+    pinned = {">= 128 MiB within 20%": (0.80, 0.88), "1-128 MiB within 35%": (0.70, 0.79),
+              "< 1 MiB within 50%": (0.70, 0.96)}
+    for name, (wanted, achieved) in pinned.items():
+        g = goals[name]
+        assert g["cases"] >= 20 and g["met"] and g["share"] >= max(wanted, achieved), (name, g)
+    sweeps = goals["node-count sweeps within 35%"]
+    assert len(sweeps["sweeps"]) >= 3 and sweeps["share"] >= 0.88       # 8 of 9 today
+    assert sweeps["misses"] == ["p4dn-efa-2node-1G"]                     # NCCL 2.9.9's two-node tree: chapter 05
+    # the physical bound: NVLS algbw never above the per-direction NVLink rate
+    for system in ("dgx-h100", "dgx-b200", "gb200-nvl72"):
+        pred = cm.predict("all_reduce", 2**34, system, algorithm="nvls")
+        assert pred.algbw[0] <= hardware.system(system).gpu_link.per_direction
 
 
 def test_sweep_of_1000_sizes_is_fast():
@@ -147,3 +166,35 @@ def test_nvls_extra_latency_is_nccl_hardware_latency_minus_ring_base():
     lat = cm.efficiency_data()["latency_us"]["in_network_extra"]
     assert lat["value"] == pytest.approx(25 - 6.6)
     assert "hardware latency" in lat["derivation"] and "hwLat" in datafiles.source("nccl-tuning")["title"]
+
+
+def test_fabric_kinds_are_sourced_and_selectable():
+    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "slingshot", "ethernet_tcp"}
+    sources = datafiles.bibliography()
+    for kind in cm.fabric_kind_ids():
+        row = cm.fabric_kind(kind)
+        assert 0 < row["efficiency"] <= 1 and row["hop_latency_us"] > 0
+        assert row["efficiency_source"] in sources and row["latency_source"] in sources
+    assert cm.system_fabric_kind("dgx-h100") == "infiniband"          # NIC family default
+    tcp = cm.fabric("dgx-h100", network="ethernet_tcp")
+    ib = cm.fabric("dgx-h100")
+    assert tcp.net_bw_node == pytest.approx(ib.net_bw_node * 0.40 / 0.94)
+    efa = cm.predict("all_reduce", 8, "dgx-h100", nodes=2, network="efa")
+    assert efa.time_s[0] > cm.predict("all_reduce", 8, "dgx-h100", nodes=2).time_s[0]
+    with pytest.raises(ValueError, match="network"):
+        cm.fabric("dgx-h100", network="token-ring")
+
+
+def test_validation_by_regime_splits_fit_and_test():
+    rows = cm.validation_table()
+    assert all(r["role"] in ("fit", "test") for r in rows)
+    assert all("role" in c for c in cm.published()["cases"])       # every case says which set it is in
+    for role in ("fit", "test"):
+        cells = cm.validation_by_regime(rows, role)
+        assert sum(c["cases"] for c in cells) == sum(1 for r in rows if r["role"] == role)
+        for c in cells:
+            assert c["within_20pct"] <= c["within_50pct"] <= c["cases"]
+    assert cm.size_regime(2**16 - 1) == "< 64 KiB" and cm.size_regime(2**27) == ">= 128 MiB"
+    assert cm.scale_regime(2) == "2 nodes" and cm.scale_regime(17) == "> 16 nodes"
+    with pytest.raises(ValueError, match="role"):
+        cm.validation_by_regime(rows, "train")

@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import costmodel, ddp_run  # noqa: E402
+from course_lib import costmodel  # noqa: E402
+from course_lib.lab import ddp_run  # noqa: E402
 
 
 def test_parameter_count():
@@ -95,3 +96,15 @@ def test_a_small_real_run():
     assert r.local_vs_average > 0
     assert r.one_rank_step_s > 0 and r.speedup > 0
     assert math.isfinite(r.predicted_with_adds_s)
+
+
+def test_run_refuses_what_the_memory_cannot_hold(monkeypatch):
+    from course_lib.lab import memory
+    from tests.test_lab_helpers import live_children
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 4e9)
+    with pytest.raises(ValueError, match=r"DDP of an MLP 16 x Linear\(4096, 4096\) with batch 4096 on 8 ranks "
+                                         r"needs about .* GB of memory and only 4 GB is available"):
+        ddp_run.run(width=4096, depth=16, batch=4096, ranks=8)
+    assert live_children() == []
+    ddp_run.check_memory(512, 4, 32, 2)  # the defaults fit

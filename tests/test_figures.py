@@ -132,8 +132,8 @@ KNOWN_FAILURES: dict[str, str] = {
 def _public_figure_functions():
     found = {}
     for info in pkgutil.walk_packages(course_lib.__path__, "course_lib."):
-        if info.name.endswith("__main__"):
-            continue
+        if info.name.endswith("__main__") or info.name.startswith("course_lib.views"):
+            continue  # views draw a model's result; each is rendered through its explorer's draw_/plot_ function
         module = importlib.import_module(info.name)
         for name, fn in vars(module).items():
             if (name.startswith(("draw_", "plot_")) and inspect.isfunction(fn)

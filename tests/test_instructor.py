@@ -5,10 +5,33 @@ import shutil
 import nbformat
 import pytest
 
-from course_lib import authoring, instructor
+from course_lib import authoring, checks, instructor
 
 pytestmark = pytest.mark.slow
 CHAPTER = "00_why_communication"
+TOTAL = sum(s["points"] for s in checks.exercises("00").values())  # every item of chapter 00 is autograded
+ANSWERS = {"ex00-1-answer": "grad_bytes_13b", "ex00-2-answer": "pcie_exchange_s",
+           "ex00-3-answer": "wrong_claim", "ex00-4-answer": "ndr200_gb_s"}
+
+# Submissions that try to beat the grader; each would score full marks if it worked (issue 17).
+TAMPER = {
+    # the measured hole: hidden tests called checks.grade in the student's kernel
+    "redefined_grade": {"ex00-1-answer": "checks.grade = lambda *a, **k: None\ngrad_bytes_13b = None"},
+    "rebound_checks": {"ex00-1-answer": "import types\nchecks = types.SimpleNamespace(check=lambda *a, **k: None, "
+                                        "grade=lambda *a, **k: None)\ngrad_bytes_13b = None"},
+    "monkeypatched": {"ex00-1-answer": (
+        "checks.evaluate = lambda i, a, **k: checks.Result(i, 'correct', '', 1.0, 1.0)\n"
+        "checks._judge_number = lambda *a: (True, 'Correct.')\nchecks._judge_choice = lambda *a: (True, 'Correct.')\n"
+        "checks.PlainKey.within = lambda self, lo, hi: True\nchecks.PlainKey.is_choice = lambda self, t: True\n"
+        "import course_lib.grading as _g\n_g.grade = lambda *a, **k: None\ngrad_bytes_13b = 1.0"),
+        "ex00-2-answer": "pcie_exchange_s = 1.0", "ex00-3-answer": "wrong_claim = 'A'", "ex00-4-answer": "ndr200_gb_s = 1.0"},
+    "always_equal": {"ex00-1-answer": ("class Same(float):\n    def __eq__(self, other): return True\n"
+                                       "    def __float__(self): return 26e9\n    def lower(self): return 'c'\n"
+                                       "grad_bytes_13b = Same(0.0)"),
+                     "ex00-2-answer": "pcie_exchange_s = Same(0.0)", "ex00-3-answer": "wrong_claim = Same(0.0)",
+                     "ex00-4-answer": "ndr200_gb_s = Same(0.0)"},
+    "copied_spec": {cell: f"{name} = checks.spec('00.{cell[5]}')['expected']" for cell, name in ANSWERS.items()},
+}
 
 
 def _answered(release_path, solution_path, overrides=None):
@@ -48,6 +71,13 @@ def graded(tmp_path_factory):
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex00-3-check":
             cell.source = 'print("I am sure it is C")'
     save("retyped", retyped)
+    for name, overrides in TAMPER.items():
+        nb = nbformat.read(release, as_version=4)
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in overrides:
+                cell.source = overrides[grade_id]
+        save(name, nb)
     problems = instructor.autograde(course, CHAPTER)
     scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
               for row in csv.DictReader(instructor.export_grades(course).open())}
@@ -61,29 +91,29 @@ def test_release_is_the_student_notebook_that_runs_top_to_bottom(graded):
 
 def test_solution_scores_full_marks(graded):
     scores, _, _ = graded
-    assert scores["full"] == (5.0, 5.0)
+    assert scores["full"] == (TOTAL, TOTAL)
 
 
 def test_blank_scores_zero(graded):
     scores, _, _ = graded
-    assert scores["blank"] == (0.0, 5.0)
+    assert scores["blank"] == (0.0, TOTAL)
 
 
 def test_one_wrong_answer_loses_exactly_its_points(graded):
     scores, _, _ = graded
-    assert scores["onewrong"] == (4.0, 5.0)
+    assert scores["onewrong"] == (TOTAL - checks.spec("00.4")["points"], TOTAL)
 
 
 def test_deleted_graded_cell_gets_a_clear_message_not_a_crash(graded):
     scores, problems, _ = graded
-    assert scores["deleted"] == (3.0, 5.0)
+    assert scores["deleted"] == (TOTAL - checks.spec("00.2")["points"], TOTAL)
     messages = [str(p) for p in problems if p.student == "deleted"]
     assert any("ex00-2-check" in m and "deleted" in m and "2 points" in m for m in messages), messages
 
 
 def test_retyped_locked_cell_is_restored_and_reported(graded):
     scores, problems, _ = graded
-    assert scores["retyped"] == (5.0, 5.0)
+    assert scores["retyped"] == (TOTAL, TOTAL)
     assert any(p.student == "retyped" and p.grade_id == "ex00-3-check" and "restores" in p.message for p in problems)
 
 
@@ -104,3 +134,42 @@ def test_unreadable_submission_is_reported(tmp_path):
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("student", sorted(TAMPER))
+def test_tampering_scores_nothing(graded, student):
+    """Redefined checks.grade, a rebound checks, monkeypatched checks and grading, objects whose __eq__
+    and __float__ lie, answers copied from checks.spec: each scores 0 under real nbgrader (each would
+    have scored full marks on the four items it attacks had the attack worked)."""
+    scores, problems, _ = graded
+    assert scores[student] == (0.0, TOTAL)
+    if student != "copied_spec":
+        assert any(p.student == student and "read it before trusting" in p.message for p in problems)
+
+
+# ---------------------------------------------------------------- a second chapter: 02 (NVLink)
+CHAPTER_02 = "02_nvlink"
+TOTAL_02 = sum(s["points"] for s in checks.exercises("02").values())
+
+
+@pytest.fixture(scope="module")
+def graded_02(tmp_path_factory):
+    course = instructor.init_course(tmp_path_factory.mktemp("course02"), [CHAPTER_02])
+    release = course / "release" / CHAPTER_02 / f"{CHAPTER_02}.ipynb"
+    solution = instructor.SOLUTIONS / f"{CHAPTER_02}.ipynb"
+    work = tmp_path_factory.mktemp("submissions02")
+    shutil.copy2(solution, work / "full.ipynb")
+    instructor.submit(course, CHAPTER_02, "full", work / "full.ipynb")
+    instructor.submit(course, CHAPTER_02, "blank", release)
+    nbformat.write(_answered(release, solution, {"ex02-3-answer": "h100_allreduce_ms = 2 * 7 / 8 * 1e9 / 900e9 * 1e3"}),
+                   work / "onewrong.ipynb")
+    instructor.submit(course, CHAPTER_02, "onewrong", work / "onewrong.ipynb")
+    instructor.autograde(course, CHAPTER_02)
+    return {row["student_id"]: (float(row["score"]), float(row["max_score"]))
+            for row in csv.DictReader(instructor.export_grades(course).open())}
+
+
+def test_chapter_02_solution_full_blank_zero_one_wrong_loses_its_points(graded_02):
+    assert graded_02["full"] == (TOTAL_02, TOTAL_02)
+    assert graded_02["blank"] == (0.0, TOTAL_02)
+    assert graded_02["onewrong"] == (TOTAL_02 - checks.spec("02.3")["points"], TOTAL_02)

@@ -227,3 +227,36 @@ def test_measure_same_run_times_steps_beside_all_reduces():
     assert live_children() == []
     with pytest.raises(ValueError, match="ranks"):
         calibrate.measure_same_run(["64K"], ranks=1)
+
+
+@linux
+@pytest.mark.timeout(120)
+def test_race_grades_the_learners_ring_then_races_it(capsys):
+    from course_lib.lab import algorithms
+
+    def stub(tensor, rank, world_size):
+        raise NotImplementedError()
+
+    result = bench.race(stub, sizes=("64K",), ranks=2, iters=1, warmup=0, timeout=60)
+    assert "left out of the race (Ring all-reduce: not answered yet.)" in capsys.readouterr().out
+    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1"]
+
+    def mine(tensor, rank, world_size):
+        algorithms.ring_all_reduce(tensor, pipeline=1)
+
+    result = bench.race(mine, sizes=(1000,), ranks=3, iters=1, warmup=0, timeout=60, verbose=False)
+    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1", "yours"]
+    assert all(r["wrong"] == 0 and r["time_s"] > 0 for r in result.rows)
+    assert set(result.ratio("yours")) == {1000}
+    bench.race(lambda t, rank, p: t.add_(1), sizes=(1000,), ranks=2, iters=1, warmup=0, timeout=60)
+    assert "left out of the race (Not yet: on 2 ranks" in capsys.readouterr().out
+    assert live_children() == []
+
+
+def test_race_validates():
+    with pytest.raises(ValueError, match="sizes"):
+        bench.race(None, sizes=("4G",))
+    with pytest.raises(ValueError, match="ranks"):
+        bench.race(None, ranks=1)
+    with pytest.raises(ValueError, match="fn"):
+        bench.race(42)

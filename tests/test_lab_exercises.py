@@ -45,9 +45,7 @@ def test_wrong_on_sizes_not_divisible_names_case_and_hint():
 
 def test_wrong_when_not_in_place():
     def copy_only(tensor, rank, world_size):
-        out = tensor.clone()
-        dist.all_reduce(out)
-        return out
+        return tensor * world_size
 
     result = exercises.check_ring(copy_only, ranks=(2,), verbose=False)
     assert result.status == "wrong" and "in place" in result.message
@@ -94,3 +92,24 @@ def test_ring_checker_adapts_check_ring_for_the_callable_exercise_kind():
         exercises.ring_checker(todo, ranks=(2,))
     with pytest.raises(NotImplementedError):
         exercises.ring_checker(None)
+
+
+def test_builtin_all_reduce_scores_nothing():
+    def builtin(tensor, rank, world_size):
+        dist.all_reduce(tensor)
+
+    result = exercises.check_ring(builtin, ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "dist.all_reduce" in result.message and "built-in" in result.message
+
+
+def test_copying_the_expected_sum_without_communication_scores_nothing():
+    def copycat(tensor, rank, world_size):
+        tensor.copy_(exercises._expected(tensor.numel(), str(tensor.dtype).split(".")[1], world_size))
+
+    result = exercises.check_ring(copycat, ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "sent 0 bytes" in result.message
+
+
+def test_ring_bytes_counts_every_chunk_twice_around():
+    assert exercises.ring_bytes(1000, 4, 2) == 2 * 1 * 1000 * 4
+    assert exercises.ring_bytes(7, 8, 3) == 2 * 2 * 7 * 8

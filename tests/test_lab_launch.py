@@ -199,3 +199,147 @@ def test_the_earliest_failure_is_reported_when_several_ranks_have_exited(tmp_pat
                        "traceback": "", "failed_at": 1.0})
     killed = launch._first_failure([_Exited(1), _Exited(-signal.SIGKILL)], str(fresh), [False, False])
     assert killed.rank == 1 and "SIGKILL" in killed.cause
+
+
+def test_a_stall_names_the_rank_that_stalled_and_where():
+    with pytest.raises(lab.RankTimeout) as info:
+        lab.run(_stall, ranks=3, timeout=2, echo=False)
+    err = info.value
+    assert err.unfinished == [0, 1, 2]
+    assert err.stalled == [0] and err.rank == 0
+    assert "_stall" in err.where[0] and "time.sleep" in err.where[0]
+    assert "rank 0 at _stall" in str(err) and "ranks [1, 2] waited for it" in str(err)
+
+
+def _deadlock(rank, world_size):
+    other = torch.zeros(1)
+    dist.recv(other, 1 - rank)  # both receive first: neither ever sends
+
+
+def test_a_deadlock_says_every_rank_waited():
+    with pytest.raises(lab.RankTimeout, match="a deadlock: every rank waited for a peer") as info:
+        lab.run(_deadlock, ranks=2, timeout=2, echo=False)
+    assert info.value.stalled == [0, 1]
+
+
+def test_parse_stack_reads_the_main_thread_of_a_faulthandler_dump():
+    text = ("main thread 0x7f01\n"
+            "Thread 0x00007f02 (most recent call first):\n  File \"/t/x.py\", line 3 in helper\n\n"
+            "Current thread 0x00007f01 (most recent call first):\n"
+            "  File \"/t/a.py\", line 97 in _stall\n  File \"/t/launch.py\", line 5 in _child\n")
+    assert launch.parse_stack(text) == [("/t/a.py", 97, "_stall"), ("/t/launch.py", 5, "_child")]
+    assert launch.parse_stack("garbage") == []
+
+
+def _spawn_and_fail(rank, world_size, folder):
+    import subprocess
+
+    proc = subprocess.Popen(["sleep", "60"])
+    with open(os.path.join(folder, f"pid{rank}"), "w") as handle:
+        handle.write(str(proc.pid))
+    dist.barrier()
+    if rank == 1:
+        raise RuntimeError("deliberate")
+    time.sleep(60)
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_ranks_own_subprocesses_die_with_it(tmp_path):
+    with pytest.raises(lab.RankError, match="deliberate"):
+        lab.run(_spawn_and_fail, ranks=2, timeout=30, args=(str(tmp_path),), echo=False)
+    pids = [int((tmp_path / f"pid{r}").read_text()) for r in range(2)]
+    deadline = time.monotonic() + 2
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(p) for p in pids)
+
+
+def test_an_interrupt_during_the_forks_is_held_then_raised():
+    with pytest.raises(KeyboardInterrupt):
+        with launch._HeldInterrupt() as held:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # nothing is raised in here
+            assert held.hit
+    with launch._HeldInterrupt(reraise=False):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_stale_folders_of_dead_launchers_are_removed(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"course_lab_{dead.pid}_abc"
+    stale.mkdir()
+    (stale / "rank0.log").write_text("x")
+    mine = tmp_path / f"course_lab_{os.getpid()}_def"
+    mine.mkdir()
+    assert launch.clean_stale_folders(str(tmp_path)) == [str(stale)]
+    assert not stale.exists() and mine.exists()
+
+
+_KILLED_KERNEL = """
+import sys, time
+from course_lib import lab
+def hang(rank, world_size):
+    import subprocess
+    subprocess.Popen(["sleep", "60"])
+    time.sleep(60)
+print("go", flush=True)
+lab.run(hang, ranks=2, timeout=60, echo=False)
+"""
+
+
+def _session(sid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_a_killed_kernel_leaves_no_process_and_no_folder(tmp_path):
+    import subprocess
+
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    kernel = subprocess.Popen([sys.executable, "-c", _KILLED_KERNEL], stdout=subprocess.PIPE, env=env,
+                              start_new_session=True, text=True)
+    assert kernel.stdout.readline().strip() == "go"
+    deadline = time.monotonic() + 30  # kernel, watcher, 2 ranks, 2 sleeps
+    while len(_session(kernel.pid)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_session(kernel.pid)) == 6
+    os.kill(kernel.pid, signal.SIGKILL)
+    kernel.wait()
+    deadline = time.monotonic() + 3
+    while (_session(kernel.pid) or list(tmp_path.glob("course_lab_*"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _session(kernel.pid) == []
+    assert list(tmp_path.glob("course_lab_*")) == []
+
+
+def _chatty(rank, world_size):
+    for i in range(20000):
+        print(f"line {i}")
+
+
+def test_many_lines_are_echoed_in_order(capsys):
+    lab.run(_chatty, ranks=2, timeout=60, init=False)
+    out = capsys.readouterr().out.splitlines()
+    mine = [line for line in out if line.startswith("[rank 1] ")]
+    assert mine == [f"[rank 1] line {i}" for i in range(20000)]

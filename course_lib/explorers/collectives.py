@@ -9,8 +9,7 @@ What this module holds for the chapter, from the drawings to the lab:
   :func:`course_lib.lab.algorithms.ring_all_reduce` (``ring_states``, ``draw_ring_step``,
   ``draw_ring_steps``, ``ring_explorer``);
 * the cost explorer: message size, ranks, link speed, latency and algorithm (``cost_explorer``);
-* lab helpers: a race of the learner's ring against the library's and gloo's (``race``), the
-  oversubscription table (``oversubscription_table``), the predict-then-measure comparison
+* lab helpers (the race of the learner's ring is ``lab.bench.race``): the oversubscription table (``oversubscription_table``), the predict-then-measure comparison
   (``compare_prediction``) and published measurements against the model (``published_sweeps``,
   ``plot_published``, ``model_failures``).
 
@@ -20,13 +19,10 @@ name says otherwise (``link_gb_s`` is GB/s per direction, ``latency_us`` microse
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
-
 from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
+from ..views import collectives as views
 from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
@@ -34,9 +30,6 @@ COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduc
 ALGORITHMS = ("naive", "ring", "binomial_tree", "recursive_doubling", "halving_doubling", "double_binary_tree")
 ALGORITHM_LABELS = {a: collectives.label("all_reduce", a) for a in ALGORITHMS}
 PATTERN_ALGORITHMS = ("naive", "ring", "binomial_tree", "recursive_doubling", "halving_doubling")
-ALGORITHM_COLOURS = {"naive": "tab:red", "ring": "tab:blue", "binomial_tree": "tab:green",
-                     "recursive_doubling": "tab:purple", "halving_doubling": "tab:orange",
-                     "double_binary_tree": "tab:brown"}
 RING_RANKS = (2, 3, 4, 5, 6, 8)
 EXPLORER_RANKS = tuple(p for p in GPU_COUNTS if p <= 1024)
 MIN_SIZE, MAX_SIZE = 1e3, 1e10  # explorer range: 1 KB .. 10 GB
@@ -110,30 +103,6 @@ def collectives_table(ranks=8) -> list[dict]:
              "busbw_factor": costmodel.busbw_factor(c, p)} for c in COLLECTIVES]
 
 
-def _cell_colour(owner):
-    import matplotlib.pyplot as plt
-    if owner == "sum":
-        return "0.25"
-    return plt.get_cmap("tab10")(int(owner) % 10)
-
-
-def _draw_buffers(ax, rows, x0, y0, cell=1.0, fontsize=8):
-    from matplotlib.patches import Rectangle
-    for r, cells in enumerate(rows):
-        y = y0 - r * 1.25 * cell
-        for c, item in enumerate(cells):
-            x = x0 + c * cell
-            if item is None:
-                ax.add_patch(Rectangle((x, y), cell, cell, fc="white", ec="0.7", lw=0.8, ls=":"))
-                continue
-            label, owner = item
-            colour = _cell_colour(owner)
-            ax.add_patch(Rectangle((x, y), cell, cell, fc=colour, ec="black", lw=0.8,
-                                   alpha=1.0 if owner == "sum" else 0.55))
-            ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center", fontsize=fontsize,
-                    color="white" if owner == "sum" else "black")
-
-
 def draw_collectives(ranks=4, axes=None):
     """Draw the six collectives on ``ranks`` (2-8) ranks: buffers before (left) and after (right).
 
@@ -147,23 +116,7 @@ def draw_collectives(ranks=4, axes=None):
     if axes.size != len(COLLECTIVES):
         raise ValueError(f"axes must hold {len(COLLECTIVES)} Axes, got {axes.size}")
     for ax, name in zip(axes, COLLECTIVES):
-        before, after = collective_buffers(name, p)
-        width_b, width_a = max(map(len, before)), max(map(len, after))
-        gap = 1.6
-        _draw_buffers(ax, before, 0.0, 0.0)
-        _draw_buffers(ax, after, width_b + gap, 0.0)
-        for r in range(p):
-            ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=7)
-        mid_y = -(p - 1) * 1.25 / 2 + 0.5
-        ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
-                    arrowprops={"arrowstyle": "-|>", "lw": 1.5})
-        ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
-        ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
-        ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=7, color="0.3")
-        ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=7, color="0.3")
-        ax.set_title(name.replace("_", "-"), fontsize=10)
-        ax.set_aspect("equal")
-        ax.axis("off")
+        views.draw_collective(ax, name, *collective_buffers(name, p))
     axes[0].figure.suptitle(f"The six collectives on {p} ranks (letters: each rank's data; Σ: summed over "
                             "all ranks; dotted: nothing there)", fontsize=10)
     return axes
@@ -240,24 +193,6 @@ def show_algorithm_table(nbytes, ranks, bandwidth, latency):
         "time / lower bound": lambda r: f"{r['vs_lower_bound']:.2f}"}))
 
 
-def _circle(p, radius=1.0):
-    angles = np.pi / 2 - 2 * np.pi * np.arange(p) / p
-    return np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
-
-
-def _arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
-    from matplotlib.patches import FancyArrowPatch
-    ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, color=colour, lw=lw,
-                                 shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
-
-
-def _nodes(ax, pos, labels=None, size=0.16):
-    from matplotlib.patches import Circle
-    for r, (x, y) in enumerate(pos):
-        ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
-        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=7, zorder=4)
-
-
 def draw_algorithms(ranks=8, axes=None):
     """Draw who sends to whom in the naive, ring, tree and halving-doubling all-reduces on ``ranks``.
 
@@ -273,53 +208,8 @@ def draw_algorithms(ranks=8, axes=None):
     axes = np.ravel(axes)
     if axes.size != 4:
         raise ValueError(f"axes must hold 4 Axes, got {axes.size}")
-    cmap = plt.get_cmap("viridis")
-    pos = _circle(p)
-    # naive: everyone to rank 0 in the middle, and back
-    ax = axes[0]
-    centre = np.array([[0.0, 0.0]])
-    outer = _circle(p - 1)
-    for i in range(p - 1):
-        _arrow(ax, outer[i], centre[0], cmap(0.1), rad=0.12)
-        _arrow(ax, centre[0], outer[i], cmap(0.75), rad=0.12)
-    _nodes(ax, np.vstack([centre, outer]))
-    ax.set_title(f"naive (parameter server)\nrank 0: {p - 1} buffers in, {p - 1} out", fontsize=9)
-    # ring
-    ax = axes[1]
-    for r in range(p):
-        _arrow(ax, pos[r], pos[(r + 1) % p], "tab:blue", rad=-0.25)
-    _nodes(ax, pos)
-    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=9)
-    # binomial tree
-    ax = axes[2]
-    steps = algorithm_pattern("binomial_tree", p)
-    levels = len(steps) // 2
-    tree_pos = _tree_layout(p)
-    for k, step in enumerate(steps[:levels]):
-        for a, b in step:
-            _arrow(ax, tree_pos[a], tree_pos[b], cmap(k / max(1, levels)), rad=0.0)
-    _nodes(ax, tree_pos)
-    ax.set_title(f"binomial tree\n{levels} steps up (reduce), {levels} down", fontsize=9)
-    # halving-doubling as a butterfly: ranks across, steps down
-    ax = axes[3]
-    hd = algorithm_pattern("halving_doubling", p)
-    xs = np.linspace(-1, 1, p)
-    for k, step in enumerate(hd):
-        y0, y1 = 1 - k * 2 / len(hd), 1 - (k + 1) * 2 / len(hd)
-        for a, b in step:
-            ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
-    for k in range(len(hd) + 1):
-        y = 1 - k * 2 / len(hd)
-        ax.plot(xs, np.full(p, y), "o", color="black", ms=3)
-    half = len(hd) // 2
-    ax.text(1.1, 0.5, "halving", fontsize=7, va="center", rotation=-90)
-    ax.text(1.1, -0.5, "doubling", fontsize=7, va="center", rotation=-90)
-    ax.set_title(f"halving-doubling (butterfly)\n{half} halving + {half} doubling steps", fontsize=9)
-    for ax in axes:
-        ax.set_aspect("equal")
-        ax.set_xlim(-1.35, 1.55)
-        ax.set_ylim(-1.3, 1.3)
-        ax.axis("off")
+    views.draw_patterns(axes, p, algorithm_pattern("binomial_tree", p), _tree_layout(p),
+                        algorithm_pattern("halving_doubling", p))
     return axes
 
 
@@ -437,14 +327,6 @@ def ring_step_info(step, ranks=4) -> dict:
     return {"phase": phase, "step": step, "transfers": transfers, "text": text}
 
 
-def _ring_layout(p):
-    """Box centres, box width and cell size for a ring of p boxes on a circle (data units)."""
-    cell = 0.55 if p <= 4 else 0.32
-    width = cell * p
-    radius = {2: 1.2, 3: 1.7, 4: 1.75, 5: 2.5, 6: 2.8, 7: 3.1}.get(p, 3.3)
-    return _circle(p, radius), width, cell, radius
-
-
 def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
     """Draw the ring's chunks after ``step`` steps (0 to 2(p-1)) and the transfers of that step.
 
@@ -454,49 +336,12 @@ def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
     reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 4-14. Returns the Axes.
     """
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
     p = _ranks("ranks", ranks, low=2, high=8)
     step = validate.integer("step", step, low=0, high=2 * (p - 1))
     fontsize = validate.number("fontsize", fontsize, low=4, high=14)
     if ax is None:
         _, ax = plt.subplots(figsize=(5.2, 5.2))
-    state = ring_states(p)[step]
-    info = ring_step_info(step, p)
-    centres, width, cell, radius = _ring_layout(p)
-    cmap = plt.get_cmap("Blues")
-    everyone = frozenset(range(p))
-    for r, (x, y) in enumerate(centres):
-        x0, y0 = x - width / 2, y - cell / 2
-        ax.text(x, y + cell / 2 + 0.06, f"rank {r}", ha="center", va="bottom", fontsize=fontsize, weight="bold")
-        for c, holds in enumerate(state[r]):
-            done = holds == everyone
-            shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
-            ax.add_patch(Rectangle((x0 + c * cell, y0), cell, cell, fc=cmap(shade), ec="black",
-                                   lw=2.0 if done else 0.6, zorder=2))
-            label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
-            ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
-                    fontsize=fontsize * (0.85 if len(label) > 2 else 1.0), color="white" if shade > 0.55 else "black")
-            ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize * 0.7,
-                    color="0.4")
-    if step > 0:
-        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
-        rad = -0.35
-        for t in info["transfers"]:
-            a, b = centres[t["src"]] * 0.62, centres[t["dst"]] * 0.62
-            _arrow(ax, a, b, colour, rad=rad, lw=1.5, shrink=4)
-            d = b - a
-            label_at = (a + b) / 2 + 0.5 * rad * np.array([d[1], -d[0]])
-            ax.text(label_at[0], label_at[1], f"c{t['chunk']}", ha="center", va="center", fontsize=fontsize,
-                    color=colour, zorder=4, bbox={"fc": "white", "ec": "none", "pad": 0.3})
-    lim = radius + width / 2 + 0.15
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-radius - 0.6, radius + 0.75)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    title = "start: every rank holds only its own data" if step == 0 else \
-        f"step {step} of {2 * (p - 1)}: {info['phase']}"
-    ax.set_title(title, fontsize=fontsize + 2)
-    return ax
+    return views.draw_ring_state(ax, ring_states(p)[step], ring_step_info(step, p), step, fontsize)
 
 
 def draw_ring_steps(ranks=4, ncols=4):
@@ -545,14 +390,12 @@ def ring_explorer(ranks=4, step=0):
         "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step",
                             continuous_update=False, style=style),
     }
-    box = explorer(_ring_draw, controls, readout=_ring_readout, title="The ring all-reduce, step by step",
-                   figsize=(5.6, 5.6))
-
-    def _limit(change):  # the step slider follows the number of steps of the chosen ring
+    def _limit(change):  # the step slider follows the number of steps of the chosen ring (before the redraw)
         controls["step"].max = 2 * (change["new"] - 1)
 
     controls["ranks"].observe(_limit, names="value")
-    return box
+    return explorer(_ring_draw, controls, readout=_ring_readout, title="The ring all-reduce, step by step",
+                    figsize=(5.6, 5.6))
 
 
 # ---------------------------------------------------------------- the cost explorer
@@ -608,28 +451,11 @@ def draw_cost(ax, size_mb, ranks, link_gb_s, latency_us, algorithm):
     """
     algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
     curves = cost_curves(ranks, link_gb_s * units.GB, latency_us * 1e-6)
-    n = curves["sizes"]
-    for name in ALGORITHMS:
-        chosen = name == algorithm
-        ax.plot(n, curves[name], "-", color=ALGORITHM_COLOURS[name], lw=2.6 if chosen else 1.0,
-                alpha=1.0 if chosen else 0.55, label=ALGORITHM_LABELS[name] + (" (chosen)" if chosen else ""))
-    ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
     size = size_mb * 1e6
-    t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6,
-                                  algorithm)
-    ax.plot(size, t, "D", color="black", ms=8, zorder=5)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
-    floor = min(float(np.min(curves[name])) for name in ALGORITHMS if float(np.min(curves[name])) > 0)
-    ax.set_ylim(bottom=floor / 5)
-    ax.set_xlabel("message size per rank (SI)")
-    ax.set_ylabel("all-reduce time")
-    ax.set_title(f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
-                 f"alpha = {latency_us:.3g} us per step", fontsize=9)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left")
+    t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6, algorithm)
+    views.draw_cost_curves(ax, curves, ALGORITHM_LABELS, algorithm, (size, t),
+                           f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
+                           f"alpha = {latency_us:.3g} us per step")
 
 
 def cost_readout(size_mb, ranks, link_gb_s, latency_us, algorithm) -> str:
@@ -675,160 +501,6 @@ def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algo
     }
     return explorer(draw_cost, controls, readout=cost_readout,
                     title="All-reduce algorithms in the alpha-beta model", figsize=(8, 4.6))
-
-
-# ---------------------------------------------------------------- the lab: a race of ring all-reduces
-
-def _contenders(pipeline_pieces=8):
-    import torch.distributed as dist
-
-    from ..lab import algorithms
-    return {"library ring, pipeline=1": lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=1),
-            f"library ring, pipeline={pipeline_pieces}":
-                lambda t, rank, p: algorithms.ring_all_reduce(t, pipeline=pipeline_pieces),
-            "gloo built-in": lambda t, rank, p: dist.all_reduce(t)}
-
-
-def _race_worker(rank, world_size, entries, sizes, iters, warmup):
-    import torch
-    import torch.distributed as dist
-
-    rows = []
-    for nbytes in sizes:
-        count = max(1, nbytes // 4)
-        src = (torch.arange(count) % 13 + rank).to(torch.float32)
-        expected = (torch.arange(count) % 13 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
-        buf = torch.empty_like(src)
-        times = {name: [] for name in entries}
-        wrong = dict.fromkeys(entries, 0)
-        names = list(entries)
-        for rep in range(warmup + iters):
-            shift = rep % len(names)
-            for name in names[shift:] + names[:shift]:  # rotate the order: noise hits everyone alike
-                buf.copy_(src)
-                dist.barrier()
-                start = time.perf_counter()
-                entries[name](buf, rank, world_size)
-                elapsed = time.perf_counter() - start
-                if rep >= warmup:
-                    times[name].append(elapsed)
-                if rep == warmup + iters - 1:
-                    wrong[name] = int((buf != expected).sum())
-        stats = torch.tensor([statistics.median(times[n]) for n in names], dtype=torch.float64)
-        dist.all_reduce(stats, op=dist.ReduceOp.MAX)
-        bad = torch.tensor([wrong[n] for n in names], dtype=torch.float64)
-        dist.all_reduce(bad, op=dist.ReduceOp.SUM)
-        for i, name in enumerate(names):
-            t = float(stats[i])
-            rows.append({"size": count * 4, "ranks": world_size, "algorithm": name, "time_s": t,
-                         "algbw": costmodel.algbw(count * 4, t),
-                         "busbw": costmodel.busbw("all_reduce", count * 4, t, world_size),
-                         "wrong": int(bad[i])})
-    return rows
-
-
-def _probe_worker(rank, world_size, fn):
-    import torch
-    import torch.distributed as dist
-
-    count = 1031  # prime: chunks of unequal size
-    tensor = (torch.arange(count) % 7 + rank).to(torch.float32)
-    try:
-        fn(tensor, rank, world_size)
-    except NotImplementedError:
-        return "not answered"
-    expected = (torch.arange(count) % 7 * world_size + world_size * (world_size - 1) // 2).to(torch.float32)
-    bad = torch.tensor([int((tensor != expected).sum())], dtype=torch.int64)
-    dist.all_reduce(bad)
-    return "ok" if int(bad) == 0 else "wrong"
-
-
-def probe(fn, ranks=2, timeout=15.0) -> str:
-    """Run ``fn(tensor, rank, world_size)`` once on ``ranks`` (2-8) local ranks and say how it went.
-
-    Returns 'ok', 'not answered' (it raised NotImplementedError), 'wrong' (wrong sums),
-    'error: ...' (a rank raised or died) or 'timeout' (a deadlock); never raises for those.
-    """
-    from ..lab.launch import RankError, RankTimeout, run
-    if fn is None or fn is Ellipsis:
-        return "not answered"
-    if not callable(fn):
-        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, got {fn!r}")
-    p = _ranks("ranks", ranks, low=2, high=8)
-    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
-    try:
-        results = run(_probe_worker, ranks=p, timeout=timeout, args=(fn,), start_method="fork", echo=False)
-    except RankTimeout:
-        return "timeout"
-    except RankError as err:
-        if err.cause.startswith("NotImplementedError"):
-            return "not answered"
-        return f"error: rank {err.rank} raised {err.cause}"
-    if "not answered" in results:
-        return "not answered"
-    return "ok" if all(r == "ok" for r in results) else "wrong"
-
-
-def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, timeout=90.0,
-         pipeline=8, verbose=True) -> list[dict]:
-    """Time the learner's ring ``fn`` against the library's ring (pipeline 1 and ``pipeline``) and gloo's.
-
-    ``fn(tensor, rank, world_size)`` sums in place (or None to race the library only);
-    ``sizes`` bytes or '16M' strings (binary prefixes, 1 B to 256 MiB); ``ranks`` 2-8;
-    ``iters`` 1-100 timed and ``warmup`` 0-10 untimed repetitions (median of the slowest rank);
-    ``timeout`` seconds; ``pipeline`` 1-64. A learner's function that is not answered, wrong,
-    raises or deadlocks is left out with a printed note: the race never fails because of it.
-    Returns rows (size, ranks, algorithm, time_s, algbw, busbw, wrong), bandwidths bytes/s.
-    """
-    from ..lab.launch import RankError, RankTimeout, run
-    if isinstance(sizes, (str, int, float)):
-        sizes = [sizes]
-    nbytes = [int(validate.number("sizes", units.parse_size(s), low=1, high=256 * 2**20)) for s in sizes]
-    if not nbytes:
-        raise ValueError("sizes must not be empty")
-    p = _ranks("ranks", ranks, low=2, high=8)
-    iters = validate.integer("iters", iters, low=1, high=100)
-    warmup = validate.integer("warmup", warmup, low=0, high=10)
-    timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
-    pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
-    if fn is not None and not callable(fn):
-        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None or None, got {fn!r}")
-    say = print if verbose else (lambda *a, **k: None)
-    entries = {}
-    if fn is not None:
-        status = probe(fn, p, timeout=min(timeout, 20.0))
-        if status == "ok":
-            entries["your ring"] = fn
-        else:
-            reason = {"not answered": "is not answered yet", "wrong": "gives wrong sums",
-                      "timeout": "did not finish (a deadlock?)"}.get(status, f"failed ({status})")
-            say(f"Note: your ring {reason}, so it is left out; the library ring stands in for it below.")
-    entries.update(_contenders(pipeline))
-    try:
-        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
-                   start_method="fork", echo=False)[0]
-    except (RankError, RankTimeout) as err:
-        if "your ring" not in entries:
-            raise
-        say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
-        entries.pop("your ring")
-        return run(_race_worker, ranks=p, timeout=timeout, args=(entries, nbytes, iters, warmup),
-                   start_method="fork", echo=False)[0]
-
-
-def format_race(rows, reference="gloo built-in") -> str:
-    """nccl-tests-like table of ``race`` rows, with each time relative to ``reference`` (bandwidths GB/s, per direction)."""
-    if not isinstance(rows, (list, tuple)) or not rows:
-        raise ValueError("rows must be a non-empty list from race(...)")
-    ref = {r["size"]: r["time_s"] for r in rows if r["algorithm"] == reference}
-    lines = [f"{'size':>10} {'ranks':>5} {'algorithm':>26} {'time':>10} {'algbw GB/s':>10} {'busbw GB/s':>10} "
-             f"{'time / ' + reference:>22} {'#wrong':>6}"]
-    for r in rows:
-        rel = f"{r['time_s'] / ref[r['size']]:.2f}" if r["size"] in ref else "-"
-        lines.append(f"{units.format_bytes(r['size'], binary=True):>10} {r['ranks']:>5} {r['algorithm']:>26} "
-                     f"{units.format_time(r['time_s']):>10} {r['algbw'] / units.GB:>10.3f} "
-                     f"{r['busbw'] / units.GB:>10.3f} {rel:>22} {r['wrong']:>6}")
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- predict, measure, oversubscribe
@@ -960,30 +632,15 @@ def plot_published(ax=None, min_points=4):
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4.4))
     grid = np.logspace(3, np.log10(16 * 2**30), 100)
-    for i, (src, cases) in enumerate(sweeps.items()):
-        colour = f"C{i}"
+    model = {}
+    for cases in sweeps.values():
         system = cases[0]["system"]
-        sys_ = hardware.system(system)
-        x = [c["nbytes"] for c in cases]
-        ax.plot(x, [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
-                label=f"measured: {cases[0]['as_measured']}")
-        simple = costmodel.predict("all_reduce", grid, system, algorithm="ring", achievable=False)
-        course = costmodel.predict("all_reduce", grid, system, achievable=True)
-        ax.plot(grid, simple.busbw / units.GB, "--", color=colour, lw=1.2, label=f"simple ring model, spec ({system})")
-        ax.plot(grid, course.busbw / units.GB, ":", color=colour, lw=1.6, label=f"course model, achievable ({system})")
-        ax.axhline(sys_.gpu_link.per_direction / units.GB, color=colour, lw=0.8, alpha=0.5)
-        ax.text(grid[-1], sys_.gpu_link.per_direction / units.GB * 0.985,
-                f"{sys_.gpu_link.name}: {sys_.gpu_link.per_direction / units.GB:g} GB/s per direction",
-                fontsize=7, color=colour, ha="right", va="top")
-    ax.set_xscale("log", base=2)
-    ticks = [2.0**k for k in range(10, 35, 5)]
-    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
-    ax.set_xlabel("all-reduce size (nccl-tests size column)")
-    ax.set_ylabel("busbw, GB/s per direction")
-    ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=6.5, loc="upper left")
-    return ax
+        link = hardware.system(system).gpu_link
+        model[system] = {
+            "simple": costmodel.predict("all_reduce", grid, system, algorithm="ring", achievable=False).busbw / units.GB,
+            "course": costmodel.predict("all_reduce", grid, system, achievable=True).busbw / units.GB,
+            "link_name": link.name, "link_gb_s": link.per_direction / units.GB}
+    return views.draw_sweeps(ax, sweeps, grid, model)
 
 
 def model_failures(small=2**20) -> list[str]:

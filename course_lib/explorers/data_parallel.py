@@ -496,12 +496,14 @@ def model_options() -> list[tuple]:
     return [(f"{parallel.model(i).name} ({parallel.model(i).params / 1e9:.3g}B)", i) for i in ids]
 
 
-def _draw(ax, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
-    fig = ax.figure
-    spec = ax.get_subplotspec()
-    ax.remove()
-    sub = spec.subgridspec(1, 2, width_ratios=[1.7, 1], wspace=0.35)
-    ax1, ax2 = fig.add_subplot(sub[0]), fig.add_subplot(sub[1])
+def _axes(fig):
+    """Step time (with its efficiency twin) and memory side by side."""
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1], "wspace": 0.35})
+    return [ax1, ax2, ax1.twinx()]
+
+
+def _draw(axes, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
+    ax1, ax2, twin = axes
     curve = scaling_curve(model, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
     x = np.log2(curve["gpus"])
     ax1.bar(x, curve["compute_s"], color="tab:blue", width=0.7, label="compute")
@@ -517,7 +519,6 @@ def _draw(ax, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     ax1.set_xticks(x, [str(g) for g in curve["gpus"]], fontsize=7)
     ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)")
     ax1.set_ylabel("step time, s")
-    twin = ax1.twinx()
     twin.plot(x, 100 * curve["efficiency"], "o-", color="tab:green", ms=4, label="scaling efficiency")
     twin.set_ylim(0, 155)
     twin.set_yticks([0, 20, 40, 60, 80, 100])
@@ -579,5 +580,5 @@ def dp_scaling_explorer(model="megatron-1.7b", gpus=64, link_gb_s=50.0, zero=0, 
                                           continuous_update=False, style={"description_width": "initial"}),
         "overlap": w.Checkbox(value=bool(overlap), description="overlap communication with the backward pass"),
     }
-    return explorer(_draw, controls, readout=_readout, figsize=(11, 4.4),
+    return explorer(_draw, controls, readout=_readout, figsize=(11, 4.4), axes=_axes,
                     title="Data parallelism: step time, scaling efficiency, memory per GPU")

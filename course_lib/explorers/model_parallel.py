@@ -20,7 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import costmodel, datafiles, hardware, parallel, units, validate
+from .. import costmodel, datafiles, hardware, parallel, style, units, validate
+from ..views import model_parallel as views
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 SCHEDULES = ("gpipe", "1f1b")
@@ -34,9 +35,8 @@ RECOMPUTE_CHOICES = {
     "selective + sequence parallel (Megatron 2022)": ("selective", True),
     "no recomputation": ("none", False),
 }
-BREAKDOWN_COLOURS = {"compute": "#4c72b0", "pipeline bubble": "#c7c7c7", "tensor-parallel comm": "#dd8452",
-                     "pipeline comm": "#55a868", "data-parallel comm": "#8172b3"}
-MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8172b3", "activations": "#dd8452"}
+BREAKDOWN_COLOURS = style.STEP_COLOURS   # one palette: chapters 07 and 08 colour a step the same way
+MEMORY_COLOURS = style.MEMORY_COLOURS
 
 
 def _model(model_id) -> parallel.Transformer:
@@ -356,35 +356,12 @@ def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forw
 def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
     """Draw a schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
     if not isinstance(sched, Schedule):
         raise ValueError(f"sched must be a Schedule from pipeline_schedule, got {type(sched).__name__}")
     scale = validate.positive("time_unit", time_unit)
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.45 * sched.stages + 1.4))
-    blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
-    v = sched.interleave
-    label = sched.micro_batches * v <= 32 and sched.stages <= 16
-    for o in sched.ops:
-        shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
-        colour = blues(shade) if o.kind == "F" else oranges(shade)
-        ax.barh(o.device, (o.end - o.start) / scale, left=o.start / scale, height=0.8, color=colour,
-                edgecolor="white", linewidth=0.5)
-        if label:
-            ax.text((o.start + o.end) / 2 / scale, o.device, str(o.micro_batch + 1), ha="center", va="center",
-                    fontsize=6.5, color="black" if o.kind == "B" else "white")
-    ax.set_yticks(range(sched.stages))
-    ax.set_yticklabels([f"GPU {d}" for d in range(sched.stages)], fontsize=7)
-    ax.set_ylim(sched.stages - 0.5, -0.5)
-    ax.set_xlim(0, sched.makespan / scale * 1.01)
-    ax.set_xlabel(unit_label)
-    ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
-                 f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
-                 f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
-    handles = [Patch(color=blues(0.65), label="forward"), Patch(color=oranges(0.65), label="backward"),
-               Patch(fc="white", ec="0.6", label="idle (bubble)")]
-    ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3, frameon=False)
-    return ax
+    return views.draw_schedule(ax, sched, scale, unit_label)
 
 
 def compare_schedules(stages=4, micro_batches=8, interleave=2):
@@ -469,7 +446,6 @@ def group_links(system, tp, pp, dp) -> dict:
 def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
     """Draw the GPUs of a small 3D layout node by node: colour = pipeline stage, label = TP and DP rank."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
     sys_ = hardware.resolve_system(system)
     g = sys_.gpus_per_node
     ranks = rank_map(tp, pp, dp, g)
@@ -479,30 +455,7 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
     own = ax is None
     if own:
         _, ax = plt.subplots(figsize=(10, 0.9 * nodes + 2.0))
-    cmap = plt.get_cmap("Set2")
-    for r in ranks:
-        x, y = r["local"], r["node"]
-        ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec="0.3", lw=0.8))
-        ax.text(x + 0.5, y + 0.5, f"rank {r['rank']}\nTP{r['tp_rank']} DP{r['dp_rank']}", ha="center", va="center",
-                fontsize=6.5)
-    for r in ranks:  # outline each TP group
-        if r["tp_rank"] == 0:
-            x, y = r["local"], r["node"]
-            width = min(tp, g - x)
-            ax.add_patch(Rectangle((x + 0.02, y + 0.04), width - 0.04, 0.92, fc="none", ec="black", lw=2.2))
-    for n in range(nodes):
-        ax.text(-0.2, n + 0.5, f"node {n}", ha="right", va="center", fontsize=8)
-    for s in range(pp):
-        ax.bar(0, 0, color=cmap(s % 8), label=f"pipeline stage {s}")
-    links = group_links(sys_, tp, pp, dp)
-    lines = [f"{k} groups of {v['size']}: {v['link']}" + (" (crosses nodes)" if v["crosses_nodes"] else "")
-             for k, v in links.items()]
-    ax.set_xlim(-1.4, g + 0.1)
-    ax.set_ylim(nodes + 0.1, -0.1)
-    ax.set_axis_off()
-    ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {sys_.name}, Megatron rank order (thick boxes: TP groups)\n"
-                 + "\n".join(lines), fontsize=8)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
+    views.draw_rank_map(ax, ranks, group_links(sys_, tp, pp, dp), tp, pp, dp, g, sys_.name)
     if own:
         ax.figure.tight_layout()
     return ax
@@ -603,74 +556,6 @@ def best_fitting(grid) -> parallel.Estimate | None:
     return max(fitting, key=lambda e: e.mfu) if fitting else None
 
 
-def _draw_grid(ax, grid, tp, pp):
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-    tps, pps = grid["tps"], grid["pps"]
-    cmap = plt.get_cmap("viridis")
-    best = best_fitting(grid)
-    top = best.mfu if best is not None else 1.0
-    for i, t in enumerate(tps):
-        for j, p in enumerate(pps):
-            e = grid["cells"].get((t, p))
-            if e is None:
-                ax.add_patch(Rectangle((j, i), 1, 1, fc="white", ec="0.85", hatch="//"))
-                continue
-            mem = e.memory["total"] / units.GB
-            if e.fits:
-                shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
-                ax.add_patch(Rectangle((j, i), 1, 1, fc=cmap(shade), ec="white"))
-                ax.text(j + 0.5, i + 0.5, f"{e.mfu:.0%}\n{mem:.0f} GB", ha="center", va="center", fontsize=6.5,
-                        color="white" if shade < 0.6 else "black")
-            else:
-                ax.add_patch(Rectangle((j, i), 1, 1, fc="0.8", ec="white"))
-                ax.text(j + 0.5, i + 0.5, f"{mem:.0f} GB\ntoo big" if mem < 1e4 else "too big", ha="center",
-                        va="center", fontsize=6, color="0.35")
-    if (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]:
-        ax.add_patch(Rectangle((pps.index(pp), tps.index(tp)), 1, 1, fc="none", ec="red", lw=2.5))
-    ax.set_xlim(0, len(pps))
-    ax.set_ylim(len(tps), 0)
-    ax.set_xticks(np.arange(len(pps)) + 0.5)
-    ax.set_xticklabels(pps)
-    ax.set_yticks(np.arange(len(tps)) + 0.5)
-    ax.set_yticklabels(tps)
-    ax.set_xlabel("pipeline stages PP")
-    ax.set_ylabel("tensor parallel TP")
-    ax.set_title("MFU and memory per GPU of every layout (brighter = faster)\n"
-                 "(grey: does not fit; hatched: impossible; red: selected)", fontsize=8)
-
-
-def _draw_selected(top, bottom, e):
-    if e is None:
-        for a in (top, bottom):
-            a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
-                   transform=a.transAxes, fontsize=8)
-            a.set_axis_off()
-        return
-    left = 0.0
-    for name, value in e.breakdown().items():
-        top.barh(0, value, left=left, color=BREAKDOWN_COLOURS[name], label=f"{name} {units.format_time(value)}")
-        left += value
-    top.set_yticks([])
-    top.set_xlabel("seconds per step")
-    top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = {e.bubble_fraction:.3f}",
-                  fontsize=8)
-    top.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
-    left = 0.0
-    gb = units.GB
-    for name in MEMORY_COLOURS:
-        value = e.memory[name] / gb
-        bottom.barh(0, value, left=left, color=MEMORY_COLOURS[name], label=f"{name} {value:.1f} GB")
-        left += value
-    bottom.axvline(e.memory["usable"] / gb, color="red", lw=1.5)
-    bottom.set_xlim(0, max(left, e.memory["capacity"] / gb) * 1.05)
-    bottom.set_yticks([])
-    bottom.set_xlabel("GB per GPU (red line: usable memory)")
-    bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
-                     f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
-    bottom.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
-
-
 def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
     rc, sp = RECOMPUTE_CHOICES[recompute_mode]
     m = _model(model_id)
@@ -680,16 +565,18 @@ def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, re
     return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)
 
 
-def _grid_draw(ax, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    fig = ax.figure
-    spec = ax.get_subplotspec()
-    ax.remove()
-    outer = spec.subgridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
+def _grid_axes(fig):
+    """The layout heat map on the left; the selected layout's time and memory bars on the right."""
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
     right = outer[1].subgridspec(2, 1, hspace=1.5)
-    heat, top, bottom = fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])
+    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
+
+
+def _grid_draw(axes, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
+    heat, top, bottom = axes
     grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
-    _draw_grid(heat, grid, tp, pp)
-    _draw_selected(top, bottom, grid["cells"].get((tp, pp)))
+    views.draw_grid(heat, {**grid, "best": best_fitting(grid)}, tp, pp)
+    views.draw_selected(top, bottom, grid["cells"].get((tp, pp)))
 
 
 def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
@@ -756,14 +643,13 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
                                      description="activations", style=style, layout={"width": "480px"}),
     }
 
-    def reset_links(change):
-        s = hardware.system(change["new"])
-        controls["nic_gbit_s"].value = units.bytes_to_bits(s.nic.per_direction) / 1e9
-        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+    def reset_links(system_id):  # a new system brings its catalog links (one redraw)
+        s = hardware.system(system_id)
+        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
+                "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
-    controls["system"].observe(reset_links, names="value")
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0))
+                    figsize=(11.5, 5.0), axes=_grid_axes, follow={"system": reset_links})
 
 
 # ---------------------------------------------------------------- the schedule explorer
@@ -854,26 +740,7 @@ def plot_validation(rows=None, ax=None):
         raise ValueError("rows must not be empty")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.2))
-    groups = {"weak-scaling": ("o", "tab:blue", "Table 1 weak scaling, 1.7B -> 1T"),
-              "gpt3-175b": ("*", "tab:red", "GPT-3 175B, 1024 GPUs"),
-              "ptdp-vs-zero3-175b": ("s", "tab:green", "GPT-3 175B, 384-1536 GPUs (Table 2)")}
-    for key, (marker, colour, label) in groups.items():
-        sel = [r for r in rows if r["group"] == key]
-        if sel:
-            ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour, ms=9 if marker == "*" else 6,
-                    ls="none", label=label)
-    lo = min(min(r["measured"], r["predicted"]) for r in rows) * 0.85
-    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.1
-    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="model = measurement")
-    ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color="0.9", label="within 10%")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured TFLOP/s per GPU (Narayanan et al. 2021)")
-    ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
-    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    return ax
+    return views.draw_validation(ax, rows)
 
 
 def efficiency_to_match(case_id="mlm21-gpt3-1024") -> float:

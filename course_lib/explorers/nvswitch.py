@@ -363,7 +363,7 @@ def size_sweep(system_id) -> dict:
     system_id = validate.choice("system_id", system_id, hardware.system_ids())
     cases = [c for c in costmodel.published()["cases"]
              if c["system"] == system_id and c.get("nodes", 1) == 1 and c["collective"] == "all_reduce"
-             and c["id"].startswith("azure")]
+             and c["id"].startswith("azure") and "gpus_per_node" not in c]  # whole nodes only
     if not cases:
         raise ValueError(f"system_id must have a published single-node sweep; {system_id!r} has none")
     sizes = np.array([c["nbytes"] for c in cases], dtype=float)
@@ -534,12 +534,8 @@ def _series(counts, bw, n, pcie_generation):
     return out
 
 
-def _draw(ax, gpus, link_gb_s, size_gb, pcie_generation):
-    fig = ax.figure
-    spec = ax.get_subplotspec()
-    ax.remove()
-    grid = spec.subgridspec(1, 2, wspace=0.3)
-    left, right = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+def _draw(axes, gpus, link_gb_s, size_gb, pcie_generation):
+    left, right = axes
     counts = list(GPU_COUNTS)
     bw, n = link_gb_s * units.GB, size_gb * units.GB
     s = _series(counts, bw, n, pcie_generation)
@@ -608,4 +604,5 @@ def fabric_explorer(gpus=8, link_gb_s=450.0, size_gb=1.0, pcie_generation=4):
         "pcie_generation": w.Dropdown(options=[(f"PCIe Gen{g} x16", g) for g in PCIE_GENERATIONS], value=pcie_generation,
                                       description="PCIe tree", style={"description_width": "initial"}),
     }
-    return explorer(_draw, controls, readout=_readout, title="Mesh vs NVSwitch vs PCIe tree", figsize=(11, 4.4))
+    return explorer(_draw, controls, readout=_readout, title="Mesh vs NVSwitch vs PCIe tree", figsize=(11, 4.4),
+                    axes=2)

@@ -648,8 +648,13 @@ def pcie_explorer(generation=4, lanes=16, gpus=4, uplink_gb_s=None, payload_gb=1
         "mode": w.Dropdown(options=[(MODE_LABELS[m], m) for m in MODES], value=mode, description="traffic",
                            style=style),
     }
-    return explorer(_draw_switch, controls, readout=_readout_switch,
+    return explorer(_draw_switch, controls, readout=_readout_switch, follow={"generation": _uplink_for},
                     title="PCIe link, switch uplink and GPU count -> transfer time")
+
+
+def _uplink_for(generation) -> dict:
+    """The switch's x16 uplink is of the chosen generation: moving the generation moves the uplink."""
+    return {"uplink_gb_s": hardware.pcie_link(generation, 16).per_direction / units.GB}
 
 
 def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):

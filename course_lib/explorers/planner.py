@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import datafiles, evidence, hardware, parallel, topology, units, validate
+from .. import datafiles, evidence, hardware, parallel, style, topology, units, validate
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 SECONDS_PER_DAY = 86400.0
@@ -33,8 +33,7 @@ SWEEP_GPUS = (256, 512, 1024, 2048, 4096, 8192)
 # A reduced search for the explorer: one planner run must stay well under a second on a laptop core.
 FAST_SEARCH = {"micro_batches": (1, 2), "zero_stages": (1,), "recompute_options": ("selective", "full"),
                "interleave_options": (1, 2), "max_tp": 16}
-BREAKDOWN_COLOURS = {"compute": "tab:green", "pipeline bubble": "tab:gray", "tensor-parallel comm": "tab:orange",
-                     "pipeline comm": "tab:purple", "data-parallel comm": "tab:red"}
+BREAKDOWN_COLOURS = style.STEP_COLOURS   # the same colours as chapter 07's step-time split
 
 
 # ---------------------------------------------------------------- the brief
@@ -682,14 +681,12 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
                                      readout_format=".3g", style=style),
     }
 
-    def follow_system(change):  # a new system brings its own catalog link speeds
-        s = hardware.system(change["new"])
-        controls["nic_gb_s"].value = s.nic.per_direction / units.GB
-        controls["nvlink_gb_s"].value = s.gpu_link.per_direction / units.GB
+    def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)
+        s = hardware.system(system_id)
+        return {"nic_gb_s": s.nic.per_direction / units.GB, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
-    controls["system"].observe(follow_system, names="value")
     return explorer(_draw, controls, readout=_readout, title="Capstone planner: layouts, days and GPU-hours",
-                    figsize=(8.5, 4.4))
+                    figsize=(8.5, 4.4), follow={"system": follow_system})
 
 
 # ---------------------------------------------------------------- exercises

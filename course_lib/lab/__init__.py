@@ -6,14 +6,14 @@ nccl-tests form; ``calibrate`` fits alpha and beta; ``exercises.check_ring`` gra
 learner's ring all-reduce.
 """
 from .launch import RankError, RankTimeout, current, init_process_group, run
-from . import algorithms, metrics  # noqa: E402
+from . import metrics  # noqa: E402
 
 __all__ = ["run", "RankError", "RankTimeout", "current", "init_process_group", "algorithms", "metrics",
-           "bench", "calibrate", "exercises"]
+           "bench", "calibrate", "exercises", "memory"]
 
 
 def __getattr__(name):
-    if name in ("bench", "calibrate", "exercises"):
+    if name in ("algorithms", "bench", "calibrate", "exercises", "memory", "ddp_run"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(name)

@@ -298,3 +298,43 @@ def all_reduce(tensor, algorithm: str = "ring") -> None:
         dist.all_reduce(tensor)
         return
     _BY_NAME[algorithm](tensor)
+
+
+# --------------------------------------------------------------------------- all-to-all (expert parallelism)
+# Kept apart from the all-reduces above: the MoE chapter's exercise. ``input`` holds p equal chunks,
+# chunk j for rank j; on exit ``output``'s chunk j holds what rank j sent to this rank (its chunk r).
+
+ALL_TO_ALL_ALGORITHMS = ("pairwise",)
+
+
+def _a2a_buffers(output, input):
+    out, inp = _flat(output, "output"), _flat(input, "input")
+    if out.numel() != inp.numel() or out.dtype != inp.dtype:
+        raise ValueError(f"output must match input in size and dtype ({inp.numel()} {inp.dtype}), "
+                         f"got {out.numel()} {out.dtype}")
+    rank, p = _group()
+    if inp.numel() % p:
+        raise ValueError(f"input must hold a multiple of the rank count ({p}) elements, got {inp.numel()}")
+    return out, inp, rank, p
+
+
+def pairwise_all_to_all(output, input) -> None:
+    """All-to-all by pairwise exchange: at step s = 1..p-1 send chunk (r+s) to rank r+s and receive
+    chunk (r-s) from rank r-s, both at once. p-1 steps of n/p bytes: each rank sends (p-1)/p of
+    its buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one."""
+    out, inp, rank, p = _a2a_buffers(output, input)
+    c = inp.numel() // p
+    out[rank * c:(rank + 1) * c].copy_(inp[rank * c:(rank + 1) * c])
+    for step in range(1, p):
+        dst, src = (rank + step) % p, (rank - step) % p
+        _exchange(inp[dst * c:(dst + 1) * c], dst, out[src * c:(src + 1) * c], src)
+
+
+def all_to_all(output, input, algorithm: str = "pairwise") -> None:
+    """All-to-all with a hand-written ``algorithm`` (``ALL_TO_ALL_ALGORITHMS``) or ``"builtin"`` (all_to_all_single)."""
+    algorithm = validate.choice("algorithm", algorithm, ALL_TO_ALL_ALGORITHMS + ("builtin",))
+    if algorithm == "builtin":
+        _a2a_buffers(output, input)
+        dist.all_to_all_single(output, input)
+        return
+    pairwise_all_to_all(output, input)

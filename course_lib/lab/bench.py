@@ -30,7 +30,6 @@ column compares bits (``#wrong`` counts elements that differ on any rank).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -57,11 +56,19 @@ def _algorithm(name, pipeline):
     return getattr(algorithms, f"{name}_all_reduce")
 
 
-def _pattern(count, rank, dtype, device):
+def _inputs(count, rank, world_size, dtype, device):
+    """This rank's input (element i holds i % 13 + rank) and the exact sum over all ranks.
+
+    Built in place from one int32 index, so the setup never holds more than the two results
+    and the index (the int64 temporaries of ``arange(...) % 13 + rank`` cost 6 bytes per byte
+    of a float32 message).
+    """
     import torch
 
-    index = torch.arange(count, device=device) % 13
-    return (index + rank).to(dtype)
+    index = torch.arange(count, dtype=torch.int32, device=device).remainder_(13)
+    src = index.to(dtype, copy=True).add_(rank)
+    expected = index.to(dtype, copy=True).mul_(world_size).add_(world_size * (world_size - 1) // 2)
+    return src, expected
 
 
 BATCH_BYTES = 16 * 2**20
@@ -96,20 +103,22 @@ def time_ops(op, batch: int, sync=lambda: None, per_op: bool = True) -> list[flo
 
 
 def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-            pipeline=8, device="cpu") -> list[dict]:
+            pipeline=8, device="cpu", custom=None) -> list[dict]:
     """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
-    return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device)[0]
+    return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device,
+                               custom=custom)[0]
 
 
 def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-                        pipeline=8, device="cpu", probes=None) -> tuple[list[dict], list[dict]]:
+                        pipeline=8, device="cpu", probes=None, custom=None) -> tuple[list[dict], list[dict]]:
     """``measure``, plus other operations timed in the same repetitions as the all-reduces.
 
     ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
     elements): each ``op()`` is timed like an all-reduce, ``batch_for(nbytes)`` back to back.
     Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes), the
     median seconds per operation of every probe, the slowest rank's, and under ``times`` each
-    probe's list of those per-operation times.
+    probe's list of those per-operation times. ``custom`` ``{name: fn(tensor, rank, world_size)}``
+    adds all-reduces of one's own (a learner's ring), timed and checked like the built-in ones.
     """
     import torch
     import torch.distributed as dist
@@ -117,14 +126,15 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
     torch_dtype = getattr(torch, dtype)
     itemsize = torch.empty(0, dtype=torch_dtype).element_size()
     fns = {name: _algorithm(name, pipeline) for name in algorithms}
+    for name, fn in (custom or {}).items():
+        fns[name] = (lambda f: lambda t: f(t, rank, world_size))(fn)
+    algorithms = list(fns)
     on_gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     rows, probe_rows = [], []
     for nbytes in sizes:
         count = max(1, int(nbytes) // itemsize)
-        src = _pattern(count, rank, torch_dtype, device)
-        index = torch.arange(count, device=device) % 13
-        expected = (index * world_size + world_size * (world_size - 1) // 2).to(torch_dtype)
+        src, expected = _inputs(count, rank, world_size, torch_dtype, device)
         buf = torch.empty_like(src)
         batch = batch_for(count * itemsize)
 
@@ -221,13 +231,18 @@ class SweepResult:
         return {key[1]: mine[key]["busbw"] / ref[key]["busbw"] for key in mine if key in ref}
 
 
-def _sizes(sizes):
+def _sizes(sizes, name="sizes"):
     if isinstance(sizes, (str, int, float)):
         sizes = [sizes]
     out = []
     for size in sizes:
-        nbytes = units.parse_size(size)
-        out.append(validate.integer("sizes", int(validate.number("sizes", nbytes, low=1, high=MAX_BYTES))))
+        try:
+            nbytes = units.parse_size(size)
+            nbytes = validate.number(name, nbytes, low=1, high=MAX_BYTES)
+        except ValueError as exc:
+            raise ValueError(f"{name} must be a size from 1 byte to 2G (bytes, or like 64K, 16M, 1G); "
+                             f"got {size!r}") from exc
+        out.append(int(nbytes))
     if not out:
         raise ValueError("sizes must not be empty")
     return out
@@ -235,10 +250,11 @@ def _sizes(sizes):
 
 def size_range(minbytes, maxbytes, factor=2.0) -> list[int]:
     """Sizes from ``minbytes`` to ``maxbytes`` (bytes or '64K'-style), each ``factor`` (> 1) times the last."""
-    low, high = _sizes(minbytes)[0], _sizes(maxbytes)[0]
+    low, high = _sizes(minbytes, "minbytes")[0], _sizes(maxbytes, "maxbytes")[0]
     factor = validate.number("factor", factor, low=1.0, high=1024.0, low_inclusive=False)
     if high < low:
-        raise ValueError(f"maxbytes must be >= minbytes ({low}), got {high}")
+        raise ValueError(f"maxbytes must be >= minbytes ({units.format_bytes(low, binary=True)}) "
+                         f"and <= 2G; got {units.format_bytes(high, binary=True)}")
     out, size = [], float(low)
     while size <= high * (1 + 1e-9):
         out.append(int(round(size)))
@@ -271,6 +287,7 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring")
     if isinstance(ranks, int):
         ranks = (ranks,)
     ranks = [validate.integer("ranks", r, low=1, high=64) for r in ranks]
+    check_memory(max(config["sizes"]), max(ranks), backend)
     from .launch import run
 
     result = SweepResult()
@@ -280,8 +297,89 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring")
     return result
 
 
+def check_memory(max_bytes, ranks, backend="gloo") -> None:
+    """Refuse (``ValueError``) a run whose ``ranks`` local ranks cannot hold ``max_bytes`` messages:
+    each needs about ``memory.BENCH_FACTOR`` (6) times the message, measured. For ``backend``
+    "nccl" the check is per GPU, against its free memory."""
+    from . import memory
+
+    if backend == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            return
+        free = min(torch.cuda.mem_get_info(d)[0] for d in range(torch.cuda.device_count()))
+        memory.check(memory.bench_bytes(max_bytes, 1), f"a {units.format_bytes(max_bytes, binary=True)} message "
+                     "on one GPU", "lower maxbytes (-e)", available=free)
+        return
+    memory.check(memory.bench_bytes(max_bytes, ranks),
+                 f"a {units.format_bytes(max_bytes, binary=True)} message on {ranks} ranks "
+                 f"({memory.BENCH_FACTOR:g} x the message per rank, measured)",
+                 "lower maxbytes (-e) or ranks (--ranks)")
+
+
+def _rank_counts(text):
+    try:
+        counts = [int(r) for r in str(text).split(",") if r.strip()]
+    except ValueError:
+        counts = []
+    if not counts:
+        raise ValueError(f"ranks (--ranks) must be a comma list of integers in [1, 64]; got {text!r}")
+    return [validate.integer("ranks (--ranks)", r, low=1, high=64) for r in counts]
+
+
+def _ring_unpipelined(tensor, rank, world_size):
+    from . import algorithms
+
+    algorithms.ring_all_reduce(tensor, pipeline=1)
+
+
+def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeline=8, timeout=120.0,
+         verbose=True) -> SweepResult:
+    """Race a learner's ring ``fn(tensor, rank, world_size)`` against gloo's built-in all-reduce and the
+    library's ring (with ``pipeline`` in [1, 64] sub-chunks, and without), float32, one ``sweep`` run.
+
+    ``fn`` is first graded by ``lab.exercises.check_ring`` on ``ranks`` (2-8) ranks; one that is not
+    answered, wrong, raises or deadlocks is left out with a printed note (``verbose``), so the race
+    never fails because of it. ``fn=None`` races the library only. ``sizes``, ``iters``, ``warmup``
+    and ``timeout`` as in ``sweep``. Rows are named ``builtin``, ``ring``, ``ring, pipeline=1`` and
+    ``yours``; ``result.ratio("yours")`` is your throughput over gloo's.
+    """
+    from . import exercises
+    from .launch import RankError, RankTimeout, run
+
+    config = _config(sizes, ("builtin", "ring"), "float32", warmup, iters, pipeline)
+    ranks = validate.integer("ranks", ranks, low=2, high=8)
+    timeout = validate.number("timeout", timeout, low=0.0, high=3600.0, low_inclusive=False)
+    if fn is not None and not callable(fn):
+        raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, or None; got {fn!r}")
+    check_memory(max(config["sizes"]), ranks)
+    say = print if verbose else (lambda *a, **k: None)
+    custom = {"ring, pipeline=1": _ring_unpipelined}
+    if fn is not None:
+        verdict = exercises.check_ring(fn, ranks=(ranks,), timeout=min(timeout, 30.0), verbose=False)
+        if verdict.correct:
+            custom["yours"] = fn
+        else:
+            say(f"Note: your ring is left out of the race ({verdict.message})")
+    result = SweepResult()
+    try:
+        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
+                          start_method="fork", echo=False)[0]
+    except (RankError, RankTimeout) as err:
+        if "yours" not in custom:
+            raise
+        say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
+        custom.pop("yours")
+        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
+                          start_method="fork", echo=False)[0]
+    return result
+
+
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m course_lib.lab.bench",
+    from ..cli import ArgumentParser  # the course's one error path: one line, exit 2
+
+    parser = ArgumentParser(prog="python -m course_lib.lab.bench",
                                      description="All-reduce benchmark in nccl-tests form "
                                                  "(built-in vs hand-written algorithms).")
     parser.add_argument("-b", "--minbytes", default="64K", help="smallest size (bytes, or 64K, 1M...)")
@@ -295,21 +393,83 @@ def _parse(argv):
     parser.add_argument("--pipeline", type=int, default=8, help="ring sub-chunks per step")
     parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
+    parser.add_argument("--collective", default="all_reduce", choices=("all_reduce", "all_to_all"),
+                        help="all_to_all: gloo's all_to_all_single beside the pairwise exchange (bench_all_to_all)")
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set."""
+def _checked(argv):
+    """Parsed and checked command line: (args, config, local rank counts); ``ValueError`` names the option."""
     args = _parse(argv)
-    sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor)
-    config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ and "course-lab-rank" not in _process_name():
+    try:
+        factor = validate.number("stepfactor (-f)", args.stepfactor, low=1.0, high=1024.0, low_inclusive=False)
+    except ValueError:
+        raise ValueError(f"stepfactor (-f) must be a number in (1, 1024]; got {args.stepfactor:g}") from None
+    names = {"minbytes": "minbytes (-b)", "maxbytes": "maxbytes (-e)", "iters": "iters (-n)",
+             "warmup": "warmup (-w)", "pipeline": "pipeline (--pipeline)", "algorithms": "algorithms (--algorithms)"}
+    try:
+        sizes = size_range(args.minbytes, args.maxbytes, factor)
+        if args.collective == "all_to_all":  # expert parallelism's collective: checked by its own module
+            if args.algorithms == "builtin,ring":
+                args.algorithms = "builtin,pairwise"
+            config = {"sizes": sizes}
+        else:
+            config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
+    except ValueError as exc:
+        text = str(exc)
+        for name, label in names.items():
+            if text.startswith(name + " "):
+                text = label + text[len(name):]
+        raise ValueError(text) from None
+    validate.number("timeout (--timeout)", args.timeout, low=0.0, high=3600.0, low_inclusive=False)
+    ranks = _rank_counts(args.ranks)
+    if args.backend == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("backend (--backend) nccl needs CUDA GPUs and this machine has none; "
+                             "use gloo or auto")
+    return args, config, ranks
+
+
+def main(argv=None) -> int:
+    """Command line: local ranks via ``run``, or one rank of a ``torchrun`` job when RANK is set.
+
+    Bad input prints one line ``error: ...`` naming the option and its range, exit status 2.
+    """
+    from ..cli import report
+
+    try:
+        args, config, ranks = _checked(argv)
+        under_torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ \
+            and "course-lab-rank" not in _process_name()
+        backend = args.backend
+        if backend == "auto":
+            import torch
+
+            backend = "nccl" if under_torchrun and torch.cuda.is_available() else "gloo"
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) if under_torchrun else max(ranks)
+        check_memory(max(config["sizes"]), local, backend)
+    except SystemExit as exc:  # --help (0), or argparse's one-line error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 0
+    except ValueError as exc:
+        return report(exc)
+    if args.collective == "all_to_all":
+        from . import bench_all_to_all
+
+        try:
+            result = bench_all_to_all.sweep(config["sizes"], ranks=ranks, algorithms=args.algorithms,
+                                            dtype=args.dtype, warmup=args.warmup, iters=args.iters,
+                                            timeout=args.timeout)
+        except ValueError as exc:
+            return report(exc)
+        print(format_rows(result.rows), flush=True)
+        return 0
+    if under_torchrun:
         rows = _torchrun(config, args)
         if rows is None:
             return 0
     else:
-        backend = "gloo" if args.backend == "auto" else args.backend
-        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
         rows = sweep(ranks=ranks, backend=backend, timeout=args.timeout, **config).rows
     print(format_rows(rows), flush=True)
     return 0

@@ -8,7 +8,10 @@ The learner writes, in a notebook cell::
 
 and calls ``lab.exercises.check_ring(my_ring)``. The function runs on 2 and 3 ranks (forked
 children, so a notebook function works) over awkward sizes (1 element, primes, sizes not
-divisible by the rank count) and dtypes (float32, float64, int32, int64). Inputs are small
+divisible by the rank count) and dtypes (float32, float64, int32, int64). It checks how the result
+was made, not only what it is: while the function runs, torch.distributed's point-to-point calls are
+counted (bytes each rank sends and receives) and its built-in collectives flagged, so
+``dist.all_reduce`` itself, or a copy of the expected sum with no communication, scores nothing. Inputs are small
 integers, so any correct summation order gives exact bits. All ranks agree after each case
 (a built-in all-reduce of a flag) and stop together at the first failure, so a wrong answer
 is reported, not hung. ``check_ring`` prints feedback and returns a ``RingCheck``; it never
@@ -59,6 +62,63 @@ def _expected(size, dtype, world_size):
     return total.to(getattr(torch, dtype))
 
 
+P2P_SEND = ("send", "isend")
+P2P_RECV = ("recv", "irecv")
+# Built-in collectives: calling one inside the learner's function scores nothing.
+COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+               "reduce_scatter_tensor", "broadcast", "all_to_all", "all_to_all_single", "scatter", "gather",
+               "all_reduce_coalesced", "all_gather_object", "broadcast_object_list")
+
+
+class _Traffic:
+    """Counts the bytes this rank sends and receives point to point, and any built-in collective called,
+    by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs."""
+
+    def __init__(self):
+        import torch.distributed as dist
+        import torch.distributed.distributed_c10d as c10d
+
+        self.modules = (dist, c10d)
+        self.sent = self.received = 0
+        self.collectives = []
+        self.saved = []
+
+    def _wrap(self, name, original):
+        def counted(tensor, *args, **kwargs):
+            nbytes = tensor.numel() * tensor.element_size()
+            if name in P2P_SEND:
+                self.sent += nbytes
+            else:
+                self.received += nbytes
+            return original(tensor, *args, **kwargs)
+
+        def refused(*args, **kwargs):
+            self.collectives.append(name)
+            return original(*args, **kwargs)
+
+        return counted if name in P2P_SEND + P2P_RECV else refused
+
+    def __enter__(self):
+        for module in self.modules:
+            for name in P2P_SEND + P2P_RECV + COLLECTIVES:
+                original = getattr(module, name, None)
+                if original is not None:
+                    self.saved.append((module, name, original))
+                    setattr(module, name, self._wrap(name, original))
+        return self
+
+    def __exit__(self, *exc):
+        for module, name, original in reversed(self.saved):
+            setattr(module, name, original)
+        self.saved = []
+        return False
+
+
+def ring_bytes(size, itemsize, world_size) -> int:
+    """Bytes all ranks together must send in a ring all-reduce: each chunk travels p-1 hops, twice."""
+    return 2 * (world_size - 1) * size * itemsize
+
+
 def _check_worker(rank, world_size, fn, cases):
     import torch
     import torch.distributed as dist
@@ -68,8 +128,12 @@ def _check_worker(rank, world_size, fn, cases):
         tensor = _inputs(size, dtype, rank)
         original = tensor
         failure = None
-        result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
-        if original.data_ptr() != tensor.data_ptr() or original.shape != (size,):
+        with _Traffic() as traffic:
+            result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
+        if traffic.collectives:
+            failure = (f"your function called dist.{traffic.collectives[0]}, a built-in collective; "
+                       "the exercise is to move the data yourself with send/recv (or isend/irecv)")
+        elif original.data_ptr() != tensor.data_ptr() or original.shape != (size,):
             failure = "the tensor was replaced or resized; all-reduce must work in place"
         elif result is not None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
             failure = "you returned a tensor but left the input unchanged; sum into the input tensor in place"
@@ -79,12 +143,19 @@ def _check_worker(rank, world_size, fn, cases):
                 first = int(wrong[0])
                 failure = (f"{wrong.numel()} of {size} elements are wrong on rank {rank} "
                            f"(first at index {first})")
+        counts = torch.tensor([traffic.sent, traffic.received], dtype=torch.int64)
+        dist.all_reduce(counts)
+        needed = ring_bytes(size, tensor.element_size(), world_size)
+        if failure is None and int(counts[0]) < needed:
+            failure = (f"all ranks together sent {int(counts[0])} bytes point to point, but a ring all-reduce "
+                       f"of {size} element(s) on {world_size} ranks must send {needed}: the sum has to travel "
+                       "between the ranks, with send/recv")
         flag = torch.tensor([0 if failure is None else 1 + rank], dtype=torch.int64)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item():
             return {"status": "wrong", "case": case, "detail": failure,
-                    "reporter": int(flag.item()) - 1}
-    return {"status": "correct"}
+                    "reporter": int(flag.item()) - 1, "sent_bytes": int(counts[0]), "received_bytes": int(counts[1])}
+    return {"status": "correct", "sent_bytes": None}
 
 
 def _hint(case, world_size):
@@ -141,9 +212,10 @@ def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> Ri
             continue
         case = dict(first["case"], ranks=p)
         wrong = next(o for o in outcome if o["status"] == "wrong" and o.get("detail"))
+        how = "built-in" in wrong["detail"] or "point to point" in wrong["detail"]  # how, not what: no size hint
         return _say(RingCheck("wrong", (
             f"Not yet: on {p} ranks with {case['size']} element(s) of {case['dtype']}, "
-            f"{wrong['detail']}. Hint: {_hint(case, p)}"), case), verbose)
+            f"{wrong['detail']}." + ("" if how else f" Hint: {_hint(case, p)}")), case), verbose)
     return _say(RingCheck("correct", f"Correct: your ring all-reduce matches dist.all_reduce on "
                                      f"{', '.join(map(str, ranks))} ranks for {len(_cases())} "
                                      "sizes x dtypes."), verbose)

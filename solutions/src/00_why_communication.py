@@ -158,7 +158,8 @@ grad_bytes_13b = 13e9 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex00-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.1", grad_bytes_13b)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.1", grad_bytes_13b)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.1", grad_bytes_13b)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -175,7 +176,8 @@ pcie_exchange_s = 2 * (8 - 1) / 8 * grad_bytes_13b / pcie_per_direction
 # %% nbgrader={"grade": true, "grade_id": "ex00-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("00.2", pcie_exchange_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.2", pcie_exchange_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.2", pcie_exchange_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -195,7 +197,8 @@ wrong_claim = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex00-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.3", wrong_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.3", wrong_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.3", wrong_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -210,7 +213,52 @@ ndr200_gb_s = 200 / 8
 # %% nbgrader={"grade": true, "grade_id": "ex00-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("00.4", ndr200_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("00.4", ndr200_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.4", ndr200_gb_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 00.5** (1 point). *Predict before you compute.* The exchange of exercise 00.2 (13B BF16
+# gradients, ring, PCIe Gen4 x16) now runs on **16 GPUs** over the same kind of links. What happens to the
+# time? Store the letter in `predict_16_gpus`.
+#
+# - **A.** It halves: twice the GPUs share the work.
+# - **B.** It rises a little, by about 7%.
+# - **C.** It doubles: twice the GPUs send.
+# - **D.** It stays exactly the same.
+
+# %% nbgrader={"grade": false, "grade_id": "ex00-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+predict_16_gpus = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex00-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("00.5", predict_16_gpus)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.5", predict_16_gpus)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 00.6** (1 point). *Find the mistake.* A colleague estimates the same 13B gradient exchange
+# on the **8 H100s of a DGX H100** (NVLink 4 through NVSwitch) at **0.051 s**. Which mistake did they make?
+# Store the letter in `colleague_mistake`.
+#
+# - **A.** They divided by the bidirectional 900 GB/s instead of 450 GB/s per direction.
+# - **B.** They left out the factor 2(p-1)/p.
+# - **C.** They counted the gradients in FP32, 4 bytes each.
+# - **D.** They read Gb/s as GB/s.
+
+# %% nbgrader={"grade": false, "grade_id": "ex00-6-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+colleague_mistake = "A"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex00-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("00.6", colleague_mistake)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("00.6", colleague_mistake)
 ### END HIDDEN TESTS
 
 # %% [markdown]

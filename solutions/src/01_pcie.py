@@ -352,42 +352,43 @@ gen5_x16_gb_s = 32e9 * 16 * 128 / 130 / 8 / 1e9
 # %% nbgrader={"grade": true, "grade_id": "ex01-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.1", gen5_x16_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.1", gen5_x16_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.1", gen5_x16_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 01.2** (1 point). Lane budget. A server is to hold 8 GPUs at x16, one network card per GPU
-# (8 NICs at x16) and 8 NVMe drives at x4, every device on its own full-width link. How many PCIe lanes
-# does it need in total? Store the number in `lanes_needed`. (Then compare with the 128 lanes of two EPYC
-# sockets: this is why the server has PCIe switches.)
+# **Exercise 01.2** (1 point). *Design.* A 4-GPU server has **160 usable PCIe lanes** (two sockets with a
+# narrower link between them) and no PCIe switch. It holds 4 GPUs at x16 and 4 NVMe drives at x4, each on its
+# own full-width link. How many **x16 network cards** can you add at most, each on its own full-width link?
+# Store the whole number in `max_nics`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex01-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-lanes_needed = 8 * 16 + 8 * 16 + 8 * 4
+max_nics = (160 - 4 * 16 - 4 * 4) // 16
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex01-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.2", lanes_needed)
+checks.check("01.2", max_nics)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.2", lanes_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.2", max_nics)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 01.3** (2 points). The desktop above: two RTX 4090s on PCIe Gen4, split x8/x8, no P2P. A
-# program copies a 1 GB buffer (10⁹ bytes) from GPU 0 to GPU 1 as two copies, one after the other:
-# GPU 0 → host memory, then host memory → GPU 1. Ignoring latency and efficiency, how many **seconds** does
-# it take? Store it in `staged_s`.
+# **Exercise 01.3** (1 point). *Predict without recomputing.* Section 5 staged a copy between two RTX 4090s
+# on Gen4 x8 links. On a workstation whose two GPUs each get **Gen5 x16**, still without P2P, how many times
+# **faster** is the same staged copy? Store the ratio (old time / new time) in `staged_speedup`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex01-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-x8_gen4 = 16e9 * 8 * 128 / 130 / 8
-staged_s = 1e9 / x8_gen4 + 1e9 / x8_gen4
+staged_speedup = (32 / 16) * (16 / 8)
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex01-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("01.3", staged_s)
+# %% nbgrader={"grade": true, "grade_id": "ex01-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("01.3", staged_speedup)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.3", staged_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.3", staged_speedup)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -410,26 +411,31 @@ wrong_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex01-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.4", wrong_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.4", wrong_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.4", wrong_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 01.5** (2 points). Offloading. A 13-billion-parameter model trains with ZeRO-Offload on one
-# A100 whose link to the CPU is PCIe Gen4 x16 (16 GT/s per lane, 128b/130b). Every step, FP16 gradients
-# (2 bytes per parameter) go to the host and, after the CPU's optimizer step, FP16 parameters come back;
-# the two transfers happen one after the other. How many **seconds** per step do they take at the link's
-# spec? Store it in `offload_s`.
+# **Exercise 01.5** (2 points). *Find the mistake.* A blog post says that ZeRO-Offload of a **7-billion-
+# parameter** model over **PCIe Gen5 x16** costs **0.22 s** of transfers per step (FP16 gradients down, FP16
+# parameters back, one after the other). Work out the right figure at the link's spec. What did the post
+# get wrong? Store the letter in `offload_blog_error`.
+#
+# - **A.** It moved the FP32 optimizer state over the link as well.
+# - **B.** It divided by the bidirectional total, or counted only one of the two transfers.
+# - **C.** It left out the 128b/130b encoding.
+# - **D.** Nothing: 0.22 s is right.
 
 # %% nbgrader={"grade": false, "grade_id": "ex01-5-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-gen4_x16 = 16e9 * 16 * 128 / 130 / 8
-offload_s = 2 * (13e9 * 2 / gen4_x16)
+offload_blog_error = "B"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex01-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("01.5", offload_s)
+checks.check("01.5", offload_blog_error)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.5", offload_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.5", offload_blog_error)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -446,7 +452,8 @@ shared_s = 4 * 2e9 / uplink
 # %% nbgrader={"grade": true, "grade_id": "ex01-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("01.6", shared_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("01.6", shared_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("01.6", shared_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]

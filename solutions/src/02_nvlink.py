@@ -316,7 +316,8 @@ h100_per_direction_gb_s = 18 * 25
 # %% nbgrader={"grade": true, "grade_id": "ex02-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.1", h100_per_direction_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.1", h100_per_direction_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.1", h100_per_direction_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -332,7 +333,8 @@ a100_mesh_peer_gb_s = 12 * 25 / (8 - 1)
 # %% nbgrader={"grade": true, "grade_id": "ex02-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.2", a100_mesh_peer_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.2", a100_mesh_peer_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -348,7 +350,8 @@ h100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (18 * 25e9) * 1e3
 # %% nbgrader={"grade": true, "grade_id": "ex02-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("02.3", h100_allreduce_ms)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.3", h100_allreduce_ms)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.3", h100_allreduce_ms)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,38 +372,30 @@ nvlink_claim_error = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex02-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.4", nvlink_claim_error)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.4", nvlink_claim_error)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.4", nvlink_claim_error)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 02.5** (1 point). Then how many **seconds** does that 900 GB copy take at spec between two
-# GPUs of a DGX H100 (where one pair can use all 18 links)? Store it in `copy_900gb_s`.
+# **Exercise 02.5** (1 point). *Predict.* That 900 GB copy runs once between two GPUs of a DGX H100 (all 18
+# links through the NVSwitches) and once between two GPUs of an imagined 8-GPU **full mesh** with the same 18
+# links per GPU split evenly over the 7 peers. Which is true? Store the letter in `mesh_vs_switch`.
+#
+# - **A.** Same time: the GPUs have the same links.
+# - **B.** The mesh is about 7 times slower: a pair has only its direct links, 18/7 of them.
+# - **C.** The mesh is faster: no switch hop on the way.
+# - **D.** The switch is 2 times faster: it uses both directions of the links.
 
 # %% nbgrader={"grade": false, "grade_id": "ex02-5-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-copy_900gb_s = 900e9 / (18 * 25e9)
+mesh_vs_switch = "B"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex02-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.5", copy_900gb_s)
+checks.check("02.5", mesh_vs_switch)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.5", copy_900gb_s)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# **Exercise 02.6** (1 point). And if the same 8 H100s were wired as a full mesh without a switch, links
-# split evenly over the 7 peers, how many **seconds** would the same 900 GB copy between two GPUs take
-# over their direct links? Store it in `mesh_copy_900gb_s`.
-
-# %% nbgrader={"grade": false, "grade_id": "ex02-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-mesh_copy_900gb_s = 900e9 / (18 * 25e9 / 7)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.6", mesh_copy_900gb_s)
-### BEGIN HIDDEN TESTS
-checks.grade("02.6", mesh_copy_900gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.5", mesh_vs_switch)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -417,7 +412,52 @@ dgx1_ring_speedup = (6 * 25) / 25
 # %% nbgrader={"grade": true, "grade_id": "ex02-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("02.7", dgx1_ring_speedup)
 ### BEGIN HIDDEN TESTS
-checks.grade("02.7", dgx1_ring_speedup)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.7", dgx1_ring_speedup)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 02.8** (1 point). *Design.* You wire **4 GPUs with 6 NVLink links each**, no switch, for a
+# workload dominated by large ring all-reduces. Which wiring gives the fastest ring? Store the letter in
+# `four_gpu_wiring`.
+#
+# - **A.** All 6 links of each GPU to a single partner (two pairs).
+# - **B.** A full mesh: 2 links to each of the 3 peers.
+# - **C.** A ring: 3 links to each of the two ring neighbours.
+# - **D.** It makes no difference: every GPU has 6 links either way.
+
+# %% nbgrader={"grade": false, "grade_id": "ex02-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+four_gpu_wiring = "C"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex02-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("02.8", four_gpu_wiring)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.8", four_gpu_wiring)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 02.9** (1 point). *Judge a measurement.* A benchmark reports **280 GB/s** for a one-way copy
+# between two GPUs of a **DGX A100** (12 NVLink 3 links per GPU, through NVSwitch). What do you conclude?
+# Store the letter in `a100_copy_verdict`.
+#
+# - **A.** Impossible: it is above half of the 600 GB/s NVLink figure.
+# - **B.** Plausible: about 93% of the 300 GB/s available per direction.
+# - **C.** It must be a bidirectional figure: one way can carry only 140 GB/s.
+# - **D.** It must have gone over PCIe.
+
+# %% nbgrader={"grade": false, "grade_id": "ex02-9-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+a100_copy_verdict = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex02-9-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("02.9", a100_copy_verdict)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("02.9", a100_copy_verdict)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -405,11 +405,12 @@ dgx_h100_bisection_gb_s = 8 / 2 * 18 * 25
 # %% nbgrader={"grade": true, "grade_id": "ex03-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.1", dgx_h100_bisection_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.1", dgx_h100_bisection_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.1", dgx_h100_bisection_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 03.2** (2 points). A 4 GB buffer (4 x 10⁹ bytes) is all-reduced with a **ring** over the 8 H100s
+# **Exercise 03.2** (1 point). A 4 GB buffer (4 x 10⁹ bytes) is all-reduced with a **ring** over the 8 H100s
 # of a DGX H100. In the ideal model, how many **seconds** does it take? Store it in `ring_4gb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-2-answer", "locked": false, "schema_version": 3, "solution": true}
@@ -417,26 +418,33 @@ checks.grade("03.1", dgx_h100_bisection_gb_s)
 ring_4gb_s = 2 * (8 - 1) / 8 * 4e9 / 450e9
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex03-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex03-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.2", ring_4gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.2", ring_4gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.2", ring_4gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 03.3** (2 points). The same 4 GB all-reduce with **NVLS**, in the ideal in-switch model (each GPU
-# sends its buffer into the switch once and receives the sum once). How many **seconds**? Store it in
-# `nvls_4gb_s`.
+# **Exercise 03.3** (1 point). *Predict.* The same 4 GB all-reduce with **NVLS**, in the ideal in-switch model
+# (each GPU sends its buffer into the switch once and receives the sum once). Compared with the ring of
+# exercise 03.2, what happens? Store the letter in `nvls_prediction`.
+#
+# - **A.** 8 times faster: the switch does the work of all 8 GPUs.
+# - **B.** 1.75 times faster: each GPU sends n bytes instead of 2(p-1)/p x n.
+# - **C.** No change: the links are the same.
+# - **D.** 2 times faster: the switch uses both directions.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-nvls_4gb_s = 4e9 / 450e9
+nvls_prediction = "B"
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex03-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("03.3", nvls_4gb_s)
+# %% nbgrader={"grade": true, "grade_id": "ex03-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("03.3", nvls_prediction)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.3", nvls_4gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.3", nvls_prediction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -448,18 +456,19 @@ checks.grade("03.3", nvls_4gb_s)
 #   8589934592    2147483648     float     sum      -1    31357     ...     ...
 # ```
 #
-# What **busbw**, in **GB/s** (per direction, like every nccl-tests bandwidth), does nccl-tests report? Store it in `measured_busbw_gb_s`. You may use
-# `costmodel.busbw`.
+# What **algbw**, in **GB/s**, does nccl-tests report (the bandwidth the application sees)? Store it in
+# `measured_algbw_gb_s`. Its busbw column, algbw x 2(n-1)/n, reads **479 GB/s**.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-4-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-measured_busbw_gb_s = costmodel.busbw("all_reduce", 8589934592, 31357e-6, 8) / 1e9
+measured_algbw_gb_s = costmodel.algbw(8589934592, 31357e-6) / 1e9
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("03.4", measured_busbw_gb_s)
+checks.check("03.4", measured_algbw_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.4", measured_busbw_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.4", measured_algbw_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -480,7 +489,8 @@ busbw_verdict = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex03-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.5", busbw_verdict)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.5", busbw_verdict)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -496,7 +506,8 @@ min_nvswitch2_chips = nv.min_switch_chips(8, 12, 36)
 # %% nbgrader={"grade": true, "grade_id": "ex03-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.6", min_nvswitch2_chips)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.6", min_nvswitch2_chips)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.6", min_nvswitch2_chips)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -512,8 +523,28 @@ nvl72_bisection_tb_s = 72 / 2 * 18 * 50 / 1000
 # %% nbgrader={"grade": true, "grade_id": "ex03-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("03.7", nvl72_bisection_tb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("03.7", nvl72_bisection_tb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("03.7", nvl72_bisection_tb_s)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 03.8** (2 points, graded by hand). *Design.* You choose between two 8-GPU servers with the
+# same GPUs and 18 NVLink links per GPU: one wires the GPUs as a **full mesh** (links split over the 7 peers),
+# the other through **NVSwitch** chips. The workload mixes large ring all-reduces with one-to-one transfers
+# between pairs of GPUs (pipeline stages). Which server do you choose, and why? Answer in 3-5 sentences in
+# `server_choice` (a string), with the bandwidth a pair of GPUs and a ring each get in both designs.
+#
+# Rubric: (1) a pair gets 18/7 of the links in the mesh but all 18 through the switch; (1) a ring uses only
+# the links to its neighbours in the mesh, all links through the switch, and a choice argued from both
+# (cost: the switch chips and their ports is a fair counterpoint).
+
+# %% nbgrader={"grade": true, "grade_id": "ex03-8-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+server_choice = checks.spec("03.8")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("03.8", server_choice)
 
 # %% [markdown]
 # ## Score yourself

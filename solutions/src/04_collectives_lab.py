@@ -221,7 +221,8 @@ lower_bound_a100_s = 2 * (8 - 1) / 8 * 14e9 / 300e9
 # %% nbgrader={"grade": true, "grade_id": "ex04-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.1", lower_bound_a100_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.1", lower_bound_a100_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.1", lower_bound_a100_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -283,7 +284,8 @@ busbw_gb_s = algbw_line_gb_s * 2 * (8 - 1) / 8
 # %% nbgrader={"grade": true, "grade_id": "ex04-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.2", busbw_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.2", busbw_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.2", busbw_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -333,7 +335,8 @@ fastest_small_allreduce = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex04-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("04.3", fastest_small_allreduce)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.3", fastest_small_allreduce)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.3", fastest_small_allreduce)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -419,25 +422,34 @@ def my_ring_all_reduce(tensor, rank, world_size):
 # %% nbgrader={"grade": true, "grade_id": "ex04-4-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 checks.check("04.4", my_ring_all_reduce)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.4", my_ring_all_reduce)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.4", my_ring_all_reduce)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ### 7.3 Race: your ring, the library's ring, gloo's built-in
 #
-# `cl.race` times your function beside the library's `ring_all_reduce` (without and with pipelining) and
-# gloo's built-in all-reduce, interleaved so that a noisy neighbour slows all of them alike. Each time is
-# the median over repetitions of the slowest rank. If your ring is not written yet, or wrong, it is left
-# out with a note, and the rest of the race still runs.
+# `lab.bench.race` first grades your function with the checker above (`lab.exercises.check_ring`), then
+# times it with the benchmark of section 7.5 (`lab.bench`), beside gloo's built-in all-reduce
+# (`builtin`) and the library's `ring_all_reduce` with and without pipelining, interleaved so that a
+# noisy neighbour slows all of them alike. Each time is the median operation of the slowest rank, and
+# `#wrong` counts the elements that differ from the exact sum, as in nccl-tests. If your ring is not
+# written yet, or wrong, it is left out with a note, and the rest of the race still runs.
 
 # %%
-race_rows = cl.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
-print(cl.format_race(race_rows))
+race = lab.bench.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
+print(race)
+for name in ("yours", "ring", "ring, pipeline=1"):
+    ratios = race.ratio(name)
+    if ratios:
+        print(f"{name:>17}: throughput / gloo's = "
+              + ", ".join(f"{units.format_bytes(size, binary=True)} {r:.2f}" for size, r in sorted(ratios.items())))
 
 # %% [markdown]
-# How to read it: the last-but-one column is each time divided by gloo's at the same size. On a laptop
-# two ranks share the cores with the operating system, so two runs of the same code can differ by tens of
-# percent, and by more at the smaller sizes: run the cell twice before you believe a ranking.
+# How to read it: the lines under the table divide each algorithm's throughput (busbw) by gloo's at the
+# same size; 1.00 means as fast, 0.50 half as fast. On a laptop two ranks share the cores with the
+# operating system, so two runs of the same code can differ by tens of percent, and by more at the
+# smaller sizes: run the cell twice before you believe a ranking.
 #
 # ### 7.4 What makes the library's ring fast
 #
@@ -532,7 +544,8 @@ predicted_ring_s = 2 * (p_given - 1) * alpha_given + 2 * (p_given - 1) / p_given
 # %% nbgrader={"grade": true, "grade_id": "ex04-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("04.5", predicted_ring_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("04.5", predicted_ring_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("04.5", predicted_ring_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -389,7 +389,8 @@ wrong_network_claim = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex05-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.1", wrong_network_claim)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.1", wrong_network_claim)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.1", wrong_network_claim)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -405,7 +406,8 @@ ndr200_ports_needed = 100 / (200 / 8)
 # %% nbgrader={"grade": true, "grade_id": "ex05-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.2", ndr200_ports_needed)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.2", ndr200_ports_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.2", ndr200_ports_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -422,7 +424,8 @@ dgx_h100_injection_gb_s = dgx.nics_per_node * dgx.nic.per_direction / units.GB
 # %% nbgrader={"grade": true, "grade_id": "ex05-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.3", dgx_h100_injection_gb_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.3", dgx_h100_injection_gb_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.3", dgx_h100_injection_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -438,7 +441,8 @@ nvlink_to_network_ratio = hardware.nvlink(4).per_direction / (dgx.nics_per_node 
 # %% nbgrader={"grade": true, "grade_id": "ex05-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.4", nvlink_to_network_ratio)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.4", nvlink_to_network_ratio)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.4", nvlink_to_network_ratio)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -456,11 +460,12 @@ hier_time_4_nodes_s = (2 * (g_node - 1) / g_node * n_buf / 450e9
 # %% nbgrader={"grade": true, "grade_id": "ex05-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("05.5", hier_time_4_nodes_s)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.5", hier_time_4_nodes_s)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.5", hier_time_4_nodes_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 05.6** (3 points). Write the model as a function. `hierarchical_time` returns the seconds of a
+# **Exercise 05.6** (2 points). Write the model as a function. `hierarchical_time` returns the seconds of a
 # two-level all-reduce (bandwidth terms only): reduce-scatter inside each node, ring all-reduce of the
 # shard across nodes, all-gather inside each node. `nvlink_bw` and `nic_bw_per_gpu` are bytes/s per
 # direction for one GPU. It must work for any `gpus_per_node` and `nodes` (including 1).
@@ -475,10 +480,11 @@ def hierarchical_time(nbytes, nodes, gpus_per_node, nvlink_bw, nic_bw_per_gpu):
     return in_node + across
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex05-6-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex05-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("05.6", hierarchical_time)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.6", hierarchical_time)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.6", hierarchical_time)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -494,8 +500,50 @@ rank_of_local3_on_node2 = 2 * 8 + 3
 # %% nbgrader={"grade": true, "grade_id": "ex05-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("05.7", rank_of_local3_on_node2)
 ### BEGIN HIDDEN TESTS
-checks.grade("05.7", rank_of_local3_on_node2)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.7", rank_of_local3_on_node2)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 05.8** (1 point). *Predict.* The all-reduce of exercise 05.5 (10 GB per GPU, ideal two-level
+# model) moves from **4 to 16 DGX H100 nodes**. What happens to its time? Store the letter in
+# `more_nodes_prediction`.
+#
+# - **A.** It grows 4 times: four times the nodes to reach.
+# - **B.** It grows a little, by roughly a tenth: the inter-node factor goes from 2·3/4 to 2·15/16.
+# - **C.** It shrinks 4 times: four times the NICs share the work.
+# - **D.** It doubles: the inter-node ring is twice as long.
+
+# %% nbgrader={"grade": false, "grade_id": "ex05-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+more_nodes_prediction = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex05-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("05.8", more_nodes_prediction)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.8", more_nodes_prediction)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 05.9** (2 points, graded by hand). *Explain a measurement.* An nccl-tests user reports
+# (nccl-tests issue 175) all-reduce busbw of **232 GB/s on one node** of 8 A100s, and **86 GB/s on two
+# nodes**, each node with four 200 Gb/s InfiniBand ports. Using the two-level model, explain which link
+# limits the two-node run, and which single upgrade would raise its busbw most. Answer in 3-5 sentences in
+# `two_node_explanation` (a string).
+#
+# Rubric: (1) the inter-node step runs over the NICs: 4 x 25 GB/s = 100 GB/s per direction per node, 12.5 GB/s
+# per GPU, far below NVLink's 300; (1) more or faster NICs (one per GPU, or NDR) raise it, a faster NVLink
+# would not.
+
+# %% nbgrader={"grade": true, "grade_id": "ex05-9-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+two_node_explanation = checks.spec("05.9")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("05.9", two_node_explanation)
 
 # %% [markdown]
 # ## Score yourself

@@ -459,6 +459,77 @@ for sid in ("dgx-a100", "dgx-h100"):
 # loss), the time to launch thousands of small kernels, stragglers and congestion in the fabric, and the
 # optimizer step itself.
 #
+# ## 7. Context parallelism: splitting the sequence
+#
+# *(An extension, about 15 minutes.)* At 128K tokens a layer's activations grow with $s$ and attention's
+# FLOPs with $s^2$; TP and PP do not shrink the sequence each GPU holds. **Context parallelism** (CP) splits
+# every sequence into $c$ chunks, one per GPU: each GPU runs the MLPs and projections on its $s/c$ tokens
+# alone. Attention needs every key and value, so they must travel. Two ways:
+#
+# **Ring attention.** Each GPU computes attention of its queries against the K/V chunk it holds, while it
+# passes that chunk to the next GPU in a ring and receives the previous one; after $c-1$ steps every query
+# has seen every key. One step computes $4 (s/c)^2 b\, h / t$ FLOP and moves K and V, $4 (s/c)\, b\, h_{kv} / t$
+# bytes ($h_{kv} = h \cdot$ kv_heads / heads, 16-bit). The transfer hides behind the compute when
+#
+# $$\frac{4 (s/c)^2 b h}{t F} \ge \frac{4 (s/c) b h_{kv}}{t B} \iff \frac{s}{c} \ge \frac{F}{B}\cdot\frac{h_{kv}}{h} = \frac{F}{B \cdot \text{GQA group}}$$
+#
+# with $F$ the achieved FLOP/s and $B$ the link's bandwidth per direction: **each GPU's chunk must be longer
+# than the GPU's FLOP/byte ratio divided by the GQA group size**. The backward pass moves twice the bytes
+# (K, V and their gradients) for twice the compute: the same condition.
+#
+# **Ulysses** (DeepSpeed) instead re-shards by heads: an all-to-all turns "all heads, $s/c$ tokens" into
+# "$a/c$ heads, all tokens", attention runs locally, and a second all-to-all turns it back. Its bytes do not
+# shrink with $s/c$ against compute, and $c$ may not exceed the number of (KV) heads.
+
+# %%
+from course_lib.explorers import moe  # noqa: E402  (the CP explorer lives with chapter 10's)
+
+for c, seq, where in ((4, 8192, "inside a node"), (8, 8192, "inside a node"), (64, 8192, "across 8 nodes"),
+                      (64, 131072, "across 8 nodes")):
+    r = parallel.ring_attention_condition("llama3-8b", "dgx-h100", c, seq_len=seq)
+    print(f"{seq:>7,} tokens, CP {c:>2} ({where}): chunk {r['chunk_tokens']:>7,.0f} tokens, threshold "
+          f"{r['threshold_tokens']:>6,.0f} "
+          f"over {r['link']}: {'hidden' if r['hidden'] else 'EXPOSED'}")
+
+# %% [markdown]
+# With Llama 3 8B's 8K training sequence, CP 64 would give each GPU 128 tokens, far below the ~2,500 the
+# network needs; at 128K tokens the chunks are 2,048 tokens, still short. Inside a node (NVLink) a few
+# hundred tokens per chunk are enough. The whole step, Llama 3 8B at 128K tokens on 64 H100s:
+
+# %%
+for c in (1, 4):
+    e = parallel.estimate("llama3-8b", "dgx-h100", gpus=64, cp=c, seq_len=131072, global_batch=64 // c * 1,
+                          fsdp=True, recompute="full")
+    print(f"{e.layout}, {e.sharding}: activations {e.memory['activations'] / units.GB:.1f} GB "
+          f"({'fits' if e.fits else 'DOES NOT FIT'}), step {units.format_time(e.step_time_s)}, "
+          f"exposed {[(k, units.format_time(v)) for k, v in e.exposed_by_kind().items()]}")
+
+# %% [markdown]
+# Without CP nothing fits: the model keeps the fp32 logits of 131,072 tokens (67 GB) and, for the layer being
+# recomputed, the $s \times s$ attention scores that Korthikanti et al.'s accounting assumes (flash-style
+# attention, which ring attention uses, never stores them). CP 4 divides every activation by 4, and its
+# K/V passing hides on NVLink.
+#
+# ### Explorer: sequence length and CP degree
+# Per ring step and layer: the K/V transfer (green on NVLink, orange across nodes) against the attention
+# compute. Where the blue bar is taller the transfer hides.
+
+# %%
+moe.context_parallel_explorer()
+
+# %% [markdown]
+# **Against measurements.** torchtitan trained Llama 3 8B on 8 H100s at 32K to 256K tokens, doubling CP with
+# the sequence. The model's throughput falls by 4.8 times from 32K to 256K, the measurement by 7.1: the runs
+# used Float8 matmuls, which speed up the MLPs and projections but not the attention kernels, and attention
+# dominates at long sequences. One fitted scale cannot absorb a speed-up that applies to only part of the step:
+
+# %%
+for r in parallel.modern_validation_table():
+    if r["group"] == "cp-scaling":
+        print(f"{r['id']:<24} {r['split']:<4} predicted {r['predicted']:6.0f}, measured {r['measured']:6.0f} "
+              f"tokens/s/GPU, after fit {r['fitted']:.2f}")
+
+# %% [markdown]
 # ## Check your understanding
 # 1. Raising the TP degree from 8 to 16 halves the work of each GPU in a layer. What happens to the bytes of
 #    each TP all-reduce, and to the ratio of communication to compute?
@@ -499,48 +570,48 @@ for sid in ("dgx-a100", "dgx-h100"):
 # at TP 8 above).
 # </details>
 #
-# 5. Interleaving with $v = 2$ halves the bubble. What does it cost?
-#
-# <details><summary>Answer</summary>
-#
-# About twice as many pipeline sends (a micro-batch crosses $p\,v - 1$ boundaries instead of $p - 1$), a few more
-# activations on the first stage ($p + (p-1)/v$ micro-batches instead of $p$), and $m$ must be a multiple of
-# $p$.
-# </details>
-#
 # ## Graded exercises
 # Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
 # specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
 # relative tolerance, so you do not need to round.
 #
-# **Exercise 07.1** (1 point). A 1F1B pipeline has $p = 8$ stages and runs $m = 32$ micro-batches per step.
-# What is its bubble as a **fraction of the ideal (bubble-free) time**? Store it in `bubble_p8_m32` (a fraction
-# such as 0.5, not a percentage).
+# **Exercise 07.1** (1 point). *Design.* A 1F1B pipeline of $p = 8$ stages must keep its bubble at **5% or
+# less** of the ideal (bubble-free) time, and $m$ must be a **multiple of $p$** (so that the interleaved
+# schedule of the next exercise can run it). What is the **smallest number of micro-batches** $m$ per step
+# that does both? Store the whole number in `min_micro_batches`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_p8_m32 = (8 - 1) / 32
+import math
+min_micro_batches = math.ceil(math.ceil((8 - 1) / 0.05) / 8) * 8
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.1", bubble_p8_m32)
+checks.check("07.1", min_micro_batches)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.1", bubble_p8_m32)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.1", min_micro_batches)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 07.2** (1 point). The same pipeline with the **interleaved** schedule, $v = 2$ model chunks per
-# GPU. Bubble as a fraction of the ideal time? Store it in `bubble_interleaved`.
+# **Exercise 07.2** (1 point). *Predict.* You switch that pipeline to the **interleaved** schedule with
+# $v = 2$ model chunks per GPU and keep $m$. What happens? Store the letter in `interleave_prediction`.
+#
+# - **A.** The bubble halves, and the point-to-point traffic between stages doubles.
+# - **B.** The bubble halves at no cost.
+# - **C.** The bubble does not change: the same stages do the same work.
+# - **D.** The bubble doubles: each GPU now waits for two chunks.
 
 # %% nbgrader={"grade": false, "grade_id": "ex07-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-bubble_interleaved = (8 - 1) / (2 * 32)
+interleave_prediction = "A"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.2", bubble_interleaved)
+checks.check("07.2", interleave_prediction)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.2", bubble_interleaved)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.2", interleave_prediction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -557,7 +628,8 @@ tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
 # %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.3", tp_allreduce_nbytes)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.3", tp_allreduce_nbytes)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.3", tp_allreduce_nbytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -575,7 +647,8 @@ tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
 # %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("07.4", tp_allreduces_per_step)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.4", tp_allreduces_per_step)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.4", tp_allreduces_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -591,7 +664,8 @@ tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
 # %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.5", tp_allreduce_h100_us)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.5", tp_allreduce_h100_us)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -613,8 +687,29 @@ fitting_layout = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("07.6", fitting_layout)
 ### BEGIN HIDDEN TESTS
-checks.grade("07.6", fitting_layout)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 07.7** (2 points, graded by hand). *Design.* You lay out a 400B-parameter dense model on
+# **2,048 H100s in DGX H100 nodes** (8 GPUs per node on NVSwitch, one 400 Gb/s NIC per GPU) as TP x PP x DP.
+# Say which parallelism goes **inside** a node and which **across** nodes, and why, from the traffic each one
+# makes per step (what is sent, how often, and whether it can overlap). Answer in 3-6 sentences in
+# `layout_plan` (a string).
+#
+# Rubric: (1) tensor parallelism inside the node: it all-reduces activations several times per layer per
+# micro-batch (exercises 07.3-07.4), too often and too much for the NICs; (1) pipeline and data parallelism
+# across nodes: pipeline sends one activation per micro-batch between neighbouring stages, data parallelism
+# one gradient all-reduce per step that overlaps with the backward pass.
+
+# %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+layout_plan = checks.spec("07.7")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("07.7", layout_plan)
 
 # %% [markdown]
 # ## Score yourself

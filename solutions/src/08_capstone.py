@@ -61,7 +61,8 @@ tokens_per_s_needed = brief.tokens / (brief.max_days * 24 * 3600)
 # %% nbgrader={"grade": true, "grade_id": "ex08-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.1", tokens_per_s_needed)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.1", tokens_per_s_needed)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.1", tokens_per_s_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -123,7 +124,8 @@ min_gpus_zero3 = math.ceil(16 * m.params / 80e9)
 # %% nbgrader={"grade": true, "grade_id": "ex08-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.2", min_gpus_zero3)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.2", min_gpus_zero3)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.2", min_gpus_zero3)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -277,7 +279,8 @@ why_h200_wins = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex08-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.3", why_h200_wins)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.3", why_h200_wins)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.3", why_h200_wins)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -317,7 +320,8 @@ bubble_fraction = (4 - 1) / (4 * micro_batches_per_step)
 # %% nbgrader={"grade": true, "grade_id": "ex08-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("08.4", bubble_fraction)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.4", bubble_fraction)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.4", bubble_fraction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -352,7 +356,30 @@ days_h100_2048 = brief.tokens / (winner_h100.tokens_per_s_per_gpu * 2048) / 8640
 # %% nbgrader={"grade": true, "grade_id": "ex08-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("08.5", days_h100_2048)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.5", days_h100_2048)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.5", days_h100_2048)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 08.8** (1 point). *Predict before the next section shows it.* Keep the brief's global batch
+# of 1,024 sequences and go from **4,096 to 8,192 H100s**. What happens to the planner's best layout's days
+# and GPU-hours? Store the letter in `more_gpus_prediction`.
+#
+# - **A.** Days halve and GPU-hours stay the same.
+# - **B.** Days drop by less than half and GPU-hours rise.
+# - **C.** Days do not change: the batch is fixed.
+# - **D.** Days and GPU-hours both halve.
+
+# %% nbgrader={"grade": false, "grade_id": "ex08-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+more_gpus_prediction = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex08-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("08.8", more_gpus_prediction)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.8", more_gpus_prediction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -431,7 +458,8 @@ predicted_over_published = brief.tokens / a100_winner.tokens_per_s_per_gpu / 360
 # %% nbgrader={"grade": true, "grade_id": "ex08-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("08.6", predicted_over_published)
 ### BEGIN HIDDEN TESTS
-checks.grade("08.6", predicted_over_published)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("08.6", predicted_over_published)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -272,7 +272,8 @@ largest_tp_without_sys = max(len(group) for group in t5.socket_groups())
 # %% nbgrader={"grade": true, "grade_id": "ex09-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.1", largest_tp_without_sys)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.1", largest_tp_without_sys)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.1", largest_tp_without_sys)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -292,7 +293,8 @@ far_nic = "C"
 # %% nbgrader={"grade": true, "grade_id": "ex09-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.2", far_nic)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.2", far_nic)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.2", far_nic)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -313,7 +315,8 @@ roce_log_problem = "B"
 # %% nbgrader={"grade": true, "grade_id": "ex09-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.3", roce_log_problem)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.3", roce_log_problem)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.3", roce_log_problem)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -328,7 +331,8 @@ fallback_line = next(no for no, line in enumerate(fallback.splitlines(), start=1
 # %% nbgrader={"grade": true, "grade_id": "ex09-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.4", fallback_line)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.4", fallback_line)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.4", fallback_line)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -344,7 +348,8 @@ redirecting_bridges = sum(bridge.redirects for bridge in acs.parse(acs_text).bri
 # %% nbgrader={"grade": true, "grade_id": "ex09-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.5", redirecting_bridges)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.5", redirecting_bridges)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.5", redirecting_bridges)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -365,7 +370,8 @@ ports_per_node = next(k for k in range(1, 65)
 # %% nbgrader={"grade": true, "grade_id": "ex09-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 checks.check("09.6", ports_per_node)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.6", ports_per_node)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.6", ports_per_node)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -381,7 +387,8 @@ predicted_over_measured = costmodel.predict("all_reduce", 2**30, box).busbw[0] /
 # %% nbgrader={"grade": true, "grade_id": "ex09-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 checks.check("09.7", predicted_over_measured)
 ### BEGIN HIDDEN TESTS
-checks.grade("09.7", predicted_over_measured)
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.7", predicted_over_measured)
 ### END HIDDEN TESTS
 
 # %% [markdown]

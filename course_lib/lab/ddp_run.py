@@ -32,7 +32,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import costmodel, units, validate
+from .. import costmodel, units, validate
 
 BYTES_PER_FP32 = 4
 MIB = 2**20
@@ -364,6 +364,17 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def check_memory(width, depth, batch, ranks) -> None:
+    """Refuse (``ValueError``) a run whose ranks cannot fit in the memory available: per rank about
+    ``memory.DDP_PARAM_FACTOR`` copies of the FP32 parameters and ``memory.DDP_ACTIVATION_FACTOR``
+    times the activations (batch x width x depth floats), measured."""
+    from . import memory
+
+    need = memory.ddp_bytes(parameter_count(width, depth), batch * width * depth * BYTES_PER_FP32, ranks)
+    memory.check(need, f"DDP of an MLP {depth} x Linear({width}, {width}) with batch {batch} on {ranks} ranks",
+                 "lower width, depth, batch or ranks")
+
+
 def run(width=512, depth=4, batch=32, bucket_cap_mb=1.0, steps=5, warmup=2, one_rank=True,
         link_sizes=LINK_SIZES, link_reps=5, timeout=60.0, ranks=2) -> DDPRun:
     """Run and time DDP on ``ranks`` (2, 4, 6 or 8) local gloo ranks; see the module docstring.
@@ -393,13 +404,15 @@ def run(width=512, depth=4, batch=32, bucket_cap_mb=1.0, steps=5, warmup=2, one_
     link_reps = validate.integer("link_reps", link_reps, low=1, high=50)
     timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
 
+    check_memory(width, depth, batch, ranks)
+
     # Imported before the ranks fork so that they inherit the modules instead of importing them
     # again: DDP's constructor imports torch._dynamo, which takes seconds.
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401
     import torch.distributed  # noqa: F401
-    from . import lab
-    from .lab import calibrate
+    from . import calibrate
+    from . import launch as lab
 
     cfg = {"width": width, "depth": depth, "batch": batch, "bucket_cap_mb": bucket_cap_mb, "steps": steps,
            "warmup": warmup, "link_sizes": sizes, "link_reps": link_reps}

@@ -1,0 +1,171 @@
+"""Grading that trusts neither the student's namespace nor the installed answer data.
+
+nbgrader's hidden tests call, in the student's kernel::
+
+    import importlib, course_lib.grading
+    importlib.reload(course_lib.grading).grade("01.1", gen5_x16_gb_s)
+
+``reload`` re-runs this module from its file, so a submission that rebinds ``grade`` here is
+undone; ``grade`` then judges with a **fresh copy** of ``checks`` (and of a code exercise's
+checker) loaded from the package's files, not the modules the student's cells could have patched,
+and against the **instructor's answer key**, not the package's sealed keys. An answer counts only
+as what it is: a real int/float (or numeric str) for a number, a real str for a choice, converted
+with the base types' own methods, so an object whose ``__eq__`` or ``__float__`` lies scores nothing.
+
+The key is ``solutions/answers.json`` in the instructor's repository (or the file named by
+``COURSE_LIB_ANSWER_KEY``): ``{"01.1": <number>, "00.3": "<letter>", "08.5": {"model": "08.5", "recorded": <number>}}``.
+Model answers (:data:`MODELS`) are computed from the library when graded; ``recorded`` is what the
+sealed self-check key was made from, and a test fails when the library moves one
+(``python -m course_lib.grading seal`` re-seals after a deliberate change).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+KEY_ENV = "COURSE_LIB_ANSWER_KEY"
+
+
+def key_path() -> Path:
+    """Where the instructor's answer key is: ``$COURSE_LIB_ANSWER_KEY`` or ``solutions/answers.json``."""
+    return Path(os.environ.get(KEY_ENV) or ROOT / "solutions" / "answers.json")
+
+
+def answer_key() -> dict:
+    """The instructor's answer key, id -> value or {"model": id, "recorded": value}."""
+    path = key_path()
+    if not path.is_file():
+        raise ValueError(f"the answer key {path} is not here: it lives with the instructor's copy of the "
+                         f"course (solutions/answers.json); set {KEY_ENV} to its path")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------- model answers
+
+def _planner_answer(exercise_id: str):
+    from .explorers import planner
+    return planner.expected_answers()[exercise_id]
+
+
+# exercise id -> the library computation its answer comes from (the planner's, for the capstone)
+MODELS = {
+    "08.5": lambda: _planner_answer("08.5"),
+    "08.6": lambda: _planner_answer("08.6"),
+}
+
+
+def expected(exercise_id: str):
+    """The authoritative answer of one exercise (a model answer is computed now, from the library)."""
+    key = answer_key()
+    if exercise_id not in key:
+        raise ValueError(f"exercise_id {exercise_id!r} has no entry in the answer key {key_path()}")
+    entry = key[exercise_id]
+    if isinstance(entry, dict) and "model" in entry:
+        return MODELS[entry["model"]]()
+    return entry
+
+
+# ---------------------------------------------------------------- fresh modules
+
+def _fresh(module: str):
+    """A new copy of ``course_lib.<module>`` executed from its file (sys.modules is not consulted)."""
+    path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+    parent, _, leaf = f"course_lib.{module}".rpartition(".")
+    name = f"{parent}._fresh_{leaf}_{secrets.token_hex(4)}"  # relative imports resolve in the same package
+    spec = importlib.util.spec_from_file_location(name, path)
+    fresh = importlib.util.module_from_spec(spec)
+    sys.modules[name] = fresh  # dataclasses look their module up while the class is made
+    try:
+        spec.loader.exec_module(fresh)
+    finally:
+        sys.modules.pop(name, None)
+    return fresh
+
+
+def evaluate(exercise_id: str, answer):
+    """A fresh ``checks`` judges ``answer`` against the instructor's key; returns its ``Result``."""
+    checks = _fresh("checks")
+    s = checks.spec(exercise_id)
+    kind = s.get("kind", "number")
+    if kind == "callable":
+        module, _, name = s["checker"].partition(":")
+        checker = getattr(_fresh(module.removeprefix("course_lib.")), name)
+        points = float(s.get("points", 1))
+        if checks.is_unanswered(answer):
+            return checks.Result(exercise_id, "not answered", checks.NOT_ANSWERED, 0.0, points)
+        if not callable(answer):
+            return checks.Result(exercise_id, "wrong", "Expected a function.", 0.0, points)
+        try:
+            ok, message = checker(answer)
+        except NotImplementedError:
+            return checks.Result(exercise_id, "not answered", checks.NOT_ANSWERED, 0.0, points)
+        return checks.Result(exercise_id, "correct" if ok is True else "wrong", str(message),
+                             points if ok is True else 0.0, points)
+    if kind == "free_text":
+        raise ValueError(f"exercise {exercise_id} is free text: it is graded by hand (nbgrader's formgrader)")
+    return checks.evaluate(exercise_id, answer, key=checks.PlainKey(expected(exercise_id)))
+
+
+def grade(exercise_id: str, answer) -> None:
+    """Raise ``AssertionError`` unless ``answer`` is correct (nbgrader's hidden tests call this)."""
+    result = evaluate(exercise_id, answer)
+    if result.status != "correct":
+        raise AssertionError(str(result))
+
+
+# ---------------------------------------------------------------- sealing
+
+def seal_all(write: bool = True) -> list[str]:
+    """Write each exercise's sealed self-check key from the answer key (model answers computed now).
+
+    Returns the ids whose key changed. Salts are kept when the answer still matches its key.
+    """
+    checks = _fresh("checks")
+    key = answer_key()
+    changed = []
+    for chapter in checks.chapters():
+        path = PACKAGE / "data" / "exercises" / f"{chapter}.json"
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+        for exercise_id, s in data.items():
+            if s.get("kind", "number") not in ("number", "choice"):
+                continue
+            value = expected(exercise_id)
+            if isinstance(key[exercise_id], dict):
+                key[exercise_id]["recorded"] = value
+            old = s.get("key")
+            if old and _matches(checks, old, value):
+                continue
+            s["key"] = checks.seal(value, secrets.token_hex(8))
+            changed.append(exercise_id)
+        if write:
+            path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if write:
+        key_path().write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+    return changed
+
+
+def _matches(checks, sealed: dict, value) -> bool:
+    if isinstance(value, str):
+        return checks.SealedKey(sealed).is_choice(value.strip().lower())
+    return checks.seal(value, sealed["salt"]) == sealed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["seal"], help="seal: rewrite the self-check keys from the answer key")
+    parser.parse_args(argv)
+    for exercise_id in seal_all():
+        print(f"sealed {exercise_id}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

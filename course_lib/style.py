@@ -1,0 +1,91 @@
+"""One palette and a few axis helpers for every figure of the course.
+
+Colours are keyed by what they mean, so the same thing has the same colour in every chapter:
+an algorithm id (:mod:`course_lib.collectives`), a link family, a step-time category (chapters
+07 and 08 break a training step down the same way) or a memory category. Axis helpers put bytes
+and times on an axis with the course's own unit formatting (:mod:`course_lib.units`).
+"""
+from __future__ import annotations
+
+from . import units
+
+# Algorithm ids of course_lib.collectives (plus the library / system ones the chapters name).
+ALGORITHM_COLOURS = {
+    "ring": "#1f77b4", "binomial_tree": "#ff7f0e", "double_binary_tree": "#d62728",
+    "recursive_doubling": "#2ca02c", "halving_doubling": "#9467bd", "naive": "#7f7f7f",
+    "direct": "#7f7f7f", "in_network": "#17becf", "tree": "#ff7f0e", "nvls": "#17becf",
+    "hierarchical": "#8c564b", "builtin": "#e377c2",
+}
+# Link families: the wire a byte crosses.
+LINK_COLOURS = {
+    "nvlink": "#76b900", "nvswitch": "#4e7d00", "pcie": "#1f77b4", "host": "#9467bd",
+    "network": "#d62728", "nic": "#d62728", "ethernet": "#ff7f0e",
+}
+# Where a training step's time goes (chapters 06, 07 and 08).
+STEP_COLOURS = {
+    "compute": "#4c72b0", "pipeline bubble": "#c7c7c7", "tensor-parallel comm": "#dd8452",
+    "pipeline comm": "#55a868", "data-parallel comm": "#8172b3",
+}
+# What fills a GPU's memory.
+MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8172b3", "activations": "#dd8452"}
+# Pipeline work kinds.
+WORK_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "idle": "#eeeeee"}
+GUIDE = "0.35"          # reference lines: limits, budgets, "ideal"
+SHADE = "0.9"           # shaded regions behind data
+
+_TABLES = {"algorithm": ALGORITHM_COLOURS, "link": LINK_COLOURS, "step": STEP_COLOURS, "memory": MEMORY_COLOURS,
+           "work": WORK_COLOURS}
+
+
+def colour(kind: str, key: str) -> str:
+    """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work')."""
+    if kind not in _TABLES:
+        raise ValueError(f"kind must be one of {sorted(_TABLES)}; got {kind!r}")
+    table = _TABLES[kind]
+    if key not in table:
+        raise ValueError(f"key must be one of {sorted(table)} for kind {kind!r}; got {key!r}")
+    return table[key]
+
+
+def decorate(ax, *, title=None, xlabel=None, ylabel=None, legend=None, grid=True, fontsize=9):
+    """Title, labels, a light grid and (``legend``: a location string or True) a legend, at readable sizes."""
+    if title is not None:
+        ax.set_title(title, fontsize=fontsize + 1)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel, fontsize=fontsize)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel, fontsize=fontsize)
+    ax.tick_params(labelsize=fontsize - 1)
+    if grid:
+        ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=fontsize - 1, loc=legend if isinstance(legend, str) else "best")
+    return ax
+
+
+def _axis(ax, axis):
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y'; got {axis!r}")
+    return ax.xaxis if axis == "x" else ax.yaxis
+
+
+def bytes_axis(ax, axis="x", *, log=True, binary=True):
+    """A byte-count axis: log base 2 (``log``) with ticks written as 4 KiB, 1 MiB, ... (``binary``)."""
+    from matplotlib.ticker import FuncFormatter
+
+    target = _axis(ax, axis)
+    if log:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+    target.set_major_formatter(FuncFormatter(lambda v, _: units.format_bytes(v, binary=binary) if v > 0 else "0"))
+    return ax
+
+
+def time_axis(ax, axis="y", *, log=False):
+    """A time axis in seconds, with ticks written in us, ms or s."""
+    from matplotlib.ticker import FuncFormatter
+
+    target = _axis(ax, axis)
+    if log:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_formatter(FuncFormatter(lambda v, _: units.format_time(v) if v > 0 else "0"))
+    return ax

@@ -1,0 +1,228 @@
+"""Drawings of chapter 04 (collectives): buffers, message patterns, the ring step by step, cost curves.
+
+Each function draws a result that :mod:`course_lib.explorers.collectives` computed; none computes
+a model number itself.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import style, units
+
+
+def circle(p, radius=1.0):
+    """``p`` points clockwise on a circle from the top (drawing geometry)."""
+    angles = np.pi / 2 - 2 * np.pi * np.arange(p) / p
+    return np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
+
+
+def arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
+    from matplotlib.patches import FancyArrowPatch
+    ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, color=colour, lw=lw,
+                                 shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
+
+
+def nodes(ax, pos, labels=None, size=0.16):
+    from matplotlib.patches import Circle
+    for r, (x, y) in enumerate(pos):
+        ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
+        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=7, zorder=4)
+
+
+# ---------------------------------------------------------------- the six collectives
+
+def _cell_colour(owner):
+    import matplotlib.pyplot as plt
+    if owner == "sum":
+        return "0.25"
+    return plt.get_cmap("tab10")(int(owner) % 10)
+
+
+def _draw_buffers(ax, rows, x0, y0, cell=1.0, fontsize=8):
+    from matplotlib.patches import Rectangle
+    for r, cells in enumerate(rows):
+        y = y0 - r * 1.25 * cell
+        for c, item in enumerate(cells):
+            x = x0 + c * cell
+            if item is None:
+                ax.add_patch(Rectangle((x, y), cell, cell, fc="white", ec="0.7", lw=0.8, ls=":"))
+                continue
+            label, owner = item
+            colour = _cell_colour(owner)
+            ax.add_patch(Rectangle((x, y), cell, cell, fc=colour, ec="black", lw=0.8,
+                                   alpha=1.0 if owner == "sum" else 0.55))
+            ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center", fontsize=fontsize,
+                    color="white" if owner == "sum" else "black")
+
+
+def draw_collective(ax, name, before, after):
+    """One collective's buffers: ``before`` (left) and ``after`` (right), one row per rank."""
+    p = len(before)
+    width_b, width_a = max(map(len, before)), max(map(len, after))
+    gap = 1.6
+    _draw_buffers(ax, before, 0.0, 0.0)
+    _draw_buffers(ax, after, width_b + gap, 0.0)
+    for r in range(p):
+        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=7)
+    mid_y = -(p - 1) * 1.25 / 2 + 0.5
+    ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
+                arrowprops={"arrowstyle": "-|>", "lw": 1.5})
+    ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
+    ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
+    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=7, color="0.3")
+    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=7, color="0.3")
+    ax.set_title(name.replace("_", "-"), fontsize=10)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+# ---------------------------------------------------------------- message patterns
+
+def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
+    """Naive, ring, binomial tree (``tree_steps`` at ``tree_pos``) and halving-doubling
+    (``butterfly_steps``) all-reduces on ``p`` ranks, on four Axes. Colour = step (dark early)."""
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("viridis")
+    pos = circle(p)
+    ax = axes[0]  # naive: everyone to rank 0 in the middle, and back
+    centre, outer = np.array([[0.0, 0.0]]), circle(p - 1)
+    for i in range(p - 1):
+        arrow(ax, outer[i], centre[0], cmap(0.1), rad=0.12)
+        arrow(ax, centre[0], outer[i], cmap(0.75), rad=0.12)
+    nodes(ax, np.vstack([centre, outer]))
+    ax.set_title(f"naive (parameter server)\nrank 0: {p - 1} buffers in, {p - 1} out", fontsize=9)
+    ax = axes[1]  # ring
+    for r in range(p):
+        arrow(ax, pos[r], pos[(r + 1) % p], style.colour("algorithm", "ring"), rad=-0.25)
+    nodes(ax, pos)
+    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=9)
+    ax = axes[2]  # binomial tree: the reduce half
+    levels = len(tree_steps) // 2
+    for k, step in enumerate(tree_steps[:levels]):
+        for a, b in step:
+            arrow(ax, tree_pos[a], tree_pos[b], cmap(k / max(1, levels)), rad=0.0)
+    nodes(ax, tree_pos)
+    ax.set_title(f"binomial tree\n{levels} steps up (reduce), {levels} down", fontsize=9)
+    ax = axes[3]  # halving-doubling as a butterfly: ranks across, steps down
+    xs, hd = np.linspace(-1, 1, p), butterfly_steps
+    for k, step in enumerate(hd):
+        y0, y1 = 1 - k * 2 / len(hd), 1 - (k + 1) * 2 / len(hd)
+        for a, b in step:
+            ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
+    for k in range(len(hd) + 1):
+        ax.plot(xs, np.full(p, 1 - k * 2 / len(hd)), "o", color="black", ms=3)
+    ax.text(1.1, 0.5, "halving", fontsize=7, va="center", rotation=-90)
+    ax.text(1.1, -0.5, "doubling", fontsize=7, va="center", rotation=-90)
+    ax.set_title(f"halving-doubling (butterfly)\n{len(hd) // 2} halving + {len(hd) // 2} doubling steps", fontsize=9)
+    for ax in axes:
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.35, 1.55)
+        ax.set_ylim(-1.3, 1.3)
+        ax.axis("off")
+
+
+# ---------------------------------------------------------------- the ring, step by step
+
+def _ring_layout(p):
+    """Box centres, box width and cell size for a ring of p boxes on a circle (data units)."""
+    cell = 0.55 if p <= 4 else 0.32
+    width = cell * p
+    radius = {2: 1.2, 3: 1.7, 4: 1.75, 5: 2.5, 6: 2.8, 7: 3.1}.get(p, 3.3)
+    return circle(p, radius), width, cell, radius
+
+
+def _ring_boxes(ax, state, centres, width, cell, fontsize):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = len(state)
+    cmap, everyone = plt.get_cmap("Blues"), frozenset(range(p))
+    for r, (x, y) in enumerate(centres):
+        x0, y0 = x - width / 2, y - cell / 2
+        ax.text(x, y + cell / 2 + 0.06, f"rank {r}", ha="center", va="bottom", fontsize=fontsize, weight="bold")
+        for c, holds in enumerate(state[r]):
+            done = holds == everyone
+            shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
+            ax.add_patch(Rectangle((x0 + c * cell, y0), cell, cell, fc=cmap(shade), ec="black",
+                                   lw=2.0 if done else 0.6, zorder=2))
+            label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
+            ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
+                    fontsize=fontsize * (0.85 if len(label) > 2 else 1.0), color="white" if shade > 0.55 else "black")
+            ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize * 0.7,
+                    color="0.4")
+
+
+def draw_ring_state(ax, state, info, step, fontsize=7):
+    """The ring's chunks (``state``: per rank, per chunk, the set of ranks summed in) and the
+    transfers of ``step`` (``info`` from ``ring_step_info``): red reduce-scatter, green all-gather."""
+    p = len(state)
+    centres, width, cell, radius = _ring_layout(p)
+    _ring_boxes(ax, state, centres, width, cell, fontsize)
+    if step > 0:
+        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
+        rad = -0.35
+        for t in info["transfers"]:
+            a, b = centres[t["src"]] * 0.62, centres[t["dst"]] * 0.62
+            arrow(ax, a, b, colour, rad=rad, lw=1.5, shrink=4)
+            d = b - a
+            label_at = (a + b) / 2 + 0.5 * rad * np.array([d[1], -d[0]])
+            ax.text(label_at[0], label_at[1], f"c{t['chunk']}", ha="center", va="center", fontsize=fontsize,
+                    color=colour, zorder=4, bbox={"fc": "white", "ec": "none", "pad": 0.3})
+    lim = radius + width / 2 + 0.15
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-radius - 0.6, radius + 0.75)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    title = "start: every rank holds only its own data" if step == 0 else \
+        f"step {step} of {2 * (p - 1)}: {info['phase']}"
+    ax.set_title(title, fontsize=fontsize + 2)
+    return ax
+
+
+# ---------------------------------------------------------------- cost curves
+
+def draw_cost_curves(ax, curves, labels, chosen, point, title):
+    """Time vs size per algorithm (``curves``: sizes, one array per id in ``labels``, lower_bound);
+    ``chosen`` drawn bold; ``point`` = (bytes, seconds) of the learner's choice."""
+    from matplotlib.ticker import FuncFormatter
+    n = curves["sizes"]
+    for name, label in labels.items():
+        bold = name == chosen
+        ax.plot(n, curves[name], "-", color=style.colour("algorithm", name), lw=2.6 if bold else 1.0,
+                alpha=1.0 if bold else 0.55, label=label + (" (chosen)" if bold else ""))
+    ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
+    ax.plot(*point, "D", color="black", ms=8, zorder=5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
+    floor = min(float(np.min(curves[name])) for name in labels if float(np.min(curves[name])) > 0)
+    ax.set_ylim(bottom=floor / 5)
+    style.decorate(ax, title=title, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+# ---------------------------------------------------------------- published sweeps
+
+def draw_sweeps(ax, sweeps, grid, model):
+    """Measured busbw per sweep (``sweeps``: source -> cases) with, per system in ``model``
+    (system -> {"simple", "course": busbw arrays over ``grid``, "link_name", "link_gb_s"}), the
+    simple ring model, the course model and the link's per-direction rate."""
+    for i, cases in enumerate(sweeps.values()):
+        colour, system = f"C{i}", cases[0]["system"]
+        m = model[system]
+        ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
+                label=f"measured: {cases[0]['as_measured']}")
+        ax.plot(grid, m["simple"], "--", color=colour, lw=1.2, label=f"simple ring model, spec ({system})")
+        ax.plot(grid, m["course"], ":", color=colour, lw=1.6, label=f"course model, achievable ({system})")
+        ax.axhline(m["link_gb_s"], color=colour, lw=0.8, alpha=0.5)
+        ax.text(grid[-1], m["link_gb_s"] * 0.985, f"{m['link_name']}: {m['link_gb_s']:g} GB/s per direction",
+                fontsize=7, color=colour, ha="right", va="top")
+    ax.set_xscale("log", base=2)
+    ticks = [2.0**k for k in range(10, 35, 5)]
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
+    ax.set_xlabel("all-reduce size (nccl-tests size column)")
+    ax.set_ylabel("busbw, GB/s per direction")
+    ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=6.5, loc="upper left")
+    return ax

@@ -1,0 +1,169 @@
+"""Drawings of chapter 07 (model parallelism): pipeline schedules, rank maps, the layout grid, validation.
+
+Each function draws a result that :mod:`course_lib.explorers.model_parallel` computed (a
+``Schedule``, a rank map, a layout grid of ``parallel.Estimate``); none computes a model number.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import style, units
+
+BREAKDOWN_COLOURS = style.STEP_COLOURS
+MEMORY_COLOURS = style.MEMORY_COLOURS
+
+
+def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
+    """A pipeline schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
+    v = sched.interleave
+    label = sched.micro_batches * v <= 32 and sched.stages <= 16
+    for o in sched.ops:
+        shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
+        colour = blues(shade) if o.kind == "F" else oranges(shade)
+        ax.barh(o.device, (o.end - o.start) / scale, left=o.start / scale, height=0.8, color=colour,
+                edgecolor="white", linewidth=0.5)
+        if label:
+            ax.text((o.start + o.end) / 2 / scale, o.device, str(o.micro_batch + 1), ha="center", va="center",
+                    fontsize=6.5, color="black" if o.kind == "B" else "white")
+    ax.set_yticks(range(sched.stages))
+    ax.set_yticklabels([f"GPU {d}" for d in range(sched.stages)], fontsize=7)
+    ax.set_ylim(sched.stages - 0.5, -0.5)
+    ax.set_xlim(0, sched.makespan / scale * 1.01)
+    ax.set_xlabel(unit_label)
+    ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
+                 f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
+                 f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
+    handles = [Patch(color=blues(0.65), label="forward"), Patch(color=oranges(0.65), label="backward"),
+               Patch(fc="white", ec="0.6", label="idle (bubble)")]
+    ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3, frameon=False)
+    return ax
+
+
+def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
+    """The GPUs of a small 3D layout node by node (``ranks`` from ``rank_map``, ``links`` from
+    ``group_links``): colour = pipeline stage, label = TP and DP rank, thick boxes = TP groups."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    g = gpus_per_node
+    nodes = -(-len(ranks) // g)
+    cmap = plt.get_cmap("Set2")
+    for r in ranks:
+        x, y = r["local"], r["node"]
+        ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec="0.3", lw=0.8))
+        ax.text(x + 0.5, y + 0.5, f"rank {r['rank']}\nTP{r['tp_rank']} DP{r['dp_rank']}", ha="center", va="center",
+                fontsize=6.5)
+    for r in ranks:  # outline each TP group
+        if r["tp_rank"] == 0:
+            x, y = r["local"], r["node"]
+            width = min(tp, g - x)
+            ax.add_patch(Rectangle((x + 0.02, y + 0.04), width - 0.04, 0.92, fc="none", ec="black", lw=2.2))
+    for n in range(nodes):
+        ax.text(-0.2, n + 0.5, f"node {n}", ha="right", va="center", fontsize=8)
+    for s in range(pp):
+        ax.bar(0, 0, color=cmap(s % 8), label=f"pipeline stage {s}")
+    lines = [f"{k} groups of {v['size']}: {v['link']}" + (" (crosses nodes)" if v["crosses_nodes"] else "")
+             for k, v in links.items()]
+    ax.set_xlim(-1.4, g + 0.1)
+    ax.set_ylim(nodes + 0.1, -0.1)
+    ax.set_axis_off()
+    ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {system_name}, Megatron rank order (thick boxes: TP groups)\n"
+                 + "\n".join(lines), fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
+    return ax
+
+
+def draw_grid(ax, grid, tp, pp):
+    """Every TP x PP layout of ``grid`` (MFU and memory; ``grid["best"]`` sets the colour scale), ``(tp, pp)`` framed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    tps, pps = grid["tps"], grid["pps"]
+    cmap = plt.get_cmap("viridis")
+    best = grid["best"]
+    top = best.mfu if best is not None else 1.0
+    for i, t in enumerate(tps):
+        for j, p in enumerate(pps):
+            e = grid["cells"].get((t, p))
+            if e is None:
+                ax.add_patch(Rectangle((j, i), 1, 1, fc="white", ec="0.85", hatch="//"))
+                continue
+            mem = e.memory["total"] / units.GB
+            if e.fits:
+                shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
+                ax.add_patch(Rectangle((j, i), 1, 1, fc=cmap(shade), ec="white"))
+                ax.text(j + 0.5, i + 0.5, f"{e.mfu:.0%}\n{mem:.0f} GB", ha="center", va="center", fontsize=6.5,
+                        color="white" if shade < 0.6 else "black")
+            else:
+                ax.add_patch(Rectangle((j, i), 1, 1, fc="0.8", ec="white"))
+                ax.text(j + 0.5, i + 0.5, f"{mem:.0f} GB\ntoo big" if mem < 1e4 else "too big", ha="center",
+                        va="center", fontsize=6, color="0.35")
+    if (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]:
+        ax.add_patch(Rectangle((pps.index(pp), tps.index(tp)), 1, 1, fc="none", ec="red", lw=2.5))
+    ax.set_xlim(0, len(pps))
+    ax.set_ylim(len(tps), 0)
+    ax.set_xticks(np.arange(len(pps)) + 0.5)
+    ax.set_xticklabels(pps)
+    ax.set_yticks(np.arange(len(tps)) + 0.5)
+    ax.set_yticklabels(tps)
+    ax.set_xlabel("pipeline stages PP")
+    ax.set_ylabel("tensor parallel TP")
+    ax.set_title("MFU and memory per GPU of every layout (brighter = faster)\n"
+                 "(grey: does not fit; hatched: impossible; red: selected)", fontsize=8)
+
+
+def draw_selected(top, bottom, e):
+    """The selected layout's step-time split (top) and memory per GPU (bottom); a note where it is impossible."""
+    if e is None:
+        for a in (top, bottom):
+            a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
+                   transform=a.transAxes, fontsize=8)
+            a.set_axis_off()
+        return
+    left = 0.0
+    for name, value in e.breakdown().items():
+        top.barh(0, value, left=left, color=BREAKDOWN_COLOURS[name], label=f"{name} {units.format_time(value)}")
+        left += value
+    top.set_yticks([])
+    top.set_xlabel("seconds per step")
+    top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = {e.bubble_fraction:.3f}",
+                  fontsize=8)
+    top.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    left = 0.0
+    gb = units.GB
+    for name in MEMORY_COLOURS:
+        value = e.memory[name] / gb
+        bottom.barh(0, value, left=left, color=MEMORY_COLOURS[name], label=f"{name} {value:.1f} GB")
+        left += value
+    bottom.axvline(e.memory["usable"] / gb, color="red", lw=1.5)
+    bottom.set_xlim(0, max(left, e.memory["capacity"] / gb) * 1.05)
+    bottom.set_yticks([])
+    bottom.set_xlabel("GB per GPU (red line: usable memory)")
+    bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
+                     f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
+    bottom.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+
+
+def draw_validation(ax, rows):
+    """Predicted vs measured TFLOP/s per GPU (``rows`` from ``validation_rows``)."""
+    groups = {"weak-scaling": ("o", "tab:blue", "Table 1 weak scaling, 1.7B -> 1T"),
+              "gpt3-175b": ("*", "tab:red", "GPT-3 175B, 1024 GPUs"),
+              "ptdp-vs-zero3-175b": ("s", "tab:green", "GPT-3 175B, 384-1536 GPUs (Table 2)")}
+    for key, (marker, colour, label) in groups.items():
+        sel = [r for r in rows if r["group"] == key]
+        if sel:
+            ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour, ms=9 if marker == "*" else 6,
+                    ls="none", label=label)
+    lo = min(min(r["measured"], r["predicted"]) for r in rows) * 0.85
+    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.1
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="model = measurement")
+    ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color="0.9", label="within 10%")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured TFLOP/s per GPU (Narayanan et al. 2021)")
+    ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
+    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return ax

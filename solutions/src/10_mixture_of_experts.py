@@ -1,0 +1,410 @@
+# %% [markdown]
+# # 10 · Mixture of experts: expert parallelism and the all-to-all
+#
+# **Time:** about 75 minutes. **Prerequisites:** chapter 04 (collectives, the alpha-beta model), chapter 05
+# (one NIC per GPU, rails), chapter 06 (data parallelism, ZeRO/FSDP), chapter 07 (tensor and pipeline
+# parallelism, Megatron's rank order).
+#
+# **After this chapter you can**
+# - count a mixture-of-experts (MoE) model's parameters and its *active* parameters (what one token uses),
+#   and say why the two differ by 5 to 20 times;
+# - say what expert parallelism (EP) sends: a **dispatch** all-to-all and a **combine** all-to-all per MoE
+#   layer forward, two more backward, and compute their bytes;
+# - predict which link carries them (NVLink inside a node, a GPU's share of the NICs across nodes) and how
+#   much of each buffer leaves the node;
+# - explain why load imbalance and the capacity factor slow the busiest rank, and what hiding the
+#   all-to-all behind another micro-batch (DeepSeek's DualPipe) buys;
+# - write an all-to-all from point-to-point sends, check it against gloo's, and measure it;
+# - choose an EP degree and a layout with the planner, and say where the model stops being true against
+#   DeepSeek-V3's report and DeepEP's measurements.
+#
+# Conventions as always: **1 GB = 10⁹ bytes**, every bandwidth says *per direction* or *bidirectional*.
+# Model configurations come from `course_lib/data/models.json` (each with a source), published
+# measurements from `course_lib/data/published_parallel_modern.json`.
+
+# %%
+# %matplotlib inline
+from course_lib import checks, costmodel, hardware, parallel, units
+from course_lib.explorers import moe
+from course_lib.lab import bench_all_to_all
+
+# %% [markdown]
+# ## 1. What an MoE layer is
+#
+# In a dense transformer every token goes through the same MLP. In an MoE layer the MLP is replaced by
+# $E$ **experts** (each an MLP of its own, usually smaller) and a **router**: a small $h \times E$ matrix that
+# scores the experts for each token. Each token goes to its **top-k** experts, whose outputs are summed with
+# the router's weights. Some models add **shared experts** that every token visits (DeepSeek-V3, Llama 4),
+# and some keep the first layers dense (DeepSeek-V3's first three).
+#
+# The weights grow with $E$; the work per token grows only with $k$ (plus the shared experts). That is the
+# point: many parameters, the compute of a much smaller model.
+
+# %%
+rows = []
+for mid in ("mixtral-8x7b", "deepseek-v3", "llama4-scout", "llama3-70b"):
+    m = parallel.model(mid)
+    rows.append((m.name, m.experts or "-", m.top_k if m.experts else "-", m.shared_experts if m.experts else "-",
+                 f"{m.params / 1e9:.1f}B", f"{m.active_params / 1e9:.1f}B", f"{m.params / m.active_params:.1f}x"))
+print(f"{'model':<14} {'experts':>7} {'top-k':>5} {'shared':>6} {'params':>8} {'active':>7} {'ratio':>6}")
+for r in rows:
+    print(f"{r[0]:<14} {r[1]!s:>7} {r[2]!s:>5} {r[3]!s:>6} {r[4]:>8} {r[5]:>7} {r[6]:>6}")
+
+# %% [markdown]
+# The model reproduces the published totals (Mixtral 46.7B / 12.9B active, DeepSeek-V3 671B / 37B, Llama 4
+# Scout 109B / 17B with its vision encoder) within a few percent; for DeepSeek-V3 it replaces multi-head
+# latent attention with ordinary attention of the same width (see the note in `models.json`).
+#
+# Two consequences frame the chapter. **Memory** follows the total: DeepSeek-V3's 672B parameters need
+# 16 bytes each with mixed-precision Adam, 10.8 TB. **Compute** follows the active parameters: a training step
+# costs about $6 \times 38\text{B}$ FLOP per token, like a 38B dense model. So the experts must be spread over
+# many GPUs (for memory), and each token must travel to the GPUs that hold its experts (for compute).
+
+# %% [markdown]
+# ## 2. Expert parallelism: dispatch and combine
+#
+# **Expert parallelism** puts $E/\text{EP}$ experts on each of EP GPUs. A token computed on GPU $r$ (its
+# attention ran there) must reach the GPUs of its $k$ experts and come back:
+#
+# 1. **dispatch**: every GPU sends each of its tokens' hidden states ($h$ values) to the GPUs holding that
+#    token's experts: one **all-to-all**, $k$ copies per token;
+# 2. the experts run on the tokens they received;
+# 3. **combine**: the results travel back to the tokens' home GPUs: a second all-to-all of the same size.
+#
+# The backward pass runs both in reverse (the gradient of a dispatch is a combine), so per MoE layer and
+# micro-batch there are **2 all-to-alls forward and 2 backward**, 6 with full recomputation. One rank's send
+# buffer holds
+#
+# $$\text{bytes} = \frac{s\,b}{t}\;k\;h \times 2 \qquad (\text{16-bit, } t = \text{TP degree}),$$
+#
+# and in an all-to-all each rank keeps $1/\text{EP}$ of it and sends the rest, $\frac{\text{EP}-1}{\text{EP}}$ of
+# the buffer (nccl-tests' busbw factor, the same as an all-gather's).
+
+# %%
+mix = parallel.estimate("mixtral-8x7b", "dgx-h100", gpus=64, ep=8, global_batch=256, seq_len=4096,
+                        recompute="selective", zero=1)
+(a2a,) = [t for t in mix.traffic if t.kind == "expert parallel all-to-all"]
+print(mix.layout, "|", a2a.calls_per_step, "all-to-alls per step of", units.format_bytes(a2a.bytes_per_call),
+      "over", a2a.link)
+print("= 4 per MoE layer x 32 layers x", mix.micro_batches, "micro-batches")
+
+# %% [markdown]
+# ## 3. Which link carries it
+#
+# Megatron-style rank order puts the EP group on consecutive ranks of the data-parallel dimension. With
+# TP = 1 and EP ≤ 8 the group is one DGX node: the all-to-all runs on NVLink (NVSwitch lets every pair talk at
+# full rate at once). With EP = 64 the group spans 8 nodes: of each rank's buffer, the $\frac{7}{64}$ for its
+# node-mates goes over NVLink and the $\frac{56}{64}$ for the other nodes over the network, all at once. The
+# network share bounds it:
+#
+# $$t \approx \max\!\Big(\frac{\text{EP}-k}{\text{EP}}\frac{n}{B_{\text{NIC per GPU}}},\;\frac{k-1}{\text{EP}}\frac{n}{B_{\text{NVLink}}}\Big)$$
+#
+# with $k$ group members per node. This assumes every GPU's traffic leaves through its own NIC evenly: a
+# message for GPU 5 of another node is first moved over NVLink to the local GPU on rail 5 (NCCL's **PXN**,
+# DeepEP's NVLink forwarding), so it crosses the network on one rail and one leaf switch.
+
+# %%
+for ep in (8, 16, 32, 64):
+    t, link = parallel.all_to_all_time("dgx-h100", 470e6, ep, 1)
+    print(f"EP {ep:>2}: {units.format_time(t):>9} for 470 MB per rank over {link.name}; "
+          f"bottleneck {units.format_bandwidth(parallel.all_to_all_bottleneck_bandwidth('dgx-h100', 470e6, ep))}")
+
+# %% [markdown]
+# Leaving the node costs about 8 times: NVLink 4 gives each H100 450 GB/s per direction (spec), a 400 Gb/s
+# NIC 50 GB/s. DeepEP measured exactly this shape on H800s (NVLink cut to 200 GB/s per direction): about
+# 155 GB/s through NVLink inside a node, 43-58 GB/s through the NIC across nodes. The course's model next to
+# those numbers (section 7 has the whole table):
+
+# %%
+for r in parallel.modern_validation_table():
+    if r["group"] == "a2a-bandwidth":
+        print(f"{r['config']:<48} predicted {r['predicted']:6.1f} GB/s, DeepEP {r['measured']:6.1f} GB/s "
+              f"({r['split']}, p/m {r['ratio']:.2f})")
+
+# %% [markdown]
+# ## 4. Imbalance and the capacity factor
+#
+# The router does not share tokens evenly. Every rank waits for the **busiest** one, in the all-to-all (it
+# receives the most) and in the expert compute. With **dropless** routing the busiest rank gets
+# `moe_imbalance` times the mean (auxiliary losses and DeepSeek's bias-based balancing keep it near 1). With
+# a **capacity factor** $c$, each expert takes at most $c$ times its fair share, drops the rest and pads
+# short buffers: the work is always $c$ times the mean, and tokens may be lost. The model multiplies both the
+# all-to-all bytes and the routed experts' FLOPs by that factor.
+
+# %%
+for imb in (1.0, 1.25, 1.5, 2.0):
+    e = parallel.estimate("mixtral-8x7b", "dgx-h100", gpus=64, ep=8, global_batch=256, seq_len=4096,
+                          recompute="selective", zero=1, moe_imbalance=imb)
+    print(f"imbalance {imb:4}: step {units.format_time(e.step_time_s)}, all-to-all exposed "
+          f"{units.format_time(e.ep_exposed_s)}, MFU {100 * e.mfu:.1f}%")
+
+# %% [markdown]
+# ## 5. Explorer: experts, top-k, EP
+#
+# Per MoE layer and micro-batch (DeepSeek-V3's shapes on DGX H100 nodes): the dispatch all-to-all (green
+# inside a node, orange across nodes) beside the compute of the routed experts. More experts or a larger
+# top-k raise both; a larger EP degree cuts each GPU's expert memory but, past 8, moves most of the buffer
+# onto the network.
+
+# %%
+moe.expert_parallel_explorer()
+
+# %% [markdown]
+# ## 6. Hiding the all-to-all, and the planner
+#
+# Exposed, DeepSeek-V3's all-to-alls across 8 nodes would cost as much as its compute. DeepSeek's
+# **DualPipe** schedule runs one micro-batch's all-to-alls while another micro-batch computes (and DeepEP
+# does the transfers on a few SMs of their own). `ep_overlap=True` models that: per MoE layer only the part of
+# the all-to-alls longer than one layer's compute shows.
+
+# %%
+kw = dict(gpus=2048, tp=1, pp=16, ep=64, zero=1, global_batch=15360, recompute="full")
+for overlap in (False, True):
+    e = parallel.estimate("deepseek-v3", "dgx-h100", ep_overlap=overlap, **kw)
+    print(f"ep_overlap={overlap!s:<5}: {e.layout}, step {units.format_time(e.step_time_s)}, "
+          f"all-to-all exposed {units.format_time(e.ep_exposed_s)}, {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
+          f"MFU {100 * e.mfu:.1f}%")
+
+# %% [markdown]
+# The planner searches EP beside TP, PP and DP (and ZeRO). For Mixtral on 64 H100s it keeps EP inside the
+# node; ask it yourself with `python -m course_lib plan --model mixtral-8x7b --system dgx-h100 --gpus 64
+# --global-batch 256 --seq-len 4096`.
+
+# %%
+p = parallel.plan("mixtral-8x7b", "dgx-h100", gpus=64, global_batch=256, seq_len=4096)
+print(p.summary(top=5))
+
+# %% [markdown]
+# ## 7. Where the model stops being true
+#
+# The cases below come with a **fit/test split**: in each group the *fit* cases set one scale (the geometric
+# mean of predicted/measured), the *test* cases only get compared. DeepSeek-V3's throughput (1,543 tokens/s
+# per GPU, from 180K H800 GPU-hours per trillion tokens) comes out within a few percent with the all-to-alls
+# hidden, but for partly wrong reasons: the model counts BF16 matmuls where DeepSeek used FP8, sends $k$
+# copies of each token across the network where DeepEP sends one per destination node (at most 4 by
+# DeepSeek's node-limited routing), and ignores the SMs the communication kernels take from compute.
+
+# %%
+print(parallel.modern_validation_summary())
+
+# %% [markdown]
+# ## 8. Lab: write an all-to-all
+#
+# gloo has `all_to_all_single`; write your own from point-to-point sends and compare. Pairwise exchange:
+# copy your own chunk, then for $s = 1 \dots p-1$ send chunk $(r+s) \bmod p$ to rank $(r+s) \bmod p$ while
+# receiving chunk $(r-s) \bmod p$ from rank $(r-s) \bmod p$. Post the receive and the send together
+# (`dist.irecv`, `dist.isend`) and wait on both, or two ranks that both send first will wait forever on
+# large messages.
+#
+# **Exercise 10.7** (3 points). Complete `my_all_to_all(output, input, rank, world_size)`: `input` and
+# `output` are 1-D tensors of `world_size` equal chunks; on exit chunk $j$ of `output` must hold chunk `rank`
+# of rank $j$'s `input`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-7-answer", "locked": false, "schema_version": 3, "solution": true}
+import torch.distributed as dist
+
+
+def my_all_to_all(output, input, rank, world_size):
+    ### BEGIN SOLUTION
+    c = input.numel() // world_size
+    output[rank * c:(rank + 1) * c].copy_(input[rank * c:(rank + 1) * c])
+    for step in range(1, world_size):
+        dst, src = (rank + step) % world_size, (rank - step) % world_size
+        works = [dist.irecv(output[src * c:(src + 1) * c], src), dist.isend(input[dst * c:(dst + 1) * c], dst)]
+        for w in works:
+            w.wait()
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-7-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+checks.check("10.7", my_all_to_all)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.7", my_all_to_all)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now measure the course's pairwise exchange beside gloo's `all_to_all_single` on 2 local ranks (the same
+# table as `python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise`). On a
+# laptop both move bytes through memory; what differs is how many messages and how many waits each makes.
+
+# %%
+result = bench_all_to_all.sweep(sizes=("64K", "1M", "16M"), ranks=(2,), iters=3)
+print(result)
+
+# %% [markdown]
+# ## Check your understanding
+# 1. DeepSeek-V3 has 256 routed experts and 1 shared expert per MoE layer; each token uses 8 routed experts.
+#    Why does its training cost resemble a 38B dense model's and not a 672B one's?
+#
+# <details><summary>Answer</summary>
+#
+# FLOPs per token follow the weights a token multiplies: attention, the shared expert and 8 of 256 routed
+# experts, about 38B parameters. The other 248 experts per layer are stored (and take memory and optimizer
+# states) but do no work for that token.
+# </details>
+#
+# 2. Doubling top-k from 2 to 4 at fixed expert size: what happens to the all-to-all bytes and the expert
+#    compute?
+#
+# <details><summary>Answer</summary>
+#
+# Both double: each token is sent to (and computed by) twice as many experts. The ratio of all-to-all time to
+# expert compute stays the same; the attention's share of the step shrinks.
+# </details>
+#
+# 3. Why is EP 16 across two DGX H100 nodes so much slower per byte than EP 8 inside one?
+#
+# <details><summary>Answer</summary>
+#
+# Half of every rank's buffer now crosses the network through that GPU's share of the NICs (50 GB/s per
+# direction for a 400 Gb/s NIC) instead of NVLink (450 GB/s spec): the network half takes about 8 times
+# longer than the whole buffer did on NVLink.
+# </details>
+#
+# ## Graded exercises
+# Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
+# specific hint, or says *not answered yet*; it never shows the answer.
+#
+# **Exercise 10.1** (1 point). Mixtral 8x7B (hidden size 4,096, top-2) trains on sequences of 4,096 tokens,
+# micro-batch 1, TP 1, BF16. How many **bytes** does one rank's **dispatch** all-to-all send buffer hold?
+# Store it in `dispatch_bytes`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-1-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+dispatch_bytes = 4096 * 1 * 2 * 4096 * 2
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("10.1", dispatch_bytes)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.1", dispatch_bytes)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 10.2** (2 points). Predict before you compute: Mixtral 8x7B (32 MoE layers) with EP 8, 4
+# micro-batches per step, **selective** recomputation (no layer is recomputed whole). How many all-to-alls does
+# one GPU take part in per step? Store it in `a2a_per_step`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-2-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+a2a_per_step = 4 * 32 * 4
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("10.2", a2a_per_step)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.2", a2a_per_step)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 10.3** (1 point). EP 64 over 8 DGX H100 nodes (8 GPUs each, TP 1, consecutive ranks). What
+# **fraction** of each rank's dispatch buffer crosses the network? Store it in `off_node_fraction`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-3-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+off_node_fraction = (64 - 8) / 64
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("10.3", off_node_fraction)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.3", off_node_fraction)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 10.4** (1 point). For that EP 64 all-to-all, which link sets its time? Store the letter in
+# `a2a_bottleneck`.
+#
+# - **A.** NVLink: every message starts and ends on a GPU's NVLink port.
+# - **B.** Each GPU's share of the node's InfiniBand NICs.
+# - **C.** PCIe between the GPU and the CPU.
+# - **D.** The spine switches of the fat tree.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-4-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+a2a_bottleneck = "B"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+checks.check("10.4", a2a_bottleneck)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 10.5** (2 points). Design: Mixtral 8x7B on 64 H100s (8 DGX nodes), sequences of 4,096 tokens,
+# batch 256, ZeRO-1. Which layout trains fastest? Reason it out, then you may check with `parallel.estimate`
+# or the planner. Store the letter in `mixtral_layout`.
+#
+# - **A.** EP 8 on the 8 GPUs of each node (TP 1).
+# - **B.** EP 8 with one GPU per node (TP 8, so the EP group is strided across nodes).
+# - **C.** No expert parallelism (EP 1), TP 1: every GPU holds all 8 experts.
+# - **D.** EP 2 with TP 4.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-5-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+mixtral_layout = "A"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("10.5", mixtral_layout)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.5", mixtral_layout)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 10.6** (2 points). Diagnose: a DeepSeek-style run measures its all-to-alls **and** its expert
+# GEMMs both about 1.5 times longer than the model predicts, while attention and the data-parallel
+# reduce-scatter match the model. What is the most likely cause? Store the letter in `moe_diagnosis`.
+#
+# - **A.** The router sends the busiest GPU about 1.5 times the mean number of tokens (load imbalance).
+# - **B.** One InfiniBand NIC per node is down.
+# - **C.** NVLink runs at half speed.
+# - **D.** The learning rate is too high.
+
+# %% nbgrader={"grade": false, "grade_id": "ex10-6-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+moe_diagnosis = "A"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("10.6", moe_diagnosis)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("10.6", moe_diagnosis)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Score yourself
+# `checks.check_all(globals(), chapter="10")` scores every exercise of the notebook without showing any answer.
+
+# %%
+_ = checks.check_all(globals(), chapter="10")
+
+# %% [markdown]
+# ## Takeaways
+# - An MoE layer stores $E$ experts but each token uses $k$ (plus shared experts): parameters follow $E$,
+#   FLOPs follow $k$. Mixtral: 47B stored, 13B active; DeepSeek-V3: 671B and 37B.
+# - Expert parallelism costs **2 all-to-alls forward and 2 backward** per MoE layer and micro-batch, each of
+#   $\frac{s b}{t} k h \times 2$ bytes per rank, of which $\frac{\text{EP}-1}{\text{EP}}$ leaves the GPU.
+# - Inside an NVLink domain the all-to-all is cheap; across nodes $\frac{\text{EP}-k}{\text{EP}}$ of it rides
+#   each GPU's NIC share, about 8 times slower on DGX H100. PXN-style forwarding keeps it on the rails.
+# - The busiest rank sets the pace: imbalance (or the capacity factor) multiplies both all-to-all and
+#   expert compute.
+# - At DeepSeek-V3's scale the all-to-alls are as long as the compute; only overlap (DualPipe) makes EP 64
+#   across nodes pay.
+#
+# ## Further reading
+# - Jiang et al. 2024, *Mixtral of Experts*: https://arxiv.org/abs/2401.04088
+# - DeepSeek-AI 2024, *DeepSeek-V3 Technical Report* (DualPipe, node-limited routing, EP 64):
+#   https://arxiv.org/abs/2412.19437
+# - DeepEP (dispatch and combine kernels, measured bandwidths): https://github.com/deepseek-ai/DeepEP
+# - Lepikhin et al. 2020, *GShard* (top-2 routing, capacity factor): https://arxiv.org/abs/2006.16668
+# - Fedus et al. 2021, *Switch Transformers* (top-1, capacity factor): https://arxiv.org/abs/2101.03961
+# - The course's model: `help(parallel.estimate)` (`ep`, `moe_imbalance`, `ep_overlap`),
+#   `python -m course_lib plan --validate-modern`.

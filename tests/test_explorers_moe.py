@@ -1,0 +1,47 @@
+"""Chapter 10 / chapter 07 explorers: expert-parallel and context-parallel numbers, readouts and the live widgets."""
+import matplotlib
+
+matplotlib.use("Agg")
+import pytest  # noqa: E402
+
+from course_lib import parallel  # noqa: E402
+from course_lib.explorers import moe  # noqa: E402
+
+
+def test_ep_layer_costs_follow_the_link():
+    rows = {r["ep"]: r for r in moe.ep_scan("deepseek-v3", "dgx-h100")}
+    assert rows[1]["a2a_s"] == 0 and not rows[8]["crosses_nodes"] and rows[16]["crosses_nodes"]
+    assert rows[64]["off_node_share"] == pytest.approx(56 / 64)
+    assert rows[64]["a2a_s"] > 5 * rows[8]["a2a_s"]                  # the NIC share is ~8x below NVLink
+    assert rows[8]["expert_state_bytes_per_layer"] == pytest.approx(8 * rows[64]["expert_state_bytes_per_layer"])
+    m = parallel.model("deepseek-v3")
+    assert rows[8]["bytes"] == pytest.approx(4096 * 8 * 7168 * 2)
+    skew = moe.ep_layer_costs("deepseek-v3", ep=8, imbalance=1.5)
+    assert skew["compute_s"] == pytest.approx(1.5 * rows[8]["compute_s"]) and m.top_k == 8
+
+
+def test_moe_variant_and_errors():
+    v = moe.moe_variant("mixtral-8x7b", experts=16, top_k=4)
+    assert v.experts == 16 and v.top_k == 4 and v.params > parallel.model("mixtral-8x7b").params
+    with pytest.raises(ValueError, match="base"):
+        moe.moe_variant("llama3-8b")
+    with pytest.raises(ValueError, match="top_k"):
+        moe.moe_variant("mixtral-8x7b", top_k=9)
+    assert "does not divide" in moe._ep_readout(8, 2, 16, 1.0, base="mixtral-8x7b")
+
+
+def test_cp_scan_and_readout():
+    rows = {r["cp"]: r for r in moe.cp_scan("llama3-8b", "dgx-h100", seq_len=131072)}
+    assert rows[8]["hidden"] and not rows[64]["hidden"]
+    assert rows[2]["activation_bytes"] == pytest.approx(2 * rows[4]["activation_bytes"])
+    assert "EXPOSED" in moe._cp_readout("llama3-8b", 8192, 16) and "hidden" in moe._cp_readout("llama3-8b", 131072, 8)
+
+
+def test_explorers_build_and_react():
+    ep = moe.expert_parallel_explorer()
+    before = ep.readout
+    ep.controls["ep"].value = 64
+    assert ep.readout != before and "leaves the node" in ep.readout
+    cp = moe.context_parallel_explorer()
+    cp.controls["cp"].value = 64
+    assert "EXPOSED" in cp.readout

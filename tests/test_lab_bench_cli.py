@@ -1,0 +1,77 @@
+"""lab.bench's command line answers bad input with one line ``error: ...`` and status 2, and the
+memory check refuses runs the machine cannot hold before any rank starts."""
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from course_lib.lab import bench, memory  # noqa: E402
+from tests.test_lab_helpers import live_children  # noqa: E402
+
+BAD = [
+    (["--ranks", "0"], "ranks (--ranks)", "[1, 64]"),
+    (["--ranks", "2,x"], "ranks (--ranks)", "[1, 64]"),
+    (["-b", "1X"], "minbytes (-b)", "2G"),
+    (["-e", "5G"], "maxbytes (-e)", "2G"),
+    (["-b", "4M", "-e", "64K"], "maxbytes", ">= minbytes"),
+    (["--algorithms", "foo"], "algorithms (--algorithms)", "builtin, ring"),
+    (["-n", "0"], "iters (-n)", "[1, 10000]"),
+    (["-n", "x"], "-n/--iters", "int"),
+    (["-w", "-1"], "warmup (-w)", "[0, 1000]"),
+    (["-f", "1"], "stepfactor (-f)", "(1, 1024]"),
+    (["--pipeline", "99"], "pipeline (--pipeline)", "[1, 64]"),
+    (["--timeout", "0"], "timeout (--timeout)", "(0, 3600]"),
+    (["-d", "int8"], "-d/--dtype", "float32"),
+    (["--bogus"], "unrecognized", "--bogus"),
+    (["--ranks", "64", "-b", "2G", "-e", "2G"], "64 ranks", "available"),
+]
+
+
+@pytest.mark.parametrize("argv, name, allowed", BAD)
+def test_bad_argument_is_one_line_and_status_2(argv, name, allowed, capsys):
+    assert bench.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert name in lines[0] and allowed in lines[0]
+    assert live_children() == []  # refused before any rank started
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_nccl_without_a_gpu_is_refused(capsys):
+    assert bench.main(["--backend", "nccl"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: backend (--backend) nccl needs CUDA GPUs and this "
+                                               "machine has none; use gloo or auto")
+
+
+def test_the_command_line_itself_prints_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "course_lib.lab.bench", "-b", "4M", "-e", "64K"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: maxbytes (-e) must be >= minbytes (4 MiB) and <= 2G; "
+                                                "got 64 KiB"]
+
+
+def test_memory_figures():
+    assert memory.bench_bytes(2**30, 2) == 2 * (memory.BENCH_FACTOR * 2**30 + memory.RANK_OVERHEAD_BYTES)
+    assert memory.ddp_bytes(1000, 0, 1) == memory.DDP_PARAM_FACTOR * 4000 + memory.DDP_OVERHEAD_BYTES
+    free = memory.available_bytes()
+    assert free is None or free > 0
+    with pytest.raises(ValueError, match="ranks"):
+        memory.bench_bytes(1, 0)
+
+
+def test_check_names_the_figure_and_what_is_available():
+    memory.check(1e9, "x", "y", available=2e9)  # fits: nothing happens
+    with pytest.raises(ValueError, match=r"^a run needs about 3 GB of memory and only 2 GB is available; lower it$"):
+        memory.check(3e9, "a run", "lower it", available=2e9)
+
+
+def test_sweep_refuses_before_starting_ranks(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1e9)
+    with pytest.raises(ValueError, match=r"a 64 MiB message on 4 ranks .* needs about 2.01 GB .* only 1 GB"):
+        bench.sweep(sizes=["64M"], ranks=(2, 4))
+    assert live_children() == []
