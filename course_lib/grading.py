@@ -72,7 +72,7 @@ def _rtx4090_ports_per_node() -> int:
     box = _rtx4090_box()
     one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
     return next(k for k in range(1, 65)
-                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25),
+                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
                                      nodes=4).busbw[0] >= 0.75 * one_box)
 
 
