@@ -56,12 +56,18 @@ def scan_table(scan_id=None) -> list[dict]:
     return rows
 
 
+def _check_rows(rows) -> list:
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "predicted_rel" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of tp_scans.scan_table(); got {rows!r}"[:200])
+    return list(rows)
+
+
 def fall(rows, scan_id, tp_from=8, tp_to=16) -> dict:
     """Measured and predicted fall of throughput per GPU from ``tp_from`` to ``tp_to`` in one scan (1 - ratio).
 
     Returns {measured, predicted, factor}: factor = predicted fall / measured fall (1 = the same fall).
     """
-    pick = {r["tp"]: r for r in rows if r["scan"] == scan_id}
+    pick = {r["tp"]: r for r in _check_rows(rows) if r["scan"] == scan_id}
     if not pick:
         raise ValueError(f"scan_id must be a scan in rows ({sorted({r['scan'] for r in rows})}); got {scan_id!r}")
     for name, t in (("tp_from", tp_from), ("tp_to", tp_to)):
@@ -74,7 +80,7 @@ def fall(rows, scan_id, tp_from=8, tp_to=16) -> dict:
 
 def scan_summary(rows=None) -> str:
     """The TP-scan validation as text: one line per point, then the TP 8 -> 16 and 8 -> 32 falls per scan."""
-    rows = scan_table() if rows is None else rows
+    rows = scan_table() if rows is None else _check_rows(rows)
     lines = [f"{'scan':<14} {'split':<5} {'TP':>3} {'mb':>4} {'nodes':<6} {'measured':>9} {'model':>9} "
              f"{'meas/anchor':>11} {'model/anchor':>12} {'ratio':>6} {'TP share':>8}"]
     for r in rows:
