@@ -5,8 +5,6 @@ planner and also prints the best layouts. --json prints the result as JSON (SI u
 """
 from __future__ import annotations
 
-import json
-
 from . import cli, parallel, systemfile, tp_scans
 
 
@@ -16,15 +14,15 @@ def _run(args) -> int:
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
     if args.validate_tp:
         rows = tp_scans.scan_table()
-        print(json.dumps(rows, indent=2) if args.json else tp_scans.scan_summary(rows))
+        print(cli.dumps(rows) if args.json else tp_scans.scan_summary(rows))
         return 0
     if args.validate_modern:
         rows = parallel.modern_validation_table()
-        print(json.dumps(rows, indent=2) if args.json else parallel.modern_validation_summary(rows))
+        print(cli.dumps(rows) if args.json else parallel.modern_validation_summary(rows))
         return 0
     if args.validate:
         rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
-        print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
+        print(cli.dumps(rows) if args.json else parallel.validation_summary(rows))
         return 0
     out = {}
     modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
@@ -55,7 +53,7 @@ def _run(args) -> int:
                 print()
             print(result.summary(top=args.top))
     if args.json:
-        print(json.dumps(out, indent=2, default=str))
+        print(cli.dumps(out, default=str))
     return 0
 
 
@@ -96,7 +94,7 @@ def register(subparsers) -> None:
     p.add_argument("--validate-modern", action="store_true",
                    help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_check_and_run, flags={"model_id": "model"})
+    p.set_defaults(func=_check_and_run, flags={"model_id": "model", "system_id": "system"})
 
 
 def _check_and_run(args) -> int:

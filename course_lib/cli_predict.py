@@ -7,7 +7,6 @@ prints measured vs predicted per size, with the ratio predicted/measured.
 """
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -20,19 +19,24 @@ TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int3
 MAX_ROWS = 10_000  # a sweep's rows: nccl-tests' own sweeps have a few dozen
 
 
-def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> int:
-    """Rows of the sweep ``sweep`` would return, counted without building it (ValueError on bad input)."""
+def sweep_rows(min_bytes, max_bytes, factor=2.0, step=None) -> float:
+    """Rows of the sweep ``sweep`` would return, counted without building it (ValueError on bad input).
+
+    A float: ``inf`` where the count overflows (a subnormal step or min_bytes).
+    """
     lo = units.parse_size(min_bytes, name="min_bytes")
     hi = units.parse_size(max_bytes, name="max_bytes")
     if hi < lo:
         raise ValueError(f"max_bytes must be >= min_bytes ({lo:.0f} bytes), got {hi:.0f}")
     if step is not None:
         step = validate.positive("step", units.parse_size(step, name="step"))
-        return int((hi - lo) // step) + 1
+        with np.errstate(over="ignore"):
+            return float(np.floor((hi - lo) / step)) + 1
     factor = validate.number("factor", factor, low=1.0, low_inclusive=False)
     if lo <= 0:
         raise ValueError(f"min_bytes must be > 0 with a growth factor, got {lo:g}")
-    return int(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
+    with np.errstate(over="ignore", divide="ignore"):
+        return float(np.floor(np.log(hi / lo) / np.log(factor) + 1e-9)) + 1
 
 
 def sweep(min_bytes, max_bytes, factor=2.0, step=None, max_rows: int = MAX_ROWS) -> np.ndarray:
@@ -51,8 +55,8 @@ def sweep(min_bytes, max_bytes, factor=2.0, step=None, max_rows: int = MAX_ROWS)
                          f"rows are allowed: use a larger {param} or a narrower min_bytes..max_bytes range")
     if step is not None:
         step = units.parse_size(step, name="step")
-        return lo + step * np.arange(rows, dtype=float)
-    return np.floor(lo * float(factor) ** np.arange(rows))
+        return lo + step * np.arange(int(rows), dtype=float)
+    return np.floor(lo * float(factor) ** np.arange(int(rows)))
 
 
 def _count(coll, nbytes, ranks, dtype):
@@ -106,7 +110,7 @@ def _predict(args) -> int:
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
     if args.json:
-        print(json.dumps(_to_json(pred), indent=2))
+        print(cli.dumps(_to_json(pred)))
     else:
         print(format_table(pred, args.datatype))
     return 0
@@ -172,7 +176,11 @@ def _finite(value):
 
 def _compare(args) -> int:
     text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
-    parsed = parse_nccl_tests(text)
+    try:
+        parsed = parse_nccl_tests(text)
+    except ValueError:
+        raise ValueError(f"file {args.file!r} has no nccl-tests result rows (lines starting with size and count); "
+                         "pass the text that an nccl-tests run printed") from None
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
@@ -193,8 +201,8 @@ def _compare(args) -> int:
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
                     "algorithm": str(al)})
     if args.json:
-        print(json.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
-                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}, indent=2, allow_nan=False))
+        print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
+                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
           "ratio = predicted / measured busbw; n/a: not in the file")
@@ -226,9 +234,9 @@ def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
     if args.json:
-        print(json.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
-                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
-                          "goals": costmodel.validation_goals(rows)},
+        print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
+                         "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
+                         "goals": costmodel.validation_goals(rows)},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")

@@ -16,9 +16,10 @@ from functools import lru_cache
 from . import datafiles, units, validate
 
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
-# How a system's NICs carry NCCL traffic (the ids of data/fabrics.json): InfiniBand verbs, RDMA over
-# Converged Ethernet, AWS Elastic Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets.
-FABRICS = ("infiniband", "roce", "efa", "slingshot", "ethernet_tcp")
+# How a system's NICs carry NCCL traffic: InfiniBand verbs, RDMA over Converged Ethernet, AWS Elastic
+# Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets. The ids and their numbers live in
+# data/fabrics.json (the cost model reads them there too).
+FABRICS = tuple(datafiles.load("fabrics.json")["fabrics"])
 
 
 @lru_cache(maxsize=1)
@@ -256,10 +257,15 @@ class System:
 
 
 def default_fabric(family: str) -> str:
-    """The fabric a NIC family is taken to run when a system names none: InfiniBand -> ``infiniband``,
-    Ethernet -> ``roce`` (what the cost model's Ethernet efficiency was measured on)."""
-    family = validate.choice("family", family, ("infiniband", "ethernet"))
-    return "infiniband" if family == "infiniband" else "roce"
+    """The fabric a NIC family is taken to run when a system names none (``default_for_nic_family`` of
+    data/fabrics.json: InfiniBand -> ``infiniband``, Ethernet -> ``roce``)."""
+    defaults = _fabric_defaults()
+    return defaults[validate.choice("family", family, defaults)]
+
+
+@lru_cache(maxsize=1)
+def _fabric_defaults() -> dict:
+    return datafiles.load("fabrics.json")["default_for_nic_family"]
 
 
 def system_ids() -> list[str]:
