@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/explorer_redraw.py [--repeat N]
 
-Every explorer the chapters show is built at its defaults inside an IPython shell whose display
+Every explorer in course_lib/explorers (each ``*_explorer`` function) is built at its defaults inside an IPython shell whose display
 formatter renders matplotlib figures to PNG (as a notebook kernel's inline backend does), so the
 time of an event includes the image, whichever way the explorer shell produces it. Wall time is
 what a learner waits; CPU time (this process) is shown too, as the machine may be shared. One event = the
@@ -26,13 +26,21 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# Every explorer the chapters show: (module in course_lib.explorers, builder function).
-EXPLORERS = [
-    ("gradients", "gradient_exchange_explorer"), ("pcie", "pcie_explorer"), ("pcie", "offload_explorer"),
-    ("nvlink", "mesh_explorer"), ("nvswitch", "fabric_explorer"), ("collectives", "ring_explorer"),
-    ("collectives", "cost_explorer"), ("infiniband", "cliff_explorer"), ("data_parallel", "dp_scaling_explorer"),
-    ("model_parallel", "layout_explorer"), ("model_parallel", "schedule_explorer"), ("planner", "planner_explorer"),
-]
+def explorers() -> list[tuple[str, str]]:
+    """Every explorer in course_lib/explorers: (module, builder), a builder being a function named *_explorer."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import course_lib.explorers as package
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        mod = importlib.import_module(f"course_lib.explorers.{info.name}")
+        found += [(info.name, name) for name, fn in inspect.getmembers(mod, inspect.isfunction)
+                  if name.endswith("_explorer") and fn.__module__ == mod.__name__]
+    return found
+
+
 GOAL_MS = 100.0
 
 
@@ -100,7 +108,7 @@ def main(argv=None) -> int:
         print(f"error: --repeat must be >= 1; got {args.repeat}", file=sys.stderr)
         return 2
     _shell()
-    rows = [time_explorer(m, f, args.repeat) for m, f in EXPLORERS]
+    rows = [time_explorer(m, f, args.repeat) for m, f in explorers()]
     width = max(len(r["explorer"]) for r in rows)
     print(f"{'explorer':<{width}}  {'median ms':>9}  {'min ms':>7}  {'max ms':>7}  {'CPU ms':>7}  {'<=100 ms':>8}  slider moved")
     for r in rows:

@@ -74,7 +74,9 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
 
     nb = nbformat.read(path, as_version=4)
     try:
-        ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(
+        # No widget state: each explorer's output then renders as its static view (plot and readout)
+        # rather than as a widget that needs a kernel or a CDN.
+        ExecutePreprocessor(timeout=timeout, kernel_name="python3", store_widget_state=False).preprocess(
             nb, {"metadata": {"path": str(path.parent)}})
     except CellTimeoutError:
         raise ExportError(f"{path.name}: a cell ran past the {timeout} s limit (--timeout)") from None

@@ -114,6 +114,26 @@ def _all_axes(axes) -> list:
     return list(axes) if isinstance(axes, (list, tuple)) else [axes]
 
 
+def grow_to_fit(fig, pad_in=0.05) -> None:
+    """Grow the figure (Axes keep their size and place in inches) until every artist is inside it.
+
+    A notebook's inline backend crops each image to its artists (``bbox_inches="tight"``); the shell
+    renders the canvas as it is, so a legend placed below its Axes would be cut off. Done once.
+    """
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
+    w, h = fig.get_size_inches()
+    left, bottom = max(0.0, -bbox.x0) + pad_in, max(0.0, -bbox.y0) + pad_in
+    right, top = max(0.0, bbox.x1 - w) + pad_in, max(0.0, bbox.y1 - h) + pad_in
+    if max(left, bottom, right, top) <= 2 * pad_in:
+        return
+    new_w, new_h = w + left + right, h + bottom + top
+    for ax in fig.axes:
+        p = ax.get_position()
+        ax.set_position([(p.x0 * w + left) / new_w, (p.y0 * h + bottom) / new_h, p.width * w / new_w,
+                         p.height * h / new_h])
+    fig.set_size_inches(new_w, new_h)
+
+
 def lighten(axes) -> None:
     """No minor ticks on log axes: their tick objects and labels cost more to draw than the data."""
     from matplotlib.ticker import NullLocator
@@ -147,9 +167,16 @@ def clear_artists(ax) -> None:
 
 
 def png(fig) -> bytes:
-    """The figure as PNG bytes (fast zlib level: the image changes on every event)."""
+    """The figure as PNG bytes: one Agg draw, encoded at a fast zlib level (the image changes on every event)."""
+    import numpy as np
+    from PIL import Image
+
+    import matplotlib
+
+    with matplotlib.rc_context({"text.hinting": "no_hinting"}):  # glyphs without hinting: ~15% faster, as legible
+        fig.canvas.draw()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -187,13 +214,18 @@ class Explorer:
     def _first_draw(self):
         import warnings
 
+        from matplotlib.layout_engine import TightLayoutEngine
+
         values = self.values()
         result = self._draw(self.axes, **values)
         self._updater = result if callable(result) else None
         lighten(self.axes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tight_layout's "not compatible" warning on odd mosaics
-            self.figure.tight_layout()        # once: every later event keeps this layout
+            # Once: every later event keeps this layout. Executed directly, as fig.tight_layout() would
+            # leave a layout engine on the figure, and a figure with one is drawn twice per image.
+            TightLayoutEngine().execute(self.figure)
+        grow_to_fit(self.figure)
         self._show(values)
 
     def _redraw(self, values):

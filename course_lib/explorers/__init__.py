@@ -1,1 +1,6 @@
-"""Chapter explorers, one module per idea; each shows a static plot then live sliders."""
+"""Chapter explorers, one module per idea: the chapter's model functions and its live explorers.
+
+Each explorer is built by :func:`course_lib.widgets.explorer` (one output: the live widget, with a
+static view for exported HTML and GitHub); drawing lives in :mod:`course_lib.views` where a chapter's
+views have been split out (chapters 01, 04 and 07), so a view draws a model result and computes nothing.
+"""

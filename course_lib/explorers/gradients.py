@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import costmodel, hardware, units, validate
+from .. import costmodel, hardware, style, units, validate
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 # Reference links drawn on the plot: per-GPU bandwidth per direction from the catalog.
@@ -33,22 +33,53 @@ def exchange_time(parameters, gpus, link_bytes_per_s, bytes_per_value=2, latency
     return costmodel.collective_time("all_reduce", nbytes, gpus, link, latency, algorithm="ring")
 
 
+SPEEDS_GB_S = np.logspace(0, np.log10(2000), 200)  # the curve's x axis, GB/s per direction
+
+
+def exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes) -> dict:
+    """The explorer's model result: step time over ``SPEEDS_GB_S``, at each reference link and at yours."""
+    p = parameters_b * 1e9
+    refs = [(name, bandwidth() / units.GB) for name, bandwidth in REFERENCE_LINKS]
+    return {"speeds_gb_s": SPEEDS_GB_S,
+            "times_s": np.array([exchange_time(p, gpus, s * units.GB, dtype_bytes) for s in SPEEDS_GB_S]),
+            "references": [(name, gb_s, exchange_time(p, gpus, gb_s * units.GB, dtype_bytes)) for name, gb_s in refs],
+            "chosen_s": exchange_time(p, gpus, link_gb_s * units.GB, dtype_bytes),
+            "gradient_bytes": gradient_bytes(p, dtype_bytes), "gpus": gpus, "link_gb_s": link_gb_s}
+
+
+def _labels(c):
+    return (f"ring all-reduce, {c['gpus']} GPUs", f"your link: {units.format_time(c['chosen_s'])}",
+            f"Exchanging {units.format_bytes(c['gradient_bytes'])} of gradients")
+
+
 def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
-    speeds = np.logspace(0, np.log10(2000), 200) * units.GB
-    times = np.array([exchange_time(parameters_b * 1e9, gpus, s, dtype_bytes) for s in speeds])
-    ax.loglog(speeds / units.GB, times, color="tab:blue", label=f"ring all-reduce, {gpus} GPUs")
-    for name, bandwidth in REFERENCE_LINKS:
-        bw = bandwidth()
-        ax.plot(bw / units.GB, exchange_time(parameters_b * 1e9, gpus, bw, dtype_bytes), "o", color="tab:gray")
-        ax.annotate(name, (bw / units.GB, exchange_time(parameters_b * 1e9, gpus, bw, dtype_bytes)),
-                    textcoords="offset points", xytext=(4, 4), fontsize=8)
-    chosen = exchange_time(parameters_b * 1e9, gpus, link_gb_s * units.GB, dtype_bytes)
-    ax.plot(link_gb_s, chosen, "D", color="tab:red", label=f"your link: {units.format_time(chosen)}")
-    ax.set_xlabel("link bandwidth per GPU, GB/s per direction")
-    ax.set_ylabel("time per step, seconds")
-    ax.set_title(f"Exchanging {units.format_bytes(gradient_bytes(parameters_b * 1e9, dtype_bytes))} of gradients")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
+    """Draw once; returns the updater that moves the same artists for every later slider event."""
+    c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
+    curve_label, chosen_label, title = _labels(c)
+    (curve,) = ax.loglog(c["speeds_gb_s"], c["times_s"], color=style.colour("algorithm", "ring"), label=curve_label)
+    refs = ax.plot([r[1] for r in c["references"]], [r[2] for r in c["references"]], "o", color="tab:gray")[0]
+    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=8)
+             for name, gb_s, t in c["references"]]
+    (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color="tab:red", label=chosen_label)
+    style.decorate(ax, title=title, xlabel="link bandwidth per GPU, GB/s per direction",
+                   ylabel="time per step, seconds", fontsize=9)
+    legend = ax.legend(loc="upper right", fontsize=8)
+
+    def update(gpus, link_gb_s, parameters_b, dtype_bytes):
+        c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
+        curve.set_ydata(c["times_s"])
+        refs.set_ydata([r[2] for r in c["references"]])
+        for note, (_, gb_s, t) in zip(notes, c["references"]):
+            note.xy = (gb_s, t)
+        chosen.set_data([link_gb_s], [c["chosen_s"]])
+        curve_label, chosen_label, title = _labels(c)
+        for text, label in zip(legend.get_texts(), (curve_label, chosen_label)):
+            text.set_text(label)
+        ax.set_title(title, fontsize=10)
+        ax.relim()
+        ax.autoscale_view()
+
+    return update
 
 
 def _readout(gpus, link_gb_s, parameters_b, dtype_bytes):

@@ -131,6 +131,31 @@ def tp_scan(model_id="gpt3-175b", system="dgx-a100", pp=16, dp=8, micro_batches=
     return rows
 
 
+def tp_crossing_series(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192):
+    """Per system, the series ``plot_tp_crossing`` draws: TP comm/compute inside the node (NVLink) and beyond
+    it (all NICs carry the ring; one NIC share per GPU), and ``tp_scan``'s TFLOP/s per GPU."""
+    m = _model(model_id)
+    if not isinstance(systems, (list, tuple)) or not systems:
+        raise ValueError("systems must be a non-empty list of system ids")
+    eff = parallel.assumption("gpu_efficiency")
+    out = {}
+    for sid in systems:
+        sys_ = hardware.resolve_system(sid)
+        g, flops = sys_.gpus_per_node, sys_.gpu.bf16_flops * eff
+        nvl = parallel.group_link(sys_, 2, 1).bandwidth
+        inside = [t for t in (2, 4, 8, 16, 32, 64) if t <= g and m.heads % t == 0]
+        outside = [g] + [t for t in (16, 32, 64) if t > g and m.heads % t == 0]
+        all_nics = [parallel.group_link(sys_, t, 1).bandwidth if t > g else nvl for t in outside]
+        own = costmodel.fabric(sys_).net_bw_per_gpu
+        out[sys_.id] = {
+            "name": sys_.name.split("(")[0].strip(), "gpus_per_node": g, "inside": inside, "outside": outside,
+            "nvlink": [tp_comm_to_compute(m, t, nvl, flops) for t in inside],
+            "all_nics": [tp_comm_to_compute(m, t, bw, flops) for t, bw in zip(outside, all_nics)],
+            "own_share": [tp_comm_to_compute(m, t, nvl if t <= g else own, flops) for t in outside],
+            "scan": tp_scan(m, sys_, pp, dp, micro_batches, tps=[t for t in (1, 2, 4, 8, 16, 32, 64) if m.heads % t == 0])}
+    return out
+
+
 def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192):
     """Two panels: the comm/compute ratio of TP against its degree, and TFLOP/s per GPU from parallel.estimate.
 
@@ -139,52 +164,10 @@ def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=
     own share of the NICs. Right: ``tp_scan`` with PP, DP and micro-batches fixed.
     """
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-    m = _model(model_id)
-    if not isinstance(systems, (list, tuple)) or not systems:
-        raise ValueError("systems must be a non-empty list of system ids")
+    series = tp_crossing_series(model_id, systems, pp, dp, micro_batches)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
-    eff = parallel.assumption("gpu_efficiency")
-    for i, sid in enumerate(systems):
-        sys_ = hardware.resolve_system(sid)
-        c = colours[i % len(colours)]
-        g = sys_.gpus_per_node
-        flops = sys_.gpu.bf16_flops * eff
-        nvl = parallel.group_link(sys_, 2, 1).bandwidth
-        inside = [t for t in (2, 4, 8, 16, 32, 64) if t <= g and m.heads % t == 0]
-        outside = [g] + [t for t in (16, 32, 64) if t > g and m.heads % t == 0]
-        left.plot(inside, [tp_comm_to_compute(m, t, nvl, flops) for t in inside], "o-", color=c,
-                  label=f"{sys_.name.split('(')[0].strip()}: NVLink")
-        all_nics = [parallel.group_link(sys_, t, 1).bandwidth if t > g else nvl for t in outside]
-        left.plot(outside, [tp_comm_to_compute(m, t, bw, flops) for t, bw in zip(outside, all_nics)], "s--", color=c,
-                  label="  beyond the node, all NICs carry the ring (model)")
-        own = costmodel.fabric(sys_).net_bw_per_gpu
-        left.plot(outside, [tp_comm_to_compute(m, t, nvl if t <= g else own, flops) for t in outside], "^:", color=c,
-                  label="  beyond the node, one NIC share per GPU")
-        rows = tp_scan(m, sys_, pp, dp, micro_batches, tps=[t for t in (1, 2, 4, 8, 16, 32, 64) if m.heads % t == 0])
-        ts = [r["tp"] for r in rows]
-        right.plot(ts, [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
-        for r in rows:
-            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else "white", ms=7)
-        right.plot([], [], "o-", color=c, label=f"{sys_.id} (hollow: does not fit in memory)")
-        left.axvspan(g * 1.02, 80, color="0.9", zorder=0)
-        right.axvspan(g * 1.02, 80, color="0.9", zorder=0)
-    for a in (left, right):
-        a.set_xscale("log", base=2)
-        a.set_xlim(0.8, 80)
-        a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-        a.set_xlabel("tensor-parallel degree t (grey: beyond one 8-GPU node)")
-        a.grid(True, which="both", alpha=0.3)
-    left.set_yscale("log")
-    left.axhline(1.0, color="black", lw=0.8)
-    left.set_ylabel("TP communication / compute")
-    left.set_title(f"{m.name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
-    left.legend(fontsize=6.5, loc="upper left")
-    right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
-    right.set_title(f"TP x PP{pp} x DP{dp}, {micro_batches} micro-batches (GPUs = {pp * dp} x TP)", fontsize=9)
-    right.set_ylim(bottom=0)
-    right.legend(fontsize=7, loc="lower left")
+    views.draw_tp_crossing(left, right, series, _model(model_id).name,
+                           f"TP x PP{pp} x DP{dp}, {micro_batches} micro-batches (GPUs = {pp * dp} x TP)")
     fig.tight_layout()
     return fig
 

@@ -18,6 +18,7 @@ from html import escape
 import numpy as np
 
 from .. import datafiles, evidence, hardware, tables, topology, units, validate
+from ..views import pcie as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 LANES = hardware.PCIE_LANE_COUNTS
@@ -442,22 +443,7 @@ def plot_generations(ax=None, lanes=16):
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4))
-    rows = generation_table(lanes)
-    gens = np.array([r["generation"] for r in rows])
-    per = np.array([r[f"x{lanes}_gb_s_per_direction"] for r in rows])
-    ax.bar(gens - 0.2, per, width=0.4, color="tab:blue", label="per direction")
-    ax.bar(gens + 0.2, 2 * per, width=0.4, color="tab:blue", alpha=0.35, label="bidirectional (both added)")
-    for g, v in zip(gens, per):
-        ax.text(g - 0.2, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
-    claims = source_material_claims()
-    ax.plot([g - 0.2 for g in claims], list(claims.values()), "x", color="tab:red", markersize=9, mew=2,
-            label="source text's 'bidirectional' figure")
-    ax.set_xticks(gens, [f"Gen{g}" for g in gens])
-    ax.set_ylabel(f"x{lanes} GB/s")
-    ax.set_title(f"PCIe x{lanes}: the source text's 'bidirectional' numbers sit on the per-direction bars")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(True, axis="y", alpha=0.3)
-    return ax
+    return views.draw_generations(ax, generation_table(lanes), source_material_claims(), lanes)
 
 
 def plot_lanes(ax=None):
@@ -465,18 +451,8 @@ def plot_lanes(ax=None):
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4))
-    for g in generations():
-        values = [hardware.pcie_link(g, n).per_direction / units.GB for n in LANES]
-        ax.plot(LANES, values, "o-", label=f"Gen{g}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(LANES, [f"x{n}" for n in LANES])
-    ax.set_xlabel("lanes")
-    ax.set_ylabel("GB/s per direction")
-    ax.set_title("Generation x lanes: each generation doubles, each doubling of lanes doubles")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    return ax
+    by_generation = {g: [hardware.pcie_link(g, n).per_direction / units.GB for n in LANES] for g in generations()}
+    return views.draw_lanes(ax, LANES, by_generation)
 
 
 def plot_published(ax=None, measured: HostDeviceMeasurement | None = None):
@@ -589,27 +565,21 @@ def tree_summary(generation=4) -> list[dict]:
 
 # ---------------------------------------------------------------- explorers
 
-def _draw_switch(ax, generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
+def switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode) -> dict:
+    """The switch explorer's model result: seconds per copy mode over ``EXPLORER_GPU_COUNTS``, and at ``gpus``."""
     link = hardware.pcie_link(generation, lanes).per_direction
-    uplink = uplink_gb_s * units.GB
-    nbytes = payload_gb * units.GB
+    uplink, nbytes = uplink_gb_s * units.GB, payload_gb * units.GB
     counts = np.array(EXPLORER_GPU_COUNTS)
-    for m, colour in zip(MODES, ("tab:blue", "tab:orange", "tab:green")):
-        times = [switch_copy_time(nbytes, int(n), link, uplink, m) for n in counts]
-        chosen = m == mode
-        ax.plot(counts, times, "-o" if chosen else "--", color=colour, lw=2.5 if chosen else 1, ms=4,
-                label=MODE_LABELS[m])
-    t = switch_copy_time(nbytes, gpus, link, uplink, mode)
-    ax.plot(gpus, t, "D", color="tab:red", ms=9, label=f"{gpus} GPUs: {units.format_time(t)}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(counts, [str(c) for c in counts])
-    ax.set_xlabel("GPUs behind one PCIe switch uplink")
-    ax.set_ylabel("seconds (every GPU moves the payload at once)")
-    ax.set_title(f"Gen{generation} x{lanes} GPUs ({link / units.GB:.3g} GB/s per direction each), "
-                 f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(nbytes)} each", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    return {"counts": counts, "link_gb_s": link / units.GB, "nbytes": nbytes,
+            "times_s": {m: [switch_copy_time(nbytes, int(n), link, uplink, m) for n in counts] for m in MODES},
+            "chosen_s": switch_copy_time(nbytes, gpus, link, uplink, mode)}
+
+
+def _draw_switch(ax, generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
+    c = switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode)
+    views.draw_switch(ax, c, MODE_LABELS, mode, gpus,
+                      f"Gen{generation} x{lanes} GPUs ({c['link_gb_s']:.3g} GB/s per direction each), "
+                      f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(c['nbytes'])} each")
 
 
 def _readout_switch(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
@@ -657,24 +627,21 @@ def _uplink_for(generation) -> dict:
     return {"uplink_gb_s": hardware.pcie_link(generation, 16).per_direction / units.GB}
 
 
-def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):
+def offload_curve(parameters_b, link_gb_s, gpus, overlap) -> dict:
+    """The offload explorer's model result: seconds per step over link speeds, at reference links and at yours."""
     speeds = np.logspace(0, np.log10(1000), 200)
     p = parameters_b * 1e9
-    ax.loglog(speeds, [offload_time(p, s * units.GB, gpus, overlap=overlap) for s in speeds], color="tab:blue",
-              label=f"{parameters_b:.3g}B parameters, {gpus} GPU(s)")
     refs = [(f"PCIe Gen{g} x16", hardware.pcie_link(g, 16).per_direction) for g in (3, 4, 5)]
     refs += [(r["name"].split(" (")[0], r["gb_s_per_direction"] * units.GB) for r in cpu_gpu_links()]
-    for name, bw in refs:
-        t = offload_time(p, bw, gpus, overlap=overlap)
-        ax.plot(bw / units.GB, t, "o", color="tab:gray")
-        ax.annotate(name, (bw / units.GB, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    t = offload_time(p, link_gb_s * units.GB, gpus, overlap=overlap)
-    ax.plot(link_gb_s, t, "D", color="tab:red", label=f"your link: {units.format_time(t)}")
-    ax.set_xlabel("CPU-GPU link, GB/s per direction")
-    ax.set_ylabel("seconds of transfer per step")
-    ax.set_title("ZeRO-Offload: FP16 gradients down, FP16 parameters up, every step", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    return {"speeds_gb_s": speeds,
+            "times_s": [offload_time(p, s * units.GB, gpus, overlap=overlap) for s in speeds],
+            "references": [(name, bw / units.GB, offload_time(p, bw, gpus, overlap=overlap)) for name, bw in refs],
+            "chosen_s": offload_time(p, link_gb_s * units.GB, gpus, overlap=overlap)}
+
+
+def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):
+    views.draw_offload(ax, offload_curve(parameters_b, link_gb_s, gpus, overlap), link_gb_s,
+                       f"{parameters_b:.3g}B parameters, {gpus} GPU(s)")
 
 
 def _readout_offload(parameters_b, link_gb_s, gpus, overlap):

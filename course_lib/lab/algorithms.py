@@ -399,12 +399,29 @@ def _a2a_buffers(output, input):
 
 
 def pairwise_all_to_all(output, input) -> None:
-    """All-to-all by pairwise exchange: at step s = 1..p-1 send chunk (r+s) to rank r+s and receive
-    chunk (r-s) from rank r-s, both at once. p-1 steps of n/p bytes: each rank sends (p-1)/p of
-    its buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one."""
+    """All-to-all by pairwise exchange in p-1 steps of n/p bytes: each rank sends (p-1)/p of its
+    buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one.
+
+    p a power of two: at step s rank r swaps chunks with rank r XOR s, the lower rank sending first
+    with blocking send/recv (no asynchronous hand-off to gloo's threads). Otherwise: at step s send
+    chunk (r+s) to rank r+s while receiving chunk (r-s) from rank r-s (isend/irecv, both posted).
+    """
     out, inp, rank, p = _a2a_buffers(output, input)
     c = inp.numel() // p
     out[rank * c:(rank + 1) * c].copy_(inp[rank * c:(rank + 1) * c])
+    if c == 0:
+        return
+    if p & (p - 1) == 0:
+        for step in range(1, p):
+            peer = rank ^ step
+            mine, theirs = inp[peer * c:(peer + 1) * c], out[peer * c:(peer + 1) * c]
+            if rank < peer:
+                dist.send(mine, peer)
+                dist.recv(theirs, peer)
+            else:
+                dist.recv(theirs, peer)
+                dist.send(mine, peer)
+        return
     for step in range(1, p):
         dst, src = (rank + step) % p, (rank - step) % p
         _exchange(inp[dst * c:(dst + 1) * c], dst, out[src * c:(src + 1) * c], src)

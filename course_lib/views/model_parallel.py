@@ -16,18 +16,22 @@ MEMORY_COLOURS = style.MEMORY_COLOURS
 def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
     """A pipeline schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
     import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
     blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
     v = sched.interleave
     label = sched.micro_batches * v <= 32 and sched.stages <= 16
-    for o in sched.ops:
+    boxes, colours = [], []
+    for o in sched.ops:  # one collection of boxes: thousands of ops stay one artist
         shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
-        colour = blues(shade) if o.kind == "F" else oranges(shade)
-        ax.barh(o.device, (o.end - o.start) / scale, left=o.start / scale, height=0.8, color=colour,
-                edgecolor="white", linewidth=0.5)
+        colours.append(blues(shade) if o.kind == "F" else oranges(shade))
+        x0, x1, y0 = o.start / scale, o.end / scale, o.device - 0.4
+        boxes.append(((x0, y0), (x1, y0), (x1, y0 + 0.8), (x0, y0 + 0.8)))
         if label:
             ax.text((o.start + o.end) / 2 / scale, o.device, str(o.micro_batch + 1), ha="center", va="center",
                     fontsize=6.5, color="black" if o.kind == "B" else "white")
+    ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white", linewidths=0.5),
+                      autolim=False)
     ax.set_yticks(range(sched.stages))
     ax.set_yticklabels([f"GPU {d}" for d in range(sched.stages)], fontsize=7)
     ax.set_ylim(sched.stages - 0.5, -0.5)
@@ -167,3 +171,37 @@ def draw_validation(ax, rows):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     return ax
+
+
+def draw_tp_crossing(left, right, series, model_name, right_title):
+    """Left: TP comm/compute against the TP degree per system (``series`` from ``tp_crossing_series``);
+    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node."""
+    from matplotlib.ticker import FuncFormatter
+    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    for i, (sid, s) in enumerate(series.items()):
+        c, g = colours[i % len(colours)], s["gpus_per_node"]
+        left.plot(s["inside"], s["nvlink"], "o-", color=c, label=f"{s['name']}: NVLink")
+        left.plot(s["outside"], s["all_nics"], "s--", color=c, label="  beyond the node, all NICs carry the ring (model)")
+        left.plot(s["outside"], s["own_share"], "^:", color=c, label="  beyond the node, one NIC share per GPU")
+        rows = s["scan"]
+        right.plot([r["tp"] for r in rows], [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
+        for r in rows:
+            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else "white", ms=7)
+        right.plot([], [], "o-", color=c, label=f"{sid} (hollow: does not fit in memory)")
+        left.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+        right.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+    for a in (left, right):
+        a.set_xscale("log", base=2)
+        a.set_xlim(0.8, 80)
+        a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        a.set_xlabel("tensor-parallel degree t (grey: beyond one 8-GPU node)")
+        a.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    left.axhline(1.0, color="black", lw=0.8)
+    left.set_ylabel("TP communication / compute")
+    left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
+    left.legend(fontsize=6.5, loc="upper left")
+    right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
+    right.set_title(right_title, fontsize=9)
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7, loc="lower left")

@@ -1,0 +1,76 @@
+"""Drawings of chapter 01 (PCIe): generations, lanes, the switch explorer and the offload explorer.
+
+Each function draws a result that :mod:`course_lib.explorers.pcie` computed; none computes a model number.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import style, units
+
+
+def draw_generations(ax, rows, claims, lanes):
+    """Per-direction and bidirectional bars per generation (``rows`` from ``generation_table``); ``claims``
+    (generation -> GB/s) marks the source text's 'bidirectional' figures."""
+    gens = np.array([r["generation"] for r in rows])
+    per = np.array([r[f"x{lanes}_gb_s_per_direction"] for r in rows])
+    ax.bar(gens - 0.2, per, width=0.4, color="tab:blue", label="per direction")
+    ax.bar(gens + 0.2, 2 * per, width=0.4, color="tab:blue", alpha=0.35, label="bidirectional (both added)")
+    for g, v in zip(gens, per):
+        ax.text(g - 0.2, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
+    ax.plot([g - 0.2 for g in claims], list(claims.values()), "x", color="tab:red", markersize=9, mew=2,
+            label="source text's 'bidirectional' figure")
+    ax.set_xticks(gens, [f"Gen{g}" for g in gens])
+    ax.set_ylabel(f"x{lanes} GB/s")
+    ax.set_title(f"PCIe x{lanes}: the source text's 'bidirectional' numbers sit on the per-direction bars")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, axis="y", alpha=0.3)
+    return ax
+
+
+def draw_lanes(ax, lanes, by_generation):
+    """GB/s per direction against lane count, one line per generation (``by_generation``: gen -> values)."""
+    for g, values in by_generation.items():
+        ax.plot(lanes, values, "o-", label=f"Gen{g}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(lanes, [f"x{n}" for n in lanes])
+    ax.set_xlabel("lanes")
+    ax.set_ylabel("GB/s per direction")
+    ax.set_title("Generation x lanes: each generation doubles, each doubling of lanes doubles")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def draw_switch(ax, curves, mode_labels, mode, gpus, title):
+    """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked."""
+    counts = curves["counts"]
+    for m, colour in zip(mode_labels, ("tab:blue", "tab:orange", "tab:green")):
+        chosen = m == mode
+        ax.plot(counts, curves["times_s"][m], "-o" if chosen else "--", color=colour, lw=2.5 if chosen else 1, ms=4,
+                label=mode_labels[m])
+    ax.plot(gpus, curves["chosen_s"], "D", color="tab:red", ms=9,
+            label=f"{gpus} GPUs: {units.format_time(curves['chosen_s'])}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(counts, [str(c) for c in counts])
+    ax.set_xlabel("GPUs behind one PCIe switch uplink")
+    ax.set_ylabel("seconds (every GPU moves the payload at once)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def draw_offload(ax, curve, link_gb_s, label):
+    """Seconds of offload traffic per step against the CPU-GPU link speed, reference links and yours."""
+    ax.loglog(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
+    for name, gb_s, t in curve["references"]:
+        ax.plot(gb_s, t, "o", color="tab:gray")
+        ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.plot(link_gb_s, curve["chosen_s"], "D", color="tab:red", label=f"your link: {units.format_time(curve['chosen_s'])}")
+    ax.set_xlabel("CPU-GPU link, GB/s per direction")
+    ax.set_ylabel("seconds of transfer per step")
+    ax.set_title("ZeRO-Offload: FP16 gradients down, FP16 parameters up, every step", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
