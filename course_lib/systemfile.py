@@ -142,12 +142,18 @@ def load_system(path) -> hardware.System:
     """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
-    text = p.read_text(encoding="utf-8")
+        raise ValueError(f"system file must be an existing file, got {str(path)!r}")
+    if p.stat().st_size > 1 << 20:
+        raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"system file {p} is not a text file; pass a TOML system description "
+                         "(see course_lib/data/systems/)") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{p}: not valid TOML: {exc}") from None
+        raise ValueError(f"system file {p}: not valid TOML: {exc}") from None
     where = _Where(text)
     for key in data:
         if key not in _TABLES:
