@@ -241,9 +241,8 @@ def test_race_grades_the_learners_ring_then_races_it(capsys):
     assert "left out of the race (Ring all-reduce: not answered yet.)" in capsys.readouterr().out
     assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1"]
 
-    def mine(tensor, rank, world_size):
-        algorithms.ring_all_reduce(tensor, pipeline=1)
-
+    from tests.test_lab_exercises import p2p_ring as mine  # point to point: the checker refuses the library's
+                                                            # ring, whose exchanges are gloo all_to_all_single calls
     result = bench.race(mine, sizes=(1000,), ranks=3, iters=1, warmup=0, timeout=60, verbose=False)
     assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1", "yours"]
     assert all(r["wrong"] == 0 and r["time_s"] > 0 for r in result.rows)
