@@ -5,7 +5,6 @@ Commands are registered in ``COMMANDS``; each lives beside the model it prints.
 from __future__ import annotations
 
 import argparse
-import json
 
 from . import cli, datafiles, hardware, units
 
@@ -13,7 +12,7 @@ from . import cli, datafiles, hardware, units
 def _systems(args) -> int:
     rows = [hardware.system_summary(s) for s in hardware.systems()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(cli.dumps(rows))
         return 0
     header = f"{'id':<24} {'GPUs':>4}  {'GPU fabric (per direction / bidirectional)':<52} {'network per node':<28}"
     print(header)
@@ -30,10 +29,10 @@ def _systems(args) -> int:
 def _links(args) -> int:
     rows = hardware.links()
     if args.json:
-        print(json.dumps([{"id": l.id, "name": l.name, "family": l.family,
+        print(cli.dumps([{"id": l.id, "name": l.name, "family": l.family,
                            "gb_s_per_direction": l.per_direction / units.GB,
                            "gb_s_bidirectional": l.bidirectional / units.GB,
-                           "detail": l.detail, "source": datafiles.source(l.source)} for l in rows], indent=2))
+                           "detail": l.detail, "source": datafiles.source(l.source)} for l in rows]))
         return 0
     for l in rows:
         print(f"{l.id:<16} {l.describe()}  [{l.detail}]")

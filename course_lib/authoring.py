@@ -20,7 +20,6 @@ from what ``build()`` would write (and sources the manifest does not list); a te
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import sys
@@ -174,7 +173,9 @@ def stale(manifest_path=None) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_lib.authoring", description=__doc__.splitlines()[0])
+    from . import cli  # the course's one error path: a usage error is one line, status 2
+
+    parser = cli.ArgumentParser(prog="python -m course_lib.authoring", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["build", "check"])
     args = parser.parse_args(argv)
     if args.command == "build":

@@ -348,8 +348,13 @@ def _judge_number(exercise_id, s, answer, key, record):
         value = _as_number(answer)
     except (TypeError, ValueError):
         return False, f"Expected a number ({unit}), got {type(answer).__name__}: store a plain float or int."
+    except OverflowError:  # an int beyond a float's range
+        return False, f"Your answer is far too large to be this quantity ({unit})."
     if not math.isfinite(value):
         return False, "Your answer is not a finite number."
+    if value != 0 and not 1e-200 < abs(value) < 1e200:  # beyond any quantity in the course; the key's
+        size = "large" if abs(value) > 1 else "small"        # arithmetic would overflow or underflow
+        return False, f"Your answer is far too {size} to be this quantity ({unit})."
     rtol = float(s.get("rtol", 0.02))
 
     def near(factor, relative, absolute):  # is expected x factor within max(relative, absolute) of the answer?

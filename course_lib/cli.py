@@ -17,6 +17,7 @@ Typed converters (:func:`integer`, :func:`number`) give argparse the allowed ran
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -100,15 +101,16 @@ def report(message) -> int:
     return EXIT_USAGE
 
 
-def _options(parser: argparse.ArgumentParser) -> dict:
-    """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and its sub-commands."""
+def _options(parser: argparse.ArgumentParser, args=None) -> dict:
+    """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and of the sub-command ``args`` chose."""
     out = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                for dest, flag in _options(sub).items():
+            sub = action.choices.get(getattr(args, action.dest, None))
+            if sub is not None:
+                for dest, flag in _options(sub, args).items():
                     out.setdefault(dest, flag)
-        elif action.option_strings and action.dest not in ("help",):
+        elif action.option_strings and action.dest != "help":
             out.setdefault(action.dest, "/".join(action.option_strings))
     return out
 
@@ -120,7 +122,7 @@ def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
     maps library names to its flags with ``set_defaults(flags={"gpus_per_node": "ngpus"})``.
     """
     first = message.split(" ", 1)[0]
-    options = _options(parser)
+    options = _options(parser, args)
     dest = getattr(args, "flags", {}).get(first, first)
     flag = options.get(dest)
     return f"{flag}: {message}" if flag and not message.startswith("-") else message
@@ -184,3 +186,19 @@ def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file
     except UnicodeDecodeError as exc:
         raise ValueError(f"{name} {str(path)!r} is not a text file (byte {data[exc.start]:#04x} at offset "
                          f"{exc.start} is not UTF-8 text); pass {what}") from None
+
+
+def _nulls(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _nulls(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nulls(v) for v in obj]
+    return obj
+
+
+def dumps(obj, **kwargs) -> str:
+    """``json.dumps`` for a command's output: NaN and infinities become ``null`` (valid JSON, never ``NaN``)."""
+    kwargs.setdefault("indent", 2)
+    return json.dumps(_nulls(obj), allow_nan=False, **kwargs)

@@ -8,11 +8,10 @@ shipped sample (``--list-samples`` names them).
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from . import diagnostics, systemfile
+from . import cli, diagnostics, systemfile
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
@@ -102,7 +101,7 @@ def _run(args) -> int:
     if system is not None:
         reports.insert(0, dict(file=args.system_file or f"system:{system.id}", **_system.system_report(system)))
     if args.json:
-        print(json.dumps(reports, indent=2))
+        print(cli.dumps(reports))
     else:
         print("\n\n".join(format_report(r) for r in reports))
     return 0

@@ -5,22 +5,24 @@ planner and also prints the best layouts. --json prints the result as JSON (SI u
 """
 from __future__ import annotations
 
-import json
-
-from . import cli, parallel, systemfile
+from . import cli, parallel, systemfile, tp_scans
 
 
 def _run(args) -> int:
     model = parallel.model(args.model)
     system = systemfile.system_from_args(args)
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
+    if args.validate_tp:
+        rows = tp_scans.scan_table()
+        print(cli.dumps(rows) if args.json else tp_scans.scan_summary(rows))
+        return 0
     if args.validate_modern:
         rows = parallel.modern_validation_table()
-        print(json.dumps(rows, indent=2) if args.json else parallel.modern_validation_summary(rows))
+        print(cli.dumps(rows) if args.json else parallel.modern_validation_summary(rows))
         return 0
     if args.validate:
         rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
-        print(json.dumps(rows, indent=2) if args.json else parallel.validation_summary(rows))
+        print(cli.dumps(rows) if args.json else parallel.validation_summary(rows))
         return 0
     out = {}
     modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
@@ -51,7 +53,7 @@ def _run(args) -> int:
                 print()
             print(result.summary(top=args.top))
     if args.json:
-        print(json.dumps(out, indent=2, default=str))
+        print(cli.dumps(out, default=str))
     return 0
 
 
@@ -87,14 +89,16 @@ def register(subparsers) -> None:
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
+    p.add_argument("--validate-tp", action="store_true",
+                   help="print published tensor-parallel scans (TP 2-32) against the planner, relative to TP 8")
     p.add_argument("--validate-modern", action="store_true",
                    help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_check_and_run, flags={"model_id": "model"})
+    p.set_defaults(func=_check_and_run, flags={"model_id": "model", "system_id": "system"})
 
 
 def _check_and_run(args) -> int:
-    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern):
+    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern or args.validate_tp):
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
     if args.fsdp and args.hsdp is not None:
         raise ValueError("fsdp and hsdp exclude each other: --fsdp shards over all ranks, --hsdp over groups")

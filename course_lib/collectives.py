@@ -69,7 +69,7 @@ class Collective:
 
     def algorithm(self, algorithm_id) -> Algorithm:
         """The flat algorithm ``algorithm_id`` of this collective (ValueError naming the allowed ids)."""
-        if algorithm_id not in self.algorithms:
+        if not isinstance(algorithm_id, str) or algorithm_id not in self.algorithms:
             raise ValueError(f"algorithm must be one of {', '.join(self.algorithms)} for {self.id}; "
                              f"got {algorithm_id!r}")
         return self.algorithms[algorithm_id]

@@ -64,17 +64,14 @@ def fabric_kind(fabric_id) -> dict:
 
 
 def system_fabric_kind(system) -> str:
-    """The fabric kind of a system: its catalog ``fabric`` field, else the default for its NIC family."""
-    sys_ = hardware.resolve_system(system)
-    kind = sys_.raw.get("fabric") if sys_.raw else None
-    if kind is None:
-        kind = fabrics_data()["default_for_nic_family"].get(sys_.nic.family, "ethernet_tcp")
-    return validate.choice("fabric", kind, fabrics_data()["fabrics"])
+    """The fabric kind of a system: its ``fabric`` field, else the default for its NIC family
+    (``hardware.System.nic_fabric``)."""
+    return hardware.resolve_system(system).nic_fabric
 
 
 def _technology_aliases() -> dict:
     """Network technologies of the older API: ``infiniband`` and ``ethernet`` (its default kind, RoCE)."""
-    return {"infiniband": "infiniband", "ethernet": fabrics_data()["default_for_nic_family"]["ethernet"]}
+    return {"infiniband": "infiniband", "ethernet": hardware.default_fabric("ethernet")}
 
 
 def efficiency(technology) -> float:
@@ -124,15 +121,11 @@ def launch_latency() -> float:
     return efficiency_data()["latency_us"]["launch"]["value"] * 1e-6
 
 
-def _in_network_extra() -> float:
-    return efficiency_data()["latency_us"]["in_network_extra"]["value"] * 1e-6
-
-
 # ---------------------------------------------------------------- algbw / busbw
 
 def _sizes(nbytes, name="nbytes"):
     if isinstance(nbytes, str):
-        nbytes = units.parse_size(nbytes)
+        nbytes = units.parse_size(nbytes, name=name)
     return validate.sizes(name, nbytes, allow_zero=True)
 
 
@@ -142,10 +135,11 @@ def _ret(array, scalar_in):
 
 def algbw(nbytes, time_s):
     """Algorithm bandwidth as nccl-tests defines it: size / time, bytes/s."""
-    scalar = np.ndim(nbytes) == 0 and np.ndim(time_s) == 0
     n = _sizes(nbytes)
     t = validate.sizes("time_s", time_s)
-    return _ret(n / t, scalar)
+    scalar = n.ndim == 0 and t.ndim == 0
+    with np.errstate(over="ignore"):
+        return _ret(validate.finite_result("nbytes / time_s", n / t), scalar)
 
 
 def busbw_factor(collective, ranks) -> float:
@@ -174,13 +168,15 @@ def collective_time(collective, nbytes, ranks, bandwidth, latency, algorithm="ri
     2(p-1)/p * n/B all-reduce bound.
     """
     algo = collectives.get(collective).algorithm(algorithm)
-    scalar = np.ndim(nbytes) == 0 and not isinstance(nbytes, (list, tuple))
     n = _sizes(nbytes)
+    scalar = n.ndim == 0 and not isinstance(nbytes, (list, tuple))
     p = validate.integer("ranks", ranks, low=1, high=10_000_000)
     bw = validate.positive("bandwidth", bandwidth)
     alpha = validate.non_negative("latency", latency)
     steps, factor = algo.terms(p)
-    return _ret(steps * alpha + factor * n / bw, scalar)
+    with np.errstate(over="ignore"):
+        time_s = validate.finite_result("the time from nbytes, bandwidth and latency", steps * alpha + factor * n / bw)
+    return _ret(time_s, scalar)
 
 
 # ---------------------------------------------------------------- system-level prediction
@@ -617,11 +613,12 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
 
 def lower_bound_time(nbytes, ranks, bandwidth):
     """All-reduce bandwidth lower bound 2(p-1)/p * n / B, seconds (no in-network reduction)."""
-    scalar = np.ndim(nbytes) == 0
     n = _sizes(nbytes)
+    scalar = n.ndim == 0
     p = validate.integer("ranks", ranks, low=1)
     bw = validate.positive("bandwidth", bandwidth)
-    return _ret(2 * (p - 1) / p * n / bw, scalar)
+    with np.errstate(over="ignore"):
+        return _ret(validate.finite_result("nbytes / bandwidth", 2 * (p - 1) / p * n / bw), scalar)
 
 
 # ---------------------------------------------------------------- published measurements

@@ -1,7 +1,8 @@
 """The course's data files, ``course_lib/data/*.json``: one reader for every module that needs one.
 
 The bibliography lives in one file, ``data/sources.json``: ``{id: {title, url, publisher, year, note?}}``
-(``year`` is null where the publication year was not recorded). Data rows cite it by id
+(``year``: of publication, or for an issue thread of the post cited; null where it was not recorded;
+``note``: what the course takes from the source, where the title does not say). Data rows cite it by id
 (``"source": "<id>"``, ``"also": [ids]``); :func:`source` is the one lookup.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ with the base types' own methods, so an object whose ``__eq__`` or ``__float__``
 
 The key is ``solutions/answers.json`` in the instructor's repository (or the file named by
 ``COURSE_LIB_ANSWER_KEY``): ``{"01.1": <number>, "00.3": "<letter>", "08.5": {"model": "08.5", "recorded": <number>}}``.
-Model answers (:data:`MODELS`) are computed from the library when graded; ``recorded`` is what the
+Model answers (:data:`MODELS`) are computed from the library when graded (once per process); ``recorded`` is what the
 sealed self-check key was made from, and a test fails when the library moves one
 (``python -m course_lib.grading seal`` re-seals after a deliberate change).
 """
@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -49,15 +50,49 @@ def answer_key() -> dict:
 
 # ---------------------------------------------------------------- model answers
 
-def _planner_answer(exercise_id: str):
+@lru_cache(maxsize=None)
+def _planner_answers() -> dict:
     from .explorers import planner
-    return planner.expected_answers()[exercise_id]
+    return planner.expected_answers()
 
 
-# exercise id -> the library computation its answer comes from (the planner's, for the capstone)
+def _planner_answer(exercise_id: str):
+    return _planner_answers()[exercise_id]
+
+
+def _rtx4090_box():
+    from . import hardware
+    return hardware.load_system(PACKAGE / "data" / "systems" / "rtx4090x4_p2p.toml")
+
+
+@lru_cache(maxsize=None)
+def _rtx4090_ports_per_node() -> int:
+    """Chapter 09's box on 4 nodes: the fewest 25 Gb/s ports per node that keep 75% of one box's busbw."""
+    from . import costmodel
+    box = _rtx4090_box()
+    one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
+    return next(k for k in range(1, 65)
+                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
+                                     nodes=4).busbw[0] >= 0.75 * one_box)
+
+
+@lru_cache(maxsize=None)
+def _rtx4090_predicted_over_measured() -> float:
+    """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
+    from . import cli_predict, costmodel, units
+    systems = PACKAGE / "data" / "systems"
+    box = _rtx4090_box()
+    measured = cli_predict.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
+    row = next(r for r in measured["rows"] if r["size"] == 2**30)
+    return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
+
+
+# exercise id -> the library computation its answer comes from (the planner's, the cost model's)
 MODELS = {
     "08.5": lambda: _planner_answer("08.5"),
     "08.6": lambda: _planner_answer("08.6"),
+    "09.6": _rtx4090_ports_per_node,
+    "09.7": _rtx4090_predicted_over_measured,
 }
 
 

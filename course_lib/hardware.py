@@ -16,9 +16,10 @@ from functools import lru_cache
 from . import datafiles, units, validate
 
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
-# How a system's NICs carry NCCL traffic (the ids of data/fabrics.json): InfiniBand verbs, RDMA over
-# Converged Ethernet, AWS Elastic Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets.
-FABRICS = ("infiniband", "roce", "efa", "slingshot", "ethernet_tcp")
+# How a system's NICs carry NCCL traffic: InfiniBand verbs, RDMA over Converged Ethernet, AWS Elastic
+# Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets. The ids and their numbers live in
+# data/fabrics.json (the cost model reads them there too).
+FABRICS = tuple(datafiles.load("fabrics.json")["fabrics"])
 
 
 @lru_cache(maxsize=1)
@@ -214,13 +215,14 @@ class System:
         return self.nic.per_direction * self.nics_per_node / self.gpus_per_node
 
     def variant(self, *, gpus_per_node=None, nics_per_node=None, nic_gbit_s=None, gpu_link_gb_s=None,
-                name=None) -> "System":
+                name=None, fabric=None) -> "System":
         """This system with other counts or link rates, for what-if questions.
 
         gpus_per_node, nics_per_node: counts (1-72); nic_gbit_s: one NIC port in Gb/s (bits, as
         vendors quote it) per direction (0.1-3200); gpu_link_gb_s: one GPU's port into the node
         fabric (NVLink or PCIe) in GB/s (bytes) per direction (1-5000). Omitted values keep this
-        system's. Returns a new System whose id ends in ``-what-if`` when anything changed.
+        system's. fabric: how the NICs carry traffic, one of ``FABRICS`` (e.g. ``"roce"``). Returns a
+        new System whose id ends in ``-what-if`` when anything changed.
         """
         g = self.gpus_per_node if gpus_per_node is None else validate.integer("gpus_per_node", gpus_per_node,
                                                                               low=1, high=72)
@@ -238,10 +240,18 @@ class System:
             gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}",
                                            name=f"{rate:g} GB/s {gpu_link.family}",
                                            per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")
-        if (g, k, nic, gpu_link) == (self.gpus_per_node, self.nics_per_node, self.nic, self.gpu_link) and name is None:
+        kind = self.fabric if fabric is None else validate.choice("fabric", fabric, FABRICS)
+        if kind == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and kind not in (
+                "", "infiniband"):
+            raise ValueError(f"fabric must run on the system's {nic.family} NICs; got {kind!r}")
+        if ((g, k, nic, gpu_link, kind) == (self.gpus_per_node, self.nics_per_node, self.nic, self.gpu_link, self.fabric)
+                and name is None):
             return self
+        raw = dict(self.raw)
+        if kind:
+            raw["fabric"] = kind
         return dataclasses.replace(self, id=f"{self.id}-what-if", name=name or f"{self.name} (what-if)",
-                                   gpus_per_node=g, nics_per_node=k, nic=nic, gpu_link=gpu_link)
+                                   gpus_per_node=g, nics_per_node=k, nic=nic, gpu_link=gpu_link, fabric=kind, raw=raw)
 
     @property
     def nic_fabric(self) -> str:
@@ -256,10 +266,15 @@ class System:
 
 
 def default_fabric(family: str) -> str:
-    """The fabric a NIC family is taken to run when a system names none: InfiniBand -> ``infiniband``,
-    Ethernet -> ``roce`` (what the cost model's Ethernet efficiency was measured on)."""
-    family = validate.choice("family", family, ("infiniband", "ethernet"))
-    return "infiniband" if family == "infiniband" else "roce"
+    """The fabric a NIC family is taken to run when a system names none (``default_for_nic_family`` of
+    data/fabrics.json: InfiniBand -> ``infiniband``, Ethernet -> ``roce``)."""
+    defaults = _fabric_defaults()
+    return defaults[validate.choice("family", family, defaults)]
+
+
+@lru_cache(maxsize=1)
+def _fabric_defaults() -> dict:
+    return datafiles.load("fabrics.json")["default_for_nic_family"]
 
 
 def system_ids() -> list[str]:

@@ -221,6 +221,11 @@ def _grading_problems(log: str, assignment: str) -> list[Problem]:
         if "DeadKernelError" in text or "Kernel died" in text:
             why = ("the kernel died while running the notebook (a cell crashed Python, exited or ran out of "
                    "memory); not graded: find the cell, fix or remove it, and regrade")
+        elif "CellTimeoutError" in text:
+            limit = _TIMEOUT_RE.findall(text)
+            why = (f"cells ran past the {float(limit[-1]):g} s limit per cell and could not be stopped; "
+                   "not graded: raise --timeout or fix the slow cell, and regrade" if limit else
+                   "a cell ran past the limit per cell; not graded")
         elif "NotJSONError" in text or "JSONDecodeError" in text or "NBFormatError" in text:
             why = "the notebook is not a valid .ipynb file; not graded: ask the student to resubmit the saved file"
         else:
@@ -238,8 +243,8 @@ def autograde(course_dir, assignment, *, timeout=None) -> list[Problem]:
     cell that runs past ``timeout`` seconds (default: the course config's 300) as a Problem too.
     The full nbgrader log is written to ``course_dir/autograde.log``. Problems are printed as found.
     """
-    course_dir = _course(course_dir)
     assignment = validate.choice("assignment", assignment, chapters())
+    course_dir = _course(course_dir)
     extra = [] if timeout is None else [f"--Execute.timeout={validate.integer('timeout', timeout, low=1, high=86400)}"]
     release = course_dir / "release" / assignment / f"{assignment}.ipynb"
     if not release.is_file():

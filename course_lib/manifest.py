@@ -90,6 +90,9 @@ def load(path=None) -> tuple[Chapter, ...]:
 
 def _path(path) -> Path:
     if path is None:
+        if not MANIFEST.is_file():
+            raise FileNotFoundError(f"{MANIFEST} is missing: course_lib runs from the course repository "
+                                    "(pip install -e . there), whose course.toml lists the chapters")
         return MANIFEST
     if not isinstance(path, (str, Path)) or not Path(path).is_file():
         raise ValueError(f"path must be a course.toml file; got {path!r}")

@@ -15,9 +15,20 @@ The model (each formula is stated where it is computed):
   ZeRO-3 gathers weights every micro-batch (forward and backward) and reduce-scatters
   gradients, overlapped with compute when ``dp_overlap``.
 
+* FSDP is ZeRO-3 over all cp x dp ranks; HSDP (``hsdp=G``) shards within groups of G ranks and
+  all-reduces each rank's 1/G gradient shard across the replicas once per step (``dp_phase``);
+* expert parallelism (an MoE model, ``ep``): 2 all-to-alls forward and 2 backward per MoE layer
+  and micro-batch (+2 with full recomputation), exposed unless ``ep_overlap``; routed experts'
+  states shard over ep and their gradients reduce over cp x dp / ep ranks (``ep_phase``);
+* context parallelism (``cp``): ring attention passes K/V chunks, hidden while each step's
+  attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
+  all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
+
 Collective times come from ``costmodel.collective_time`` (alpha-beta, ring) on the link each
-group uses: the GPU fabric when the group fits in one node, else the NICs. Ranks are laid
-out as Megatron-LM does: tensor-parallel ranks adjacent, then data-parallel, then pipeline.
+group uses: the GPU fabric when the group fits in one node, else the NICs; all-to-alls across
+nodes from ``costmodel.two_tier_all_to_all``. Ranks are laid out as Megatron-LM does:
+tensor-parallel ranks adjacent, then context-parallel, then data-parallel (expert-parallel
+groups are consecutive data-parallel ranks), then pipeline.
 """
 from __future__ import annotations
 
@@ -75,8 +86,19 @@ def group_link(system, size, stride) -> GroupLink:
     sys_ = hardware.resolve_system(system)
     size = validate.integer("size", size, low=1, high=10**7)
     stride = validate.integer("stride", stride, low=1, high=10**7)
+    return _group_link(sys_, size, stride)
+
+
+@lru_cache(maxsize=256)
+def _fabric(sys_) -> costmodel.Fabric:
+    """``costmodel.fabric`` of a (hashable) System, kept: the planner asks thousands of times."""
+    return costmodel.fabric(sys_)
+
+
+@lru_cache(maxsize=8192)
+def _group_link(sys_, size, stride) -> GroupLink:
     g = sys_.gpus_per_node
-    f = costmodel.fabric(sys_)
+    f = _fabric(sys_)
     if size == 1 or stride * size <= g:
         return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
     k = max(1, min(size, g // stride)) if stride < g else 1
@@ -89,6 +111,28 @@ def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
         return 0.0
     return costmodel.launch_latency() + float(costmodel.collective_time(collective, nbytes, ranks, link.bandwidth,
                                                                         link.latency, "ring"))
+
+
+CROSS_NODE_TP_ALGORITHMS = ("ring", "tree")  # NCCL's; NVLS left out, as the in-node TP price (a ring) leaves it out
+
+
+def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
+    """One all-reduce of ``nbytes`` per rank over ``ranks`` ranks ``stride`` apart that span nodes, seconds.
+
+    Priced by the network model (``costmodel.predict``) for the nodes and GPUs per node the group
+    occupies: NCCL's ring and tree with their protocols (LL, LL128, Simple) at this size, a network
+    latency on every step that crosses nodes, the fastest of them. No other traffic shares the NICs.
+    """
+    sys_ = hardware.resolve_system(system)
+    nbytes = validate.non_negative("nbytes", nbytes)
+    ranks = validate.integer("ranks", ranks, low=1, high=10**7)
+    stride = validate.integer("stride", stride, low=1, high=10**7)
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    per_node = max(1, min(ranks, sys_.gpus_per_node // stride))
+    nodes = math.ceil(ranks / per_node)
+    return min(float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
+                                       algorithm=a).time_s[0]) for a in CROSS_NODE_TP_ALGORITHMS)
 
 
 # ---------------------------------------------------------------- estimate
@@ -446,12 +490,16 @@ def compute_phase(L: Layout) -> Compute:
 
     MoE: the busiest expert rank does ``moe_load`` x its fair share of the routed-expert FLOPs
     (the capacity factor when tokens are padded to capacity, else the imbalance), and every rank waits for it.
+    Uneven pipeline stages (p does not divide l): the busiest stage's ceil(l/p) layers set the pace,
+    ``ceil(l/p) p / l`` times the mean stage's.
     """
     hw = training_flops(L.model, L.global_batch, L.recompute)
     work = hw
     if L.model.experts and L.moe_load != 1.0:
         work += (L.moe_load - 1) * routed_expert_flops(L.model, L.global_batch, L.recompute)
     total = work / (L.gpus * L.system.gpu.bf16_flops * L.gpu_efficiency)
+    if L.model.layers % L.pp:
+        total *= L.layers_per_stage * L.pp / L.model.layers
     full = 1 if L.recompute == "full" else 0
     return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"), compute_s=total,
                    micro_batch_s=total / L.micro_batches, backward_share=(2 + full) / (3 + full))
@@ -467,7 +515,8 @@ def tp_phase(L: Layout, notes: list) -> list:
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp
-    total = calls * _coll("all_reduce", size, t, link)
+    one = cross_node_all_reduce_time(L.system, size, t) if link.crosses_nodes else _coll("all_reduce", size, t, link)
+    total = calls * one
     ids, label = (("reduce_scatter", "all_gather"), "RS+AG (SP)") if L.sequence_parallel else (("all_reduce",),
                                                                                                   "all_reduce")
     if link.crosses_nodes:
@@ -492,7 +541,7 @@ def pp_phase(L: Layout) -> list:
 
 def pair_bandwidth(system, link: GroupLink) -> float:
     """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
-    return costmodel.fabric(system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+    return _fabric(hardware.resolve_system(system)).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
 
 
 ZERO3_GATHERS_PER_MICRO_BATCH = 2          # before each unit's forward and again before its backward
@@ -531,11 +580,9 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
     """
     mb = L.micro_batches
     groups = [g for g in _dp_groups(L) if g[2] > 1]
-    if not groups:
-        if L.zero == 3 and L.shard_group < L.replicas:
-            pass  # HSDP with a shard group of one: the replicate all-reduce below still runs
-        else:
-            return []
+    hsdp = L.zero == 3 and L.shard_group < L.replicas   # its replica all-reduce runs even with a shard group of 1
+    if not groups and not hsdp:
+        return []
     window = c.backward_share * c.micro_batch_s / L.interleave  # last backward pass of the stage (one chunk)
     out, crosses = [], []
 
@@ -583,7 +630,7 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
                         g_calls * t_ag * share),
                     row(prefix + "ZeRO-3 grads", ("reduce_scatter",), d, link, r_calls, grad, r_calls * t_rs,
                         r_calls * t_rs * share)]
-        if L.shard_group < L.replicas:  # HSDP: all-reduce each shard across the replicas, once per step
+        if hsdp:  # all-reduce each shard across the replicas, once per step
             r = L.replicas // L.shard_group
             link = group_link(L.system, r, L.tp * L.shard_group)
             shards = [(prefix, BYTES_PER_PARAM_ADAM["gradients"] * params / max(1, d))
@@ -618,7 +665,7 @@ def all_to_all_time(system, nbytes, ranks, stride) -> tuple[float, GroupLink]:
             "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
     g = sys_.gpus_per_node
     k = max(1, min(ranks, g // stride)) if stride < g else 1
-    f = costmodel.fabric(sys_)
+    f = _fabric(sys_)
     t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
     return float(t), link
 
@@ -1115,16 +1162,18 @@ def modern_validation_table() -> list[dict]:
 def modern_validation_summary(rows=None) -> str:
     """The FSDP/CP/MoE/all-to-all validation table as text, then each split's median |fitted - 1|."""
     rows = modern_validation_table() if rows is None else rows
-    lines = [f"{'case':<28} {'split':<5} {'configuration':<58} {'quantity':<17} {'pred':>7} {'meas':>7} "
+    lines = [f"{'case':<28} {'split':<5} {'configuration':<64} {'quantity':<17} {'pred':>7} {'meas':>7} "
              f"{'p/m':>5} {'fit':>5}"]
     for r in rows:
-        lines.append(f"{r['id']:<28} {r['split']:<5} {r['config'][:58]:<58} {r['quantity']:<17} "
-                     f"{r['predicted']:>7.0f} {r['measured']:>7.0f} {r['ratio']:>5.2f} {r['fitted']:>5.2f}")
+        star = "*" if r.get("fits") is False else " "
+        lines.append(f"{r['id']:<28} {r['split']:<5} {r['config'][:64]:<64} {r['quantity']:<17} "
+                     f"{r['predicted']:>7.0f}{star}{r['measured']:>7.0f} {r['ratio']:>5.2f} {r['fitted']:>5.2f}")
     for split in ("fit", "test"):
         errs = sorted(abs(r["fitted"] - 1) for r in rows if r["split"] == split)
         if errs:
             mid = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
             lines.append(f"{split}: {len(errs)} cases, median |fit - 1| = {mid:.2f}, worst {errs[-1]:.2f}")
     lines.append("p/m: predicted / measured. fit: p/m divided by the group's scale (geometric mean of p/m over the "
-                 "group's fit cases; test cases never set it).")
+                 "group's fit cases; test cases never set it). *: the model's memory check says the run does not fit "
+                 "(see the case's 'assumed').")
     return "\n".join(lines)

@@ -252,7 +252,9 @@ def load_system(path) -> hardware.System:
     if len(nic_gpus) > count:
         raise _error(p, where, "network.nic", f"lists {len(nic_gpus)} NICs but network.count is {count}")
 
-    raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches, fabric=fabric)
+    raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches)
+    if fabric:  # as in the catalog: no "fabric" key means the NIC family's default (costmodel.system_fabric_kind)
+        raw["fabric"] = fabric
     return hardware.System(id=sys_id, name=s.get("name", sys_id), gpu=gpu, gpus_per_node=gpus,
                            interconnect=interconnect, topology=topology, gpu_link=gpu_link, pcie=pcie, nic=nic,
                            nics_per_node=count, source=source, p2p=p2p, nvswitch_generation=nvswitch_gen,

@@ -17,7 +17,12 @@ Units: counts, FLOP, bytes (SI).
   this is ``72 B s l h^2 (1 + s/6h + V/12lh)`` without recomputation and
   ``96 B s l h^2 (1 + s/6h + V/16lh)`` with full recomputation.
 
-``course_lib.parallel`` lays these out on a system (TP x PP x DP) and re-exports them.
+* mixture of experts (``experts`` > 0): the MLP of each of the ``layers - dense_layers`` MoE layers
+  is a router (``h x E``), ``E`` routed experts and ``shared_experts`` experts of ``expert_ffn``;
+  parameters count every expert, FLOPs and activations only the ``top_k + shared`` a token visits
+  (``active_layer_params``, ``active_ffn``); ``routed_expert_flops`` is the routed experts' share.
+
+``course_lib.parallel`` lays these out on a system (TP x CP x PP x DP x EP) and re-exports them.
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def bits_to_bytes(bits):
 
 def bytes_to_bits(nbytes):
     """Bytes -> bits (multiply by 8). Works on rates too: GB/s -> Gb/s."""
-    return validate.non_negative("nbytes", nbytes) * BITS_PER_BYTE
+    return validate.finite_result("nbytes", validate.non_negative("nbytes", nbytes) * BITS_PER_BYTE)
 
 
 def gbit_to_gbyte(gbit_per_s):
@@ -55,7 +55,7 @@ def per_direction(bidirectional_bw):
 
 def bidirectional(per_direction_bw):
     """Per-direction bandwidth -> bidirectional total (twice it), bytes/s."""
-    return validate.non_negative("per_direction_bw", per_direction_bw) * 2
+    return validate.finite_result("per_direction_bw", validate.non_negative("per_direction_bw", per_direction_bw) * 2)
 
 
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(i?)([bB]?)\s*$")
@@ -105,6 +105,8 @@ def parse_bandwidth(text) -> float:
         raise ValueError(f"bandwidth {text!r} is not a rate; write e.g. '400 Gb/s' (bits) or '450 GB/s' (bytes)")
     value, prefix, unit = match.groups()
     rate = float(value) * _SI[prefix.upper()]
+    if not math.isfinite(rate):
+        raise ValueError(f"bandwidth {text!r} is not a finite rate")
     return rate / BITS_PER_BYTE if unit == "b" else rate
 
 

@@ -88,7 +88,7 @@ def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np
         array = np.asarray(value, dtype=np.float64)
     except OverflowError:
         raise ValueError(f"{name} must be finite, got {_describe(value)} (too large for a float)") from None
-    except (TypeError, ValueError):
+    except Exception:  # TypeError, ValueError, or whatever a learner's own __float__ raises
         raise ValueError(f"{name} must be a number or an array of numbers, got {_describe(value)}") from None
     if array.size == 0:
         raise ValueError(f"{name} must not be empty")
@@ -100,6 +100,19 @@ def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np
         bound = f">= {low:g}" if allow_zero else f"> {low:g}"
         raise ValueError(f"{name} must be {bound}, got {first:g}")
     return array
+
+
+def finite_result(what: str, value):
+    """Return a computed ``value`` (scalar or array) after checking it holds no inf or NaN.
+
+    ``what`` names the inputs that made it (``"nbytes / bandwidth"``): a ValueError names them when
+    extreme but allowed inputs (a subnormal bandwidth, 1e300 bytes) overflow a float.
+    """
+    with np.errstate(all="ignore"):
+        ok = bool(np.all(np.isfinite(np.asarray(value, dtype=np.float64))))
+    if not ok:
+        raise ValueError(f"{what} overflows a float (the result is not finite); use values in a realistic range")
+    return value
 
 
 def _check_bounds(name, value, low, high, low_inclusive, high_inclusive):

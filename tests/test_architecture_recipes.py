@@ -34,6 +34,14 @@ def _recipe(title: str) -> str:
     return match.group(1)
 
 
+def test_the_layer_table_matches_the_layering_test():
+    from .test_layering import LAYERS
+    rows = dict(re.findall(r"^\| (\d) \| (.+?) \|", DOC, re.MULTILINE))
+    for module, layer in LAYERS.items():
+        if module != "course_lib":
+            assert f"`{module}`" in rows[str(layer)], f"ARCHITECTURE.md: {module} missing from layer {layer}"
+
+
 # ---------------------------------------------------------------- recipe 1: a catalog system
 
 def test_recipe_add_a_catalog_system(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@
   parameter with a ValueError that names it.
 
 These replace the per-chapter copies of the same checks. (The explorers' contract, build and redraw,
-is tests/test_explorers_contract.py's.)
+is the explorers' own test, not this file's.)
 """
 from __future__ import annotations
 

@@ -45,6 +45,13 @@ def test_every_source_has_the_shared_schema():
         assert isinstance(row.get("note", ""), str), sid
 
 
+def test_one_source_has_one_id():
+    ids_by_url = {}
+    for sid, row in datafiles.bibliography().items():
+        ids_by_url.setdefault(row["url"], []).append(sid)
+    assert not {url: ids for url, ids in ids_by_url.items() if len(ids) > 1}, "cite the existing id instead"
+
+
 def test_no_data_file_keeps_its_own_sources_map():
     for path in sorted(DATA.rglob("*.json")):
         if path.name != "sources.json" and path.parent.name != "samples":

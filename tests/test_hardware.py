@@ -200,3 +200,13 @@ def test_bibliography_entries_follow_the_shared_schema():
     for sid in {hardware.system(i).source for i in NEW_SYSTEMS} | {"aws-efa-multicard", "gke-tcpxo", "hpe-slingshot"}:
         row = bib[sid]
         assert {"title", "url", "publisher", "year"} <= set(row) and isinstance(row["year"], int)
+
+
+def test_variant_names_a_fabric():
+    p4d = hardware.system("aws-p4d")
+    assert p4d.variant(fabric="roce").nic_fabric == "roce" and p4d.variant(fabric="roce").raw["fabric"] == "roce"
+    assert p4d.variant(nics_per_node=4) is p4d and p4d.variant().fabric == "efa"
+    with pytest.raises(ValueError, match="fabric"):
+        p4d.variant(fabric="omnipath")
+    with pytest.raises(ValueError, match="fabric"):
+        hardware.system("dgx-h100").variant(fabric="efa")  # EFA does not run on InfiniBand ports

@@ -144,3 +144,34 @@ def test_modern_validation_fit_and_test(capsys):
     assert main(["plan", "--validate-modern"]) == 0
     out = capsys.readouterr().out
     assert "dsv3-pretraining" in out and "test:" in out and "fit:" in out
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(ep=st.sampled_from([1, 2, 4, 8]), cp=st.sampled_from([1, 2, 4]), tp=st.sampled_from([1, 2]),
+       zero=st.sampled_from([0, 1, 3]), hsdp=st.sampled_from([None, 8, 16]), kind=st.sampled_from(P.CP_KINDS),
+       rc=st.sampled_from(["selective", "full"]), overlap=st.booleans(), imbalance=st.sampled_from([1.0, 1.3]))
+def test_modern_layouts_compose(ep, cp, tp, zero, hsdp, kind, rc, overlap, imbalance):
+    kw = dict(gpus=128, tp=tp, cp=cp, ep=ep, zero=zero, hsdp=hsdp if zero == 3 else None, cp_kind=kind,
+              recompute=rc, ep_overlap=overlap, moe_imbalance=imbalance, global_batch=128 // (tp * cp),
+              seq_len=8192)
+    try:
+        e = P.estimate("mixtral-8x7b", "dgx-h100", **kw)
+    except ValueError as err:   # an impossible combination names its parameter
+        assert str(err).split(" ")[0] in {"ep", "cp", "hsdp", "global_batch", "tp"}, str(err)
+        return
+    assert e.step_time_s >= e.compute_s > 0
+    assert all(0 <= t.exposed_s <= t.time_s * (1 + 1e-9) for t in e.traffic)
+    assert e.step_time_s == pytest.approx(sum(e.breakdown().values()), rel=1e-9)
+    assert e.memory["total"] > 0 and e.layout.count("x") >= 2
+
+
+def test_uneven_stages_run_at_the_busiest_stages_pace():
+    kw = dict(gpus=2048, ep=64, zero=1, global_batch=16384, recompute="full")
+    even = P.estimate("deepseek-v3", "dgx-h100", pp=1, **kw)
+    uneven = P.estimate("deepseek-v3", "dgx-h100", pp=16, **kw)   # 61 layers: 4 on the busiest of 16 stages
+    assert uneven.compute_s == pytest.approx(even.compute_s * 4 * 16 / 61)
+    with pytest.raises(ValueError, match="^pp"):
+        P.estimate("llama3-8b", "dgx-h100", gpus=64, pp=3, global_batch=64)   # dense models keep p | l

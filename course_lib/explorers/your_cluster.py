@@ -34,9 +34,10 @@ def measured_run() -> dict:
     return cli_predict.parse_nccl_tests(EXAMPLE_RUN.read_text(encoding="utf-8"))
 
 
-def scaled(nics_per_node: int, nic_gbit_s: float) -> hardware.System:
-    """The example machine with ``nics_per_node`` ports of ``nic_gbit_s`` Gb/s (per direction) each."""
-    return example_system().variant(nics_per_node=nics_per_node, nic_gbit_s=nic_gbit_s)
+def scaled(nics_per_node: int, nic_gbit_s: float, fabric: str = "roce") -> hardware.System:
+    """The example machine with ``nics_per_node`` ports of ``nic_gbit_s`` Gb/s (per direction) each,
+    running ``fabric`` (RoCE by default: the box's own file names no RDMA fabric)."""
+    return example_system().variant(nics_per_node=nics_per_node, nic_gbit_s=nic_gbit_s, fabric=fabric)
 
 
 def _draw(ax, nodes, nics_per_node, nic_gbit_s):
@@ -49,7 +50,7 @@ def _draw(ax, nodes, nics_per_node, nic_gbit_s):
             label="one box, measured (published)")
     if nodes > 1:
         ax.plot(SIZES, many.busbw / units.GB, "s--", color="tab:blue", ms=4,
-                label=f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s each, predicted")
+                label=f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s RoCE each, predicted")
     ax.set_xscale("log", base=2)
     ticks = SIZES[::3]
     ax.set_xticks(ticks, [units.format_bytes(s, binary=True) for s in ticks])
@@ -65,7 +66,7 @@ def _readout(nodes, nics_per_node, nic_gbit_s):
     many = costmodel.predict("all_reduce", 2**30, scaled(nics_per_node, nic_gbit_s), nodes=nodes)
     share = many.busbw[0] / one
     return (f"1 GiB all-reduce: one box {one / units.GB:.3g} GB/s busbw; {nodes} box(es) with {nics_per_node} x "
-            f"{nic_gbit_s:.3g} Gb/s per box: <b>{many.busbw[0] / units.GB:.3g} GB/s</b> ({share:.0%} of one box, "
+            f"{nic_gbit_s:.3g} Gb/s RoCE per box: <b>{many.busbw[0] / units.GB:.3g} GB/s</b> ({share:.0%} of one box, "
             f"{many.algorithms[0]})")
 
 

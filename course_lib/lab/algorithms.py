@@ -12,7 +12,9 @@ Empty chunks are never sent (both sides know the sizes), so tiny tensors work to
 * ``naive_all_reduce``: every rank sends to rank 0, which sums and sends back.
   2(p-1) messages of n bytes through one rank: root bandwidth is the bottleneck.
 * ``ring_all_reduce``: reduce-scatter then all-gather around the ring, 2(p-1) steps of
-  n/p bytes; ``pipeline`` sub-chunks overlap receiving, sending and adding.
+  n/p bytes; ``pipeline`` sub-chunks overlap receiving, sending and adding. Each ring transfer
+  is one gloo collective (``ring_exchange``: an all-to-all with only the neighbours' counts
+  non-zero), so the ranks wait inside gloo's C++ threads rather than in Python.
 * ``halving_doubling_all_reduce``: recursive halving (reduce-scatter) then recursive
   doubling (all-gather), 2 log2(p) steps; ranks beyond a power of two fold in first.
 * ``tree_all_reduce``: binomial-tree reduce to rank 0, then binomial-tree broadcast.
@@ -94,14 +96,7 @@ def naive_all_reduce(tensor) -> None:
 
 # --------------------------------------------------------------------------- ring
 
-MIN_PIECE_BYTES = 256 * 1024
-
-
-def _sub_bounds(start, stop, pieces, itemsize=4):
-    """Cut [start, stop) into at most ``pieces`` parts of at least ``MIN_PIECE_BYTES`` each."""
-    pieces = max(1, min(pieces, ((stop - start) * itemsize) // MIN_PIECE_BYTES))
-    return [(start + a, start + b) for a, b in chunk_bounds(stop - start, pieces)]
-
+MIN_PIECE_BYTES = 1024 * 1024
 
 _SCRATCH: dict = {}
 
@@ -121,6 +116,60 @@ def release_buffers() -> None:
     _SCRATCH.clear()
 
 
+def _split(start, stop, pieces):
+    """[start, stop) in ``pieces`` contiguous parts (the first ones one longer; some may be empty)."""
+    base, extra = divmod(stop - start, pieces)
+    out = []
+    for index in range(pieces):
+        end = start + base + (1 if index < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _pieces(flat, p, pipeline):
+    """Sub-chunks per ring step, the same on every rank: at most ``pipeline``, each >= ``MIN_PIECE_BYTES``."""
+    largest = -(-flat.numel() // p)
+    return max(1, min(pipeline, largest * flat.element_size() // MIN_PIECE_BYTES))
+
+
+def ring_exchange(send, dst, recv, src, async_op=False):
+    """One ring transfer: send ``send`` to rank ``dst`` while receiving ``recv`` from rank ``src``.
+
+    Done as a gloo collective, an all-to-all in which only those two counts are non-zero, so
+    every rank of the group must call it, in the same order (empty tensors are fine). The
+    waiting then happens inside gloo's C++ threads: a Python ``irecv(...).wait()`` per step
+    sleeps and wakes once more per message, and on a busy 2-core virtual machine that wake-up
+    made a 64 KiB ring all-reduce about 10x slower than gloo's own (chapter 04, section 7.4).
+    Returns the ``Work`` when ``async_op``.
+    """
+    p = dist.get_world_size()
+    recv_counts, send_counts = [0] * p, [0] * p
+    recv_counts[src] = recv.numel()
+    send_counts[dst] = send.numel()
+    return dist.all_to_all_single(recv, send, recv_counts, send_counts, async_op=async_op)
+
+
+def _post_step(flat, send_b, dst, recv_b, src, pieces, scratch=None):
+    """Start one ring step, cut into ``pieces``; returns [(work, start, stop, scratch offset)] per piece."""
+    posted = []
+    base = recv_b[0]
+    for (s0, s1), (r0, r1) in zip(_split(*send_b, pieces), _split(*recv_b, pieces)):
+        target = flat[r0:r1] if scratch is None else scratch[r0 - base:r1 - base]
+        posted.append((ring_exchange(flat[s0:s1], dst, target, src, async_op=True), r0, r1, base))
+    return posted
+
+
+def _reduce_step(flat, send_b, dst, recv_b, src, pieces, scratch, then=None):
+    """One reduce-scatter step: receive pieces into ``scratch`` and add each as soon as it lands
+    (while the next is on its way); ``then(k)`` runs after piece k is added."""
+    for k, (work, r0, r1, base) in enumerate(_post_step(flat, send_b, dst, recv_b, src, pieces, scratch)):
+        work.wait()
+        flat[r0:r1].add_(scratch[r0 - base:r1 - base])
+        if then is not None:
+            then(k)
+
+
 def ring_reduce_scatter(tensor, *, pipeline: int = 1, _scratch=None) -> tuple[int, int]:
     """Ring reduce-scatter in place; returns this rank's [start, stop) chunk, which now holds the sum.
 
@@ -132,16 +181,20 @@ def ring_reduce_scatter(tensor, *, pipeline: int = 1, _scratch=None) -> tuple[in
     bounds = chunk_bounds(flat.numel(), p)
     if p == 1:
         return bounds[0]
+    _reduce_scatter(flat, rank, p, bounds, _pieces(flat, p, pipeline), _scratch)
+    return bounds[rank]
+
+
+def _reduce_scatter(flat, rank, p, bounds, pieces, scratch=None, then=None):
     right, left = (rank + 1) % p, (rank - 1) % p
-    largest = bounds[0][1] - bounds[0][0]
-    scratch = _scratch if _scratch is not None else _scratch_for(flat, largest)
+    if scratch is None:
+        scratch = _scratch_for(flat, bounds[0][1] - bounds[0][0])
     # step s: send chunk (r - s - 1) to the right, receive chunk (r - s - 2) from the left
     # and add it in; after p - 1 steps the last chunk received is chunk r, fully summed.
     for step in range(p - 1):
-        send_c = (rank - step - 1) % p
-        recv_c = (rank - step - 2) % p
-        _pipelined_step(flat, bounds[send_c], right, bounds[recv_c], left, scratch, pipeline, reduce=True)
-    return bounds[rank]
+        last = step == p - 2
+        _reduce_step(flat, bounds[(rank - step - 1) % p], right, bounds[(rank - step - 2) % p], left,
+                     pieces, scratch, then if last else None)
 
 
 def ring_all_gather(tensor, *, pipeline: int = 1) -> None:
@@ -151,54 +204,48 @@ def ring_all_gather(tensor, *, pipeline: int = 1) -> None:
     rank, p = _group()
     if p == 1:
         return
-    bounds = chunk_bounds(flat.numel(), p)
+    _all_gather(flat, rank, p, chunk_bounds(flat.numel(), p), _pieces(flat, p, pipeline))
+
+
+def _all_gather(flat, rank, p, bounds, pieces, first=None):
+    """All-gather steps; ``first``, if given, holds step 0's pieces already posted."""
     right, left = (rank + 1) % p, (rank - 1) % p
     for step in range(p - 1):
-        send_c = (rank - step) % p
-        recv_c = (rank - step - 1) % p
-        _pipelined_step(flat, bounds[send_c], right, bounds[recv_c], left, None, pipeline, reduce=False)
-
-
-def _pipelined_step(flat, send_b, dst, recv_b, src, scratch, pieces, reduce):
-    """One ring step, cut into ``pieces`` sub-chunks so adding piece k overlaps receiving k+1.
-
-    All receives and sends are posted at once (gloo moves them on its own threads);
-    the reduction waits only for the piece it needs. Receives of the all-gather go
-    straight into place; the reduce-scatter receives into ``scratch`` then adds in place.
-    """
-    size = flat.element_size()
-    send_parts = _sub_bounds(*send_b, pieces, size)
-    recv_parts = _sub_bounds(*recv_b, pieces, size)
-    recvs, sends = [], []
-    base = recv_b[0]
-    for a, b in recv_parts:
-        if b > a:
-            target = scratch[a - base:b - base] if reduce else flat[a:b]
-            recvs.append((dist.irecv(target, src), a, b))
-    for a, b in send_parts:
-        if b > a:
-            sends.append(dist.isend(flat[a:b], dst))
-    for work, a, b in recvs:
-        work.wait()
-        if reduce:
-            flat[a:b].add_(scratch[a - base:b - base])
-    for work in sends:
-        work.wait()
+        if step == 0 and first is not None:
+            posted = first
+        else:
+            posted = _post_step(flat, bounds[(rank - step) % p], right, bounds[(rank - step - 1) % p], left,
+                                pieces)
+        for work, *_ in posted:
+            work.wait()
 
 
 def ring_all_reduce(tensor, *, pipeline: int = 8) -> None:
     """All-reduce (sum) in place: ring reduce-scatter then ring all-gather.
 
-    ``pipeline`` in [1, 64]: at most that many sub-chunks per step, each >= 256 KiB (1: plain ring). Sends n/p bytes per step,
-    2(p-1) steps: each rank moves 2(p-1)/p * n bytes, the bandwidth lower bound.
+    ``pipeline`` in [1, 64]: at most that many sub-chunks per step, each >= 256 KiB (1: plain ring).
+    Sends n/p bytes per step, 2(p-1) steps: each rank moves 2(p-1)/p * n bytes, the bandwidth lower
+    bound. Piece k of this rank's summed chunk starts its all-gather as soon as it is added, while
+    the later pieces are still being reduced.
     """
     pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
     flat = _flat(tensor)
     rank, p = _group()
     if p == 1 or flat.numel() == 0:
         return
-    ring_reduce_scatter(flat, pipeline=pipeline)
-    ring_all_gather(flat, pipeline=pipeline)
+    bounds = chunk_bounds(flat.numel(), p)
+    pieces = _pieces(flat, p, pipeline)
+    right, left = (rank + 1) % p, (rank - 1) % p
+    mine = _split(*bounds[rank], pieces)
+    theirs = _split(*bounds[(rank - 1) % p], pieces)
+    first = []
+
+    def start_gather(k):  # piece k of my chunk is summed: pass it on at once
+        (s0, s1), (r0, r1) = mine[k], theirs[k]
+        first.append((ring_exchange(flat[s0:s1], right, flat[r0:r1], left, async_op=True), r0, r1, r0))
+
+    _reduce_scatter(flat, rank, p, bounds, pieces, then=start_gather)
+    _all_gather(flat, rank, p, bounds, pieces, first=first)
 
 
 # --------------------------------------------------------------------------- halving-doubling
@@ -319,12 +366,29 @@ def _a2a_buffers(output, input):
 
 
 def pairwise_all_to_all(output, input) -> None:
-    """All-to-all by pairwise exchange: at step s = 1..p-1 send chunk (r+s) to rank r+s and receive
-    chunk (r-s) from rank r-s, both at once. p-1 steps of n/p bytes: each rank sends (p-1)/p of
-    its buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one."""
+    """All-to-all by pairwise exchange in p-1 steps of n/p bytes: each rank sends (p-1)/p of its
+    buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one.
+
+    p a power of two: at step s rank r swaps chunks with rank r XOR s, the lower rank sending first
+    with blocking send/recv (no asynchronous hand-off to gloo's threads). Otherwise: at step s send
+    chunk (r+s) to rank r+s while receiving chunk (r-s) from rank r-s (isend/irecv, both posted).
+    """
     out, inp, rank, p = _a2a_buffers(output, input)
     c = inp.numel() // p
     out[rank * c:(rank + 1) * c].copy_(inp[rank * c:(rank + 1) * c])
+    if c == 0:
+        return
+    if p & (p - 1) == 0:
+        for step in range(1, p):
+            peer = rank ^ step
+            mine, theirs = inp[peer * c:(peer + 1) * c], out[peer * c:(peer + 1) * c]
+            if rank < peer:
+                dist.send(mine, peer)
+                dist.recv(theirs, peer)
+            else:
+                dist.recv(theirs, peer)
+                dist.send(mine, peer)
+        return
     for step in range(1, p):
         dst, src = (rank + step) % p, (rank - step) % p
         _exchange(inp[dst * c:(dst + 1) * c], dst, out[src * c:(src + 1) * c], src)

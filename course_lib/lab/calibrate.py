@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import units, validate
+from .. import evidence, units, validate
 
 DEFAULT_SIZES = (1024, 16 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024)
 
@@ -220,7 +220,7 @@ class Calibration:
                 continue
             predicted = self.predict(row["size"], row["ranks"], stretch)
             out.append({"size": row["size"], "ranks": row["ranks"], "measured_s": row["time_s"],
-                        "predicted_s": predicted, "ratio": predicted / row["time_s"]})
+                        "predicted_s": predicted, "ratio": evidence.ratio(predicted, row["time_s"])})
         return out
 
     def report(self, rows, algorithm="builtin", stretch=None) -> str:
@@ -422,8 +422,8 @@ class SameRun:
             step, measured = steps[row["size"]], row["time_s"]
             alone = step.get("step_alone_s")
             out.append({"size": row["size"], "ranks": self.ranks, "measured_s": measured,
-                        "fit": float(fits[i]) / measured if fits is not None else None,
-                        "steps": step_model_time(step, self.ranks) / measured, "stretch": stretch,
+                        "fit": evidence.ratio(float(fits[i]), measured) if fits is not None else None,
+                        "steps": evidence.ratio(step_model_time(step, self.ranks), measured), "stretch": stretch,
                         "measured_stretch": step["step_s"] / alone if alone else None})
         return out
 

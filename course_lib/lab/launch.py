@@ -300,8 +300,9 @@ def init_process_group(backend: str | None = None, timeout: float = 30.0):
         store = dist.FileStore(os.path.join(_WORKDIR, "store"), world)
         store.set_timeout(delta)
     else:
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
-                              delta)
+        # torchrun's agent hosts the store itself; otherwise (RANK, WORLD_SIZE, MASTER_* set by hand) rank 0 does
+        host = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, host, delta)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=delta)
     # Returning only once every rank has connected: a rank whose function ends at once would
     # otherwise close its connections while a peer is still inside gloo's connectFullMesh
@@ -515,11 +516,13 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
     watcher = None
     echoer = _Echo(workdir, ranks, echo)
     try:
-        with _HeldInterrupt(), warnings.catch_warnings():
+        with _HeldInterrupt() as held, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (Python 3.12+)
             watcher = _start_watcher(workdir, os.getpid())
             with open(os.path.join(workdir, "pids"), "a") as pids:
                 for rank in range(ranks):
+                    if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
+                        break
                     proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
                                        args=(fn, rank, ranks, args, kwargs or {}, workdir, backend,
                                              timeout, threads, init, os.getpid()))

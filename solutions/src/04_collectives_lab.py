@@ -453,23 +453,45 @@ for name in ("yours", "ring", "ring, pipeline=1"):
 #
 # ### 7.4 What makes the library's ring fast
 #
-# Open `course_lib/lab/algorithms.py` (`ring_all_reduce` and `_pipelined_step`). Three things separate it
+# Open `course_lib/lab/algorithms.py` (`ring_all_reduce` and `ring_exchange`). Three things separate it
 # from a straightforward ring like the one you wrote:
 #
-# 1. **Receives and sends are posted together.** Every `irecv` and `isend` of a step is started before
-#    the rank waits for anything. gloo moves the bytes on its own I/O threads, so data keeps flowing while
-#    the Python thread waits or adds. A rank that sends, waits, and only then receives leaves the link idle
-#    half the time.
+# 1. **The waiting happens inside gloo, not in Python.** Your ring waits on each `irecv` from Python:
+#    the Python thread goes to sleep, and gloo's network thread must wake it when the bytes land. On a
+#    busy virtual machine a sleeping thread can take milliseconds to get a core back, and a ring pays
+#    that at every step. The library does each ring step as one gloo collective instead: an
+#    all-to-all in which only the neighbour's counts are non-zero (`ring_exchange`), so gloo's own
+#    threads move the bytes and wait for them. Measured with `benchmarks/lab_ring_vs_gloo.py` on the
+#    2-core virtual machine this course was written on (2 ranks, shared with other jobs, load average
+#    10-14): with `isend`/`irecv` the library's ring reached 0.04x gloo's throughput at 64 KiB, 0.12x at
+#    1 MiB and 0.84-0.87x at 16-64 MiB; as collectives, in three runs, 0.59-0.63x at 64 KiB, 0.46-0.79x
+#    at 1 MiB and 0.86-1.21x at 16-64 MiB.
 # 2. **Pipelined sub-chunks.** Each step's chunk is cut into up to `pipeline` pieces (never smaller than the
 #    size printed below), and the rank adds piece $k$ as soon as it arrives, while piece $k+1$ is still on
-#    its way. The adding ($\gamma$ in the model) hides behind the transfer instead of adding to it.
+#    its way; the adding ($\gamma$ in the model) hides behind the transfer instead of adding to it. A
+#    piece of the rank's own chunk starts its all-gather as soon as it is summed, without waiting for the
+#    rest of the reduce-scatter. Pieces are not made smaller than 1 MiB because every collective call
+#    has a fixed cost: with 256 KiB pieces a 4 MiB all-reduce made 16 calls and reached 0.70x gloo; with
+#    1 MiB pieces, 4 calls and 0.94-1.57x (three runs).
 # 3. **A preallocated receive buffer.** The reduce-scatter receives into a scratch buffer that is kept
 #    between calls. Allocating a fresh buffer at every step (the simplest ring calls `torch.empty` in every
 #    step) can hand back new pages from the operating system, and touching a fresh page the first time
 #    costs a page fault, which for large chunks can cost as much as copying the data.
 #
-# On GPUs, NCCL does the same three things in its own way: its kernels keep several chunks in flight per
-# channel, run many channels (rings) in parallel, and use fixed, preregistered buffers.
+# **Why it still trails gloo below about 1 MiB.** On 2 ranks both all-reduces are the same two ring
+# steps. gloo runs both inside one call, on its own thread; the library makes two calls from Python with
+# the add in between, and each call hands the work to gloo's thread and waits for it to come back. That
+# hand-off costs about 50-70 µs even on one idle rank (an all-to-all of 16 floats, `dist.all_reduce`
+# likewise) and more on a busy machine, while a 64 KiB step moves its 32 KiB in a few tens of µs. So below
+# about 1 MiB the library pays one extra hand-off per all-reduce that gloo does not: the goal of 0.8x at
+# 64 KiB-1 MiB was not reached on that machine (0.59-0.63x, 0.60-0.68x and 0.46-0.79x at 64 KiB, 256 KiB
+# and 1 MiB in three runs). From 4 MiB up, where the bytes dominate, the ring matched or beat gloo in most
+# runs (0.86-1.57x); single runs moved by a third either way, because the two ranks shared two cores with
+# other jobs. Run the benchmark twice before you trust one ratio.
+#
+# On GPUs, NCCL does the same three things in its own way: one kernel runs the whole ring and polls for
+# data instead of sleeping, keeps several chunks in flight per channel, runs many channels (rings) in
+# parallel, and uses fixed, preregistered buffers.
 
 # %%
 print("smallest pipelined piece:", units.format_bytes(lab.algorithms.MIN_PIECE_BYTES, binary=True))
@@ -750,7 +772,7 @@ _ = checks.check_all(globals(), chapter="04")
 #   at least 3.89 ms, not half of it. The ring meets it and pays $2(p-1)\alpha$ in latency.
 # - **algbw** = size / time; **busbw** = algbw × $2\frac{p-1}{p}$ for all-reduce, comparable with the
 #   per-direction link rate. busbw above it means in-network reduction, not a faster link.
-# - A ring all-reduce is a short loop of `isend`/`irecv`; a fast one posts them together, pipelines
+# - A ring all-reduce is a short loop of `isend`/`irecv`; a fast one waits inside the library, pipelines
 #   sub-chunks and reuses its buffers.
 # - On a CPU the alpha-beta model fits two ranks roughly, best for large messages; with more ranks than
 #   cores it breaks, most for small messages, because ranks wait for the scheduler. On GPUs it misses for

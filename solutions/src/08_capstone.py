@@ -492,8 +492,9 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 #    paper's Table 2 lists Llama 2 7B, 13B and 70B at 400 W and only the unreleased 34B at 350 W. A capped
 #    GPU may not hold the full clocks the catalog's peak assumes.
 # 4. **Layouts the model cannot express.** Llama 3 405B spread 126 layers over 16 stages unevenly (one layer
-#    fewer on the first and last); the planner needs $p$ to divide the layer count. It also knows nothing
-#    of context parallelism, FP8 or mixture-of-experts all-to-all.
+#    fewer on the first and last); the planner needs $p$ to divide a dense model's layer count. It knows
+#    nothing of FP8. Context parallelism, FSDP/HSDP and mixture-of-experts all-to-alls it does model
+#    (chapters 06, 07 and 10; `plan --cp`, `--hsdp`, `--ep`), with their own published checks.
 # 5. **ZeRO-3 at scale.** Against Megatron's measurements the model is 1.7-3.4x optimistic for ZeRO-3 on
 #    768-1,536 GPUs (the table above): its weight gathers do not overlap as well as the model assumes.
 # 6. **The network is assumed healthy.** Links run at their measured nccl-tests efficiency with no

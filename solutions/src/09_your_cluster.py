@@ -223,8 +223,8 @@ for row, busbw in zip(measured["rows"], predicted.busbw):
     print(f"{row['size']:>12} {row['busbw']:>12.2f} GB/s {busbw / units.GB:>11.2f} GB/s {busbw / units.GB / row['busbw']:>10.3f}")
 
 # %% [markdown]
-# Scale the box out: how many boxes, how many NIC ports per box, how fast each port. The black diamonds are
-# the published single-box run; the dashed curve is the model for the cluster you build.
+# Scale the box out: how many boxes, how many NIC ports per box (RoCE), how fast each port. The black
+# diamonds are the published single-box run; the dashed curve is the model for the cluster you build.
 
 # %%
 from course_lib.explorers import your_cluster
@@ -357,13 +357,15 @@ importlib.reload(course_lib.grading).grade("09.5", redirecting_bridges)
 # 25 Gb/s Ethernet ports (RoCE). According to the course model (`costmodel.predict`, 1 GiB all-reduce,
 # the default algorithm choice), what is the **smallest** number of 25 Gb/s ports per node for which the
 # busbw on **4 nodes** is at least **75%** of the single-box busbw? Store it in `ports_per_node`.
-# `box.variant(nics_per_node=k, nic_gbit_s=25)` builds each candidate.
+# `box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce")` builds each candidate (the box's own file
+# names no RDMA fabric, so say that the new ports run RoCE).
 
 # %% nbgrader={"grade": false, "grade_id": "ex09-6-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
 one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
 ports_per_node = next(k for k in range(1, 65)
-                      if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25),
+                      if costmodel.predict("all_reduce", 2**30,
+                                           box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
                                            nodes=4).busbw[0] >= 0.75 * one_box)
 ### END SOLUTION
 

@@ -44,7 +44,15 @@ def _cli_cases() -> dict[str, list[tuple]]:
                  ("plan", "--model", "llama2-70b", "--system", "dgx-h200", "--gpus", "512", "--search"),
                  ("plan", "--model", "megatron-18.4b", "--system", "dgx-h100", "--gpus", "256", "--search"),
                  ("plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--tp", "8",
-                  "--pp", "16")],
+                  "--pp", "16"),
+                 # expert, context and sharded data parallelism (issue 16)
+                 ("plan", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--ep", "8",
+                  "--global-batch", "256", "--seq-len", "4096", "--recompute", "selective", "--zero", "1"),
+                 ("plan", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "64", "--cp", "4",
+                  "--seq-len", "131072", "--global-batch", "16", "--fsdp"),
+                 ("plan", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--hsdp", "32",
+                  "--global-batch", "256"),
+                 ("plan", "--validate-modern")],
     }
 
 
