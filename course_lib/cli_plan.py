@@ -5,13 +5,17 @@ planner and also prints the best layouts. --json prints the result as JSON (SI u
 """
 from __future__ import annotations
 
-from . import cli, parallel, systemfile
+from . import cli, parallel, systemfile, tp_scans
 
 
 def _run(args) -> int:
     model = parallel.model(args.model)
     system = systemfile.system_from_args(args)
     kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
+    if args.validate_tp:
+        rows = tp_scans.scan_table()
+        print(cli.dumps(rows) if args.json else tp_scans.scan_summary(rows))
+        return 0
     if args.validate_modern:
         rows = parallel.modern_validation_table()
         print(cli.dumps(rows) if args.json else parallel.modern_validation_summary(rows))
@@ -85,6 +89,8 @@ def register(subparsers) -> None:
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")
+    p.add_argument("--validate-tp", action="store_true",
+                   help="print published tensor-parallel scans (TP 2-32) against the planner, relative to TP 8")
     p.add_argument("--validate-modern", action="store_true",
                    help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -92,7 +98,7 @@ def register(subparsers) -> None:
 
 
 def _check_and_run(args) -> int:
-    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern):
+    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern or args.validate_tp):
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
     if args.fsdp and args.hsdp is not None:
         raise ValueError("fsdp and hsdp exclude each other: --fsdp shards over all ranks, --hsdp over groups")

@@ -108,7 +108,8 @@ def _predict(args) -> int:
     sys_ = systemfile.system_from_args(args)
     nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
-                             algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics)
+                             algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics,
+                             network=args.fabric, protocol=args.proto)
     if args.json:
         print(cli.dumps(_to_json(pred)))
     else:
@@ -119,25 +120,37 @@ def _predict(args) -> int:
 # ---------------------------------------------------------------- compare
 
 _RANK_RE = re.compile(r"#\s*Rank\s+\d+.*?\bon\s+(\S+)\s+device")
+_ENV_RE = re.compile(r"\bNCCL_(ALGO|PROTO)\s*=\s*([A-Za-z0-9_,^]+)")
+_NCCL_VERSION_RE = re.compile(r"(?:NCCL version|nccl-library=)\s*([0-9][0-9.]*)")
 
 
 def parse_nccl_tests(text) -> dict:
     """Parse nccl-tests output: rows of size, time (us), algbw and busbw (GB/s), out-of-place and in-place.
 
-    Returns ``{"collective", "ranks", "hosts", "rows": [{"size", "time_us", "algbw", "busbw"}]}``;
-    the out-of-place column is used. Works with and without the ``root`` column and MPI ``[0]`` prefixes.
+    Returns ``{"collective", "ranks", "hosts", "rows": [{"size", "time_us", "algbw", "busbw"}], "env",
+    "nccl_version", "gpus_per_process"}``; the out-of-place column is used. ``env`` holds NCCL_ALGO /
+    NCCL_PROTO found in the file (a command line or NCCL_DEBUG output). Works with and without the
+    ``root`` column and MPI ``[0]`` prefixes.
     """
     if not isinstance(text, str):
         raise ValueError("text must be the contents of an nccl-tests output file (str)")
-    collective, hosts, ranks, rows = None, [], 0, []
+    collective, hosts, ranks, rows, env, version, ngpus = None, [], 0, [], {}, None, None
     for raw in text.splitlines():
-        line = re.sub(r"\[\d+\]", " ", raw).strip()
+        line = re.sub(r"\[\d+(?:,\d+)?\](?:<stdout>:)?", " ", raw).strip()
         m = re.search(r"Collective test starting:\s*(\w+)", line) or re.search(r"build/(\w+?)_perf", line)
         if m and collective is None:
             try:
                 collective = _collective_arg(m.group(1))
             except ValueError:
                 pass
+        for key, value in _ENV_RE.findall(line):
+            env.setdefault(key.lower(), value)
+        vm = _NCCL_VERSION_RE.search(line)
+        if vm and version is None:
+            version = vm.group(1).rstrip(".")
+        gm = re.search(r"\bnGpus\s+(\d+)", line)
+        if gm and ngpus is None:
+            ngpus = int(gm.group(1))
         rm = _RANK_RE.search(line)
         if rm:
             ranks += 1
@@ -162,16 +175,125 @@ def parse_nccl_tests(text) -> dict:
         rows.append({"size": int(tokens[0]), "time_us": nums[0], "algbw": nums[1], "busbw": nums[2]})
     if not rows:
         raise ValueError("text has no nccl-tests result rows (lines starting with size and count)")
-    return {"collective": collective, "ranks": ranks or None, "hosts": sorted(set(hosts)), "rows": rows}
+    return {"collective": collective, "ranks": ranks or None, "hosts": sorted(set(hosts)), "rows": rows,
+            "env": env, "nccl_version": version, "gpus_per_process": ngpus}
+
+
+def ranks_from_bandwidths(collective, rows):
+    """Rank count implied by nccl-tests' busbw / algbw on rows with algbw >= 1 GB/s, or None.
+
+    busbw = algbw x factor(p); for all-reduce factor = 2(p-1)/p, so p = 2 / (2 - factor); for
+    all-gather / reduce-scatter / all-to-all factor = (p-1)/p, so p = 1 / (1 - factor).
+    """
+    coll = collectives.get(collective)
+    factors = [r["busbw"] / r["algbw"] for r in rows
+               if np.isfinite(r["algbw"]) and np.isfinite(r["busbw"]) and r["algbw"] >= 1.0]
+    if not factors or coll.busbw_factor(2) == coll.busbw_factor(3):
+        return None
+    f = float(np.median(factors))
+    top = 2.0 if coll.id in ("all_reduce",) else 1.0
+    if f >= top * 0.999:
+        return None
+    p = int(round(top / (top - f)))
+    return p if p >= 2 and abs(coll.busbw_factor(p) - f) < 0.02 else None
 
 
 MAX_COMPARE_BYTES = 4 * 2**20  # an nccl-tests log is a few KB; NCCL_DEBUG=INFO output of a large job a few MB
+_NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls", "collnetdirect": None,
+               "collnetchain": None, "pat": None}
 
 
 def _finite(value):
     """A float for JSON: None (null) where it is NaN or infinite."""
     value = float(value)
     return value if np.isfinite(value) else None
+
+
+def compare_assumptions(parsed, sys_, args) -> dict:
+    """What compare assumes about the run, and where each value came from (file, flag, inferred, guessed)."""
+    out = {}
+    ranks_in_file = parsed["ranks"]
+    inferred = None if ranks_in_file else ranks_from_bandwidths(args.collective_id, parsed["rows"])
+    if args.nodes:
+        out["nodes"] = (args.nodes, "flag --nodes")
+    elif parsed["hosts"]:
+        out["nodes"] = (len(parsed["hosts"]), f"file: {len(parsed['hosts'])} host name(s) in the rank lines")
+    elif "file" in (sys_.raw or {}):
+        out["nodes"] = (systemfile.nodes_default(sys_), "system file (the log has no rank lines)")
+    else:
+        out["nodes"] = (1, "GUESSED: the file has no rank lines; pass --nodes")
+    nodes = out["nodes"][0]
+    if args.ngpus:
+        out["gpus_per_node"] = (args.ngpus, "flag -g")
+    elif ranks_in_file:
+        out["gpus_per_node"] = (max(1, ranks_in_file // nodes), f"file: {ranks_in_file} rank lines / {nodes} node(s)")
+    elif inferred:
+        out["gpus_per_node"] = (max(1, min(sys_.gpus_per_node, inferred // nodes)),
+                                f"inferred: busbw/algbw in the file implies {inferred} ranks; / {nodes} node(s)")
+    else:
+        out["gpus_per_node"] = (sys_.gpus_per_node, f"GUESSED: the catalog's {sys_.id}; pass -g")
+    out["nics_per_node"] = ((args.nics, "flag --nics") if args.nics else
+                            (sys_.nics_per_node, f"catalog {sys_.id} (nccl-tests does not print NICs): GUESSED"))
+    rate = args.nic_gbit or units.bytes_to_bits(sys_.nic.per_direction) / 1e9
+    out["nic_gbit_s"] = (rate, "flag --nic-gbit" if args.nic_gbit else f"catalog {sys_.id} ({sys_.nic.name}): GUESSED")
+    kind = args.fabric or costmodel.system_fabric_kind(sys_)
+    out["fabric"] = (kind, "flag --fabric" if args.fabric else "catalog / NIC family default: GUESSED")
+    forced_algo = parsed["env"].get("algo")
+    if args.algo != "auto":
+        out["algorithm"] = (args.algo, "flag --algo")
+    elif forced_algo and _NCCL_ALGOS.get(forced_algo.lower().split(",")[0]):
+        out["algorithm"] = (_NCCL_ALGOS[forced_algo.lower().split(",")[0]], f"file: NCCL_ALGO={forced_algo}")
+    else:
+        out["algorithm"] = ("auto", "model's fastest per size (NCCL chooses too; the log does not say which it took)")
+    forced_proto = parsed["env"].get("proto")
+    if args.proto != "auto":
+        out["protocol"] = (args.proto, "flag --proto")
+    elif forced_proto and forced_proto in costmodel.PROTOCOLS:
+        out["protocol"] = (forced_proto, f"file: NCCL_PROTO={forced_proto}")
+    else:
+        out["protocol"] = ("auto", "model's fastest per size")
+    out["nccl_version"] = (parsed["nccl_version"] or "not in the file", "file" if parsed["nccl_version"] else "-")
+    return out
+
+
+def compare_advice(rows, nodes) -> list[str]:
+    """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67."""
+    slow = [r for r in rows if r["ratio"] is not None and r["ratio"] > 1.5]
+    fast = [r for r in rows if r["ratio"] is not None and r["ratio"] < 0.67]
+    span = lambda rs: f"{units.format_bytes(rs[0]['size'], binary=True)}-{units.format_bytes(rs[-1]['size'], binary=True)}"
+    out = []
+    small_slow = [r for r in slow if r["size"] < 2**20]
+    big_slow = [r for r in slow if r["size"] >= 2**20]
+    if small_slow:
+        out.append(f"measured slower than the model at {span(small_slow)} (ratio up to "
+                   f"{max(r['ratio'] for r in small_slow):.2f}): a fixed cost per call the model does not see: launch "
+                   "overhead and CPU speed, a proxy thread starved of CPU, or (across nodes) the network's latency "
+                   "(TCP sockets, EFA/SRD). Try: NCCL_DEBUG=INFO (look for 'NET/Socket' instead of 'NET/IB'); "
+                   "NCCL_PROTO=LL; bind ranks to their GPU's NUMA node; nccl-tests -G 1 (CUDA graphs)")
+    if big_slow and nodes > 1:
+        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
+                   f"{max(r['ratio'] for r in big_slow):.2f}) across nodes: the network delivers less than assumed. "
+                   "Likely: fewer or slower NICs than assumed (--nics, --nic-gbit), GPUDirect RDMA off (no 'GDRDMA' in "
+                   "NCCL_DEBUG=INFO channel lines), PCIe ACS or the IOMMU left on, TCP fallback, a congested or "
+                   "oversubscribed fabric. Try: NCCL_ALGO=Ring to measure the network alone; NCCL_IB_HCA to list "
+                   "every NIC; NCCL_NET_GDR_LEVEL=PHB; ib_write_bw between the two nodes")
+    elif big_slow:
+        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
+                   f"{max(r['ratio'] for r in big_slow):.2f}) inside one node: NVLink links down or fewer than the "
+                   "catalog's (nvidia-smi nvlink --status), P2P off (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), traffic "
+                   "crossing CPU sockets on a PCIe box, NVLS off where the model used it. Try: NCCL_ALGO=Ring and "
+                   "NCCL_NVLS_ENABLE=1 in turn; nvidia-smi topo -m")
+    if fast and nodes == 2:
+        out.append(f"measured faster than the model at {span(fast)} (ratio down to {min(r['ratio'] for r in fast):.2f}) "
+                   "on two nodes: NCCL's tree and NVLS tree can put part of the traffic on NVLink and beat the "
+                   "network bound (older NCCL more so). Try: NCCL_ALGO=Ring to see the network itself, or --nics / "
+                   "--nic-gbit if the nodes have more network than assumed")
+    elif fast:
+        out.append(f"measured faster than the model at {span(fast)} (ratio down to {min(r['ratio'] for r in fast):.2f}): "
+                   "more or faster links than assumed (--system, --nics, --nic-gbit, -g), in-network reduction "
+                   "(NVLS or SHARP: NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE) the model did not use, or a launch cost "
+                   "lower than the course's 15 us (small sizes). Try: --algo nvls; check the NCCL version")
+    return out
 
 
 def _compare(args) -> int:
@@ -184,36 +306,60 @@ def _compare(args) -> int:
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
+    args.collective_id = collective
     sys_ = systemfile.system_from_args(args)
-    nodes = args.nodes or (len(parsed["hosts"]) if parsed["hosts"] else systemfile.nodes_default(sys_))
-    g = args.ngpus or (max(1, parsed["ranks"] // nodes) if parsed["ranks"] else sys_.gpus_per_node)
+    if args.nic_gbit:
+        sys_ = sys_.variant(nic_gbit_s=args.nic_gbit)
+    assumed = compare_assumptions(parsed, sys_, args)
+    nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
+    g = min(g, sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
-    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=args.algo,
-                             nics_per_node=args.nics)
+    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
+                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
     out = []
-    for r, t, b, al in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms):
+    for r, t, b, al, pr in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols):
         measured = _finite(r["busbw"])
         ratio = None
-        if measured:
+        if _finite(r["time_us"]) and t > 0:
+            # predicted / measured busbw = measured / predicted time (same size, same factor); the times
+            # keep their digits where nccl-tests rounds a small busbw to 0.00
+            ratio = _finite(evidence.compare(r["size"], r["time_us"],
+                                             evidence.measurement(t * 1e6, "us", what=args.file)).ratio)
+        elif measured:
             ratio = _finite(evidence.compare(r["size"], b / units.GB,
                                              evidence.measurement(measured, "GB/s busbw", what=args.file)).ratio)
         out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
-                    "algorithm": str(al)})
+                    "algorithm": str(al), "protocol": str(pr)})
+    advice = compare_advice(out, nodes)
+    guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
     if args.json:
         print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
-                          "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
+                         "assumed": {k: {"value": v, "from": why} for k, (v, why) in assumed.items()},
+                         "guessed": guessed, "advice": advice,
+                         "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
           "ratio = predicted / measured busbw; n/a: not in the file")
+    print("# assumed:")
+    for key, (value, why) in assumed.items():
+        print(f"#   {key:<14} {value!s:<12} ({why})")
+    if guessed:
+        print(f"# guessed, not read from the file: {', '.join(guessed)}")
 
     def cell(value, width, digits=2):
         return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
-    print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6}  algo")
+    print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6}  algo/proto")
     for r in out:
+        flag = "  <-- " if r["ratio"] is not None and (r["ratio"] > 1.5 or r["ratio"] < 0.67) else ""
         print(f" {r['size']:>12d} {cell(r['measured_time_us'], 10)} {cell(r['predicted_time_us'], 10)} "
-              f"{cell(r['measured_busbw'], 10)} {cell(r['predicted_busbw'], 10)} {cell(r['ratio'], 6)}  {r['algorithm']}")
+              f"{cell(r['measured_busbw'], 10)} {cell(r['predicted_busbw'], 10)} {cell(r['ratio'], 6)}  "
+              f"{r['algorithm']}/{r['protocol']}{flag}")
+    for line in advice:
+        print(f"# advice: {line}")
+    if not advice:
+        print("# advice: every ratio is within 0.67-1.5")
     return 0
 
 
@@ -281,6 +427,10 @@ def register(subparsers) -> None:
     p.add_argument("--nodes", type=cli.integer(low=1, high=100_000), default=None,
                    help="number of nodes (default 1, or the system file's)")
     p.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
+    p.add_argument("--fabric", default=None, choices=costmodel.fabric_kind_ids(),
+                   help="network kind between nodes (default: the system's; data/fabrics.json)")
+    p.add_argument("--proto", default="auto", choices=("auto",) + costmodel.PROTOCOLS,
+                   help="NCCL protocol, as NCCL_PROTO (default: the fastest per size)")
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")
@@ -296,6 +446,12 @@ def register(subparsers) -> None:
                    help="nodes (default: distinct hosts in the file)")
     c.add_argument("--nics", type=cli.integer(low=1), default=None, help="NICs per node (default: the system's)")
     c.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(), help="algorithm for the model")
+    c.add_argument("--proto", default="auto", choices=("auto",) + costmodel.PROTOCOLS,
+                   help="NCCL protocol for the model (default: NCCL_PROTO in the file, else the fastest per size)")
+    c.add_argument("--fabric", default=None, choices=costmodel.fabric_kind_ids(),
+                   help="network kind between nodes (default: the system's)")
+    c.add_argument("--nic-gbit", dest="nic_gbit", type=cli.number(low=0.1, high=3200), default=None,
+                   help="one NIC's rate, Gb/s per direction (default: the system's)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_compare, flags=FLAGS)
 

@@ -71,7 +71,7 @@ def system_fabric_kind(system) -> str:
 
 def _technology_aliases() -> dict:
     """Network technologies of the older API: ``infiniband`` and ``ethernet`` (its default kind, RoCE)."""
-    return {"infiniband": "infiniband", "ethernet": fabrics_data()["default_for_nic_family"]["ethernet"]}
+    return {"infiniband": "infiniband", "ethernet": hardware.default_fabric("ethernet")}
 
 
 def efficiency(technology) -> float:
@@ -119,10 +119,6 @@ def hop_latency(technology) -> float:
 def launch_latency() -> float:
     """Fixed cost of one collective call as nccl-tests sees it, seconds (derived; see efficiency.json)."""
     return efficiency_data()["latency_us"]["launch"]["value"] * 1e-6
-
-
-def _in_network_extra() -> float:
-    return efficiency_data()["latency_us"]["in_network_extra"]["value"] * 1e-6
 
 
 # ---------------------------------------------------------------- algbw / busbw

@@ -14,7 +14,7 @@ with the base types' own methods, so an object whose ``__eq__`` or ``__float__``
 
 The key is ``solutions/answers.json`` in the instructor's repository (or the file named by
 ``COURSE_LIB_ANSWER_KEY``): ``{"01.1": <number>, "00.3": "<letter>", "08.5": {"model": "08.5", "recorded": <number>}}``.
-Model answers (:data:`MODELS`) are computed from the library when graded; ``recorded`` is what the
+Model answers (:data:`MODELS`) are computed from the library when graded (once per process); ``recorded`` is what the
 sealed self-check key was made from, and a test fails when the library moves one
 (``python -m course_lib.grading seal`` re-seals after a deliberate change).
 """
@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -49,15 +50,86 @@ def answer_key() -> dict:
 
 # ---------------------------------------------------------------- model answers
 
-def _planner_answer(exercise_id: str):
+@lru_cache(maxsize=None)
+def _planner_answers() -> dict:
     from .explorers import planner
-    return planner.expected_answers()[exercise_id]
+    return planner.expected_answers()
 
 
-# exercise id -> the library computation its answer comes from (the planner's, for the capstone)
+def _planner_answer(exercise_id: str):
+    return _planner_answers()[exercise_id]
+
+
+def _rtx4090_box():
+    from . import hardware
+    return hardware.load_system(PACKAGE / "data" / "systems" / "rtx4090x4_p2p.toml")
+
+
+@lru_cache(maxsize=None)
+def _rtx4090_ports_per_node() -> int:
+    """Chapter 09's box on 4 nodes: the fewest 25 Gb/s ports per node that keep 75% of one box's busbw."""
+    from . import costmodel
+    box = _rtx4090_box()
+    one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
+    return next(k for k in range(1, 65)
+                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
+                                     nodes=4).busbw[0] >= 0.75 * one_box)
+
+
+@lru_cache(maxsize=None)
+def _rtx4090_predicted_over_measured() -> float:
+    """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
+    from . import cli_predict, costmodel, units
+    systems = PACKAGE / "data" / "systems"
+    box = _rtx4090_box()
+    measured = cli_predict.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
+    row = next(r for r in measured["rows"] if r["size"] == 2**30)
+    return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
+
+
+L40S_CLUSTER_TOML = """
+[system]
+id = "l40s-2x8"
+gpu = "l40s"
+gpus_per_node = 8
+nodes = 2
+cpu_sockets = 2
+source = "exercise 09.8"
+
+[gpu_link]
+kind = "pcie"
+
+[pcie]
+generation = 4
+lanes_per_gpu = 16
+
+[network]
+fabric = "roce"
+gbit_s = 100
+count = 2
+"""
+
+
+@lru_cache(maxsize=None)
+def _l40s_cluster_busbw() -> float:
+    """Chapter 09.8: 2 nodes of 8 L40S on PCIe Gen4 x16, 2 x 100 Gb/s RoCE each, from a system file: 1 GiB busbw."""
+    import tempfile
+
+    from . import costmodel, hardware, units
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "cluster.toml"
+        path.write_text(L40S_CLUSTER_TOML, encoding="utf-8")
+        cluster = hardware.load_system(path)
+    return costmodel.predict("all_reduce", 2**30, cluster, nodes=2).busbw[0] / units.GB
+
+
+# exercise id -> the library computation its answer comes from (the planner's, the cost model's)
 MODELS = {
     "08.5": lambda: _planner_answer("08.5"),
     "08.6": lambda: _planner_answer("08.6"),
+    "09.6": _rtx4090_ports_per_node,
+    "09.7": _rtx4090_predicted_over_measured,
+    "09.8": _l40s_cluster_busbw,
 }
 
 

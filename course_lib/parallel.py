@@ -113,6 +113,28 @@ def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
                                                                         link.latency, "ring"))
 
 
+CROSS_NODE_TP_ALGORITHMS = ("ring", "tree")  # NCCL's; NVLS left out, as the in-node TP price (a ring) leaves it out
+
+
+def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
+    """One all-reduce of ``nbytes`` per rank over ``ranks`` ranks ``stride`` apart that span nodes, seconds.
+
+    Priced by the network model (``costmodel.predict``) for the nodes and GPUs per node the group
+    occupies: NCCL's ring and tree with their protocols (LL, LL128, Simple) at this size, a network
+    latency on every step that crosses nodes, the fastest of them. No other traffic shares the NICs.
+    """
+    sys_ = hardware.resolve_system(system)
+    nbytes = validate.non_negative("nbytes", nbytes)
+    ranks = validate.integer("ranks", ranks, low=1, high=10**7)
+    stride = validate.integer("stride", stride, low=1, high=10**7)
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    per_node = max(1, min(ranks, sys_.gpus_per_node // stride))
+    nodes = math.ceil(ranks / per_node)
+    return min(float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
+                                       algorithm=a).time_s[0]) for a in CROSS_NODE_TP_ALGORITHMS)
+
+
 # ---------------------------------------------------------------- estimate
 
 @dataclass
@@ -493,7 +515,8 @@ def tp_phase(L: Layout, notes: list) -> list:
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp
-    total = calls * _coll("all_reduce", size, t, link)
+    one = cross_node_all_reduce_time(L.system, size, t) if link.crosses_nodes else _coll("all_reduce", size, t, link)
+    total = calls * one
     ids, label = (("reduce_scatter", "all_gather"), "RS+AG (SP)") if L.sequence_parallel else (("all_reduce",),
                                                                                                   "all_reduce")
     if link.crosses_nodes:

@@ -218,7 +218,8 @@ def test_compare_writes_null_not_nan(paths, tmp_path):
     status, out, err = call("course_lib", ["compare", str(log), "--system", "dgx-h100", "--collective",
                                            "all_reduce", "--json"])
     assert status == 0, err
-    assert "NaN" not in out and '"ratio": null' in out and '"measured_busbw": null' in out
+    # busbw N/A in the log: null in the JSON; the ratio comes from the times, which are there
+    assert "NaN" not in out and '"measured_busbw": null' in out and '"ratio": null' not in out
 
 
 def table() -> list[tuple[str, str, int]]:

@@ -219,3 +219,16 @@ def test_rail_scope_is_one_scalable_unit_and_sourced():
     scope = data["rail_scope"]
     assert scope["nodes_per_scalable_unit"] == 32 and "spine" in scope["note"]
     assert all(src in datafiles.bibliography() for src in [scope["source"], *scope["also"]])
+
+
+def test_validation_failure_plot_shows_every_test_case_and_the_node_sweeps():
+    import matplotlib
+    matplotlib.use("Agg")
+    rows = costmodel.validation_table()
+    fig = ib.validation_failure_plot(rows)
+    scatter, sweeps = fig.axes
+    shown = sum(len(c.get_offsets()) for c in scatter.collections if hasattr(c, "get_offsets") and len(c.get_offsets()))
+    assert shown == sum(1 for r in rows if r["role"] == "test")
+    assert len(sweeps.get_lines()) >= 6          # three node-count sweeps, measured and model
+    with pytest.raises(ValueError, match="role"):
+        ib.validation_failure_plot(rows, role="train")

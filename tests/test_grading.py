@@ -1,7 +1,6 @@
 """Grading trusts neither the student's namespace nor the package: tampering scores nothing, no answer
 is stored in the package or the student notebooks, and model answers follow the library."""
 import json
-import types
 from pathlib import Path
 
 import pytest
@@ -39,6 +38,13 @@ def test_no_expected_field_in_the_package_data():
             assert "expected" not in spec, exercise_id
 
 
+# Answers of exercises that were replaced or re-asked (issue 17), as they stood in the package before.
+# Not listed: 03.4's old answer, busbw 479.4 GB/s, is the published nccl-tests measurement itself
+# (data/published_collectives.json); that is why 03.4 now asks for algbw.
+RETIRED = {"01.3": 0.126953125, "01.5": 1.6503906249999998, "07.1": 0.21875, "07.2": 0.109375,
+           "08.5": 13.66319290008193, "08.6": 0.9331370909027219, "09.7": 1.0073}
+
+
 def _distinctive(value):
     """Text forms of an answer worth searching for (4+ significant figures: not 2.0, 25 or 450)."""
     if not isinstance(value, float) or float(value).is_integer() and abs(value) < 1e5:
@@ -55,7 +61,8 @@ def test_search_finds_no_answer_in_student_notebooks_or_the_package():
     assert len(files) > 30
     texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in files}
     searched, found = 0, []
-    for exercise_id, entry in KEY.items():
+    retired = [(i, v) for i, v in RETIRED.items()]
+    for exercise_id, entry in list(KEY.items()) + retired:
         value = entry["recorded"] if isinstance(entry, dict) else entry
         for form in _distinctive(value):
             searched += 1

@@ -259,7 +259,9 @@ def model_vs_measured() -> list[dict]:
                                case["algorithm"], case["what"]))
     theirs = costmodel.published()
     for case in theirs["cases"]:
-        if case.get("nodes", 1) < 2:
+        # large multi-node runs on InfiniBand/RoCE nodes of the catalog's shape (the rest: validation_failure_plot)
+        if case.get("nodes", 1) < 2 or case["nbytes"] < 2**27 or "nic_gbit_s" in case or "gpus_per_node" in case \
+                or case.get("fabric") in ("efa", "ethernet_tcp", "slingshot"):
             continue
         label = f"{case['system']}, {case['nodes']} nodes"
         if case.get("nics_per_node"):
@@ -520,3 +522,57 @@ def cliff_explorer(nodes=2, gpus_per_node=8, nic_gbit_s=400.0, nvlink_gb_s=450.0
     }
     return explorer(_draw, controls, readout=_readout, title="The multi-node cliff: two-level all-reduce",
                     figsize=(8, 4.4))
+
+
+def validation_failure_plot(rows=None, role="test"):
+    """Where the model stops being true: predicted / measured busbw of every published case by size
+    (colour: node count), and the node-count sweeps, measured vs predicted busbw (GB/s per direction).
+
+    rows: ``costmodel.validation_table()`` rows (default: all); role: ``test`` (default), ``fit`` or ``all``.
+    Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+    rows = costmodel.validation_table() if rows is None else rows
+    role = validate.choice("role", role, ("fit", "test", "all"))
+    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
+    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
+    ax.axhline(1.0, color="0.3", lw=0.8)
+    for (name, lo, hi), colour, marker in zip(costmodel.SCALE_REGIMES, ("tab:blue", "tab:orange", "tab:red", "k"),
+                                              ("o", "s", "^", "D")):
+        rs = [r for r in chosen if r["scale_regime"] == name]
+        if rs:
+            ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
+                       label=f"{name} ({len(rs)})", alpha=0.8)
+    worst = sorted(chosen, key=lambda r: -abs(np.log(r["ratio"])))[:4]
+    for r in worst:
+        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(0.12, 6)
+    ticks = [2.0**k for k in range(0, 35, 5)]
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("all-reduce size (nccl-tests size column)")
+    ax.set_ylabel("predicted / measured busbw")
+    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
+    sweeps: dict = {}
+    for r in rows:
+        if r.get("sweep"):
+            sweeps.setdefault(r["sweep"], []).append(r)
+    for i, (name, rs) in enumerate(sorted((k, v) for k, v in sweeps.items() if len({x["nodes"] for x in v}) > 1)):
+        rs = sorted(rs, key=lambda r: r["nodes"])
+        x = [r["nodes"] for r in rs]
+        ax2.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
+        ax2.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
+    ax2.set_xlabel("nodes")
+    ax2.set_ylabel("busbw, GB/s per direction")
+    ax2.set_yscale("log")
+    ax2.set_title("node-count sweeps", fontsize=9)
+    ax2.legend(fontsize=6, loc="lower left")
+    ax2.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+

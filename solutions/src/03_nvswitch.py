@@ -363,9 +363,9 @@ for r in nv.nvls_by_gpu_count():
 
 # %% [markdown]
 # - **NVLS needs big buffers.** On 8 H200s busbw is 432 GB/s at 256 MB and 480 GB/s at 8 GB (per direction). NVLS also
-#   costs more fixed latency than a ring (NCCL's own tuning table charges NVLS 25 us as its NVLink hardware
-#   latency, where a ring with the LL protocol pays a 6.6 us base latency; the model adds
-#   the difference, `costmodel.efficiency_data()["latency_us"]["in_network_extra"]`), so NCCL
+#   costs more fixed latency than a ring (NCCL's own tuning table charges NVLS 23-25 us, depending on the
+#   version, as its NVLink hardware latency, where a ring with the LL protocol pays a 6.6 us base latency
+#   and 0.6 us per step; the course model uses NCCL's table, `costmodel.protocol_table()`), so NCCL
 #   uses rings for small messages and NVLS from a few MB (one report: ring up to 1 MB, NVLS from 2 MB,
 #   [nccl-tests issue 309](https://github.com/NVIDIA/nccl-tests/issues/309)).
 # - **NVLS needs NVSwitch 3 or later, inside one NVLink domain.** No A100 system has it; across nodes the

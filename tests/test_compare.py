@@ -1,0 +1,64 @@
+"""compare: what it assumes and guesses, its ratios and its advice, on the shipped multi-node sample."""
+import json
+from importlib import resources
+
+from course_lib import cli_predict as cp
+from course_lib.__main__ import main
+
+SAMPLE = resources.files("course_lib").joinpath("data/samples/nccl_tests/allreduce_2node_h100_gcp_a3mega.txt")
+
+
+def _run(capsys, *argv):
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_sample_is_read_as_two_nodes_of_eight_and_names_its_guesses(capsys):
+    data = json.loads(_run(capsys, "compare", str(SAMPLE), "--system", "dgx-h100", "--nic-gbit", "200", "--json"))
+    assert data["nodes"] == 2 and data["gpus_per_node"] == 8
+    assert data["assumed"]["nodes"]["from"].startswith("file") and "GUESSED" in data["assumed"]["nics_per_node"]["from"]
+    assert set(data["guessed"]) == {"nics_per_node", "fabric"}
+    rows = {r["size"]: r for r in data["rows"]}
+    assert 0.8 < rows[2**33]["ratio"] < 1.2                      # large sizes: the network model holds
+    assert rows[8]["ratio"] > 1.5                                # 123 us per small call: TCPXO latency, not IB's
+    assert any("slower than the model" in a and "NCCL_" in a for a in data["advice"])
+
+
+def test_log_without_rank_lines_is_not_silently_one_node(tmp_path, capsys):
+    text = SAMPLE.read_text(encoding="utf-8")
+    bare = "\n".join(l for l in text.splitlines() if "Rank" not in l)
+    f = tmp_path / "bare.txt"
+    f.write_text(bare)
+    out = _run(capsys, "compare", str(f), "--system", "dgx-h100")
+    assert "GUESSED: the file has no rank lines; pass --nodes" in out
+    assert "inferred: busbw/algbw in the file implies 16 ranks" in out
+    assert "guessed, not read from the file: nodes" in out
+
+
+def test_ranks_from_bandwidths_and_forced_algorithm_in_the_file():
+    rows = [{"size": 2**30, "time_us": 1.0, "algbw": 100.0, "busbw": 187.5}]
+    assert cp.ranks_from_bandwidths("all_reduce", rows) == 16
+    assert cp.ranks_from_bandwidths("all_gather", [{"size": 1, "time_us": 1, "algbw": 100.0, "busbw": 87.5}]) == 8
+    parsed = cp.parse_nccl_tests("mpirun -x NCCL_ALGO=Ring -x NCCL_PROTO=LL128 all_reduce_perf\n"
+                                 "   1048576  262144 float sum -1 100.0 10.49 19.66 0 99.0 10.59 19.86 0\n")
+    assert parsed["env"] == {"algo": "Ring", "proto": "LL128"}
+
+
+def test_advice_names_causes_for_fast_and_slow_ratios():
+    rows = [{"size": 2**30, "ratio": 0.5}, {"size": 2**31, "ratio": 0.55}]
+    two = cp.compare_advice(rows, nodes=2)
+    assert len(two) == 1 and "NCCL_ALGO=Ring" in two[0] and "two nodes" in two[0]
+    one = cp.compare_advice([{"size": 2**30, "ratio": 2.0}], nodes=1)
+    assert "nvlink --status" in one[0]
+    assert cp.compare_advice([{"size": 2**30, "ratio": 1.2}], nodes=1) == []
+
+
+def test_predict_takes_a_fabric_kind_and_a_protocol(capsys):
+    ib = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "--nodes", "2", "-b", "8", "-e", "8",
+                         "--json"))
+    efa = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "--nodes", "2", "-b", "8", "-e", "8",
+                          "--fabric", "efa", "--json"))
+    assert efa["rows"][0]["time_us"] > ib["rows"][0]["time_us"] + 10      # EFA's per-step latency
+    ll = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "-b", "1G", "-e", "1G",
+                         "--proto", "LL", "--json"))
+    assert ll["rows"][0]["protocol"] == "LL" and ll["rows"][0]["busbw_gb_s"] < 145   # NCCL's Hopper LL cap, 141 GB/s
