@@ -539,7 +539,7 @@ def best_fitting(grid) -> parallel.Estimate | None:
     return max(fitting, key=lambda e: e.mfu) if fitting else None
 
 
-@lru_cache(maxsize=32)  # the plot and the readout of one slider event share one grid
+@lru_cache(maxsize=32)  # one grid per cluster and batch: moving TP or PP only picks another cell
 def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
     rc, sp = RECOMPUTE_CHOICES[recompute_mode]
     m = _model(model_id)
@@ -549,6 +549,25 @@ def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, re
     return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)
 
 
+@dataclass(frozen=True)
+class LayoutChoice:
+    """What the layout explorer shows: the grid of a cluster, its best fitting layout and the selected one
+    (``selected`` None where TP x PP is impossible)."""
+
+    grid: dict = field(repr=False)
+    best: parallel.Estimate | None
+    selected: parallel.Estimate | None
+    tp: int
+    pp: int
+
+
+@lru_cache(maxsize=64)  # the plot and the readout of one slider event share one result
+def layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode) -> LayoutChoice:
+    """The layout explorer's model: ``layout_grid`` of the cluster (links as given), its best, the (tp, pp) cell."""
+    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
+    return LayoutChoice(grid, best_fitting(grid), grid["cells"].get((tp, pp)), tp, pp)
+
+
 def _grid_axes(fig):
     """The layout heat map on the left; the selected layout's time and memory bars on the right."""
     outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
@@ -556,16 +575,18 @@ def _grid_axes(fig):
     return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
 
 
-def _grid_draw(axes, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    heat, top, bottom = axes
-    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
-    views.draw_grid(heat, {**grid, "best": best_fitting(grid)}, tp, pp)
-    views.draw_selected(top, bottom, grid["cells"].get((tp, pp)))
+def _grid_draw(axes, **values):
+    view = views.LayoutView(*axes)
+
+    def update(**values):
+        view.update(layout_choice(**values))
+    update(**values)
+    return update
 
 
 def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
-    e = grid["cells"].get((tp, pp))
+    choice = layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode)
+    grid, e, best = choice.grid, choice.selected, choice.best
     links = (f"NIC {nic_gbit_s:.3g} Gb/s = {nic_gbit_s / 8:.3g} GB/s per direction (one per GPU), "
              f"NVLink {nvlink_gb_s:.3g} GB/s per direction per GPU")
     if e is None:
@@ -579,7 +600,6 @@ def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro
                 f"memory {e.memory['total'] / units.GB:.1f} of {e.memory['usable'] / units.GB:.0f} GB usable: "
                 f"<b>{'fits' if e.fits else 'does not fit'}</b>; {e.tflops_per_gpu:.0f} TFLOP/s per GPU, "
                 f"MFU {e.mfu:.1%}.")
-    best = best_fitting(grid)
     if best is not None:
         text += f" Best fitting layout in the grid: {best.layout} (MFU {best.mfu:.1%})."
     else:
