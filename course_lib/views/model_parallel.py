@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import style, units
+from ..widgets import html_table
 
 BREAKDOWN_COLOURS = style.STEP_COLOURS
 MEMORY_COLOURS = style.MEMORY_COLOURS
@@ -257,3 +258,32 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
     right.set_title(right_title, fontsize=9)
     right.set_ylim(bottom=0)
     right.legend(fontsize=7, loc="lower left")
+
+
+# ---------------------------------------------------------------- tables (HTML)
+
+def traffic_table(rows) -> str:
+    """One step's ``traffic_rows`` per GPU: what, how often, how big, over which link, how long."""
+    return html_table(rows, {
+        "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
+        "link": lambda r: r["link"] + (" (across nodes)" if r["crosses_nodes"] else " (inside the node)"),
+        "calls per step": lambda r: f"{r['calls']:,}", "bytes per call": lambda r: units.format_bytes(r["bytes_per_call"]),
+        "sent per GPU per step": lambda r: units.format_bytes(r["sent_per_gpu"]),
+        "time": lambda r: units.format_time(r["time_s"]), "exposed": lambda r: units.format_time(r["exposed_s"])})
+
+
+def plan_table(rows) -> str:
+    """The planner's best layouts (``Plan.table`` rows)."""
+    return html_table(rows, {
+        "#": lambda r: r["rank"], "layout": lambda r: r["layout"], "micro-batch": lambda r: r["micro_batch"],
+        "ZeRO": lambda r: r["zero"], "recompute": lambda r: r["recompute"],
+        "step": lambda r: units.format_time(r["step_time_s"]), "TFLOP/s per GPU": lambda r: f"{r['tflops_per_gpu']:.0f}",
+        "MFU": lambda r: f"{r['mfu']:.1%}", "memory GB": lambda r: f"{r['memory_gb']:.1f}"})
+
+
+def validation_table(rows) -> str:
+    """Predicted vs measured TFLOP/s per GPU (``validation_rows``), with the source of each measurement."""
+    return html_table(rows, {
+        "case": lambda r: r["id"], "configuration": lambda r: r["config"],
+        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
+        "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]})
