@@ -3,7 +3,8 @@
 :func:`pipeline_schedule` runs each device's ops in order (an op starts when its device is free and
 its input has arrived) and returns a :class:`Schedule`: every op with its start and end, the time the
 step takes, the bubble it leaves (measured, next to the formula ``(p-1)/(v m)``), the activations each
-device holds at its peak, and the sends between devices. Chapter 07 draws and explores it
+device holds at its peak, and the sends between devices. :func:`stage_timing` gives a real model's
+forward, backward and send times on one stage (from ``parallel.estimate``). Chapter 07 draws and explores it
 (:mod:`course_lib.explorers.model_parallel`, :mod:`course_lib.views.model_parallel`).
 
 Units: seconds (or any time unit the caller uses for forward, backward and send times).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import validate
+from . import hardware, parallel, validate
 
 SCHEDULES = ("gpipe", "1f1b")
 
@@ -156,3 +157,24 @@ def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forw
     name = "GPipe" if schedule == "gpipe" else ("1F1B" if v == 1 else f"interleaved 1F1B (v={v})")
     return Schedule(name=name, stages=p, micro_batches=m, interleave=v, forward_time=tf, backward_time=tb,
                     send_time=ts, ops=ops, makespan=max(o.end for o in ops), peak_in_flight=peaks, sends=sends)
+
+
+def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_batch=1) -> dict:
+    """Seconds of one micro-batch's forward and backward pass on one pipeline stage, and one send between stages.
+
+    From ``parallel.estimate`` with no recomputation (backward = 2 x forward) and one pipeline of
+    ``stages`` stages of ``tp`` GPUs: forward_s, backward_s, send_bytes (per GPU, after the scatter/gather
+    optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
+    """
+    m = parallel.resolve_model(model_id, name="model_id")
+    sys_ = hardware.resolve_system(system)
+    p = validate.integer("stages", stages, low=2, high=m.layers)
+    t = validate.integer("tp", tp, low=1, high=m.heads)
+    e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
+                          recompute="none")
+    t_mb = e.compute_s / e.micro_batches
+    send = next(tr for tr in e.traffic if tr.kind.startswith("pipeline"))
+    link = parallel.group_link(sys_, p, t)
+    bw = parallel.pair_bandwidth(sys_, link)
+    return {"forward_s": t_mb / 3, "backward_s": 2 * t_mb / 3, "send_bytes": send.bytes_per_call, "link": send.link,
+            "crosses_nodes": send.crosses_nodes, "link_bandwidth": bw, "gpus": e.gpus}

@@ -18,10 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import numpy as np
-
 from .. import costmodel, datafiles, hardware, parallel, style, units, validate
-from ..pipeline_schedules import SCHEDULES, Op, Schedule, pipeline_schedule  # noqa: F401  (chapter 07's names)
+from ..pipeline_schedules import SCHEDULES, Op, Schedule, pipeline_schedule, stage_timing  # noqa: F401
 from ..views import model_parallel as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider, show_html
 
@@ -194,7 +192,7 @@ def sequence_parallel_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8, 
 
 
 # ---------------------------------------------------------------- pipeline schedules
-# The simulator lives in course_lib.pipeline_schedules (a model module); its names are re-exported here.
+# The simulator and stage_timing live in course_lib.pipeline_schedules (a model module), re-exported here.
 
 def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
     """Draw a schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
@@ -216,32 +214,9 @@ def compare_schedules(stages=4, micro_batches=8, interleave=2):
     scheds = [pipeline_schedule(p, m, "gpipe"), pipeline_schedule(p, m, "1f1b"),
               pipeline_schedule(p, m, "1f1b", interleave=v)]
     fig, axes = plt.subplots(3, 1, figsize=(11, 1.2 + 1.25 * p), sharex=True)
-    for ax, s in zip(axes, scheds):
-        draw_schedule(s, ax=ax, unit_label="time (one forward pass of a stage = 1, backward = 2)")
-        ax.set_xlim(0, max(x.makespan for x in scheds) * 1.01)
+    views.draw_schedules(axes, scheds, "time (one forward pass of a stage = 1, backward = 2)")
     fig.tight_layout()
     return fig
-
-
-def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_batch=1) -> dict:
-    """Seconds of one micro-batch's forward and backward pass on one pipeline stage, and one send between stages.
-
-    From ``parallel.estimate`` with no recomputation (backward = 2 x forward) and one pipeline of
-    ``stages`` stages of ``tp`` GPUs: forward_s, backward_s, send_bytes (per GPU, after the scatter/gather
-    optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
-    """
-    m = _model(model_id)
-    sys_ = hardware.resolve_system(system)
-    p = validate.integer("stages", stages, low=2, high=m.layers)
-    t = validate.integer("tp", tp, low=1, high=m.heads)
-    e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
-                          recompute="none")
-    t_mb = e.compute_s / e.micro_batches
-    send = next(tr for tr in e.traffic if tr.kind.startswith("pipeline"))
-    link = parallel.group_link(sys_, p, t)
-    bw = parallel.pair_bandwidth(sys_, link)
-    return {"forward_s": t_mb / 3, "backward_s": 2 * t_mb / 3, "send_bytes": send.bytes_per_call, "link": send.link,
-            "crosses_nodes": send.crosses_nodes, "link_bandwidth": bw, "gpus": e.gpus}
 
 
 # ---------------------------------------------------------------- ranks and links
@@ -413,17 +388,11 @@ class LayoutChoice:
 
 
 @lru_cache(maxsize=64)  # the plot and the readout of one slider event share one result
-def layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode) -> LayoutChoice:
+def layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches,
+                  recompute_mode) -> LayoutChoice:
     """The layout explorer's model: ``layout_grid`` of the cluster (links as given), its best, the (tp, pp) cell."""
     grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
     return LayoutChoice(grid, best_fitting(grid), grid["cells"].get((tp, pp)), tp, pp)
-
-
-def _grid_axes(fig):
-    """The layout heat map on the left; the selected layout's time and memory bars on the right."""
-    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
-    right = outer[1].subgridspec(2, 1, hspace=1.5)
-    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
 
 
 def _grid_draw(axes, **values):
@@ -458,6 +427,13 @@ def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro
     return f"{text} Links: {links}."
 
 
+def _catalog_links(system_id) -> dict:
+    """A catalog system's NIC (Gb/s) and NVLink (GB/s) rates per direction: the link sliders follow the system."""
+    s = hardware.system(system_id)
+    return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
+            "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
+
+
 def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp=16, micro_batches=192,
                     recompute_mode="full recomputation (Megatron 2021)"):
     """Sliders: GPUs, NIC Gb/s, NVLink GB/s, TP, PP, micro-batches; dropdowns: model, system, recomputation.
@@ -477,9 +453,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     if micro_batches not in MICRO_BATCH_COUNTS:
         raise ValueError(f"micro_batches must be one of {MICRO_BATCH_COUNTS}, got {micro_batches!r}")
     recompute_mode = validate.choice("recompute_mode", recompute_mode, RECOMPUTE_CHOICES)
-    sys_ = hardware.system(system)
-    nic = units.bytes_to_bits(sys_.nic.per_direction) / 1e9
-    nvl = sys_.gpu_link.per_direction / units.GB
+    links = _catalog_links(system)
     style = {"description_width": "initial"}
     controls = {
         "model_id": w.Dropdown(options=[(parallel.model(i).name, i) for i in GRID_MODELS], value=model_id,
@@ -487,8 +461,10 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
         "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in GRID_SYSTEMS], value=system,
                              description="system", style=style, layout={"width": "480px"}),
         "gpus": gpu_count_slider(gpus, options=GRID_GPU_COUNTS),
-        "nic_gbit_s": link_speed_slider(nic, low=10, high=1600, description="NIC Gb/s per direction (one per GPU)"),
-        "nvlink_gb_s": link_speed_slider(nvl, low=10, high=2000, description="NVLink GB/s per direction per GPU"),
+        "nic_gbit_s": link_speed_slider(links["nic_gbit_s"], low=10, high=1600,
+                                        description="NIC Gb/s per direction (one per GPU)"),
+        "nvlink_gb_s": link_speed_slider(links["nvlink_gb_s"], low=10, high=2000,
+                                         description="NVLink GB/s per direction per GPU"),
         "tp": w.SelectionSlider(options=POWERS_OF_TWO, value=tp, description="TP", continuous_update=False, style=style),
         "pp": w.SelectionSlider(options=POWERS_OF_TWO, value=pp, description="PP", continuous_update=False, style=style),
         "micro_batches": w.SelectionSlider(options=MICRO_BATCH_COUNTS, value=micro_batches,
@@ -498,13 +474,8 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
                                      description="activations", style=style, layout={"width": "480px"}),
     }
 
-    def reset_links(system_id):  # a new system brings its catalog links (one redraw)
-        s = hardware.system(system_id)
-        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
-                "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
-
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0), axes=_grid_axes, follow={"system": reset_links})
+                    figsize=(11.5, 5.0), axes=views.layout_axes, follow={"system": _catalog_links})
 
 
 # ---------------------------------------------------------------- the schedule explorer

@@ -47,6 +47,14 @@ def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
     return ax
 
 
+def draw_schedules(axes, scheds, unit_label):
+    """Several schedules (``pipeline_schedule`` results), one per Axes, on one time axis."""
+    for ax, s in zip(axes, scheds):
+        draw_schedule(ax, s, 1.0, unit_label)
+        ax.set_xlim(0, max(x.makespan for x in scheds) * 1.01)
+    return axes
+
+
 def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     """The GPUs of a small 3D layout node by node (``ranks`` from ``rank_map``, ``links`` from
     ``group_links``): colour = pipeline stage, label = TP and DP rank, thick boxes = TP groups."""
@@ -78,6 +86,13 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
                  + "\n".join(lines), fontsize=8)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
     return ax
+
+
+def layout_axes(fig):
+    """The layout explorer's Axes: the heat map on the left; the selected layout's time and memory bars on the right."""
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
+    right = outer[1].subgridspec(2, 1, hspace=1.5)
+    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
 
 
 class LayoutView:
