@@ -53,7 +53,7 @@ def fabrics_data() -> dict:
 
 
 def fabric_kind_ids() -> tuple:
-    """Ids of the scale-out fabric kinds: infiniband, roce, efa, slingshot, ethernet_tcp."""
+    """Ids of the scale-out fabric kinds: infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo."""
     return tuple(fabrics_data()["fabrics"])
 
 
@@ -262,6 +262,8 @@ class Fabric:
     channels: int = 2        # NCCL channels (rings / trees run side by side)
     pcie_bw: float = float("inf")  # one GPU's PCIe link (GPUDirect RDMA to its NIC crosses it)
     arch: str = "ampere"     # GPU generation for NCCL's per-generation tables: volta, ampere, hopper, blackwell
+    net_algorithms: tuple = ()  # across nodes, the only algorithms the fabric's NCCL setup allows; () = all
+    net_protocols: tuple = ()   # across nodes, the only protocols it allows; () = all (fabrics.json "nccl")
 
     @property
     def net_bw_per_gpu(self) -> float:
@@ -325,10 +327,12 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
     net_tech = system_fabric_kind(sys_) if network is None else validate.choice("network", network,
                                                                                  fabric_kind_ids())
     net = sys_.nic.per_direction * nics * eff(net_tech)
+    nccl = fabric_kind(net_tech).get("nccl", {})
     return Fabric(intra_bw=intra, intra_hop=hop_latency(intra_tech), intra_tech=intra_tech, nvls_bw=nvls,
                   net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency(),
                   gpus_per_node=sys_.gpus_per_node, channels=channels_for(sys_.gpu_link),
-                  pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_))
+                  pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_),
+                  net_algorithms=tuple(nccl.get("algorithms", ())), net_protocols=tuple(nccl.get("protocols", ())))
 
 
 # ---------------------------------------------------------------- NCCL protocols (LL, LL128, Simple)
@@ -341,9 +345,12 @@ def protocol_table() -> dict:
     return efficiency_data()["nccl_protocols"]
 
 
-def _protocols(f: Fabric, protocol) -> tuple:
-    """Protocols NCCL would consider: LL128 needs NVLink inside the node; ``protocol`` forces one."""
+def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
+    """Protocols NCCL would consider: LL128 needs NVLink inside the node; across nodes only those the
+    fabric's NCCL setup allows (``Fabric.net_protocols``); ``protocol`` forces one."""
     allowed = PROTOCOLS if f.intra_tech == "nvlink" else ("LL", "Simple")
+    if nodes > 1 and f.net_protocols:
+        allowed = tuple(p for p in allowed if p in f.net_protocols)
     if protocol in (None, "auto"):
         return allowed
     return (protocol,) if protocol in allowed else ()
@@ -383,7 +390,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol):
     n_inter = min(n_inter, steps)
     fill = pipeline_fill_bytes(n, p, f.channels, N)
     out = {}
-    for proto in _protocols(f, protocol):
+    for proto in _protocols(f, protocol, N):
         intra = T["hw_latency_us"][f.intra_tech]["ring"][proto]
         if N > 1:  # every step of a ring spanning nodes pays at least the network post overhead
             intra = max(intra, T["net_overhead_us"] * (T["net_overhead_simple_factor"] if proto == "Simple" else 1))
@@ -416,7 +423,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol):
     depth = collectives.log2_steps(N)
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
     out = {}
-    for proto in _protocols(f, protocol):
+    for proto in _protocols(f, protocol, N):
         lat = f.launch + 1e-6 * (T["base_latency_us"]["tree"][proto] + up_down * (
             chain_steps * T["hw_latency_us"][f.intra_tech]["tree"][proto]
             + depth * (T["hw_latency_us"]["net"]["tree"][proto] + _net_extra_us(f))))
@@ -476,6 +483,8 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
     coll = collectives.get(collective)
     if algorithm not in coll.system_algorithms:
         return None
+    if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
+        return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
     p = g * N
     if algorithm == "ring":
         # rings run on every rail at once; per node they push the same bytes through NVLink and the NICs

@@ -111,7 +111,9 @@ def test_validation_against_published_measurements():
     summary = cm.validation_summary(rows)
     assert summary["cases"] >= 100 and summary["sources"] >= 15
     assert all(r["source"] in datafiles.bibliography() for r in rows)
-    assert summary["large_share"] >= 0.83     # within +-20% at >= 256 MB, fit and test together
+    # within +-20% at >= 256 MB, fit and test together: 0.80 since the A3 Mega sample runs on its own fabric
+    # kind (tcpxo, NVLS off as Google requires) instead of InfiniBand-like RoCE, where 2 of its sizes matched by luck
+    assert summary["large_share"] >= 0.80
     assert summary["small_share"] >= 0.9      # within +-50% below 1 MB
 
 
@@ -119,8 +121,8 @@ def test_goals_on_the_test_set_are_met_and_pinned():
     """Issue 14's goals, measured on cases never used to set a constant; the floors are today's shares."""
     rows = cm.validation_table()
     goals = {g["name"]: g for g in cm.validation_goals(rows)}
-    pinned = {">= 128 MiB within 20%": (0.80, 0.819), "1-128 MiB within 35%": (0.70, 0.73),
-              "< 1 MiB within 50%": (0.70, 0.93)}
+    pinned = {">= 128 MiB within 20%": (0.80, 0.80), "1-128 MiB within 35%": (0.70, 0.76),
+              "< 1 MiB within 50%": (0.70, 0.96)}
     for name, (wanted, achieved) in pinned.items():
         g = goals[name]
         assert g["cases"] >= 20 and g["met"] and g["share"] >= max(wanted, achieved), (name, g)
@@ -176,7 +178,7 @@ def test_nvls_latency_is_nccl_hardware_latency_and_costs_more_than_a_ring():
 
 
 def test_fabric_kinds_are_sourced_and_selectable():
-    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "slingshot", "ethernet_tcp"}
+    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "slingshot", "ethernet_tcp", "tcpxo"}
     sources = datafiles.bibliography()
     for kind in cm.fabric_kind_ids():
         row = cm.fabric_kind(kind)

@@ -160,7 +160,7 @@ NEW_SYSTEMS = {  # id: (GPUs per node, GPU link GB/s per direction, NICs, NIC Gb
     "aws-p4d": (8, 300, 4, 100, "efa"),
     "aws-p5": (8, 450, 32, 100, "efa"),
     "azure-nd-h100-v5": (8, 450, 8, 400, "infiniband"),
-    "gcp-a3-mega": (8, 450, 8, 200, "ethernet_tcp"),
+    "gcp-a3-mega": (8, 450, 8, 200, "tcpxo"),
     "azure-nc-h100-nvl": (2, 300, 4, 20, "ethernet_tcp"),
     "aws-g6e-l40s": (8, 4 * 7.876923076923077, 1, 400, "efa"),
     "alps-gh200": (4, 450, 4, 200, "slingshot"),
