@@ -385,7 +385,7 @@ def _validation(args) -> int:
     if args.json:
         print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
-                         "goals": costmodel.validation_goals(rows)},
+                         "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows)},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
@@ -407,6 +407,16 @@ def _validation(args) -> int:
         miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
         print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
               f"{'met' if g['met'] else 'NOT met'}{miss}")
+    study = costmodel.node_sweep_study(rows)
+    print("# node-count sweeps beyond the model: (measured/predicted) change per doubling of nodes (1.00 = none)")
+    for s in study:
+        print(f"   {s['sweep']:<26} {s['fabric']:<11} NCCL {s['nccl'] or '?':<7} nodes {s['nodes'][0]}-{s['nodes'][-1]} "
+              f"(from {s['from_nodes']})  {s['residual_per_doubling']:.2f}  fit cases: {s['fit_cases']}")
+    if study:
+        res = [s["residual_per_doubling"] for s in study]
+        fitted = sum(1 for s in study if s["fit_cases"] >= 2)
+        print(f"# no single decline term: {min(res):.2f}-{max(res):.2f} per doubling across {len(study)} sweeps, "
+              f"and {fitted} sweep(s) with two fit points to set one from (chapter 05)")
     return 0
 
 

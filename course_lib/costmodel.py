@@ -771,3 +771,43 @@ def validation_goals(rows=None, role="test") -> list[dict]:
                 "misses": [r["id"] for r in node_rows if not evidence.within(r["ratio"], 0.35)]})
     return out
 
+
+
+def node_sweep_study(rows=None) -> list[dict]:
+    """Each published node-count sweep against the model: is there one decline with node count to add?
+
+    One dict per sweep whose node count varies: sweep, fabric (kind), nccl (version or None), nodes,
+    measured_gb_s, predicted_gb_s, fit_cases (how many of its cases set a constant), and
+    from_nodes and residual_per_doubling: (measured/predicted at the largest node count) / (the same at
+    from_nodes), per doubling of the node count; 1.0 = the model already has the whole decline. from_nodes
+    is the smallest count of 3 or more where the sweep has two such points (two nodes are special: NCCL's
+    tree may send half the data there), else 2. A single empirical term would need these to agree and to
+    come from fit cases.
+    """
+    rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    cases = {c["id"]: c for c in published()["cases"]}
+    sweeps: dict = {}
+    for r in rows:
+        if r.get("sweep"):
+            sweeps.setdefault(r["sweep"], []).append(r)
+    out = []
+    for name, rs in sorted(sweeps.items()):
+        if len({r["nodes"] for r in rs}) < 2:
+            continue
+        rs = sorted(rs, key=lambda r: r["nodes"])
+        multi = [r for r in rs if r["nodes"] > 2]
+        multi = multi if len({r["nodes"] for r in multi}) > 1 else [r for r in rs if r["nodes"] > 1]
+        first, last = multi[0], multi[-1]
+        doublings = np.log2(last["nodes"] / first["nodes"])
+        case = cases.get(first["id"], {})
+        kind = case.get("fabric") or (system_fabric_kind(case_system(case)) if case else "")
+        out.append({"sweep": name, "fabric": kind, "nccl": (case.get("conditions") or {}).get("nccl"),
+                    "nodes": [r["nodes"] for r in rs],
+                    "measured_gb_s": [r["measured_busbw"] / units.GB for r in rs],
+                    "predicted_gb_s": [r["predicted_busbw"] / units.GB for r in rs],
+                    "fit_cases": sum(1 for r in rs if r["role"] == "fit"), "from_nodes": first["nodes"],
+                    "residual_per_doubling": float((first["ratio"] / last["ratio"]) ** (1 / doublings))
+                    if doublings > 0 else float("nan")})
+    return out
