@@ -568,7 +568,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     and bandwidth terms (``protocol_table()``). achievable=True applies the sourced
     per-technology efficiency (``efficiency_table()``); False uses spec bandwidth.
     nics_per_node overrides the catalog; network names a fabric kind (``fabric_kind_ids()``:
-    infiniband, roce, efa, slingshot, ethernet_tcp) instead of the system's.
+    infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo) instead of the system's.
     """
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)

@@ -26,7 +26,7 @@ generation tables unless the file overrides the per-link rate)::
 
     [network]
     kind = "eth-100g"                   # a catalog network id, or gbit_s = 25 (one port, per direction)
-    fabric = "roce"                     # optional: infiniband, roce, efa, slingshot or ethernet_tcp
+    fabric = "roce"                     # optional: infiniband, roce, efa, slingshot, ethernet_tcp or tcpxo
     count = 2                           # NIC ports per node
     [[network.nic]]                     # optional: which GPUs each NIC serves
     name = "mlx5_0"
