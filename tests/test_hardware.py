@@ -181,6 +181,14 @@ def test_new_systems_match_their_sources(system_id):
     assert s.note, "each new system says what is per direction, bidirectional or assumed"
 
 
+@pytest.mark.parametrize("system_id", sorted(NEW_SYSTEMS))
+def test_new_system_notes_say_direction_and_what_is_assumed(system_id):
+    # issue 15.4 source check: each row says which figures are per direction, and where its socket count
+    # comes from ("assumed" when the provider does not publish it)
+    note = hardware.system(system_id).note
+    assert "per direction" in note and "cpu_sockets" in note
+
+
 def test_new_system_facts_from_the_sources():
     # p5: 3,200 Gb/s EFA per instance; ND H100 v5: 3.2 Tb/s per VM; p4d, g6e: 400 Gb/s; A3 Mega: 1,600
     for sid, tbit in (("aws-p5", 3.2), ("azure-nd-h100-v5", 3.2), ("aws-p4d", 0.4), ("gcp-a3-mega", 1.6),
