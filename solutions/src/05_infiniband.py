@@ -289,9 +289,9 @@ for g in costmodel.validation_goals():
 #   own kind, `tcpxo`, set from a *different* published run (dstack's 2-node all-gather: 94.6% of the
 #   NICs' rate at 8 GiB, 64.7 µs per network step at 8 MiB, about 25 InfiniBand hops) and Google's
 #   required NCCL settings (Ring and Tree only, NVLS off, LL128/Simple). On the sample that `compare`
-#   ships with (test cases) it is within 3% at 1 MiB and 128 MiB, 0.73 at 8 B (123 µs measured, the
-#   model charges two network steps), 2.5× optimistic at 16 MiB, and *pessimistic* from 1 GiB
-#   (0.56-0.62): see the next point.
+#   ships with (test cases) it is within 3% at 1 MiB and 128 MiB, 0.73 at 8 B (136 µs measured, 187 µs
+#   predicted: the tree's two network steps at 64.7 µs each are too many for a call that costs about 123 µs
+#   in all), 2.5× optimistic at 16 MiB, and *pessimistic* from 1 GiB (0.56-0.62): see the next point.
 # - **Two nodes, when NCCL runs its tree there.** On exactly two nodes NCCL's double binary tree sends
 #   each byte across the network once per node instead of about twice, so busbw can reach about twice
 #   the NICs' rate. Four p4dn nodes (NCCL 2.9.9) sit on the model, two measured 57 GB/s against its 32;
