@@ -503,13 +503,12 @@ def schedule_choice(stages, micro_batches, interleave, schedule, link_gb_s, mode
 
 
 def _schedule_draw(ax, **values):
-    s = schedule_choice(**values).schedule
-    if s is None:
-        ax.text(0.5, 0.5, "interleaving needs the 1F1B schedule and m a multiple of p", ha="center", va="center",
-                transform=ax.transAxes)
-        ax.set_axis_off()
-        return
-    views.draw_schedule(ax, s, 1e-3, "milliseconds")
+    view = views.ScheduleView(ax, 1e-3, "milliseconds")
+
+    def update(**values):
+        view.update(schedule_choice(**values).schedule, "interleaving needs the 1F1B schedule and m a multiple of p")
+    update(**values)
+    return update
 
 
 def _schedule_readout(stages, micro_batches, interleave, schedule, link_gb_s):

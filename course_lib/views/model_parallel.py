@@ -14,36 +14,67 @@ BREAKDOWN_COLOURS = style.STEP_COLOURS
 MEMORY_COLOURS = style.MEMORY_COLOURS
 
 
+class ScheduleView:
+    """A pipeline schedule as a timeline: one row per device, forward passes blue, backward orange, idle white.
+
+    Built once on ``ax`` (times divided by ``scale``); :meth:`update` moves the boxes (one collection)
+    and the micro-batch labels (a pool of reused texts), or shows a note where there is no schedule.
+    """
+
+    def __init__(self, ax, scale=1.0, unit_label="time units"):
+        import matplotlib.pyplot as plt
+        from matplotlib.collections import PolyCollection
+        from matplotlib.patches import Patch
+        self.ax, self.scale, self._labels = ax, scale, []
+        self._blues, self._oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
+        self._boxes = ax.add_collection(PolyCollection([], edgecolors="white", linewidths=0.5), autolim=False)
+        self._note = ax.text(0.5, 0.5, "", ha="center", va="center", transform=ax.transAxes, visible=False)
+        handles = [Patch(color=self._blues(0.65), label="forward"), Patch(color=self._oranges(0.65), label="backward"),
+                   Patch(fc="white", ec="0.6", label="idle (bubble)")]
+        self._legend = ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3,
+                                 frameon=False)
+        ax.set_xlabel(unit_label)
+
+    def update(self, sched, note=""):
+        """Show ``sched`` (a ``pipeline_schedule`` result), or ``note`` where ``sched`` is None."""
+        ax, shown = self.ax, sched is not None
+        (ax.set_axis_on if shown else ax.set_axis_off)()
+        self._note.set(text=note, visible=not shown)
+        self._legend.set_visible(shown)
+        ax.title.set_visible(shown)
+        ops = sched.ops if shown else []
+        label = shown and sched.micro_batches * sched.interleave <= 32 and sched.stages <= 16
+        while label and len(self._labels) < len(ops):
+            self._labels.append(ax.text(0, 0, "", ha="center", va="center", fontsize=6.5))
+        for i, text in enumerate(self._labels):
+            text.set_visible(label and i < len(ops))
+        if not shown:
+            self._boxes.set_verts([])
+            return
+        v, scale, colours, boxes, shades = sched.interleave, self.scale, [], [], {}
+        for i, o in enumerate(ops):  # one collection of boxes: thousands of ops stay one artist
+            if (o.kind, o.chunk) not in shades:
+                shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
+                shades[(o.kind, o.chunk)] = self._blues(shade) if o.kind == "F" else self._oranges(shade)
+            colours.append(shades[(o.kind, o.chunk)])
+            x0, x1, y0 = o.start / scale, o.end / scale, o.device - 0.4
+            boxes.append(((x0, y0), (x1, y0), (x1, y0 + 0.8), (x0, y0 + 0.8)))
+            if label:
+                self._labels[i].set(x=(x0 + x1) / 2, y=o.device, text=str(o.micro_batch + 1),
+                                    color="black" if o.kind == "B" else "white")
+        self._boxes.set_verts(boxes)
+        self._boxes.set_facecolor(colours)
+        ax.set_yticks(range(sched.stages), [f"GPU {d}" for d in range(sched.stages)], fontsize=7)
+        ax.set_ylim(sched.stages - 0.5, -0.5)
+        ax.set_xlim(0, sched.makespan / scale * 1.01)
+        ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
+                     f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
+                     f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
+
+
 def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
-    """A pipeline schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Patch
-    blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
-    v = sched.interleave
-    label = sched.micro_batches * v <= 32 and sched.stages <= 16
-    boxes, colours = [], []
-    for o in sched.ops:  # one collection of boxes: thousands of ops stay one artist
-        shade = 0.75 - 0.4 * o.chunk / max(1, v - 1) if v > 1 else 0.65
-        colours.append(blues(shade) if o.kind == "F" else oranges(shade))
-        x0, x1, y0 = o.start / scale, o.end / scale, o.device - 0.4
-        boxes.append(((x0, y0), (x1, y0), (x1, y0 + 0.8), (x0, y0 + 0.8)))
-        if label:
-            ax.text((o.start + o.end) / 2 / scale, o.device, str(o.micro_batch + 1), ha="center", va="center",
-                    fontsize=6.5, color="black" if o.kind == "B" else "white")
-    ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white", linewidths=0.5),
-                      autolim=False)
-    ax.set_yticks(range(sched.stages))
-    ax.set_yticklabels([f"GPU {d}" for d in range(sched.stages)], fontsize=7)
-    ax.set_ylim(sched.stages - 0.5, -0.5)
-    ax.set_xlim(0, sched.makespan / scale * 1.01)
-    ax.set_xlabel(unit_label)
-    ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
-                 f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
-                 f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
-    handles = [Patch(color=blues(0.65), label="forward"), Patch(color=oranges(0.65), label="backward"),
-               Patch(fc="white", ec="0.6", label="idle (bubble)")]
-    ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3, frameon=False)
+    """One drawing of :class:`ScheduleView` (a notebook figure, not an explorer)."""
+    ScheduleView(ax, scale, unit_label).update(sched)
     return ax
 
 
