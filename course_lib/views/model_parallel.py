@@ -145,16 +145,16 @@ class LayoutView:
 
     def _build_heat(self, tps, pps):
         """Image, cell borders, hatching, one label per cell and the red frame for a grid of this shape."""
-        from matplotlib.collections import PatchCollection, PolyCollection
+        from matplotlib.collections import PolyCollection
         from matplotlib.patches import Rectangle
         ax = self.heat
         for artist in [*ax.texts, *ax.collections, *ax.patches]:
             artist.remove()
         rows, cols = len(tps), len(pps)
-        cells = [((j, i), (j + 1, i), (j + 1, i + 1), (j, i + 1)) for i in range(rows) for j in range(cols)]
+        cells = [_square(j, i) for i in range(rows) for j in range(cols)]
         self._cells = ax.add_collection(PolyCollection(cells, facecolors="white", edgecolors="white", linewidths=1),
                                         autolim=False)
-        self._hatch = ax.add_collection(PatchCollection([], facecolor="white", edgecolor="0.85", hatch="//"),
+        self._hatch = ax.add_collection(PolyCollection([], facecolors="white", edgecolors="0.85", hatch="//"),
                                         autolim=False)
         self._labels = {(t, p): ax.text(j + 0.5, i + 0.5, "", ha="center", va="center", fontsize=7)
                         for i, t in enumerate(tps) for j, p in enumerate(pps)}
@@ -173,7 +173,6 @@ class LayoutView:
         """Show a ``LayoutChoice``: its grid (the best fitting layout sets the colour scale), the selected
         (tp, pp) framed, and the selected layout's bars (a note where it is impossible)."""
         import matplotlib.pyplot as plt
-        from matplotlib.patches import Rectangle
         grid, best, tp, pp = choice.grid, choice.best, choice.tp, choice.pp
         tps, pps = grid["tps"], grid["pps"]
         if (tuple(tps), tuple(pps)) != self._shape:
@@ -184,7 +183,7 @@ class LayoutView:
             for j, p in enumerate(pps):
                 e, label = grid["cells"].get((t, p)), self._labels[(t, p)]
                 if e is None:
-                    invalid.append(Rectangle((j, i), 1, 1))
+                    invalid.append(_square(j, i))
                     label.set_text("")
                     continue
                 mem = e.memory["total"] / units.GB
@@ -196,7 +195,7 @@ class LayoutView:
                     rgba[i, j] = (0.8, 0.8, 0.8, 1.0)
                     label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color="0.35")
         self._cells.set_facecolor(rgba.reshape(-1, 4))
-        self._hatch.set_paths(invalid)
+        self._hatch.set_verts(invalid)
         framed = (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]
         self._frame.set_visible(framed)
         if framed:
@@ -227,8 +226,15 @@ class LayoutView:
                               f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
 
 
+def _square(x, y):
+    """The unit cell with its corner at (x, y), as polygon vertices."""
+    return ((x, y), (x + 1, y), (x + 1, y + 1), (x, y + 1))
+
+
 def _bar_row(ax, colours, xlabel):
     """One horizontal stacked bar (one Rectangle per part, widths set later) and its legend below the Axes."""
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few ticks: each label is drawn on every event
     bars = {name: ax.barh(0, 0.0, color=colour, label=name)[0] for name, colour in colours.items()}
     legend = ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
     ax.set_yticks([])
