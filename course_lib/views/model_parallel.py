@@ -231,22 +231,45 @@ def _square(x, y):
     return ((x, y), (x + 1, y), (x + 1, y + 1), (x, y + 1))
 
 
+class _Key:
+    """A legend as plain artists: a square and a text per entry, in two columns under the Axes. A Legend lays
+    its boxes out again on every draw; these texts only change their strings."""
+
+    def __init__(self, ax, colours, fontsize=6, top=-0.46):
+        from matplotlib.transforms import ScaledTranslation
+        rows, self.texts, self.artists = -(-len(colours) // 2), [], []
+        for k, (name, colour) in enumerate(colours.items()):
+            col, row = divmod(k, rows)
+            at = ax.transAxes + ScaledTranslation(0, -row * 1.5 * fontsize / 72, ax.figure.dpi_scale_trans)
+            x = 0.06 + 0.5 * col
+            self.artists += ax.plot([x], [top], "s", ms=fontsize, color=colour, transform=at, clip_on=False)
+            self.texts.append(ax.text(x + 0.03, top, name, transform=at, fontsize=fontsize, va="center",
+                                      clip_on=False))
+        self.artists += self.texts
+
+    def get_texts(self):
+        return self.texts
+
+    def set_visible(self, visible):
+        for artist in self.artists:
+            artist.set_visible(visible)
+
+
 def _bar_row(ax, colours, xlabel):
-    """One horizontal stacked bar (one Rectangle per part, widths set later) and its legend below the Axes."""
+    """One horizontal stacked bar (one Rectangle per part, widths set later) and its key below the Axes."""
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few ticks: each label is drawn on every event
     bars = {name: ax.barh(0, 0.0, color=colour, label=name)[0] for name, colour in colours.items()}
-    legend = ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
     ax.set_yticks([])
     ax.set_ylim(-0.44, 0.44)
     ax.set_xlabel(xlabel)
-    return bars, legend
+    return bars, _Key(ax, colours)
 
 
-def _set_bars(bars, legend, values, fmt) -> float:
-    """Stack ``values`` (name -> width) on ``bars`` left to right and label the legend; returns the total."""
+def _set_bars(bars, key, values, fmt) -> float:
+    """Stack ``values`` (name -> width) on ``bars`` left to right and label the key; returns the total."""
     left = 0.0
-    for (name, value), text in zip(values.items(), legend.get_texts()):
+    for (name, value), text in zip(values.items(), key.get_texts()):
         bars[name].set_x(left)
         bars[name].set_width(value)
         text.set_text(f"{name} {fmt(value)}")
