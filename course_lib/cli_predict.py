@@ -237,7 +237,10 @@ def compare_assumptions(parsed, sys_, args) -> dict:
     rate = args.nic_gbit or units.bytes_to_bits(sys_.nic.per_direction) / 1e9
     out["nic_gbit_s"] = (rate, "flag --nic-gbit" if args.nic_gbit else f"catalog {sys_.id} ({sys_.nic.name}): GUESSED")
     kind = args.fabric or costmodel.system_fabric_kind(sys_)
-    out["fabric"] = (kind, "flag --fabric" if args.fabric else "catalog / NIC family default: GUESSED")
+    named = getattr(sys_, "fabric", "")
+    out["fabric"] = (kind, "flag --fabric" if args.fabric else
+                     f"{sys_.id} names it, the log does not: GUESSED" if named else
+                     f"default of {sys_.id}'s NIC family, the log does not say: GUESSED")
     forced_algo = parsed["env"].get("algo")
     if args.algo != "auto":
         out["algorithm"] = (args.algo, "flag --algo")

@@ -251,16 +251,27 @@ def _read_network(p, where, data, gpus, source) -> tuple[int, str, hardware.Link
     return count, fabric, nic, _read_nic_rows(p, where, net, gpus, count)
 
 
-def load_system(path) -> hardware.System:
-    """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
+def _read_toml(path) -> tuple[Path, str, dict]:
+    """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary or non-TOML file."""
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
-    text = p.read_text(encoding="utf-8")
+        raise ValueError(f"system file must be an existing file, got {str(path)!r}")
+    if p.stat().st_size > 1 << 20:
+        raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
     try:
-        data = tomllib.loads(text)
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"system file {p} is not a text file; pass a TOML system description "
+                         "(see course_lib/data/systems/)") from None
+    try:
+        return p, text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{p}: not valid TOML: {exc}") from None
+        raise ValueError(f"system file {p}: not valid TOML: {exc}") from None
+
+
+def load_system(path) -> hardware.System:
+    """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
+    p, text, data = _read_toml(path)
     where = _Where(text)
     for key in data:
         if key not in _TABLES:

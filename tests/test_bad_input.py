@@ -59,6 +59,12 @@ CASES = {
         (["compare", "{text}", "--system", "dgx-h100"], "file"),
         (["compare", "{log}", "--system", "dgx-h100", "--nodes", "-3"], "--nodes"),
     ],
+    "python -m course_lib predict all_reduce --system-file my_machine.toml -b 1M -e 1G": [
+        (["predict", "all_reduce", "--system-file", "{missing}", "-b", "1M", "-e", "1G"], "system"),
+        (["predict", "all_reduce", "--system-file", "{binary}", "-b", "1M", "-e", "1G"], "system"),
+        (["predict", "all_reduce", "--system-file", "{text}", "-b", "1M", "-e", "1G"], "system"),
+    ],
+    "python -m course_lib inspect --local": [(["inspect", "--local", "--json=1"], "--json")],
     "python -m course_lib validation": [(["validation", "--json=1"], "--json")],
     "python -m course_lib plan --model gpt3-175b --system dgx-a100 --gpus 1024 --tp 8 --pp 16": [
         (["plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--tp", "3", "--pp", "16"], "tp"),

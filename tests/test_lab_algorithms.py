@@ -33,6 +33,10 @@ def _compare_all(rank, world_size, pipeline):
                     A.all_reduce(t, name)
                 if not torch.equal(t, ref):
                     failures.append((name, n, dtype))
+            t = base.clone()  # the ring's transfers as isend/irecv, as a learner writes them
+            A.ring_all_reduce(t, pipeline=pipeline, transport="p2p")
+            if not torch.equal(t, ref):
+                failures.append(("ring p2p", n, dtype))
             # reduce-scatter and all-gather on their own
             t = base.clone()
             start, stop = A.ring_reduce_scatter(t)

@@ -239,13 +239,13 @@ def test_race_grades_the_learners_ring_then_races_it(capsys):
 
     result = bench.race(stub, sizes=("64K",), ranks=2, iters=1, warmup=0, timeout=60)
     assert "left out of the race (Ring all-reduce: not answered yet.)" in capsys.readouterr().out
-    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1"]
+    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, p2p"]
 
     def mine(tensor, rank, world_size):
-        algorithms.ring_all_reduce(tensor, pipeline=1)
+        algorithms.ring_all_reduce(tensor, pipeline=1, transport="p2p")
 
     result = bench.race(mine, sizes=(1000,), ranks=3, iters=1, warmup=0, timeout=60, verbose=False)
-    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, pipeline=1", "yours"]
+    assert [r["algorithm"] for r in result.rows] == ["builtin", "ring", "ring, p2p", "yours"]
     assert all(r["wrong"] == 0 and r["time_s"] > 0 for r in result.rows)
     assert set(result.ratio("yours")) == {1000}
     bench.race(lambda t, rank, p: t.add_(1), sizes=(1000,), ranks=2, iters=1, warmup=0, timeout=60)

@@ -13,10 +13,38 @@ pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="f
               pytest.mark.timeout(120)]
 
 
+def p2p_ring(tensor, rank, world_size):
+    """A learner's ring as chapter 04's solution writes it: reduce-scatter then all-gather, isend/irecv."""
+    flat = tensor.view(-1)
+    bounds = algorithms.chunk_bounds(flat.numel(), world_size)
+    right, left = (rank + 1) % world_size, (rank - 1) % world_size
+
+    def step(send_chunk, recv_chunk, add):
+        (s0, s1), (r0, r1) = bounds[send_chunk], bounds[recv_chunk]
+        incoming = torch.empty(r1 - r0, dtype=flat.dtype) if add else flat[r0:r1]
+        pending = ([dist.irecv(incoming, left)] if r1 > r0 else []) + ([dist.isend(flat[s0:s1], right)] if s1 > s0 else [])
+        for request in pending:
+            request.wait()
+        if add and r1 > r0:
+            flat[r0:r1] += incoming
+
+    for s in range(world_size - 1):
+        step((rank - s - 1) % world_size, (rank - s - 2) % world_size, add=True)
+    for s in range(world_size - 1):
+        step((rank - s) % world_size, (rank - s - 1) % world_size, add=False)
+
+
 def test_reference_ring_is_correct():
-    result = exercises.check_ring(lambda t, rank, p: algorithms.ring_all_reduce(t), verbose=False)
+    result = exercises.check_ring(p2p_ring, verbose=False)
     assert result.correct, result.message
-    exercises.grade_ring(lambda t, rank, p: algorithms.ring_all_reduce(t))
+    exercises.grade_ring(p2p_ring)
+
+
+def test_the_librarys_ring_is_not_a_point_to_point_answer():
+    # lab.algorithms' fast ring hands each neighbour exchange to gloo's all_to_all_single: a built-in
+    # collective, so it is not what the exercise asks the learner to write
+    result = exercises.check_ring(lambda t, rank, p: algorithms.ring_all_reduce(t), ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "built-in" in result.message
 
 
 def test_not_answered(capsys):
@@ -35,7 +63,7 @@ def test_wrong_on_sizes_not_divisible_names_case_and_hint():
     def divisible_only(tensor, rank, world_size):
         n = tensor.numel() // world_size * world_size
         if n:
-            algorithms.ring_all_reduce(tensor[:n])
+            p2p_ring(tensor[:n], rank, world_size)
 
     result = exercises.check_ring(divisible_only, verbose=False)
     assert result.status == "wrong"
@@ -80,7 +108,7 @@ def test_validation():
 
 
 def test_ring_checker_adapts_check_ring_for_the_callable_exercise_kind():
-    ok, message = exercises.ring_checker(lambda t, rank, p: algorithms.ring_all_reduce(t), ranks=(2,))
+    ok, message = exercises.ring_checker(p2p_ring, ranks=(2,))
     assert ok and message.startswith("Correct")
     ok, message = exercises.ring_checker(lambda t, rank, p: None, ranks=(2,))
     assert not ok and "Hint" in message

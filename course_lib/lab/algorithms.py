@@ -133,16 +133,42 @@ def _pieces(flat, p, pipeline):
     return max(1, min(pipeline, largest * flat.element_size() // MIN_PIECE_BYTES))
 
 
-def ring_exchange(send, dst, recv, src, async_op=False):
+TRANSPORTS = ("collective", "p2p")
+
+
+class _Pair:
+    """The receive and the send of one point-to-point ring transfer, waited on together."""
+
+    def __init__(self, works):
+        self.works = works
+
+    def wait(self):
+        for work in self.works:
+            work.wait()
+
+
+def ring_exchange(send, dst, recv, src, async_op=False, transport="collective"):
     """One ring transfer: send ``send`` to rank ``dst`` while receiving ``recv`` from rank ``src``.
 
-    Done as a gloo collective, an all-to-all in which only those two counts are non-zero, so
-    every rank of the group must call it, in the same order (empty tensors are fine). The
-    waiting then happens inside gloo's C++ threads: a Python ``irecv(...).wait()`` per step
+    ``transport="collective"`` (default): a gloo collective, an all-to-all in which only those two
+    counts are non-zero, so every rank of the group must call it, in the same order (empty tensors
+    are fine). The waiting then happens inside gloo's C++ threads. ``"p2p"``: ``irecv`` and
+    ``isend`` posted together and waited on from Python, as a learner's ring does; each wait
     sleeps and wakes once more per message, and on a busy 2-core virtual machine that wake-up
     made a 64 KiB ring all-reduce about 10x slower than gloo's own (chapter 04, section 7.4).
-    Returns the ``Work`` when ``async_op``.
+    Returns something with ``wait()`` when ``async_op``.
     """
+    if transport == "p2p":
+        works = []
+        if recv.numel():
+            works.append(dist.irecv(recv, src))
+        if send.numel():
+            works.append(dist.isend(send, dst))
+        pair = _Pair(works)
+        if async_op:
+            return pair
+        pair.wait()
+        return None
     p = dist.get_world_size()
     recv_counts, send_counts = [0] * p, [0] * p
     recv_counts[src] = recv.numel()
@@ -150,42 +176,45 @@ def ring_exchange(send, dst, recv, src, async_op=False):
     return dist.all_to_all_single(recv, send, recv_counts, send_counts, async_op=async_op)
 
 
-def _post_step(flat, send_b, dst, recv_b, src, pieces, scratch=None):
+def _post_step(flat, send_b, dst, recv_b, src, pieces, scratch=None, transport="collective"):
     """Start one ring step, cut into ``pieces``; returns [(work, start, stop, scratch offset)] per piece."""
     posted = []
     base = recv_b[0]
     for (s0, s1), (r0, r1) in zip(_split(*send_b, pieces), _split(*recv_b, pieces)):
         target = flat[r0:r1] if scratch is None else scratch[r0 - base:r1 - base]
-        posted.append((ring_exchange(flat[s0:s1], dst, target, src, async_op=True), r0, r1, base))
+        posted.append((ring_exchange(flat[s0:s1], dst, target, src, True, transport), r0, r1, base))
     return posted
 
 
-def _reduce_step(flat, send_b, dst, recv_b, src, pieces, scratch, then=None):
+def _reduce_step(flat, send_b, dst, recv_b, src, pieces, scratch, then=None, transport="collective"):
     """One reduce-scatter step: receive pieces into ``scratch`` and add each as soon as it lands
     (while the next is on its way); ``then(k)`` runs after piece k is added."""
-    for k, (work, r0, r1, base) in enumerate(_post_step(flat, send_b, dst, recv_b, src, pieces, scratch)):
+    for k, (work, r0, r1, base) in enumerate(_post_step(flat, send_b, dst, recv_b, src, pieces, scratch,
+                                                        transport)):
         work.wait()
         flat[r0:r1].add_(scratch[r0 - base:r1 - base])
         if then is not None:
             then(k)
 
 
-def ring_reduce_scatter(tensor, *, pipeline: int = 1, _scratch=None) -> tuple[int, int]:
+def ring_reduce_scatter(tensor, *, pipeline: int = 1, transport: str = "collective", _scratch=None) -> tuple[int, int]:
     """Ring reduce-scatter in place; returns this rank's [start, stop) chunk, which now holds the sum.
 
-    Other chunks hold partial sums afterwards. ``pipeline`` in [1, 64] sub-chunks per step.
+    Other chunks hold partial sums afterwards. ``pipeline`` in [1, 64] sub-chunks per step;
+    ``transport`` one of ``TRANSPORTS`` (see ``ring_exchange``).
     """
     pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
+    transport = validate.choice("transport", transport, TRANSPORTS)
     flat = _flat(tensor)
     rank, p = _group()
     bounds = chunk_bounds(flat.numel(), p)
     if p == 1:
         return bounds[0]
-    _reduce_scatter(flat, rank, p, bounds, _pieces(flat, p, pipeline), _scratch)
+    _reduce_scatter(flat, rank, p, bounds, _pieces(flat, p, pipeline), _scratch, transport=transport)
     return bounds[rank]
 
 
-def _reduce_scatter(flat, rank, p, bounds, pieces, scratch=None, then=None):
+def _reduce_scatter(flat, rank, p, bounds, pieces, scratch=None, then=None, transport="collective"):
     right, left = (rank + 1) % p, (rank - 1) % p
     if scratch is None:
         scratch = _scratch_for(flat, bounds[0][1] - bounds[0][0])
@@ -194,20 +223,21 @@ def _reduce_scatter(flat, rank, p, bounds, pieces, scratch=None, then=None):
     for step in range(p - 1):
         last = step == p - 2
         _reduce_step(flat, bounds[(rank - step - 1) % p], right, bounds[(rank - step - 2) % p], left,
-                     pieces, scratch, then if last else None)
+                     pieces, scratch, then if last else None, transport)
 
 
-def ring_all_gather(tensor, *, pipeline: int = 1) -> None:
+def ring_all_gather(tensor, *, pipeline: int = 1, transport: str = "collective") -> None:
     """Ring all-gather in place: on entry rank r's chunk r (``chunk_bounds``) is valid; on exit all are."""
     pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
+    transport = validate.choice("transport", transport, TRANSPORTS)
     flat = _flat(tensor)
     rank, p = _group()
     if p == 1:
         return
-    _all_gather(flat, rank, p, chunk_bounds(flat.numel(), p), _pieces(flat, p, pipeline))
+    _all_gather(flat, rank, p, chunk_bounds(flat.numel(), p), _pieces(flat, p, pipeline), transport=transport)
 
 
-def _all_gather(flat, rank, p, bounds, pieces, first=None):
+def _all_gather(flat, rank, p, bounds, pieces, first=None, transport="collective"):
     """All-gather steps; ``first``, if given, holds step 0's pieces already posted."""
     right, left = (rank + 1) % p, (rank - 1) % p
     for step in range(p - 1):
@@ -215,20 +245,23 @@ def _all_gather(flat, rank, p, bounds, pieces, first=None):
             posted = first
         else:
             posted = _post_step(flat, bounds[(rank - step) % p], right, bounds[(rank - step - 1) % p], left,
-                                pieces)
+                                pieces, transport=transport)
         for work, *_ in posted:
             work.wait()
 
 
-def ring_all_reduce(tensor, *, pipeline: int = 8) -> None:
+def ring_all_reduce(tensor, *, pipeline: int = 8, transport: str = "collective") -> None:
     """All-reduce (sum) in place: ring reduce-scatter then ring all-gather.
 
-    ``pipeline`` in [1, 64]: at most that many sub-chunks per step, each >= 256 KiB (1: plain ring).
+    ``pipeline`` in [1, 64]: at most that many sub-chunks per step, each >= 1 MiB (1: plain ring).
+    ``transport``: ``"collective"`` (each transfer a gloo all-to-all) or ``"p2p"`` (``isend``/``irecv``
+    waited on from Python, as the learner's ring); see ``ring_exchange``.
     Sends n/p bytes per step, 2(p-1) steps: each rank moves 2(p-1)/p * n bytes, the bandwidth lower
     bound. Piece k of this rank's summed chunk starts its all-gather as soon as it is added, while
     the later pieces are still being reduced.
     """
     pipeline = validate.integer("pipeline", pipeline, low=1, high=64)
+    transport = validate.choice("transport", transport, TRANSPORTS)
     flat = _flat(tensor)
     rank, p = _group()
     if p == 1 or flat.numel() == 0:
@@ -242,10 +275,10 @@ def ring_all_reduce(tensor, *, pipeline: int = 8) -> None:
 
     def start_gather(k):  # piece k of my chunk is summed: pass it on at once
         (s0, s1), (r0, r1) = mine[k], theirs[k]
-        first.append((ring_exchange(flat[s0:s1], right, flat[r0:r1], left, async_op=True), r0, r1, r0))
+        first.append((ring_exchange(flat[s0:s1], right, flat[r0:r1], left, True, transport), r0, r1, r0))
 
-    _reduce_scatter(flat, rank, p, bounds, pieces, then=start_gather)
-    _all_gather(flat, rank, p, bounds, pieces, first=first)
+    _reduce_scatter(flat, rank, p, bounds, pieces, then=start_gather, transport=transport)
+    _all_gather(flat, rank, p, bounds, pieces, first=first, transport=transport)
 
 
 # --------------------------------------------------------------------------- halving-doubling

@@ -328,21 +328,22 @@ def _rank_counts(text):
     return [validate.integer("ranks (--ranks)", r, low=1, high=64) for r in counts]
 
 
-def _ring_unpipelined(tensor, rank, world_size):
+def _ring_p2p(tensor, rank, world_size):
     from . import algorithms
 
-    algorithms.ring_all_reduce(tensor, pipeline=1)
+    algorithms.ring_all_reduce(tensor, transport="p2p")
 
 
 def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeline=8, timeout=120.0,
          verbose=True) -> SweepResult:
     """Race a learner's ring ``fn(tensor, rank, world_size)`` against gloo's built-in all-reduce and the
-    library's ring (with ``pipeline`` in [1, 64] sub-chunks, and without), float32, one ``sweep`` run.
+    library's ring (``pipeline`` in [1, 64] sub-chunks; its transfers as gloo collectives, and as
+    ``isend``/``irecv`` like the learner's: ``ring, p2p``), float32, one ``sweep`` run.
 
     ``fn`` is first graded by ``lab.exercises.check_ring`` on ``ranks`` (2-8) ranks; one that is not
     answered, wrong, raises or deadlocks is left out with a printed note (``verbose``), so the race
     never fails because of it. ``fn=None`` races the library only. ``sizes``, ``iters``, ``warmup``
-    and ``timeout`` as in ``sweep``. Rows are named ``builtin``, ``ring``, ``ring, pipeline=1`` and
+    and ``timeout`` as in ``sweep``. Rows are named ``builtin``, ``ring``, ``ring, p2p`` and
     ``yours``; ``result.ratio("yours")`` is your throughput over gloo's.
     """
     from . import exercises
@@ -355,7 +356,7 @@ def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeli
         raise ValueError(f"fn must be a function (tensor, rank, world_size) -> None, or None; got {fn!r}")
     check_memory(max(config["sizes"]), ranks)
     say = print if verbose else (lambda *a, **k: None)
-    custom = {"ring, pipeline=1": _ring_unpipelined}
+    custom = {"ring, p2p": _ring_p2p}
     if fn is not None:
         verdict = exercises.check_ring(fn, ranks=(ranks,), timeout=min(timeout, 30.0), verbose=False)
         if verdict.correct:

@@ -431,15 +431,16 @@ importlib.reload(course_lib.grading).grade("04.4", my_ring_all_reduce)
 #
 # `lab.bench.race` first grades your function with the checker above (`lab.exercises.check_ring`), then
 # times it with the benchmark of section 7.5 (`lab.bench`), beside gloo's built-in all-reduce
-# (`builtin`) and the library's `ring_all_reduce` with and without pipelining, interleaved so that a
-# noisy neighbour slows all of them alike. Each time is the median operation of the slowest rank, and
+# (`builtin`) and the library's `ring_all_reduce`, once with its transfers done as gloo collectives
+# (`ring`) and once with `isend`/`irecv` waited on from Python, as yours are (`ring, p2p`; section 7.4
+# says why the two differ), interleaved so that a noisy neighbour slows all of them alike. Each time is the median operation of the slowest rank, and
 # `#wrong` counts the elements that differ from the exact sum, as in nccl-tests. If your ring is not
 # written yet, or wrong, it is left out with a note, and the rest of the race still runs.
 
 # %%
 race = lab.bench.race(my_ring_all_reduce, sizes=("1M", "16M", "64M"), ranks=2, iters=5)
 print(race)
-for name in ("yours", "ring", "ring, pipeline=1"):
+for name in ("yours", "ring", "ring, p2p"):
     ratios = race.ratio(name)
     if ratios:
         print(f"{name:>17}: throughput / gloo's = "
@@ -461,7 +462,8 @@ for name in ("yours", "ring", "ring, pipeline=1"):
 #    busy virtual machine a sleeping thread can take milliseconds to get a core back, and a ring pays
 #    that at every step. The library does each ring step as one gloo collective instead: an
 #    all-to-all in which only the neighbour's counts are non-zero (`ring_exchange`), so gloo's own
-#    threads move the bytes and wait for them. Measured with `benchmarks/lab_ring_vs_gloo.py` on the
+#    threads move the bytes and wait for them (`ring` against `ring, p2p` in the race above). Measured
+#    with `benchmarks/lab_ring_vs_gloo.py` on the
 #    2-core virtual machine this course was written on (2 ranks, shared with other jobs, load average
 #    10-14): with `isend`/`irecv` the library's ring reached 0.04x gloo's throughput at 64 KiB, 0.12x at
 #    1 MiB and 0.84-0.87x at 16-64 MiB; as collectives, in three runs, 0.59-0.63x at 64 KiB, 0.46-0.79x
