@@ -36,6 +36,8 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
         obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
         if kind == "topo":
             obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status, system)
+            if system is not None:
+                obj["findings"] += _system.mismatches(result, system)
         out.append(obj)
     return out
 

@@ -87,12 +87,49 @@ def _rtx4090_predicted_over_measured() -> float:
     return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
 
 
+L40S_CLUSTER_TOML = """
+[system]
+id = "l40s-2x8"
+gpu = "l40s"
+gpus_per_node = 8
+nodes = 2
+cpu_sockets = 2
+source = "exercise 09.8"
+
+[gpu_link]
+kind = "pcie"
+
+[pcie]
+generation = 4
+lanes_per_gpu = 16
+
+[network]
+fabric = "roce"
+gbit_s = 100
+count = 2
+"""
+
+
+@lru_cache(maxsize=None)
+def _l40s_cluster_busbw() -> float:
+    """Chapter 09.8: 2 nodes of 8 L40S on PCIe Gen4 x16, 2 x 100 Gb/s RoCE each, from a system file: 1 GiB busbw."""
+    import tempfile
+
+    from . import costmodel, hardware, units
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "cluster.toml"
+        path.write_text(L40S_CLUSTER_TOML, encoding="utf-8")
+        cluster = hardware.load_system(path)
+    return costmodel.predict("all_reduce", 2**30, cluster, nodes=2).busbw[0] / units.GB
+
+
 # exercise id -> the library computation its answer comes from (the planner's, the cost model's)
 MODELS = {
     "08.5": lambda: _planner_answer("08.5"),
     "08.6": lambda: _planner_answer("08.6"),
     "09.6": _rtx4090_ports_per_node,
     "09.7": _rtx4090_predicted_over_measured,
+    "09.8": _l40s_cluster_busbw,
 }
 
 

@@ -38,20 +38,32 @@ MIN_TRACK_PX = 250
 DPI = 100
 
 
+CHAR_PX = 7.5  # a readout character at the widgets' 13 px font, generously
+
+
+def readout_px(control) -> int:
+    """Width (px) of a slider's value readout: 64 px, or wider for a selection slider's long labels."""
+    if not getattr(control, "readout", True):
+        return 0
+    labels = getattr(control, "_options_labels", None) or ()
+    longest = max((len(str(label)) for label in labels), default=0)
+    return max(READOUT_PX, int(longest * CHAR_PX) + 8)
+
+
 def track_px(control) -> int | None:
     """The slider track width (px) that the layout gives ``control``; None for a control with no track."""
     if "Slider" not in type(control).__name__:
         return None
     width = int(str(control.layout.width).removesuffix("px"))
     description = int(str(control.style.description_width).removesuffix("px"))
-    readout = READOUT_PX if getattr(control, "readout", True) else 0
-    return width - description - readout - MARGINS_PX
+    return width - description - readout_px(control) - MARGINS_PX
 
 
 def fit_control(control):
     """Give ``control`` the shell's fixed description width and full width (slider track >= 250 px)."""
     control.style.description_width = f"{DESCRIPTION_PX}px"
-    control.layout.width = f"{CONTROL_PX}px"
+    extra = readout_px(control) - READOUT_PX if "Slider" in type(control).__name__ else 0
+    control.layout.width = f"{CONTROL_PX + max(0, extra)}px"
     if hasattr(control, "continuous_update"):
         control.continuous_update = False
     if control.description and not getattr(control, "tooltip", None):

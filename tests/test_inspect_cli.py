@@ -180,3 +180,15 @@ def test_local_outputs_never_fail_without_the_tools(capsys, monkeypatch):
     assert cli.main(["inspect", "--local", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)[0]["kind"] == "topo" and "nvidia-smi nvlink -s: no output" in captured.err
+
+
+def test_a_system_file_that_disagrees_with_the_matrix_is_named(capsys):
+    f = str(ROOT / "course_lib" / "data" / "systems" / "rtx4090x4_p2p.toml")
+    assert cli.main(["inspect", "--json", "--system-file", f, "--sample", "topo_dgx_a100_nic_legend.txt",
+                     "--sample", "topo_4gpu_workstation_phb.txt"]) == 0
+    _, dgx, box = json.loads(capsys.readouterr().out)
+    text = "\n".join(dgx["findings"])
+    assert "the matrix shows 8 GPU(s) but rtx4090x4-p2p has 4 per node" in text
+    assert "8 NIC(s) that share a PCIe switch with a GPU but rtx4090x4-p2p counts 1" in text
+    assert "the matrix shows NVLink but rtx4090x4-p2p's GPU link is PCIe Gen4 x16" in text
+    assert not any("rtx4090x4-p2p" in f and "matrix" in f for f in box["findings"])  # 4 PCIe GPUs: it fits

@@ -133,3 +133,25 @@ def system_report(system: hardware.System) -> dict:
     summary.pop("source", None)
     return {"kind": "system", "system": summary, "nodes": nodes, "predicted_all_reduce_by_nodes": preds,
             "findings": found}
+
+
+def mismatches(t: TopoMatrix, system: hardware.System) -> list[str]:
+    """Where a topology matrix disagrees with the system (file) it is said to come from: GPU and NIC counts,
+    NVLink where the system has none (or the reverse), sockets."""
+    out = []
+    if len(t.gpus) != system.gpus_per_node:
+        out.append(f"the matrix shows {len(t.gpus)} GPU(s) but {system.id} has {system.gpus_per_node} per node: "
+                   "the prediction uses the smaller count; fix gpus_per_node if the file is wrong")
+    rails = [nic for nic in t.nics if any(cell in ("PIX", "PXB") for cell in
+                                          (t.gpu_nic[g][t.nics.index(nic)] for g in range(len(t.gpus))))]
+    if t.nics and len(rails) != system.nics_per_node:
+        out.append(f"the matrix shows {len(rails)} NIC(s) that share a PCIe switch with a GPU but {system.id} "
+                   f"counts {system.nics_per_node} NICs per node")
+    has_nv = t.pair_counts()["NV"] > 0
+    if has_nv != (system.gpu_link.family == "nvlink"):
+        out.append(f"the matrix {'shows' if has_nv else 'shows no'} NVLink but {system.id}'s GPU link is "
+                   f"{system.gpu_link.name}")
+    sockets = len(t.socket_groups())
+    if sockets > 1 and sockets != system.cpu_sockets:
+        out.append(f"the matrix's GPUs sit on {sockets} CPU sockets but {system.id} says {system.cpu_sockets}")
+    return out

@@ -496,6 +496,11 @@ def model_options() -> list[tuple]:
     return [(f"{parallel.model(i).name} ({parallel.model(i).params / 1e9:.3g}B)", i) for i in ids]
 
 
+# The explorer's plot and readout ask for the same estimates on every event: computed once each.
+_cached_estimate = lru_cache(maxsize=256)(lambda *args: dp_estimate(*args))
+_cached_curve = lru_cache(maxsize=32)(lambda *args: scaling_curve(*args))
+
+
 def _axes(fig):
     """Step time (with its efficiency twin) and memory side by side."""
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1], "wspace": 0.35})
@@ -504,7 +509,7 @@ def _axes(fig):
 
 def _draw(axes, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     ax1, ax2, twin = axes
-    curve = scaling_curve(model, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
+    curve = _cached_curve(model, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
     x = np.log2(curve["gpus"])
     ax1.bar(x, curve["compute_s"], color="tab:blue", width=0.7, label="compute")
     ax1.bar(x, curve["exposed_s"], bottom=curve["compute_s"], color="tab:red", width=0.7, label="exposed DP comm")
@@ -527,7 +532,7 @@ def _draw(axes, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     ax1.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left", ncol=2)
     twin.set_ylabel("scaling efficiency, %", color="tab:green")
     ax1.set_title(f"{curve['model']}, ZeRO-{zero}: step time and efficiency", fontsize=9)
-    est = [dp_estimate(model, gpus, units.bytes_to_bits(link_gb_s), z, seqs_per_gpu, overlap) for z in range(4)]
+    est = [_cached_estimate(model, gpus, units.bytes_to_bits(link_gb_s), z, seqs_per_gpu, overlap) for z in range(4)]
     colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple", "activations": "tab:gray"}
     bottom = np.zeros(4)
     for part, colour in colours.items():
@@ -544,7 +549,7 @@ def _draw(axes, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
 
 
 def _readout(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
-    e = dp_estimate(model, gpus, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
+    e = _cached_estimate(model, gpus, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
     comm = _dp_comm(e)
     eff = e.compute_s / e.step_time_s  # pure DP: the step is compute + exposed communication
     base = hardware.system(BASE_SYSTEM)

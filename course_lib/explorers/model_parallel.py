@@ -539,6 +539,7 @@ def best_fitting(grid) -> parallel.Estimate | None:
     return max(fitting, key=lambda e: e.mfu) if fitting else None
 
 
+@lru_cache(maxsize=32)  # the plot and the readout of one slider event share one grid
 def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
     rc, sp = RECOMPUTE_CHOICES[recompute_mode]
     m = _model(model_id)

@@ -201,7 +201,7 @@ import tempfile
 
 with tempfile.TemporaryDirectory() as folder:
     bad = Path(folder) / "bad_system.toml"
-    bad.write_text(box_file.read_text().replace("lanes_per_gpu = 16", "lanes_per_gpu = 12"))
+    bad.write_text(box_file.read_text().replace("switches = 0", "switches = -1"))
     try:
         hardware.load_system(bad)
     except ValueError as exc:
@@ -391,6 +391,51 @@ checks.check("09.7", predicted_over_measured)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
 importlib.reload(course_lib.grading).grade("09.7", predicted_over_measured)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 09.8** (2 points, *design*). Describe this cluster in a system file and predict it: **2 nodes**,
+# each with **8 L40S** (catalog GPU `l40s`) on **PCIe Gen4 x16**, **2 CPU sockets**, and **2 RoCE ports of
+# 100 Gb/s** per node (in `[network]`: fabric `roce`, `gbit_s` and `count`). Write the TOML text into
+# `my_cluster_toml`, and store the predicted all-reduce busbw of a **1 GiB** message on **both nodes**, in
+# GB/s, in `my_cluster_busbw_gb_s` (`hardware.load_system` reads a file; `costmodel.predict(...,
+# nodes=2)`). The docstring of `course_lib.systemfile` shows every field.
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-8-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+my_cluster_toml = """
+[system]
+id = "l40s-2x8"
+gpu = "l40s"
+gpus_per_node = 8
+nodes = 2
+cpu_sockets = 2
+source = "exercise 09.8"
+
+[gpu_link]
+kind = "pcie"
+
+[pcie]
+generation = 4
+lanes_per_gpu = 16
+
+[network]
+fabric = "roce"
+gbit_s = 100
+count = 2
+"""
+with tempfile.TemporaryDirectory() as scratch:
+    toml_path = Path(scratch) / "my_cluster.toml"
+    toml_path.write_text(my_cluster_toml)
+    my_cluster = hardware.load_system(toml_path)
+my_cluster_busbw_gb_s = costmodel.predict("all_reduce", 2**30, my_cluster, nodes=2).busbw[0] / units.GB
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-8-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("09.8", my_cluster_busbw_gb_s)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("09.8", my_cluster_busbw_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
