@@ -20,7 +20,7 @@ DDP_BUCKET_BYTES = 25 * 2**20
 CP_KINDS = ("ring", "ulysses")  # context parallelism: ring attention (K/V passed around) or all-to-all of heads
 
 
-# ---------------------------------------------------------------- data
+# ---------------------------------------------------------------- stated assumptions
 
 @lru_cache(maxsize=1)
 def published() -> dict:
