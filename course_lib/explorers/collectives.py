@@ -103,13 +103,8 @@ def draw_collectives(ranks=4, axes=None):
 
     ``axes``: six matplotlib Axes, or None for a new 2 x 3 figure. Returns the axes.
     """
-    import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=8)
-    if axes is None:
-        _, axes = plt.subplots(2, 3, figsize=(11, 5.4))
-    axes = np.ravel(axes)
-    if axes.size != len(COLLECTIVES):
-        raise ValueError(f"axes must hold {len(COLLECTIVES)} Axes, got {axes.size}")
+    axes = views.axes_grid(axes, (2, 3), (11, 5.4))
     for ax, name in zip(axes, COLLECTIVES):
         views.draw_collective(ax, name, *collective_buffers(name, p))
     axes[0].figure.suptitle(f"The six collectives on {p} ranks (letters: each rank's data; Σ: summed over "
@@ -183,15 +178,10 @@ def draw_algorithms(ranks=8, axes=None):
     ``ranks``: a power of two in [2, 16]. ``axes``: four Axes or None. Colour = step
     (dark early, light late). Returns the axes.
     """
-    import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=16)
     if p & (p - 1):
         raise ValueError(f"ranks must be a power of two in [2, 16], got {p}")
-    if axes is None:
-        _, axes = plt.subplots(1, 4, figsize=(13, 3.6))
-    axes = np.ravel(axes)
-    if axes.size != 4:
-        raise ValueError(f"axes must hold 4 Axes, got {axes.size}")
+    axes = views.axes_grid(axes, (1, 4), (13, 3.6))
     views.draw_patterns(axes, p, algorithm_pattern("binomial_tree", p), views.tree_layout(p),
                         algorithm_pattern("halving_doubling", p))
     return axes

@@ -13,6 +13,17 @@ from .. import style, units
 from ..widgets import html_table, show_html
 
 
+def axes_grid(axes, shape, figsize):
+    """``axes`` as a flat array of rows x cols Axes (``shape``), or a new figure's when None."""
+    import matplotlib.pyplot as plt
+    if axes is None:
+        _, axes = plt.subplots(*shape, figsize=figsize)
+    axes = np.ravel(axes)
+    if axes.size != shape[0] * shape[1]:
+        raise ValueError(f"axes must hold {shape[0] * shape[1]} Axes, got {axes.size}")
+    return axes
+
+
 def circle(p, radius=1.0):
     """``p`` points clockwise on a circle from the top (drawing geometry)."""
     angles = np.pi / 2 - 2 * np.pi * np.arange(p) / p
