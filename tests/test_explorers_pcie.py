@@ -6,6 +6,7 @@ import pytest
 
 from course_lib import checks, datafiles, grading, hardware, topology, units
 from course_lib.explorers import pcie
+from course_lib.lab import host_device
 
 
 # ---------------------------------------------------------------- link arithmetic
@@ -257,10 +258,10 @@ def test_measure_validates_input():
 
 def test_median_timer_and_report_on_a_fake_measurement(capsys):
     calls = []
-    seconds = pcie._median_seconds(lambda: calls.append("copy"), lambda: None, repeats=3)
+    seconds = host_device._median_seconds(lambda: calls.append("copy"), lambda: None, repeats=3)
     assert len(calls) == 4 and seconds >= 0  # one warm-up and three timed copies
     with pytest.raises(ValueError, match="repeats"):
-        pcie._median_seconds(lambda: None, lambda: None, 0)
+        host_device._median_seconds(lambda: None, lambda: None, 0)
     spec = hardware.pcie_link(4, 16).per_direction
     fake = pcie.HostDeviceMeasurement(available=True, device_name="Fake GPU", nbytes=256_000_000,
                                       pcie_generation=4, pcie_lanes=16,
