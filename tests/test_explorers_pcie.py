@@ -348,7 +348,7 @@ def test_measure_gpu_path_with_a_simulated_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Simulated GPU")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(pcie, "_nvidia_smi_link", lambda device: (4, 16))
+    monkeypatch.setattr(host_device, "_nvidia_smi_link", lambda device: (4, 16))
     result = pcie.measure_host_device_bandwidth(nbytes=1_000_000, repeats=2)
     assert result.available and result.device_name == "Simulated GPU"
     assert (result.pcie_generation, result.pcie_lanes) == (4, 16)
