@@ -259,8 +259,23 @@ def compare_assumptions(parsed, sys_, args) -> dict:
     return out
 
 
-def compare_advice(rows, nodes) -> list[str]:
-    """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67."""
+# what to check on fabrics that NCCL reaches through a net plugin instead of NET/IB (fabrics.json kinds)
+_PLUGIN_CHECKS = {
+    "tcpxo": "NCCL_DEBUG=INFO should name the FasTrak (TCPXO) net plugin, not NET/Socket; the RxDM (TCPXO daemon) "
+             "must run on every node; source Google's nccl-env-profile.sh so NCCL_FASTRAK_IFNAME lists all 8 GPU NICs",
+    "efa": "NCCL_DEBUG=INFO should name NET/OFI (the aws-ofi-nccl plugin) with the efa provider, not NET/Socket; "
+           "fi_info -p efa lists the devices",
+    "slingshot": "NCCL_DEBUG=INFO should name NET/OFI with the cxi provider, not NET/Socket",
+}
+
+
+def compare_advice(rows, nodes, fabric=None) -> list[str]:
+    """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67.
+
+    fabric: the fabric kind assumed (``costmodel.fabric_kind_ids()``); plugin fabrics (TCPXO, EFA, Slingshot)
+    get their own checks instead of InfiniBand's.
+    """
+    plugin = _PLUGIN_CHECKS.get(fabric)
     slow = [r for r in rows if r["ratio"] is not None and r["ratio"] > 1.5]
     fast = [r for r in rows if r["ratio"] is not None and r["ratio"] < 0.67]
     span = lambda rs: f"{units.format_bytes(rs[0]['size'], binary=True)}-{units.format_bytes(rs[-1]['size'], binary=True)}"
@@ -273,7 +288,13 @@ def compare_advice(rows, nodes) -> list[str]:
                    "overhead and CPU speed, a proxy thread starved of CPU, or (across nodes) the network's latency "
                    "(TCP sockets, EFA/SRD). Try: NCCL_DEBUG=INFO (look for 'NET/Socket' instead of 'NET/IB'); "
                    "NCCL_PROTO=LL; bind ranks to their GPU's NUMA node; nccl-tests -G 1 (CUDA graphs)")
-    if big_slow and nodes > 1:
+    if big_slow and nodes > 1 and plugin:
+        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
+                   f"{max(r['ratio'] for r in big_slow):.2f}) across nodes on {fabric}: the network delivers less "
+                   "than assumed, or each message costs more than the fabric's fitted per-step latency. Likely: fewer "
+                   "or slower NICs than assumed (--nics, --nic-gbit), the plugin not loaded (TCP fallback), a "
+                   f"congested fabric. Try: NCCL_ALGO=Ring to measure the network alone; {plugin}")
+    elif big_slow and nodes > 1:
         out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
                    f"{max(r['ratio'] for r in big_slow):.2f}) across nodes: the network delivers less than assumed. "
                    "Likely: fewer or slower NICs than assumed (--nics, --nic-gbit), GPUDirect RDMA off (no 'GDRDMA' in "
@@ -289,8 +310,9 @@ def compare_advice(rows, nodes) -> list[str]:
     if fast and nodes == 2:
         out.append(f"measured faster than the model at {span(fast)} (ratio down to {min(r['ratio'] for r in fast):.2f}) "
                    "on two nodes: NCCL's tree and NVLS tree can put part of the traffic on NVLink and beat the "
-                   "network bound (older NCCL more so). Try: NCCL_ALGO=Ring to see the network itself, or --nics / "
-                   "--nic-gbit if the nodes have more network than assumed")
+                   "network bound (older NCCL more so, and a tuner plugin may pick the tree at large sizes: the course's "
+                   "A3 Mega sample exceeds its NICs' rate with NVLS off); the model charges the NICs in full. Try: NCCL_ALGO=Ring to see the network "
+                   "itself, or --nics / --nic-gbit if the nodes have more network than assumed")
     elif fast:
         out.append(f"measured faster than the model at {span(fast)} (ratio down to {min(r['ratio'] for r in fast):.2f}): "
                    "more or faster links than assumed (--system, --nics, --nic-gbit, -g), in-network reduction "
@@ -334,7 +356,7 @@ def _compare(args) -> int:
         out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
                     "algorithm": str(al), "protocol": str(pr)})
-    advice = compare_advice(out, nodes)
+    advice = compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
     if args.json:
         print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
@@ -385,7 +407,7 @@ def _validation(args) -> int:
     if args.json:
         print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
-                         "goals": costmodel.validation_goals(rows)},
+                         "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows)},
                          indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
@@ -407,6 +429,16 @@ def _validation(args) -> int:
         miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
         print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
               f"{'met' if g['met'] else 'NOT met'}{miss}")
+    study = costmodel.node_sweep_study(rows)
+    print("# node-count sweeps beyond the model: (measured/predicted) change per doubling of nodes (1.00 = none)")
+    for s in study:
+        print(f"   {s['sweep']:<26} {s['fabric']:<11} NCCL {s['nccl'] or '?':<7} nodes {s['nodes'][0]}-{s['nodes'][-1]} "
+              f"(from {s['from_nodes']})  {s['residual_per_doubling']:.2f}  fit cases: {s['fit_cases']}")
+    if study:
+        res = [s["residual_per_doubling"] for s in study]
+        fitted = sum(1 for s in study if s["fit_cases"] >= 2)
+        print(f"# no single decline term: {min(res):.2f}-{max(res):.2f} per doubling across {len(study)} sweeps, "
+              f"and {fitted} sweep(s) with two fit points to set one from (chapter 05)")
     return 0
 
 

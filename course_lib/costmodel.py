@@ -53,7 +53,7 @@ def fabrics_data() -> dict:
 
 
 def fabric_kind_ids() -> tuple:
-    """Ids of the scale-out fabric kinds: infiniband, roce, efa, slingshot, ethernet_tcp."""
+    """Ids of the scale-out fabric kinds: infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo."""
     return tuple(fabrics_data()["fabrics"])
 
 
@@ -262,6 +262,8 @@ class Fabric:
     channels: int = 2        # NCCL channels (rings / trees run side by side)
     pcie_bw: float = float("inf")  # one GPU's PCIe link (GPUDirect RDMA to its NIC crosses it)
     arch: str = "ampere"     # GPU generation for NCCL's per-generation tables: volta, ampere, hopper, blackwell
+    net_algorithms: tuple = ()  # across nodes, the only algorithms the fabric's NCCL setup allows; () = all
+    net_protocols: tuple = ()   # across nodes, the only protocols it allows; () = all (fabrics.json "nccl")
 
     @property
     def net_bw_per_gpu(self) -> float:
@@ -325,10 +327,12 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
     net_tech = system_fabric_kind(sys_) if network is None else validate.choice("network", network,
                                                                                  fabric_kind_ids())
     net = sys_.nic.per_direction * nics * eff(net_tech)
+    nccl = fabric_kind(net_tech).get("nccl", {})
     return Fabric(intra_bw=intra, intra_hop=hop_latency(intra_tech), intra_tech=intra_tech, nvls_bw=nvls,
                   net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency(),
                   gpus_per_node=sys_.gpus_per_node, channels=channels_for(sys_.gpu_link),
-                  pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_))
+                  pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_),
+                  net_algorithms=tuple(nccl.get("algorithms", ())), net_protocols=tuple(nccl.get("protocols", ())))
 
 
 # ---------------------------------------------------------------- NCCL protocols (LL, LL128, Simple)
@@ -341,9 +345,12 @@ def protocol_table() -> dict:
     return efficiency_data()["nccl_protocols"]
 
 
-def _protocols(f: Fabric, protocol) -> tuple:
-    """Protocols NCCL would consider: LL128 needs NVLink inside the node; ``protocol`` forces one."""
+def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
+    """Protocols NCCL would consider: LL128 needs NVLink inside the node; across nodes only those the
+    fabric's NCCL setup allows (``Fabric.net_protocols``); ``protocol`` forces one."""
     allowed = PROTOCOLS if f.intra_tech == "nvlink" else ("LL", "Simple")
+    if nodes > 1 and f.net_protocols:
+        allowed = tuple(p for p in allowed if p in f.net_protocols)
     if protocol in (None, "auto"):
         return allowed
     return (protocol,) if protocol in allowed else ()
@@ -383,7 +390,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol):
     n_inter = min(n_inter, steps)
     fill = pipeline_fill_bytes(n, p, f.channels, N)
     out = {}
-    for proto in _protocols(f, protocol):
+    for proto in _protocols(f, protocol, N):
         intra = T["hw_latency_us"][f.intra_tech]["ring"][proto]
         if N > 1:  # every step of a ring spanning nodes pays at least the network post overhead
             intra = max(intra, T["net_overhead_us"] * (T["net_overhead_simple_factor"] if proto == "Simple" else 1))
@@ -416,7 +423,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol):
     depth = collectives.log2_steps(N)
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
     out = {}
-    for proto in _protocols(f, protocol):
+    for proto in _protocols(f, protocol, N):
         lat = f.launch + 1e-6 * (T["base_latency_us"]["tree"][proto] + up_down * (
             chain_steps * T["hw_latency_us"][f.intra_tech]["tree"][proto]
             + depth * (T["hw_latency_us"]["net"]["tree"][proto] + _net_extra_us(f))))
@@ -476,6 +483,8 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
     coll = collectives.get(collective)
     if algorithm not in coll.system_algorithms:
         return None
+    if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
+        return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
     p = g * N
     if algorithm == "ring":
         # rings run on every rail at once; per node they push the same bytes through NVLink and the NICs
@@ -559,7 +568,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     and bandwidth terms (``protocol_table()``). achievable=True applies the sourced
     per-technology efficiency (``efficiency_table()``); False uses spec bandwidth.
     nics_per_node overrides the catalog; network names a fabric kind (``fabric_kind_ids()``:
-    infiniband, roce, efa, slingshot, ethernet_tcp) instead of the system's.
+    infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo) instead of the system's.
     """
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
@@ -685,17 +694,22 @@ def _within(rows, tol) -> int:
     return sum(1 for r in rows if evidence.within(r["ratio"], tol))
 
 
+def _rows_of_role(rows, role):
+    """(all rows, the rows of one role: ``fit``, ``test`` or ``all``); rows default to validation_table()."""
+    rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    role = validate.choice("role", role, ("fit", "test", "all"))
+    return rows, [r for r in rows if role == "all" or r["role"] == role]
+
+
 def validation_by_regime(rows=None, role="test") -> list[dict]:
     """Cells of size regime x scale regime for one role (``fit``, ``test`` or ``all``).
 
     Each cell: cases, within +-20% and +-50% (counts and shares) and the worst case (largest
     |log ratio|) with its ratio. Cells without cases are left out.
     """
-    rows = validation_table() if rows is None else rows
-    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
-        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
-    role = validate.choice("role", role, ("fit", "test", "all"))
-    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    rows, chosen = _rows_of_role(rows, role)
     cells = []
     for size, _, _ in SIZE_REGIMES:
         for scale, _, _ in SCALE_REGIMES:
@@ -738,11 +752,7 @@ def validation_goals(rows=None, role="test") -> list[dict]:
     One dict per goal: name, cases, within (count), share, wanted (share), met (bool). Node-count
     sweeps: the cases of every ``sweep`` whose node count varies.
     """
-    rows = validation_table() if rows is None else rows
-    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
-        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
-    role = validate.choice("role", role, ("fit", "test", "all"))
-    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    rows, chosen = _rows_of_role(rows, role)
     out = []
     for name, lo, hi, tol, wanted in GOALS:
         rs = [r for r in chosen if lo <= r["nbytes"] < hi]
@@ -762,3 +772,43 @@ def validation_goals(rows=None, role="test") -> list[dict]:
                 "misses": [r["id"] for r in node_rows if not evidence.within(r["ratio"], 0.35)]})
     return out
 
+
+
+def node_sweep_study(rows=None) -> list[dict]:
+    """Each published node-count sweep against the model: is there one decline with node count to add?
+
+    One dict per sweep whose node count varies: sweep, fabric (kind), nccl (version or None), nodes,
+    measured_gb_s, predicted_gb_s, fit_cases (how many of its cases set a constant), and
+    from_nodes and residual_per_doubling: (measured/predicted at the largest node count) / (the same at
+    from_nodes), per doubling of the node count; 1.0 = the model already has the whole decline. from_nodes
+    is the smallest count of 3 or more where the sweep has two such points (two nodes are special: NCCL's
+    tree may send half the data there), else 2. A single empirical term would need these to agree and to
+    come from fit cases.
+    """
+    rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    cases = {c["id"]: c for c in published()["cases"]}
+    sweeps: dict = {}
+    for r in rows:
+        if r.get("sweep"):
+            sweeps.setdefault(r["sweep"], []).append(r)
+    out = []
+    for name, rs in sorted(sweeps.items()):
+        if len({r["nodes"] for r in rs}) < 2:
+            continue
+        rs = sorted(rs, key=lambda r: r["nodes"])
+        multi = [r for r in rs if r["nodes"] > 2]
+        multi = multi if len({r["nodes"] for r in multi}) > 1 else [r for r in rs if r["nodes"] > 1]
+        first, last = multi[0], multi[-1]
+        doublings = np.log2(last["nodes"] / first["nodes"])
+        case = cases.get(first["id"], {})
+        kind = case.get("fabric") or (system_fabric_kind(case_system(case)) if case else "")
+        out.append({"sweep": name, "fabric": kind, "nccl": (case.get("conditions") or {}).get("nccl"),
+                    "nodes": [r["nodes"] for r in rs],
+                    "measured_gb_s": [r["measured_busbw"] / units.GB for r in rs],
+                    "predicted_gb_s": [r["predicted_busbw"] / units.GB for r in rs],
+                    "fit_cases": sum(1 for r in rs if r["role"] == "fit"), "from_nodes": first["nodes"],
+                    "residual_per_doubling": float((first["ratio"] / last["ratio"]) ** (1 / doublings))
+                    if doublings > 0 else float("nan")})
+    return out

@@ -26,7 +26,7 @@ generation tables unless the file overrides the per-link rate)::
 
     [network]
     kind = "eth-100g"                   # a catalog network id, or gbit_s = 25 (one port, per direction)
-    fabric = "roce"                     # optional: infiniband, roce, efa, slingshot or ethernet_tcp
+    fabric = "roce"                     # optional: infiniband, roce, efa, slingshot, ethernet_tcp or tcpxo
     count = 2                           # NIC ports per node
     [[network.nic]]                     # optional: which GPUs each NIC serves
     name = "mlx5_0"
@@ -142,7 +142,7 @@ def load_system(path) -> hardware.System:
     """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"system file must be an existing file, got {str(path)!r}")
+        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
     if p.stat().st_size > 1 << 20:
         raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
     try:

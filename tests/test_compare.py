@@ -51,6 +51,9 @@ def test_advice_names_causes_for_fast_and_slow_ratios():
     one = cp.compare_advice([{"size": 2**30, "ratio": 2.0}], nodes=1)
     assert "nvlink --status" in one[0]
     assert cp.compare_advice([{"size": 2**30, "ratio": 1.2}], nodes=1) == []
+    ib = cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2)
+    tcpxo = cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric="tcpxo")
+    assert "NCCL_IB_HCA" in ib[0] and "NCCL_IB_HCA" not in tcpxo[0] and "FasTrak" in tcpxo[0]  # plugin fabrics
 
 
 def test_predict_takes_a_fabric_kind_and_a_protocol(capsys):

@@ -261,7 +261,8 @@ def model_vs_measured() -> list[dict]:
     for case in theirs["cases"]:
         # large multi-node runs on InfiniBand/RoCE nodes of the catalog's shape (the rest: validation_failure_plot)
         if case.get("nodes", 1) < 2 or case["nbytes"] < 2**27 or "nic_gbit_s" in case or "gpus_per_node" in case \
-                or case.get("fabric") in ("efa", "ethernet_tcp", "slingshot"):
+                or case["collective"] != "all_reduce" \
+                or (case.get("fabric") or costmodel.system_fabric_kind(case["system"])) not in ("infiniband", "roce"):
             continue
         label = f"{case['system']}, {case['nodes']} nodes"
         if case.get("nics_per_node"):
