@@ -54,6 +54,7 @@ def _labels(c):
 
 def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
     """Draw once; returns the updater that moves the same artists for every later slider event."""
+    from matplotlib.ticker import FuncFormatter
     c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
     curve_label, chosen_label, title = _labels(c)
     (curve,) = ax.loglog(c["speeds_gb_s"], c["times_s"], color=style.colour("algorithm", "ring"), label=curve_label)
@@ -62,7 +63,10 @@ def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
              for name, gb_s, t in c["references"]]
     (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color="tab:red", label=chosen_label)
     style.decorate(ax, title=title, xlabel="link bandwidth per GPU, GB/s per direction",
-                   ylabel="time per step, seconds", fontsize=9)
+                   ylabel="time per step", fontsize=9)
+    # plain tick labels ("100 ms", "10 s"): mathtext powers of ten cost more to draw
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g} s" if y >= 1 else units.format_time(y)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     legend = ax.legend(loc="upper right", fontsize=8)
 
     def update(gpus, link_gb_s, parameters_b, dtype_bytes):
