@@ -685,17 +685,22 @@ def _within(rows, tol) -> int:
     return sum(1 for r in rows if evidence.within(r["ratio"], tol))
 
 
+def _rows_of_role(rows, role):
+    """(all rows, the rows of one role: ``fit``, ``test`` or ``all``); rows default to validation_table()."""
+    rows = validation_table() if rows is None else rows
+    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
+        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    role = validate.choice("role", role, ("fit", "test", "all"))
+    return rows, [r for r in rows if role == "all" or r["role"] == role]
+
+
 def validation_by_regime(rows=None, role="test") -> list[dict]:
     """Cells of size regime x scale regime for one role (``fit``, ``test`` or ``all``).
 
     Each cell: cases, within +-20% and +-50% (counts and shares) and the worst case (largest
     |log ratio|) with its ratio. Cells without cases are left out.
     """
-    rows = validation_table() if rows is None else rows
-    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
-        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
-    role = validate.choice("role", role, ("fit", "test", "all"))
-    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    rows, chosen = _rows_of_role(rows, role)
     cells = []
     for size, _, _ in SIZE_REGIMES:
         for scale, _, _ in SCALE_REGIMES:
@@ -738,11 +743,7 @@ def validation_goals(rows=None, role="test") -> list[dict]:
     One dict per goal: name, cases, within (count), share, wanted (share), met (bool). Node-count
     sweeps: the cases of every ``sweep`` whose node count varies.
     """
-    rows = validation_table() if rows is None else rows
-    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
-        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
-    role = validate.choice("role", role, ("fit", "test", "all"))
-    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    rows, chosen = _rows_of_role(rows, role)
     out = []
     for name, lo, hi, tol, wanted in GOALS:
         rs = [r for r in chosen if lo <= r["nbytes"] < hi]

@@ -142,7 +142,7 @@ def load_system(path) -> hardware.System:
     """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"system file must be an existing file, got {str(path)!r}")
+        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
     if p.stat().st_size > 1 << 20:
         raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
     try:

@@ -162,7 +162,7 @@ NEW_SYSTEMS = {  # id: (GPUs per node, GPU link GB/s per direction, NICs, NIC Gb
     "azure-nd-h100-v5": (8, 450, 8, 400, "infiniband"),
     "gcp-a3-mega": (8, 450, 8, 200, "ethernet_tcp"),
     "azure-nc-h100-nvl": (2, 300, 4, 20, "ethernet_tcp"),
-    "aws-g6e-l40s": (8, 4 * 7.876923076923077, 1, 400, "efa"),
+    "aws-g6e-l40s": (8, 4 * 7.876923076923077, 4, 100, "efa"),  # 400 Gb/s over 4 cards
     "alps-gh200": (4, 450, 4, 200, "slingshot"),
     "azure-nd-mi300x-v5": (8, 448, 8, 400, "infiniband"),
     "dgx-b300": (8, 900, 8, 800, "infiniband"),
@@ -181,9 +181,18 @@ def test_new_systems_match_their_sources(system_id):
     assert s.note, "each new system says what is per direction, bidirectional or assumed"
 
 
+@pytest.mark.parametrize("system_id", sorted(NEW_SYSTEMS))
+def test_new_system_notes_say_direction_and_what_is_assumed(system_id):
+    # issue 15.4 source check: each row says which figures are per direction, and where its socket count
+    # comes from ("assumed" when the provider does not publish it)
+    note = hardware.system(system_id).note
+    assert "per direction" in note and "cpu_sockets" in note
+
+
 def test_new_system_facts_from_the_sources():
-    # p5: 3,200 Gb/s EFA per instance; ND H100 v5: 3.2 Tb/s per VM; p4d: 400 Gb/s
-    for sid, tbit in (("aws-p5", 3.2), ("azure-nd-h100-v5", 3.2), ("aws-p4d", 0.4), ("gcp-a3-mega", 1.6)):
+    # p5: 3,200 Gb/s EFA per instance; ND H100 v5: 3.2 Tb/s per VM; p4d, g6e: 400 Gb/s; A3 Mega: 1,600
+    for sid, tbit in (("aws-p5", 3.2), ("azure-nd-h100-v5", 3.2), ("aws-p4d", 0.4), ("gcp-a3-mega", 1.6),
+                      ("aws-g6e-l40s", 0.4)):
         s = hardware.system(sid)
         assert s.nic.per_direction * s.nics_per_node * 8 == pytest.approx(tbit * 1e12)
     assert hardware.system("aws-g6e-l40s").gpu_link == hardware.pcie_link(4, 16)      # no NVLink on L40S

@@ -300,17 +300,7 @@ lab.run(hang, ranks=2, timeout=60, echo=False)
 
 
 def _session(sid):
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                out.append(int(entry))
-    return out
+    return launch.session_members(sid)
 
 
 def test_a_killed_kernel_leaves_no_process_and_no_folder(tmp_path):

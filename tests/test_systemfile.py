@@ -122,7 +122,7 @@ def test_nvlink_errors(tmp_path):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("links = 8", "links = 20")))
     with pytest.raises(ValueError, match=r"field gpu_link.topology \(line 11\): topology = \"nvswitch\" needs"):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("nvswitch_generation = 3", 'topology = "nvswitch"')))
-    with pytest.raises(ValueError, match=r"system file must be an existing file"):
+    with pytest.raises(ValueError, match=r"path must be an existing system file"):
         systemfile.load_system(tmp_path / "missing.toml")
 
 

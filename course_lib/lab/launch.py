@@ -540,6 +540,20 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
             _stop_watcher(watcher)
 
 
+def _live_processes():
+    """(pid, ppid, session id) of every live (not zombie) process, from /proc (Linux only)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            yield int(entry), int(fields[1]), int(fields[3])
+
+
 def live_children(pid: int | None = None) -> list[int]:
     """Process ids of the live (not zombie) children of ``pid`` (default: this process), Linux only.
 
@@ -548,21 +562,23 @@ def live_children(pid: int | None = None) -> list[int]:
     """
     pid = os.getpid() if pid is None else validate.integer("pid", pid, low=1)
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for child, parent, _ in _live_processes():
+        if parent != pid:
             continue
         try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) != pid or fields[0] == "Z":
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+            with open(f"/proc/{child}/cmdline", "rb") as handle:
                 if b"resource_tracker" in handle.read():
                     continue
         except OSError:
             continue
-        out.append(int(entry))
+        out.append(child)
     return out
+
+
+def session_members(sid: int) -> list[int]:
+    """Process ids of the live processes in session ``sid`` (a kernel started with its own session)."""
+    sid = validate.integer("sid", sid, low=1)
+    return [pid for pid, _, session in _live_processes() if session == sid]
 
 
 def _first_failure(procs, workdir, done) -> RankError:
