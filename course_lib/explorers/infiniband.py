@@ -15,7 +15,6 @@ import json
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
 
 from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
 from ..views import infiniband as views
@@ -517,44 +516,16 @@ def validation_failure_plot(rows=None, role="test"):
     rows = costmodel.validation_table() if rows is None else rows
     role = validate.choice("role", role, ("fit", "test", "all"))
     chosen = [r for r in rows if role == "all" or r["role"] == role]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
-    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
-    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
-    ax.axhline(1.0, color="0.3", lw=0.8)
-    for (name, lo, hi), colour, marker in zip(costmodel.SCALE_REGIMES, ("tab:blue", "tab:orange", "tab:red", "k"),
-                                              ("o", "s", "^", "D")):
-        rs = [r for r in chosen if r["scale_regime"] == name]
-        if rs:
-            ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
-                       label=f"{name} ({len(rs)})", alpha=0.8)
+    by_regime = [(name, [r for r in chosen if r["scale_regime"] == name]) for name, _, _ in costmodel.SCALE_REGIMES]
     worst = sorted(chosen, key=lambda r: -abs(np.log(r["ratio"])))[:4]
-    for r in worst:
-        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_ylim(0.12, 6)
-    ticks = [2.0**k for k in range(0, 35, 5)]
-    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("all-reduce size (nccl-tests size column)")
-    ax.set_ylabel("predicted / measured busbw")
-    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
     sweeps: dict = {}
     for r in rows:
         if r.get("sweep"):
             sweeps.setdefault(r["sweep"], []).append(r)
-    for i, (name, rs) in enumerate(sorted((k, v) for k, v in sweeps.items() if len({x["nodes"] for x in v}) > 1)):
-        rs = sorted(rs, key=lambda r: r["nodes"])
-        x = [r["nodes"] for r in rs]
-        ax2.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
-        ax2.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
-    ax2.set_xlabel("nodes")
-    ax2.set_ylabel("busbw, GB/s per direction")
-    ax2.set_yscale("log")
-    ax2.set_title("node-count sweeps", fontsize=9)
-    ax2.legend(fontsize=6, loc="lower left")
-    ax2.grid(True, alpha=0.3)
+    sweeps = [(name, sorted(rs, key=lambda r: r["nodes"]))
+              for name, rs in sorted(sweeps.items()) if len({x["nodes"] for x in rs}) > 1]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    views.draw_validation_ratios(ax, by_regime, worst, role)
+    views.draw_node_sweeps(ax2, sweeps)
     fig.tight_layout()
     return fig
-

@@ -1,5 +1,5 @@
-"""Drawings of chapter 05 (InfiniBand): published runs against the models, RDMA against TCP, and the
-multi-node cliff explorer.
+"""Drawings of chapter 05 (InfiniBand): published runs against the models, RDMA against TCP, where the
+model stops being true, and the multi-node cliff explorer.
 
 Each function draws a result that :mod:`course_lib.explorers.infiniband` computed; none computes a
 model number itself. :func:`draw_cliff` returns an updater that moves the same artists for every
@@ -49,6 +49,49 @@ def draw_transports(ax, rows):
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title("RDMA (InfiniBand, RoCE) vs TCP sockets\n(dark: low end of the stated range; light: high end)",
                  fontsize=10)
+    return ax
+
+
+REGIME_STYLES = (("tab:blue", "o"), ("tab:orange", "s"), ("tab:red", "^"), ("k", "D"))  # by costmodel.SCALE_REGIMES
+
+
+def draw_validation_ratios(ax, by_regime, worst, role):
+    """predicted / measured busbw against size, one marker per node-count regime (``by_regime``: (name, rows)
+    pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
+    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
+    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
+    ax.axhline(1.0, color="0.3", lw=0.8)
+    for (name, rs), (colour, marker) in zip(by_regime, REGIME_STYLES):
+        if rs:
+            ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
+                       label=f"{name} ({len(rs)})", alpha=0.8)
+    for r in worst:
+        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(0.12, 6)
+    ticks = [2.0**k for k in range(0, 35, 5)]
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("all-reduce size (nccl-tests size column)")
+    ax.set_ylabel("predicted / measured busbw")
+    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
+    return ax
+
+
+def draw_node_sweeps(ax, sweeps):
+    """Measured and predicted busbw (GB/s per direction) against nodes, per sweep (``sweeps``: (name, rows))."""
+    for i, (name, rs) in enumerate(sweeps):
+        x = [r["nodes"] for r in rs]
+        ax.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
+        ax.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("busbw, GB/s per direction")
+    ax.set_yscale("log")
+    ax.set_title("node-count sweeps", fontsize=9)
+    ax.legend(fontsize=6, loc="lower left")
+    ax.grid(True, alpha=0.3)
     return ax
 
 
