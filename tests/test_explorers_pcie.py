@@ -6,6 +6,7 @@ import pytest
 
 from course_lib import checks, datafiles, grading, hardware, topology, units
 from course_lib.explorers import pcie
+from course_lib.lab import host_device
 
 
 # ---------------------------------------------------------------- link arithmetic
@@ -257,10 +258,10 @@ def test_measure_validates_input():
 
 def test_median_timer_and_report_on_a_fake_measurement(capsys):
     calls = []
-    seconds = pcie._median_seconds(lambda: calls.append("copy"), lambda: None, repeats=3)
+    seconds = host_device._median_seconds(lambda: calls.append("copy"), lambda: None, repeats=3)
     assert len(calls) == 4 and seconds >= 0  # one warm-up and three timed copies
     with pytest.raises(ValueError, match="repeats"):
-        pcie._median_seconds(lambda: None, lambda: None, 0)
+        host_device._median_seconds(lambda: None, lambda: None, 0)
     spec = hardware.pcie_link(4, 16).per_direction
     fake = pcie.HostDeviceMeasurement(available=True, device_name="Fake GPU", nbytes=256_000_000,
                                       pcie_generation=4, pcie_lanes=16,
@@ -347,7 +348,7 @@ def test_measure_gpu_path_with_a_simulated_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Simulated GPU")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(pcie, "_nvidia_smi_link", lambda device: (4, 16))
+    monkeypatch.setattr(host_device, "_nvidia_smi_link", lambda device: (4, 16))
     result = pcie.measure_host_device_bandwidth(nbytes=1_000_000, repeats=2)
     assert result.available and result.device_name == "Simulated GPU"
     assert (result.pcie_generation, result.pcie_lanes) == (4, 16)

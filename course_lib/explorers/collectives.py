@@ -1,17 +1,10 @@
-"""Chapter 04: the collectives lab.
+"""Chapter 04: the collectives lab: the model side of every figure and explorer of the chapter.
 
-What this module holds for the chapter, from the drawings to the lab:
-
-* the six collectives as before/after buffers (``collective_buffers``, ``draw_collectives``);
-* the message patterns of the all-reduce algorithms (``algorithm_pattern``, ``draw_algorithms``)
-  and their alpha-beta cost from :func:`course_lib.costmodel.collective_time` (``algorithm_table``);
-* the ring all-reduce step by step, with the same chunk order as
-  :func:`course_lib.lab.algorithms.ring_all_reduce` (``ring_states``, ``draw_ring_step``,
-  ``draw_ring_steps``, ``ring_explorer``);
-* the cost explorer: message size, ranks, link speed, latency and algorithm (``cost_explorer``);
-* lab helpers (the race of the learner's ring is ``lab.bench.race``): the oversubscription table (``oversubscription_table``), the predict-then-measure comparison
-  (``compare_prediction``) and published measurements against the model (``published_sweeps``,
-  ``plot_published``, ``model_failures``).
+The six collectives as before/after buffers; the message patterns of the all-reduce algorithms
+and their alpha-beta cost (:func:`course_lib.costmodel.collective_time`); the ring all-reduce step
+by step, in the chunk order of :func:`course_lib.lab.algorithms.ring_all_reduce`; the ring and
+cost explorers; the lab's oversubscription table and predict-then-measure comparison; published
+sweeps against the model. Drawing lives in :mod:`course_lib.views.collectives`.
 
 Units: sizes in bytes, times in seconds, bandwidths in bytes/s **per direction** unless a
 name says otherwise (``link_gb_s`` is GB/s per direction, ``latency_us`` microseconds).
@@ -19,11 +12,13 @@ name says otherwise (``link_gb_s`` is GB/s per direction, ``latency_us`` microse
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
 from ..views import collectives as views
-from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from ..views.collectives import format_oversubscription, oversubscription_lines  # noqa: F401 (public here)
+from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, link_speed_slider
 
 COLLECTIVES = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 # the all-reduce algorithms the chapter compares: registry ids (course_lib.collectives), labels from the registry
@@ -108,13 +103,8 @@ def draw_collectives(ranks=4, axes=None):
 
     ``axes``: six matplotlib Axes, or None for a new 2 x 3 figure. Returns the axes.
     """
-    import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=8)
-    if axes is None:
-        _, axes = plt.subplots(2, 3, figsize=(11, 5.4))
-    axes = np.ravel(axes)
-    if axes.size != len(COLLECTIVES):
-        raise ValueError(f"axes must hold {len(COLLECTIVES)} Axes, got {axes.size}")
+    axes = views.axes_grid(axes, (2, 3), (11, 5.4))
     for ax, name in zip(axes, COLLECTIVES):
         views.draw_collective(ax, name, *collective_buffers(name, p))
     axes[0].figure.suptitle(f"The six collectives on {p} ranks (letters: each rank's data; Σ: summed over "
@@ -182,68 +172,19 @@ def algorithm_table(nbytes, ranks, bandwidth, latency) -> list[dict]:
     return rows
 
 
-def show_algorithm_table(nbytes, ranks, bandwidth, latency):
-    """Display ``algorithm_table`` as HTML (sizes SI, bandwidth per direction)."""
-    rows = algorithm_table(nbytes, ranks, bandwidth, latency)
-    show_html(html_table(rows, {
-        "algorithm": lambda r: r["label"], "latency steps": lambda r: f"{r['steps']:g}",
-        "bytes sent by the busiest rank": lambda r: units.format_bytes(r["bytes_per_rank"]),
-        "time": lambda r: units.format_time(r["time_s"]),
-        "of which latency": lambda r: f"{r['latency_share']:.0%}",
-        "time / lower bound": lambda r: f"{r['vs_lower_bound']:.2f}"}))
-
-
 def draw_algorithms(ranks=8, axes=None):
     """Draw who sends to whom in the naive, ring, tree and halving-doubling all-reduces on ``ranks``.
 
     ``ranks``: a power of two in [2, 16]. ``axes``: four Axes or None. Colour = step
     (dark early, light late). Returns the axes.
     """
-    import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=16)
     if p & (p - 1):
         raise ValueError(f"ranks must be a power of two in [2, 16], got {p}")
-    if axes is None:
-        _, axes = plt.subplots(1, 4, figsize=(13, 3.6))
-    axes = np.ravel(axes)
-    if axes.size != 4:
-        raise ValueError(f"axes must hold 4 Axes, got {axes.size}")
-    views.draw_patterns(axes, p, algorithm_pattern("binomial_tree", p), _tree_layout(p),
+    axes = views.axes_grid(axes, (1, 4), (13, 3.6))
+    views.draw_patterns(axes, p, algorithm_pattern("binomial_tree", p), views.tree_layout(p),
                         algorithm_pattern("halving_doubling", p))
     return axes
-
-
-def _tree_children(r, p):
-    low = r & -r if r else p
-    m, out = 1, []
-    while m < low and r + m < p:
-        out.append(r + m)
-        m <<= 1
-    return out[::-1]  # largest subtree first
-
-
-def _tree_layout(p):
-    """Binomial tree: rank 0 on top, each rank's children below it, subtrees side by side."""
-    depth = max(1, int(math.ceil(math.log2(p))))
-    pos = np.zeros((p, 2))
-    slot = [0]
-
-    def place(r, level):
-        kids = _tree_children(r, p)
-        for k in kids:
-            place(k, level + 1)
-        if kids:
-            pos[r, 0] = pos[kids, 0].mean()
-        else:
-            pos[r, 0] = slot[0]
-            slot[0] += 1
-        pos[r, 1] = level
-
-    place(0, 0)
-    leaves = max(1, slot[0] - 1)
-    pos[:, 0] = -1.0 + 2.0 * pos[:, 0] / leaves
-    pos[:, 1] = 1.0 - 2.0 * pos[:, 1] / depth
-    return pos
 
 
 # ---------------------------------------------------------------- the ring, step by step
@@ -346,21 +287,9 @@ def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
 
 def draw_ring_steps(ranks=4, ncols=4):
     """Every step of the ring on ``ranks`` (2-6) in one figure (the static step-through). Returns the figure."""
-    import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=6)
     ncols = validate.integer("ncols", ncols, low=1, high=8)
-    total = ring_steps(p) + 1
-    nrows = int(math.ceil(total / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 3.2 * nrows))
-    axes = np.ravel(axes)
-    for k in range(total):
-        draw_ring_step(k, p, ax=axes[k], fontsize=6.5)
-    for ax in axes[total:]:
-        ax.axis("off")
-    fig.suptitle(f"Ring all-reduce on {p} ranks: reduce-scatter (red arrows) then all-gather (green). "
-                 "A cell lists the ranks whose data it holds; Σ = the full sum.", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return views.draw_ring_steps(ring_states(p), [ring_step_info(k, p) for k in range(ring_steps(p) + 1)], ncols)
 
 
 def _ring_draw(ax, ranks, step):
@@ -443,19 +372,30 @@ def _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm):
     return validate.choice("algorithm", algorithm, list(ALGORITHMS))
 
 
+@lru_cache(maxsize=256)
+def _explorer_curves(ranks, link_gb_s, latency_us):
+    return cost_curves(ranks, link_gb_s * units.GB, latency_us * 1e-6)
+
+
+def _cost_view_args(size_mb, ranks, link_gb_s, latency_us, algorithm):
+    algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
+    size = size_mb * 1e6
+    t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6, algorithm)
+    return (_explorer_curves(ranks, link_gb_s, latency_us), algorithm, (size, t),
+            f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
+            f"alpha = {latency_us:.3g} us per step")
+
+
 def draw_cost(ax, size_mb, ranks, link_gb_s, latency_us, algorithm):
     """Explorer plot: time vs size for every algorithm (chosen one bold), the lower bound, your point.
 
     ``size_mb`` MB (1e-3 to 1e4), ``ranks`` 2-1024, ``link_gb_s`` GB/s per direction, ``latency_us``
-    alpha in microseconds per step, ``algorithm`` a key of ``ALGORITHMS``.
+    alpha in microseconds per step, ``algorithm`` a key of ``ALGORITHMS``. Returns the updater
+    ``update(**values)`` that later slider events call (the same artists, moved in place).
     """
-    algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
-    curves = cost_curves(ranks, link_gb_s * units.GB, latency_us * 1e-6)
-    size = size_mb * 1e6
-    t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6, algorithm)
-    views.draw_cost_curves(ax, curves, ALGORITHM_LABELS, algorithm, (size, t),
-                           f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
-                           f"alpha = {latency_us:.3g} us per step")
+    update = views.draw_cost_curves(ax, ALGORITHM_LABELS,
+                                    *_cost_view_args(size_mb, ranks, link_gb_s, latency_us, algorithm))
+    return lambda **values: update(*_cost_view_args(**values))
 
 
 def cost_readout(size_mb, ranks, link_gb_s, latency_us, algorithm) -> str:
@@ -536,44 +476,6 @@ def oversubscription_table(cal, rows, ranks=4, base=2, algorithm="builtin") -> l
     if not out:
         raise ValueError(f"rows must hold {algorithm} rows for both {base} and {ranks} ranks at the same sizes")
     return out
-
-
-def format_oversubscription(table, ranks=4, base=2, cores=None) -> str:
-    """Printable ``oversubscription_table``."""
-    if not isinstance(table, (list, tuple)) or not table:
-        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
-    head = (f"{'size':>9} {f'{base} ranks':>10} {f'{ranks} ranks':>10} {'measured x':>11} {'model x':>8} "
-            f"{'model x stretch':>16} {'stretched model / measured':>27}")
-    lines = [f"{ranks} ranks vs {base} ranks" + (f" on {cores} cores" if cores else ""), head]
-    for r in table:
-        lines.append(f"{units.format_bytes(r['size'], binary=True):>9} {units.format_time(r['measured_base_s']):>10} "
-                     f"{units.format_time(r['measured_s']):>10} {r['measured_ratio']:>11.2f} {r['model_ratio']:>8.2f} "
-                     f"{r['stretched_ratio']:>16.2f} {r['pred_over_measured']:>27.2f}")
-    return "\n".join(lines)
-
-
-def oversubscription_lines(table, ranks=4, base=2) -> list[str]:
-    """Plain-language reading of ``oversubscription_table`` for its smallest and largest size."""
-    if not isinstance(table, (list, tuple)) or not table:
-        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
-    lines = []
-    rows = [table[0]] if len(table) == 1 else [table[0], table[-1]]
-    for row in rows:
-        m, lo, hi = row["measured_ratio"], row["model_ratio"], row["stretched_ratio"]
-        near = lambda x: abs(m / x - 1) <= 0.15  # noqa: E731
-        if near(hi):
-            where = f"close to the stretched model ({hi:.2f}x)"
-        elif m > hi:
-            where = f"more than even the stretched model ({hi:.2f}x)"
-        elif near(lo):
-            where = f"close to the model without contention ({lo:.2f}x)"
-        elif m < lo:
-            where = f"less than the model without contention ({lo:.2f}x)"
-        else:
-            where = f"between the model without contention ({lo:.2f}x) and with the stretch ({hi:.2f}x)"
-        lines.append(f"{units.format_bytes(row['size'], binary=True)}: {ranks} ranks took {m:.2f}x the time of "
-                     f"{base} ranks, {where}.")
-    return lines
 
 
 def compare_prediction(predicted_s, rows, nbytes, ranks, cal, algorithm="builtin") -> list[str]:
@@ -684,11 +586,11 @@ def model_failures(small=2**20) -> list[str]:
 # ---------------------------------------------------------------- small views
 
 
-
 def show_collectives_table(ranks=8):
     """Display ``collectives_table`` as HTML."""
-    rows = collectives_table(ranks)
-    show_html(html_table(rows, {
-        "collective": lambda r: r["collective"].replace("_", "-"), "what it does": lambda r: r["what"],
-        "where training uses it": lambda r: r["used_for"],
-        f"busbw factor at p = {ranks} (bytes per rank per byte of size)": lambda r: f"{r['busbw_factor']:.3g}"}))
+    views.show_collectives_table(collectives_table(ranks), ranks)
+
+
+def show_algorithm_table(nbytes, ranks, bandwidth, latency):
+    """Display ``algorithm_table`` as HTML (sizes SI, bandwidth per direction)."""
+    views.show_algorithm_table(algorithm_table(nbytes, ranks, bandwidth, latency))

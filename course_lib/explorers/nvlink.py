@@ -12,12 +12,14 @@ published measurements in ``data/published_nvlink.json``, and the mesh explorer.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from ..views import nvlink as views
+from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 MESH_GPU_COUNTS = tuple(range(2, 17))
 MAX_RING_SEARCH_GPUS = 10
@@ -456,54 +458,31 @@ def model_vs_measured(case="a100-allreduce-azure") -> dict:
             "efficiency": costmodel.efficiency("nvlink")}
 
 
-# ---------------------------------------------------------------- views
-
-
+# ---------------------------------------------------------------- tables and figures (drawn by views.nvlink)
 
 def show_generations():
     """Table: NVLink 1-5, links x per-link rate = per-GPU bandwidth, per direction and bidirectional."""
-    show_html(html_table(generations(), {
-        "NVLink": lambda r: r["generation"], "GPU": lambda r: r["gpu"], "year": lambda r: r["year"],
-        "links per GPU": lambda r: r["links"], "GB/s per link, per direction": lambda r: f"{r['link_gb_s_per_direction']:g}",
-        "GB/s per GPU, per direction": lambda r: f"{r['gb_s_per_direction']:g}",
-        "GB/s per GPU, bidirectional (vendor figure)": lambda r: f"{r['gb_s_bidirectional']:g}",
-        "source": lambda r: r["source"]}))
+    views.show_generations(generations())
 
 
 def show_vendor_quotes():
     """Table: the vendor's bidirectional figure and the per-direction half."""
-    show_html(html_table(vendor_quotes(), {
-        "GPU": lambda r: r["gpu"], "vendor figure, GB/s bidirectional": lambda r: f"{r['gb_s_bidirectional']:g}",
-        "usable by a collective, GB/s per direction": lambda r: f"{r['gb_s_per_direction']:g}",
-        "from": lambda r: r["detail"], "source": lambda r: r["source"]}))
+    views.show_vendor_quotes(vendor_quotes())
 
 
 def show_bridge_vs_pcie(nbytes=1e9):
     """Table: 3090 bridge vs 4090 PCIe, bandwidth and 2-GPU all-reduce time."""
-    show_html(html_table(bridge_vs_pcie(nbytes), {
-        "system": lambda r: r["system"], "GPU-to-GPU link": lambda r: r["gpu_link"],
-        "GB/s per direction": lambda r: f"{r['link_gb_s_per_direction']:.4g}",
-        "GB/s bidirectional": lambda r: f"{r['link_gb_s_bidirectional']:.4g}",
-        "peer-to-peer": lambda r: "yes" if r["p2p"] else "no (staged through host memory)",
-        f"all-reduce {units.format_bytes(nbytes)}, spec": lambda r: units.format_time(r["spec_s"]),
-        "achievable": lambda r: units.format_time(r["achievable_s"]), "source": lambda r: r["source"]}))
+    views.show_bridge_vs_pcie(bridge_vs_pcie(nbytes), nbytes)
 
 
 def show_dgx1_links():
     """Table: GPU 0's neighbours in a DGX-1, direct links vs max flow."""
-    show_html(html_table(dgx1_direct_links(), {
-        "from gpu0 to": lambda r: r["peer"], "NVLink links": lambda r: r["links"],
-        "direct, GB/s per direction": lambda r: f"{r['direct_gb_s']:g}",
-        "max flow through other GPUs, GB/s per direction": lambda r: f"{r['max_flow_gb_s']:g}"}))
+    views.show_dgx1_links(dgx1_direct_links())
 
 
 def show_measurements():
     """Table: published measurements next to the spec, with the ratio and source."""
-    show_html(html_table(measurements(), {
-        "system": lambda r: r["system"], "what": lambda r: r["kind"], "link": lambda r: r["link"],
-        "spec GB/s": lambda r: f"{r['spec_gb_s']:g} {r['direction']}",
-        "measured GB/s": lambda r: f"{r['measured_gb_s']:g} {r['direction']}",
-        "measured / spec": lambda r: f"{r['ratio']:.0%}", "source": lambda r: r["url"]}))
+    views.show_measurements(measurements())
 
 
 def plot_measurements(ax=None):
@@ -511,23 +490,7 @@ def plot_measurements(ax=None):
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 3.6))
-    rows = measurements()
-    labels = [f"{r['system'].split(' (')[0]}: {r['kind'].split(',')[0]}" for r in rows]
-    y = np.arange(len(rows))
-    ax.barh(y, [r["ratio"] for r in rows], color="tab:green", alpha=0.8)
-    for i, r in enumerate(rows):
-        ax.text(r["ratio"] + 0.01, i, f"{r['measured_gb_s']:g} of {r['spec_gb_s']:g} GB/s {r['direction']}",
-                va="center", fontsize=7)
-    eff = costmodel.efficiency("nvlink")
-    ax.axvline(1.0, color="black", lw=1)
-    ax.axvline(eff, color="tab:red", ls="--", lw=1, label=f"course model: {eff:.0%} of spec")
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.45)
-    ax.set_xlabel("measured / spec (same direction convention)")
-    ax.set_title("NVLink: what published measurements reach")
-    ax.legend(loc="lower right", fontsize=7)
-    return ax
+    return views.draw_measurements(ax, measurements(), costmodel.efficiency("nvlink"))
 
 
 def draw_rings(topo, rings, ax=None, title=None):
@@ -536,65 +499,60 @@ def draw_rings(topo, rings, ax=None, title=None):
     topo = _check_topology(topo)
     if not isinstance(rings, (list, tuple)) or not rings:
         raise ValueError("rings must be a non-empty list of GPU orders")
+    for g in (g for ring in rings for g in ring):
+        if topo.kinds.get(g) != "gpu":
+            raise ValueError(f"rings must list GPUs of the topology, got {g!r}")
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.2))
-    topo.draw(ax=ax)
-    colours = ["tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown"]
-    for k, ring in enumerate(rings):
-        for g in ring:
-            if topo.kinds.get(g) != "gpu":
-                raise ValueError(f"rings must list GPUs of the topology, got {g!r}")
-        dx = (k - (len(rings) - 1) / 2) * 0.09
-        pts = [topo.pos[g] for g in list(ring) + [ring[0]]]
-        ax.plot([x + dx for x, _ in pts], [y + dx for _, y in pts], "-", lw=2, color=colours[k % len(colours)],
-                alpha=0.85, label=f"ring {k + 1}", zorder=2.5)
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
-    if title:
-        ax.set_title(title)
-    return ax
+    return views.draw_rings(ax, topo, rings, title)
 
 
 # ---------------------------------------------------------------- explorer
 
+@dataclass(frozen=True)
+class MeshSeries:
+    """The mesh explorer's model result: ring all-reduce seconds over ``counts`` GPUs (NaN: no full mesh)."""
+
+    gpus: int
+    links_per_gpu: int
+    link_gb_s: float
+    nbytes: float
+    counts: np.ndarray
+    one_ring_s: np.ndarray
+    all_links_s: np.ndarray
+    references: tuple             # (label, seconds) of the two-GPU consumer systems at spec bandwidth
+    chosen_buildable: bool
+    chosen_one_ring_s: float
+    chosen_all_links_s: float
+
+
+@lru_cache(maxsize=16)
 def _bridge_reference(nbytes):
     out = []
     for sid, label in (("workstation-3090-bridge", "2x RTX 3090, bridge"), ("consumer-4090-pcie", "2x RTX 4090, PCIe")):
         t = float(costmodel.predict("all_reduce", nbytes, sid, achievable=False).time_s[0])
         out.append((label, t))
-    return out
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def mesh_series(gpus, links_per_gpu, link_gb_s, size_gb) -> MeshSeries:
+    """``mesh_allreduce`` over ``MESH_GPU_COUNTS`` for the explorer (cached: one model run per setting)."""
+    nbytes, link_bw, lat = size_gb * units.GB, link_gb_s * units.GB, costmodel.hop_latency("nvlink")
+    counts = np.array(MESH_GPU_COUNTS)
+    runs = {int(p): mesh_allreduce(nbytes, int(p), links_per_gpu, link_bw, lat) for p in counts if p - 1 <= links_per_gpu}
+    col = lambda key: np.array([runs[p][key] if p in runs else np.nan for p in counts])  # noqa: E731
+    mine = runs.get(gpus)
+    return MeshSeries(gpus=gpus, links_per_gpu=links_per_gpu, link_gb_s=link_gb_s, nbytes=nbytes, counts=counts,
+                      one_ring_s=col("one_ring_s"), all_links_s=col("all_links_s"),
+                      references=_bridge_reference(nbytes), chosen_buildable=mine is not None,
+                      chosen_one_ring_s=mine["one_ring_s"] if mine else np.nan,
+                      chosen_all_links_s=mine["all_links_s"] if mine else np.nan)
 
 
 def _draw(ax, gpus, links_per_gpu, link_gb_s, size_gb):
-    nbytes = size_gb * units.GB
-    link_bw = link_gb_s * units.GB
-    lat = costmodel.hop_latency("nvlink")
-    counts = np.array(MESH_GPU_COUNTS)
-    ok = counts - 1 <= links_per_gpu
-    one = [mesh_allreduce(nbytes, p, links_per_gpu, link_bw, lat)["one_ring_s"] if o else np.nan
-           for p, o in zip(counts, ok)]
-    every = [mesh_allreduce(nbytes, p, links_per_gpu, link_bw, lat)["all_links_s"] if o else np.nan
-             for p, o in zip(counts, ok)]
-    ax.semilogy(counts, np.array(one) * 1e3, "o-", color="tab:orange", label="one ring (only the links to its neighbour)")
-    ax.semilogy(counts, np.array(every) * 1e3, "s-", color="tab:blue",
-                label="enough rings to use every link (= an NVSwitch port)")
-    if not ok.all():
-        ax.axvspan(links_per_gpu + 1.5, counts[-1] + 0.5, color="0.85", zorder=0)
-        ax.text(links_per_gpu + 1.7, ax.get_ylim()[0] if np.isfinite(np.nanmin(every)) else 1,
-                "no full mesh:\nfewer links\nthan peers", fontsize=8, va="bottom", color="0.3")
-    for label, t in _bridge_reference(nbytes):
-        ax.plot(2, t * 1e3, "^", color="tab:gray")
-        ax.annotate(label, (2, t * 1e3), textcoords="offset points", xytext=(6, -2), fontsize=7, color="0.3")
-    ax.axvline(gpus, color="tab:red", ls=":", lw=1)
-    if gpus - 1 <= links_per_gpu:
-        chosen = mesh_allreduce(nbytes, gpus, links_per_gpu, link_bw, lat)
-        ax.plot(gpus, chosen["one_ring_s"] * 1e3, "D", color="tab:red", ms=8, zorder=5)
-        ax.plot(gpus, chosen["all_links_s"] * 1e3, "D", color="tab:red", ms=8, zorder=5, label="your choice")
-    ax.set_xlabel("GPUs in the full mesh")
-    ax.set_ylabel(f"all-reduce of {units.format_bytes(nbytes)}, ms")
-    ax.set_xticks(counts)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.set_title(f"{links_per_gpu} links x {link_gb_s:.3g} GB/s per direction per GPU, split over the peers")
-    ax.legend(loc="center right", fontsize=7)
+    update = views.draw_mesh(ax, mesh_series(gpus, links_per_gpu, link_gb_s, size_gb))
+    return lambda **values: update(mesh_series(**values))
 
 
 def _readout(gpus, links_per_gpu, link_gb_s, size_gb):

@@ -11,14 +11,14 @@ NVLS measurements, and the explorer that puts mesh, switch and PCIe tree side by
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
-
 from .. import collectives, costmodel, datafiles, evidence, hardware, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from ..views import nvswitch as views
+from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
 PCIE_TREE_MAX_GPUS = 16  # two sockets with PCIe switches: what topology.pcie_tree builds
@@ -380,69 +380,31 @@ def size_sweep(system_id) -> dict:
     return out
 
 
-# ---------------------------------------------------------------- tables and figures
-
-
-
-def _gb(x):
-    return f"{x / units.GB:,.0f}"
-
+# ---------------------------------------------------------------- tables and figures (drawn by views.nvswitch)
 
 def show_generations():
     """Table of NVSwitch generations: ports, chip bandwidth per direction and both, systems, link spread."""
-    show_html(html_table(generations(), {
-        "NVSwitch": lambda r: f"gen {r['generation']} ({r['year']})", "NVLink": lambda r: r["nvlink_generation"],
-        "ports per chip": lambda r: r["ports_per_chip"],
-        "GB/s per port, per direction": lambda r: f"{r['port_per_direction'] / units.GB:g}",
-        "chip GB/s per direction (bidirectional)": lambda r: f"{_gb(r['chip_per_direction'])} ({_gb(r['chip_bidirectional'])})",
-        "system": lambda r: r["system"], "chips": lambda r: r["chips_in_system"],
-        "links per GPU": lambda r: f"{r['links_per_gpu']}: {r['links_per_gpu_per_chip']}",
-        "GPUs in NVLink domain": lambda r: r["gpus_in_domain"],
-        "in-switch reduction": lambda r: "yes (NVLS)" if r["in_network_reduction"] else "no",
-        "source": lambda r: r["source"]}))
+    views.show_generations(generations())
 
 
 def show_port_budgets(system_ids=("dgx-2", "dgx-a100", "dgx-h100", "dgx-b200", "gb200-nvl72")):
     """Table: where each system's switch ports go."""
-    rows = [port_budget(s) for s in system_ids]
-    show_html(html_table(rows, {
-        "system": lambda r: r["system"], "chips x ports": lambda r: f"{r['chips']} x {r['ports_per_chip']} = {r['total_ports']}",
-        "GPU links": lambda r: r["gpu_links"], "to GPUs": lambda r: r["gpu_ports"],
-        "to other baseboard": lambda r: r["trunk_ports"], "out of the box": lambda r: r["external_ports"],
-        "unused": lambda r: r["unused_ports"], "layout": lambda r: "derived from port counts" if r["derived"] else "published",
-        "source": lambda r: r["source"]}))
+    views.show_port_budgets([port_budget(s) for s in system_ids])
 
 
 def show_fabric_comparison(gpus=8, per_gpu_bw=450e9, nbytes=1e9, pcie_generation=4):
     """Table of ``fabric_comparison``: GB/s per direction and all-reduce times."""
-    rows = fabric_comparison(gpus, per_gpu_bw, nbytes, pcie_generation)
-    show_html(html_table(rows, {
-        "fabric": lambda r: r["fabric"] + ("" if r["buildable"] else " (not buildable)"),
-        "one pair, GB/s per direction": lambda r: f"{r['pair'] / units.GB:,.3g}",
-        "bisection, GB/s per direction": lambda r: _gb(r["bisection"]),
-        f"ring all-reduce of {units.format_bytes(nbytes)}": lambda r: units.format_time(r["all_reduce_s"]),
-        "with in-switch reduction": lambda r: units.format_time(r["all_reduce_nvls_s"]) if r["all_reduce_nvls_s"] else "-"}))
+    views.show_fabric_comparison(fabric_comparison(gpus, per_gpu_bw, nbytes, pcie_generation), nbytes)
 
 
 def show_real_systems(names=("pcie-tree-switches", "dgx-1-hybrid-cube-mesh", "dgx-a100", "dgx-h100")):
     """``topology.summary`` of real 8-GPU machines: per-pair range, bisection, ring bottleneck (GB/s per direction)."""
-    rows = [topology.summary(topology.named(n)) for n in names]
-    show_html(html_table(rows, {
-        "machine": lambda r: r["name"], "GPUs": lambda r: r["gpus"],
-        "GPU 0 to another, GB/s": lambda r: (f"{r['pair_gb_s_min']:.0f}" if r["pair_gb_s_min"] == r["pair_gb_s_max"]
-                                              else f"{r['pair_gb_s_min']:.0f}-{r['pair_gb_s_max']:.0f}"),
-        "bisection, GB/s": lambda r: f"{r['bisection_gb_s']:,.0f}",
-        "one ring's slowest link, GB/s": lambda r: f"{r['ring_gb_s']:.1f}"}))
+    views.show_real_systems([topology.summary(topology.named(n)) for n in names])
 
 
 def show_nvls_measurements():
     """Table of published busbw with and without NVLS against the per-direction line rate."""
-    show_html(html_table(nvls_measurements(), {
-        "system": lambda r: r["system"], "GPUs": lambda r: r["gpus"], "algorithm": lambda r: r["algorithm"],
-        "busbw GB/s": lambda r: f"{r['busbw'] / units.GB:.0f}", "algbw GB/s": lambda r: f"{r['algbw'] / units.GB:.0f}",
-        "line rate GB/s per direction": lambda r: f"{r['line_rate'] / units.GB:.0f}",
-        "busbw / line rate": lambda r: f"{r['busbw_over_line']:.2f}", "reported by": lambda r: r["who"],
-        "source": lambda r: r["source"]}))
+    views.show_nvls_measurements(nvls_measurements())
 
 
 def draw_systems(names=("dgx-a100", "dgx-h100", "gb200-nvl72")):
@@ -451,9 +413,7 @@ def draw_systems(names=("dgx-a100", "dgx-h100", "gb200-nvl72")):
     if isinstance(names, str) or not names:
         raise ValueError("names must be a non-empty list of topology names, e.g. ['dgx-a100', 'dgx-h100']")
     fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.6))
-    for ax, name in zip(np.atleast_1d(axes), names):
-        topology.named(name).draw(ax=ax)
-        ax.title.set_fontsize(8)
+    views.draw_topologies(axes, [topology.named(n) for n in names])
     fig.tight_layout()
     return fig
 
@@ -464,12 +424,10 @@ def draw_chips(system_ids=("dgx-a100", "dgx-h100")):
     if isinstance(system_ids, str) or not system_ids:
         raise ValueError("system_ids must be a non-empty list such as ['dgx-a100', 'dgx-h100']")
     fig, axes = plt.subplots(1, len(system_ids), figsize=(6.2 * len(system_ids), 4.0))
-    for ax, sid in zip(np.atleast_1d(axes), system_ids):
-        lay = layout(sid)
-        chip_topology(sid).draw(ax=ax, show_bandwidth=False)
-        ax.set_title(f"{lay['name']}: {lay['chips']} NVSwitch chips (top), {lay['gpus']} GPUs (bottom)\n"
-                     f"each GPU: {_spread_text(lay['links_per_gpu_per_chip'])} (line width = links)", fontsize=8)
-        ax.legend(loc="center right", fontsize=7, frameon=False)
+    titles = [f"{lay['name']}: {lay['chips']} NVSwitch chips (top), {lay['gpus']} GPUs (bottom)\n"
+              f"each GPU: {_spread_text(lay['links_per_gpu_per_chip'])} (line width = links)"
+              for lay in map(layout, system_ids)]
+    views.draw_topologies(axes, [chip_topology(sid) for sid in system_ids], titles, show_bandwidth=False)
     fig.tight_layout()
     return fig
 
@@ -478,96 +436,59 @@ def plot_measurements():
     """Two panels: busbw vs message size (A100 and H200 sweeps) and busbw vs GPU count with NVLS (H100)."""
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for sid, colour in (("dgx-a100", "tab:blue"), ("dgx-h200", "tab:red")):
-        s = size_sweep(sid)
-        gpu = "A100" if sid == "dgx-a100" else "H200"
-        left.plot(s["sizes"], s["measured"] / units.GB, "o", color=colour, label=f"8x {gpu} measured (Azure)")
-        left.plot(s["grid"], s["ring"] / units.GB, "--", color=colour, lw=1, label="model, ring")
-        if s["nvls"] is not None:
-            left.plot(s["grid"], s["nvls"] / units.GB, "-", color=colour, lw=1.5, label="model, NVLS")
-        left.axhline(s["line_rate"] / units.GB, color=colour, ls=":", lw=1)
-        left.text(s["grid"][-1], s["line_rate"] / units.GB + 6, f"{gpu} line rate {s['line_rate'] / units.GB:.0f} GB/s per direction",
-                  color=colour, fontsize=7, ha="right")
-    left.set_xscale("log", base=2)
-    ticks = [2**10, 2**15, 2**20, 2**25, 2**30, 2**33]
-    left.set_xticks(ticks, [units.format_bytes(t, binary=True, digits=2) for t in ticks])
-    left.set_xlabel("all-reduce size per GPU")
-    left.set_ylabel("busbw, GB/s (nccl-tests definition)")
-    left.set_title("8 GPUs: A100 (no NVLS) and H200 (NVLS), Azure sweeps", fontsize=9)
-    left.set_ylim(0, 560)
-    left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=7, loc="upper left")
-    rows = nvls_by_gpu_count()
-    g = [r["gpus"] for r in rows]
-    right.plot(g, [r["measured_ring"] / units.GB for r in rows], "s", color="tab:gray", label="measured, ring")
-    right.plot(g, [r["measured_nvls"] / units.GB for r in rows], "o", color="tab:red", label="measured, NVLS")
-    right.plot(g, [r["model_ring"] / units.GB for r in rows], "--", color="tab:gray", label="model, ring")
-    right.plot(g, [r["model_nvls"] / units.GB for r in rows], "-", color="tab:red", label="model, NVLS")
-    right.axhline(hardware.nvlink(4).per_direction / units.GB, color="black", ls=":", lw=1)
-    right.text(2, hardware.nvlink(4).per_direction / units.GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=7)
-    right.set_xlabel("GPUs in the all-reduce (one H100 node)")
-    right.set_ylabel("busbw, GB/s")
-    right.set_title("busbw vs GPU count, 2-4 GB (nccl issue 1455)", fontsize=9)
-    right.set_ylim(0, 560)
-    right.grid(True, alpha=0.3)
-    right.legend(fontsize=7, loc="lower right")
+    sweeps = [("A100", "tab:blue", size_sweep("dgx-a100")), ("H200", "tab:red", size_sweep("dgx-h200"))]
+    views.draw_measurements(left, right, sweeps, nvls_by_gpu_count(), hardware.nvlink(4).per_direction)
     fig.tight_layout()
     return fig
 
 
 # ---------------------------------------------------------------- explorer
 
-def _series(counts, bw, n, pcie_generation):
-    out = {k: [] for k in ("switch_ring", "switch_nvls", "mesh_one_ring", "mesh_all_wires",
-                           "switch_bis", "mesh_bis")}
-    for p in counts:
-        t = all_reduce_times(n, p, bw)
-        for k in ("switch_ring", "switch_nvls", "mesh_one_ring", "mesh_all_wires"):
-            out[k].append(t[k])
-        out["switch_bis"].append(switch_bisection(p, bw))
-        out["mesh_bis"].append(mesh_bisection(p, bw))
-    tree = [p for p in counts if p <= PCIE_TREE_MAX_GPUS]
-    out["tree_gpus"] = tree
-    out["tree_time"] = [costmodel.collective_time("all_reduce", n, p, pcie_tree_numbers(p, pcie_generation)["ring_bw"],
-                                                  costmodel.hop_latency("pcie"), "ring") for p in tree]
-    out["tree_bis"] = [pcie_tree_numbers(p, pcie_generation)["bisection"] for p in tree]
-    return out
+@dataclass(frozen=True)
+class FabricSeries:
+    """The fabric explorer's model result over ``counts`` GPUs: times in s, bisections in bytes/s per direction."""
+
+    gpus: int
+    link_gb_s: float
+    nbytes: float
+    pcie_generation: int
+    counts: np.ndarray
+    buildable: int                # how many of ``counts`` a full mesh can reach (p - 1 <= most NVLinks per GPU)
+    max_links: int
+    switch_ring: np.ndarray
+    switch_nvls: np.ndarray
+    mesh_one_ring: np.ndarray
+    switch_bis: np.ndarray
+    mesh_bis: np.ndarray
+    tree_gpus: np.ndarray
+    tree_time: np.ndarray
+    tree_bis: np.ndarray
+
+
+@lru_cache(maxsize=256)
+def fabric_series(gpus, link_gb_s, size_gb, pcie_generation) -> FabricSeries:
+    """Mesh, switch and PCIe tree over ``GPU_COUNTS`` for the explorer (cached: one model run per setting)."""
+    counts = np.array(GPU_COUNTS)
+    bw, n = link_gb_s * units.GB, size_gb * units.GB
+    times = [all_reduce_times(n, int(p), bw) for p in counts]
+    col = lambda key: np.array([t[key] for t in times])  # noqa: E731
+    tree = counts[counts <= PCIE_TREE_MAX_GPUS]
+    trees = [pcie_tree_numbers(int(p), pcie_generation) for p in tree]
+    max_links = max(row["links_per_gpu"] for row in hardware.nvlink_generations())
+    return FabricSeries(
+        gpus=gpus, link_gb_s=link_gb_s, nbytes=n, pcie_generation=pcie_generation, counts=counts,
+        buildable=int(np.sum(counts - 1 <= max_links)), max_links=max_links, switch_ring=col("switch_ring"),
+        switch_nvls=col("switch_nvls"), mesh_one_ring=col("mesh_one_ring"),
+        switch_bis=np.array([switch_bisection(int(p), bw) for p in counts]),
+        mesh_bis=np.array([mesh_bisection(int(p), bw) for p in counts]), tree_gpus=tree,
+        tree_time=np.array([costmodel.collective_time("all_reduce", n, int(p), t["ring_bw"],
+                                                      costmodel.hop_latency("pcie"), "ring") for p, t in zip(tree, trees)]),
+        tree_bis=np.array([t["bisection"] for t in trees]))
 
 
 def _draw(axes, gpus, link_gb_s, size_gb, pcie_generation):
-    left, right = axes
-    counts = list(GPU_COUNTS)
-    bw, n = link_gb_s * units.GB, size_gb * units.GB
-    s = _series(counts, bw, n, pcie_generation)
-    max_links = max(row["links_per_gpu"] for row in hardware.nvlink_generations())
-    ok = [p for p in counts if p - 1 <= max_links]
-    cut = len(ok)
-    left.plot(counts, s["switch_ring"], "o-", color="tab:orange", label="NVSwitch, ring (= mesh using every wire)")
-    left.plot(counts, s["switch_nvls"], "o-", color="tab:red", label="NVSwitch + in-switch reduction (ideal)")
-    left.plot(counts[:cut], s["mesh_one_ring"][:cut], "s--", color="tab:green", label="full mesh, one ring on direct wires")
-    left.plot(counts[cut - 1:], s["mesh_one_ring"][cut - 1:], ":", color="tab:green", alpha=0.5)
-    left.plot(s["tree_gpus"], s["tree_time"], "^-", color="tab:purple", label=f"PCIe Gen{pcie_generation} tree, ring")
-    right.plot(counts, np.array(s["switch_bis"]) / units.GB, "o-", color="tab:orange", label="NVSwitch")
-    right.plot(counts[:cut], np.array(s["mesh_bis"][:cut]) / units.GB, "s--", color="tab:green", label="full mesh")
-    right.plot(counts[cut - 1:], np.array(s["mesh_bis"][cut - 1:]) / units.GB, ":", color="tab:green", alpha=0.5)
-    right.plot(s["tree_gpus"], np.array(s["tree_bis"]) / units.GB, "^-", color="tab:purple", label=f"PCIe Gen{pcie_generation} tree")
-    i = counts.index(gpus)
-    for a, ys in ((left, [s["switch_ring"][i], s["switch_nvls"][i], s["mesh_one_ring"][i]]),
-                  (right, [s["switch_bis"][i] / units.GB, s["mesh_bis"][i] / units.GB])):
-        a.axvline(gpus, color="0.4", ls=":", lw=1)
-        a.plot([gpus] * len(ys), ys, "D", color="black", ms=5, zorder=5)
-    for a in (left, right):
-        a.set_xscale("log", base=2)
-        a.set_yscale("log")
-        a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-        a.set_xlabel("GPUs")
-        a.grid(True, which="both", alpha=0.3)
-    left.set_ylabel("all-reduce time, s")
-    left.set_title(f"All-reduce of {units.format_bytes(n)}, {link_gb_s:.3g} GB/s per GPU per direction", fontsize=8)
-    right.set_ylabel("bisection, GB/s per direction")
-    right.set_title(f"Bisection (dotted: a mesh no GPU has the links for, > {max_links + 1} GPUs)", fontsize=8)
-    left.legend(fontsize=6.5, loc="upper left")
-    right.legend(fontsize=7, loc="upper left")
+    update = views.draw_fabric(axes, fabric_series(gpus, link_gb_s, size_gb, pcie_generation))
+    return lambda **values: update(fabric_series(**values))
 
 
 def _readout(gpus, link_gb_s, size_gb, pcie_generation):

@@ -7,7 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
+import math
+
 from .. import style, units
+from ..widgets import html_table, show_html
+
+
+def axes_grid(axes, shape, figsize):
+    """``axes`` as a flat array of rows x cols Axes (``shape``), or a new figure's when None."""
+    import matplotlib.pyplot as plt
+    if axes is None:
+        _, axes = plt.subplots(*shape, figsize=figsize)
+    axes = np.ravel(axes)
+    if axes.size != shape[0] * shape[1]:
+        raise ValueError(f"axes must hold {shape[0] * shape[1]} Axes, got {axes.size}")
+    return axes
 
 
 def circle(p, radius=1.0):
@@ -121,6 +135,39 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
         ax.axis("off")
 
 
+def _tree_children(r, p):
+    low = r & -r if r else p
+    m, out = 1, []
+    while m < low and r + m < p:
+        out.append(r + m)
+        m <<= 1
+    return out[::-1]  # largest subtree first
+
+
+def tree_layout(p):
+    """Drawing positions of a binomial tree: rank 0 on top, each rank's children below it, subtrees side by side."""
+    depth = max(1, int(math.ceil(math.log2(p))))
+    pos = np.zeros((p, 2))
+    slot = [0]
+
+    def place(r, level):
+        kids = _tree_children(r, p)
+        for k in kids:
+            place(k, level + 1)
+        if kids:
+            pos[r, 0] = pos[kids, 0].mean()
+        else:
+            pos[r, 0] = slot[0]
+            slot[0] += 1
+        pos[r, 1] = level
+
+    place(0, 0)
+    leaves = max(1, slot[0] - 1)
+    pos[:, 0] = -1.0 + 2.0 * pos[:, 0] / leaves
+    pos[:, 1] = 1.0 - 2.0 * pos[:, 1] / depth
+    return pos
+
+
 # ---------------------------------------------------------------- the ring, step by step
 
 def _ring_layout(p):
@@ -178,27 +225,62 @@ def draw_ring_state(ax, state, info, step, fontsize=7):
     return ax
 
 
+def draw_ring_steps(states, infos, ncols):
+    """Every step of a ring (``states`` and ``infos`` per step, from step 0) in one new figure."""
+    import matplotlib.pyplot as plt
+    total, p = len(states), len(states[0])
+    nrows = int(math.ceil(total / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 3.2 * nrows))
+    axes = np.ravel(axes)
+    for k in range(total):
+        draw_ring_state(axes[k], states[k], infos[k], k, fontsize=6.5)
+    for ax in axes[total:]:
+        ax.axis("off")
+    fig.suptitle(f"Ring all-reduce on {p} ranks: reduce-scatter (red arrows) then all-gather (green). "
+                 "A cell lists the ranks whose data it holds; Σ = the full sum.", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # ---------------------------------------------------------------- cost curves
 
-def draw_cost_curves(ax, curves, labels, chosen, point, title):
+def draw_cost_curves(ax, labels, curves, chosen, point, title):
     """Time vs size per algorithm (``curves``: sizes, one array per id in ``labels``, lower_bound);
-    ``chosen`` drawn bold; ``point`` = (bytes, seconds) of the learner's choice."""
+    ``chosen`` drawn bold; ``point`` = (bytes, seconds) of the learner's choice. Returns
+    ``update(curves, chosen, point, title)``, which moves the same artists."""
     from matplotlib.ticker import FuncFormatter
     n = curves["sizes"]
-    for name, label in labels.items():
-        bold = name == chosen
-        ax.plot(n, curves[name], "-", color=style.colour("algorithm", name), lw=2.6 if bold else 1.0,
-                alpha=1.0 if bold else 0.55, label=label + (" (chosen)" if bold else ""))
-    ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
-    ax.plot(*point, "D", color="black", ms=8, zorder=5)
+    lines = {name: ax.plot(n, curves[name], "-", color=style.colour("algorithm", name), label=label)[0]
+             for name, label in labels.items()}
+    (bound,) = ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
+    (mark,) = ax.plot(*point, "D", color="black", ms=8, zorder=5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
-    floor = min(float(np.min(curves[name])) for name in labels if float(np.min(curves[name])) > 0)
-    ax.set_ylim(bottom=floor / 5)
-    style.decorate(ax, title=title, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=9)
+    legend = ax.legend(fontsize=7, loc="upper left")
+    entries = dict(zip(labels, zip(legend.get_lines(), legend.get_texts())))
+
+    def update(curves, chosen, point, title):
+        for name, line in lines.items():
+            bold = name == chosen
+            line.set_ydata(curves[name])
+            line.set(lw=2.6 if bold else 1.0, alpha=1.0 if bold else 0.55)
+            handle, text = entries[name]
+            handle.set(lw=2.6 if bold else 1.0, alpha=1.0 if bold else 0.55)
+            text.set_text(labels[name] + (" (chosen)" if bold else ""))
+        bound.set_ydata(curves["lower_bound"])
+        mark.set_data([point[0]], [point[1]])
+        ax.set_title(title, fontsize=10)
+        ax.set_autoscaley_on(True)
+        ax.relim()
+        ax.autoscale_view()
+        floor = min(float(np.min(curves[name])) for name in labels if float(np.min(curves[name])) > 0)
+        ax.set_ylim(bottom=floor / 5)
+
+    update(curves, chosen, point, title)
+    return update
 
 
 # ---------------------------------------------------------------- published sweeps
@@ -226,3 +308,61 @@ def draw_sweeps(ax, sweeps, grid, model):
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=6.5, loc="upper left")
     return ax
+
+
+# ---------------------------------------------------------------- text and tables
+
+def format_oversubscription(table, ranks=4, base=2, cores=None) -> str:
+    """Printable ``oversubscription_table``."""
+    if not isinstance(table, (list, tuple)) or not table:
+        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
+    head = (f"{'size':>9} {f'{base} ranks':>10} {f'{ranks} ranks':>10} {'measured x':>11} {'model x':>8} "
+            f"{'model x stretch':>16} {'stretched model / measured':>27}")
+    lines = [f"{ranks} ranks vs {base} ranks" + (f" on {cores} cores" if cores else ""), head]
+    for r in table:
+        lines.append(f"{units.format_bytes(r['size'], binary=True):>9} {units.format_time(r['measured_base_s']):>10} "
+                     f"{units.format_time(r['measured_s']):>10} {r['measured_ratio']:>11.2f} {r['model_ratio']:>8.2f} "
+                     f"{r['stretched_ratio']:>16.2f} {r['pred_over_measured']:>27.2f}")
+    return "\n".join(lines)
+
+
+def oversubscription_lines(table, ranks=4, base=2) -> list[str]:
+    """Plain-language reading of ``oversubscription_table`` for its smallest and largest size."""
+    if not isinstance(table, (list, tuple)) or not table:
+        raise ValueError("table must be a non-empty list from oversubscription_table(...)")
+    lines = []
+    rows = [table[0]] if len(table) == 1 else [table[0], table[-1]]
+    for row in rows:
+        m, lo, hi = row["measured_ratio"], row["model_ratio"], row["stretched_ratio"]
+        near = lambda x: abs(m / x - 1) <= 0.15  # noqa: E731
+        if near(hi):
+            where = f"close to the stretched model ({hi:.2f}x)"
+        elif m > hi:
+            where = f"more than even the stretched model ({hi:.2f}x)"
+        elif near(lo):
+            where = f"close to the model without contention ({lo:.2f}x)"
+        elif m < lo:
+            where = f"less than the model without contention ({lo:.2f}x)"
+        else:
+            where = f"between the model without contention ({lo:.2f}x) and with the stretch ({hi:.2f}x)"
+        lines.append(f"{units.format_bytes(row['size'], binary=True)}: {ranks} ranks took {m:.2f}x the time of "
+                     f"{base} ranks, {where}.")
+    return lines
+
+
+def show_algorithm_table(rows):
+    """Display ``algorithm_table`` rows as HTML (sizes SI, bandwidth per direction)."""
+    show_html(html_table(rows, {
+        "algorithm": lambda r: r["label"], "latency steps": lambda r: f"{r['steps']:g}",
+        "bytes sent by the busiest rank": lambda r: units.format_bytes(r["bytes_per_rank"]),
+        "time": lambda r: units.format_time(r["time_s"]),
+        "of which latency": lambda r: f"{r['latency_share']:.0%}",
+        "time / lower bound": lambda r: f"{r['vs_lower_bound']:.2f}"}))
+
+
+def show_collectives_table(rows, ranks):
+    """Display ``collectives_table`` rows (busbw factors at ``ranks``) as HTML."""
+    show_html(html_table(rows, {
+        "collective": lambda r: r["collective"].replace("_", "-"), "what it does": lambda r: r["what"],
+        "where training uses it": lambda r: r["used_for"],
+        f"busbw factor at p = {ranks} (bytes per rank per byte of size)": lambda r: f"{r['busbw_factor']:.3g}"}))
