@@ -138,90 +138,66 @@ def _int(path, where, field, value, low=None, high=None):
     return _check(path, where, field, validate.integer, value, low=low, high=high)
 
 
-def load_system(path) -> hardware.System:
-    """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
-    if p.stat().st_size > 1 << 20:
-        raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"system file {p} is not a text file; pass a TOML system description "
-                         "(see course_lib/data/systems/)") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"system file {p}: not valid TOML: {exc}") from None
-    where = _Where(text)
-    for key in data:
-        if key not in _TABLES:
-            raise _error(p, where, key, "unknown table; known tables: " + ", ".join(f"[{t}]" for t in _TABLES))
+def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
+    """The [gpu] table (a GPU the catalog does not know), else the catalog GPU ``system.gpu`` names."""
+    if "gpu" not in data:
+        return hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
+                                   [row["id"] for row in hardware.catalog()["gpus"]]))
+    g = _table(p, where, data, "gpu")
+    return hardware.GPU(
+        id=gpu_id, name=_string(p, where, "gpu.name", g["name"]),
+        memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
+        bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
+        source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""))
 
-    s = _table(p, where, data, "system")
-    sys_id = _string(p, where, "system.id", s["id"])
-    gpu_id = _string(p, where, "system.gpu", s["gpu"])
-    if "gpu" in data:  # a GPU the catalog does not know, described in the file
-        g = _table(p, where, data, "gpu")
-        gpu = hardware.GPU(
-            id=gpu_id, name=_string(p, where, "gpu.name", g["name"]),
-            memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
-            bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
-            source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""))
-    else:
-        gpu = hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
-                                  [row["id"] for row in hardware.catalog()["gpus"]]))
-    gpus = _int(p, where, "system.gpus_per_node", s["gpus_per_node"], low=1, high=100_000)
-    nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
-    sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
-    p2p = _bool(p, where, "system.p2p", s.get("p2p", True))
-    source = _string(p, where, "system.source", s["source"])
 
+def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:
+    """The [pcie] table: (the PCIe link of one GPU, the number of PCIe switches)."""
     pc = _table(p, where, data, "pcie")
     pcie_gen = _int(p, where, "pcie.generation", pc["generation"], low=1, high=len(hardware.catalog()["pcie"]))
     lanes = _int(p, where, "pcie.lanes_per_gpu", pc.get("lanes_per_gpu", 16), low=1, high=16)
     if lanes not in hardware.PCIE_LANE_COUNTS:
         raise _error(p, where, "pcie.lanes_per_gpu", f"must be one of {hardware.PCIE_LANE_COUNTS}, got {lanes}")
     switches = _int(p, where, "pcie.switches", pc.get("switches", 0), low=0, high=1024)
-    pcie = hardware.pcie_link(pcie_gen, lanes)
+    return hardware.pcie_link(pcie_gen, lanes), switches
 
+
+def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Link, int | None]:
+    """The [gpu_link] table: (interconnect, topology, the GPU-to-GPU link, NVSwitch generation or None)."""
     gl = _table(p, where, data, "gpu_link")
     kind = _check(p, where, "gpu_link.kind", validate.choice, gl["kind"], ("pcie", "nvlink"))
-    nvswitch_gen = None
     if kind == "pcie":
         extra = sorted(set(gl) - {"kind"})
         if extra:
             raise _error(p, where, f"gpu_link.{extra[0]}", "only applies to kind = \"nvlink\"")
-        interconnect, topology, gpu_link = "pcie", "pcie-tree", pcie
-    else:
-        for key in ("generation", "links"):
-            if key not in gl:
-                raise _error(p, where, "gpu_link", f"missing required field gpu_link.{key} for kind = \"nvlink\"")
-        generations = hardware.nvlink_generations()
-        gen = _int(p, where, "gpu_link.generation", gl["generation"], low=1, high=len(generations))
-        links = _int(p, where, "gpu_link.links", gl["links"], low=1, high=generations[gen - 1]["links_per_gpu"])
-        if "nvswitch_generation" in gl:
-            nvswitch_gen = _int(p, where, "gpu_link.nvswitch_generation", gl["nvswitch_generation"], low=1,
-                                high=len(hardware.nvswitch_generations()))
-        shape = gl.get("topology", "nvswitch" if nvswitch_gen else "mesh")
-        shape = _check(p, where, "gpu_link.topology", validate.choice, shape, tuple(_TOPOLOGY))
-        if shape == "nvswitch" and nvswitch_gen is None:
-            raise _error(p, where, "gpu_link.topology", "topology = \"nvswitch\" needs gpu_link.nvswitch_generation")
-        if shape != "nvswitch" and nvswitch_gen is not None:
-            raise _error(p, where, "gpu_link.nvswitch_generation", f"does not apply to topology = \"{shape}\"")
-        interconnect, topology = _TOPOLOGY[shape]
-        gpu_link = hardware.nvlink(gen, links)
-        if "link_gb_s_per_direction" in gl:
-            rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
-            gpu_link = dataclasses.replace(gpu_link, id=f"{sys_id}-nvlink", per_direction=rate * units.GB * links,
-                                           detail=f"{links} links x {rate:g} GB/s per direction (from {p.name})")
+        return "pcie", "pcie-tree", pcie, None
+    for key in ("generation", "links"):
+        if key not in gl:
+            raise _error(p, where, "gpu_link", f"missing required field gpu_link.{key} for kind = \"nvlink\"")
+    generations = hardware.nvlink_generations()
+    gen = _int(p, where, "gpu_link.generation", gl["generation"], low=1, high=len(generations))
+    links = _int(p, where, "gpu_link.links", gl["links"], low=1, high=generations[gen - 1]["links_per_gpu"])
+    nvswitch_gen = None
+    if "nvswitch_generation" in gl:
+        nvswitch_gen = _int(p, where, "gpu_link.nvswitch_generation", gl["nvswitch_generation"], low=1,
+                            high=len(hardware.nvswitch_generations()))
+    shape = gl.get("topology", "nvswitch" if nvswitch_gen else "mesh")
+    shape = _check(p, where, "gpu_link.topology", validate.choice, shape, tuple(_TOPOLOGY))
+    if shape == "nvswitch" and nvswitch_gen is None:
+        raise _error(p, where, "gpu_link.topology", "topology = \"nvswitch\" needs gpu_link.nvswitch_generation")
+    if shape != "nvswitch" and nvswitch_gen is not None:
+        raise _error(p, where, "gpu_link.nvswitch_generation", f"does not apply to topology = \"{shape}\"")
+    interconnect, topology = _TOPOLOGY[shape]
+    gpu_link = hardware.nvlink(gen, links)
+    if "link_gb_s_per_direction" in gl:
+        rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
+        gpu_link = dataclasses.replace(gpu_link, id=f"{sys_id}-nvlink", per_direction=rate * units.GB * links,
+                                       detail=f"{links} links x {rate:g} GB/s per direction (from {p.name})")
+    return interconnect, topology, gpu_link, nvswitch_gen
 
-    net = _table(p, where, data, "network")
-    count = _int(p, where, "network.count", net["count"], low=1, high=100_000)
-    fabric = ""
-    if "fabric" in net:
-        fabric = _check(p, where, "network.fabric", validate.choice, net["fabric"], _NETWORK_FABRICS)
+
+def _read_nic(p, where, net, fabric, source) -> hardware.Link:
+    """The NIC of [network]: a catalog id (``kind``), or a fabric and a rate in Gb/s (``gbit_s``)."""
     if "kind" in net:
         if "gbit_s" in net:
             raise _error(p, where, "network.gbit_s", "give either network.kind (a catalog id) or network.gbit_s")
@@ -229,17 +205,19 @@ def load_system(path) -> hardware.System:
         if fabric == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and fabric not in (
                 "", "infiniband"):
             raise _error(p, where, "network.fabric", f"fabric {fabric!r} does not run on {nic.name} ports")
-    else:
-        for key in ("fabric", "gbit_s"):
-            if key not in net:
-                raise _error(p, where, "network", f"missing network.kind, or network.{key} with the other of fabric/gbit_s")
-        gbit = _check(p, where, "network.gbit_s", validate.positive, net["gbit_s"])
-        family = "infiniband" if fabric == "infiniband" else "ethernet"
-        nic = hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=family,
-                            per_direction=units.gbit_to_gbyte(gbit) * units.GB, source=source,
-                            detail=f"{gbit:g} Gb/s per direction (from {p.name})")
-    if fabric == "ethernet":
-        fabric = ""  # an Ethernet port whose fabric is not named: hardware.default_fabric decides
+        return nic
+    for key in ("fabric", "gbit_s"):
+        if key not in net:
+            raise _error(p, where, "network", f"missing network.kind, or network.{key} with the other of fabric/gbit_s")
+    gbit = _check(p, where, "network.gbit_s", validate.positive, net["gbit_s"])
+    family = "infiniband" if fabric == "infiniband" else "ethernet"
+    return hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=family,
+                         per_direction=units.gbit_to_gbyte(gbit) * units.GB, source=source,
+                         detail=f"{gbit:g} Gb/s per direction (from {p.name})")
+
+
+def _read_nic_rows(p, where, net, gpus, count) -> list[dict]:
+    """The [[network.nic]] rows: each NIC's name and the GPU indices it serves."""
     nic_gpus = []
     nic_rows = net.get("nic", [])
     if not isinstance(nic_rows, list):
@@ -257,6 +235,59 @@ def load_system(path) -> hardware.System:
         nic_gpus.append({"name": row.get("name", f"NIC{i}"), "gpus": list(served)})
     if len(nic_gpus) > count:
         raise _error(p, where, "network.nic", f"lists {len(nic_gpus)} NICs but network.count is {count}")
+    return nic_gpus
+
+
+def _read_network(p, where, data, gpus, source) -> tuple[int, str, hardware.Link, list[dict]]:
+    """The [network] table: (NICs per node, fabric id or "" for the family's default, the NIC, NIC rows)."""
+    net = _table(p, where, data, "network")
+    count = _int(p, where, "network.count", net["count"], low=1, high=100_000)
+    fabric = ""
+    if "fabric" in net:
+        fabric = _check(p, where, "network.fabric", validate.choice, net["fabric"], _NETWORK_FABRICS)
+    nic = _read_nic(p, where, net, fabric, source)
+    if fabric == "ethernet":
+        fabric = ""  # an Ethernet port whose fabric is not named: hardware.default_fabric decides
+    return count, fabric, nic, _read_nic_rows(p, where, net, gpus, count)
+
+
+def _read_toml(path) -> tuple[Path, str, dict]:
+    """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary or non-TOML file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
+    if p.stat().st_size > 1 << 20:
+        raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"system file {p} is not a text file; pass a TOML system description "
+                         "(see course_lib/data/systems/)") from None
+    try:
+        return p, text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"system file {p}: not valid TOML: {exc}") from None
+
+
+def load_system(path) -> hardware.System:
+    """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
+    p, text, data = _read_toml(path)
+    where = _Where(text)
+    for key in data:
+        if key not in _TABLES:
+            raise _error(p, where, key, "unknown table; known tables: " + ", ".join(f"[{t}]" for t in _TABLES))
+
+    s = _table(p, where, data, "system")
+    sys_id = _string(p, where, "system.id", s["id"])
+    gpu = _read_gpu(p, where, data, s, _string(p, where, "system.gpu", s["gpu"]))
+    gpus = _int(p, where, "system.gpus_per_node", s["gpus_per_node"], low=1, high=100_000)
+    nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
+    sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
+    p2p = _bool(p, where, "system.p2p", s.get("p2p", True))
+    source = _string(p, where, "system.source", s["source"])
+    pcie, switches = _read_pcie(p, where, data)
+    interconnect, topology, gpu_link, nvswitch_gen = _read_gpu_link(p, where, data, sys_id, pcie)
+    count, fabric, nic, nic_gpus = _read_network(p, where, data, gpus, source)
 
     raw = dict(s, nodes=nodes, nic_gpus=nic_gpus, file=str(p), pcie_switches=switches)
     if fabric:  # as in the catalog: no "fabric" key means the NIC family's default (costmodel.system_fabric_kind)

@@ -159,7 +159,9 @@ def _public_functions():
     for module_name in MODEL_MODULES:
         module = importlib.import_module(f"course_lib.{module_name}")
         for name, func in inspect.getmembers(module, inspect.isfunction):
-            if not name.startswith("_") and func.__module__ == module.__name__:
+            # a package (e.g. parallel/) re-exports what its submodules define: those count as its own
+            own = func.__module__ == module.__name__ or func.__module__.startswith(module.__name__ + ".")
+            if not name.startswith("_") and own:
                 params = [p for p in inspect.signature(func).parameters.values()
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
                 if params:

@@ -7,7 +7,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from course_lib import checks, grading, costmodel, hardware, parallel, units  # noqa: E402
+import numpy as np  # noqa: E402
+
+from course_lib import checks, grading, costmodel, hardware, parallel, topology, units  # noqa: E402
 from course_lib.explorers import data_parallel as dp  # noqa: E402
 
 
@@ -230,6 +232,36 @@ def test_drawings_draw():
         plt.close(ax.figure)
     with pytest.raises(ValueError, match="capacity_bytes"):
         dp.draw_zero_memory(capacity_bytes=0)
+
+
+def test_scaling_view_is_the_scaling_curve_and_the_estimates():
+    v = dp.scaling_view("megatron-7.5b", 64, 12.5, 1, 1, True)
+    curve = dp.scaling_curve("megatron-7.5b", units.bytes_to_bits(12.5), 1, 1, True)
+    assert np.array_equal(v.step_s, curve["step_s"]) and v.gpus[v.selected] == v.selected_gpus == 64
+    est = dp.dp_estimate("megatron-7.5b", 64, units.bytes_to_bits(12.5), 3, 1, True)
+    assert v.memory_gb.shape == (4, 4) and v.memory_gb[3].sum() == pytest.approx(est.memory["total"] / units.GB)
+    assert v.usable_gb == pytest.approx(est.memory["usable"] / units.GB)
+
+
+def test_explorer_moves_its_artists_instead_of_making_new_ones():
+    ex = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=12.5)
+    ax1, ax2, _ = ex.axes
+    bars = list(ax1.patches)
+    ex.render(gpus=8, zero=3, model=ex.controls["model"].options[-1][1])
+    assert list(ax1.patches) == bars and len(ax2.patches) == 17
+    v = dp.scaling_view(**ex.values())
+    chosen = bars[-1]  # the outline of the chosen GPU count
+    assert chosen.get_height() == pytest.approx(v.step_s[v.selected])
+    assert ax1.get_ylim()[1] >= v.step_s.max() and "ZeRO-3" in ax1.get_title()
+    assert ax2.get_ylim()[1] >= v.memory_gb.sum(axis=1).max()
+    plt.close("all")
+
+
+def test_ring_leaves_name_the_rail_of_each_crossing():
+    topo = topology.rail_fat_tree("dgx-h100", 2)
+    order = dp.ring_order(2, 8, ring=3)
+    leaves = dp.ring_leaves(topo, order)
+    assert len(leaves) == 2 and all(topo.kinds[leaf] == "ib_switch" for leaf in leaves.values())
 
 
 def test_model_options_sorted_by_size():

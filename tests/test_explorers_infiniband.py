@@ -207,6 +207,29 @@ def test_explorer_readout_follows_nodes_and_nics():
     plt.close("all")
 
 
+def test_cliff_view_is_the_scaling_curve_and_the_phases():
+    v = ib.cliff_view(4, 8, 400.0, 450.0, 8, 1.0, False)
+    sys_ = hardware.system("dgx-h100").variant(gpus_per_node=8, nics_per_node=8, nic_gbit_s=400.0, gpu_link_gb_s=450.0)
+    curve = ib.scaling_curve(units.GB, sys_, max_nodes=64)
+    assert list(v.gpus) == list(curve["gpus"]) and v.ring_busbw_gb_s[-1] == curve["ring_busbw"][-1] / units.GB
+    assert v.busbw_gb_s == ib.hierarchical_phases(units.GB, 4, sys_)["busbw"] / units.GB
+    assert v.injection_gb_s == ib.node_injection(sys_) / units.GB
+
+
+def test_explorer_moves_its_lines_and_drops_the_one_node_curve_at_one_gpu_per_node():
+    box = ib.cliff_explorer()
+    lines = list(box.axes.lines)
+    labels = lambda: [t.get_text() for t in box.axes.get_legend().get_texts()]  # noqa: E731
+    assert len(labels()) == 4
+    box.render(nodes=256, gpus_per_node=1)
+    assert list(box.axes.lines) == lines and len(labels()) == 3 and "256 x 1 GPUs" in labels()[-1]
+    v = ib.cliff_view(**box.values())
+    assert box.axes.get_ylim()[1] >= max(v.nvlink_gb_s, v.injection_gb_s) and box.axes.get_ylim()[0] == 0
+    box.render(gpus_per_node=8)
+    assert len(labels()) == 4
+    plt.close("all")
+
+
 def test_explorer_validates():
     with pytest.raises(ValueError, match="nodes"):
         ib.cliff_explorer(nodes=3)

@@ -45,3 +45,21 @@ def test_explorers_build_and_react():
     cp = moe.context_parallel_explorer()
     cp.controls["cp"].value = 64
     assert "EXPOSED" in cp.readout
+
+
+def test_frames_and_in_place_updates():
+    f = moe.ep_frame(8, 2, 4, 1.0, base="mixtral-8x7b")
+    assert [lbl.split("\n")[0] for lbl in f.labels] == ["EP 1", "EP 2", "EP 4", "EP 8"] and f.chosen == 2
+    assert moe.ep_frame(8, 2, 64, 1.0, base="mixtral-8x7b").chosen is None  # 64 does not divide 8 experts
+    ep = moe.expert_parallel_explorer()
+    bars = list(ep.axes.patches)
+    ep.render(imbalance=2.0)  # same degrees: the same bars, new heights
+    assert list(ep.axes.patches) == bars
+    frame = moe.ep_frame(**ep.values())
+    assert [b.get_height() for b in bars[:len(frame.comm)]] == list(frame.comm)
+    ep.render(experts=8)  # fewer degrees: drawn again with as many bars as degrees
+    assert len([b for b in ep.axes.patches if b.get_visible()]) == 2 * len(moe.ep_frame(**ep.values()).labels) + 1
+    cp = moe.context_parallel_explorer()
+    cp.render(seq_len=1048576)
+    frame = moe.cp_frame(**cp.values())
+    assert cp.axes.get_ylim()[1] >= max(frame.compute) and cp.axes.get_yscale() == "log"

@@ -39,3 +39,17 @@ def test_explorer_validates():
         yc.scaling_explorer(nodes=3)
     with pytest.raises(ValueError, match="nic_gbit_s"):
         yc.scaling_explorer(nic_gbit_s=5000)
+
+
+def test_explorer_moves_the_scaled_curve_and_hides_it_for_one_box():
+    box = yc.scaling_explorer()
+    lines = list(box.axes.lines)
+    labels = lambda: [t.get_text() for t in box.axes.get_legend().get_texts()]  # noqa: E731
+    assert len(labels()) == 3
+    box.render(nodes=1)
+    assert list(box.axes.lines) == lines and len(labels()) == 2
+    box.render(nodes=16, nic_gbit_s=100.0)
+    assert list(box.axes.lines) == lines and labels()[-1].startswith("16 boxes")
+    many = costmodel.predict("all_reduce", yc.SIZES, yc.scaled(2, 100.0), nodes=16).busbw / units.GB
+    assert list(lines[-1].get_ydata()) == list(many)
+    plt.close("all")

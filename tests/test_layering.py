@@ -30,7 +30,7 @@ LAYERS = {
     "hardware": 1, "systemfile": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
-    "parallel": 4, "tp_scans": 4,
+    "parallel": 4, "tp_scans": 4, "pipeline_schedules": 4,
     # layer 5: what learners and instructors touch
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .common import fail, lines
 
@@ -111,118 +111,167 @@ def _detail(via: str) -> str:
     return "/".join(parts[:2])
 
 
+@dataclass
+class _Scan:
+    """What ``parse`` has read so far from one log (filled line by line by the ``_read_*`` helpers)."""
+
+    version: str | None = None
+    nranks: int | None = None
+    nnodes: int | None = None
+    network: str | None = None
+    provider: str | None = None
+    channels: Counter = field(default_factory=Counter)
+    families: set = field(default_factory=set)
+    ib_devices: list = field(default_factory=list)
+    link_layers: list = field(default_factory=list)
+    gdr_on: list = field(default_factory=list)
+    gdr_off: list = field(default_factory=list)
+    rings: set = field(default_factory=set)
+    trees: set = field(default_factory=set)
+    ib_missing: bool = False
+    nvls: bool = False
+    collnet: bool = False
+    pxn: bool = False
+    warnings: list = field(default_factory=list)
+    recognised: int = 0
+
+
+def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
+    """Warnings, the NCCL version and the communicator's ranks and nodes."""
+    if "NCCL WARN" in line:
+        scan.warnings.append(body)
+        scan.recognised += 1
+    m = _VERSION.search(line)
+    if m:
+        if not _VERSION_OK.match(m.group(1)):
+            raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
+        scan.version, scan.recognised = m.group(1), scan.recognised + 1
+    m = _NRANKS.search(body)
+    if m and ("comm " in body or "Init" in body):
+        if not m.group(1).isdigit():
+            raise fail(no, "a whole number of ranks after 'nranks'", m.group(1))
+        scan.nranks, scan.recognised = max(scan.nranks or 0, int(m.group(1))), scan.recognised + 1
+        n = _NNODES.search(body)
+        if n and n.group(1).isdigit():
+            scan.nnodes = max(scan.nnodes or 0, int(n.group(1)))
+
+
+def _read_channel(scan: _Scan, no: int, body: str) -> bool:
+    """A channel connection 'N/M : a[x] -> b[y] via TRANSPORT'; True when the line was one."""
+    if not (_CHANNEL_START.match(body) and "->" in body):
+        return False
+    if " via" not in body:
+        raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
+    m = _CHANNEL_VIA.match(body)
+    fam = _family(m.group(5)) if m else None
+    if fam is None:
+        got = m.group(5) if m else body
+        raise fail(no, "a channel 'N/M : a[x] -> b[y] via TRANSPORT' with a known transport "
+                   "(P2P/..., SHM, NET/IB, NET/Socket, NET/OFI, NVLS, CollNet)", got)
+    scan.channels[_detail(m.group(5))] += 1
+    scan.families.add(fam)
+    scan.pxn = scan.pxn or bool(_PXN.search(body))
+    if "GDRDMA" in m.group(5):
+        scan.gdr_on.append("channel")
+    scan.recognised += 1
+    return True
+
+
+def _read_graphs(scan: _Scan, body: str) -> None:
+    """Ring and tree channels."""
+    m = _RING.match(body)
+    if m:
+        scan.rings.add(int(m.group(1) or m.group(2)))
+        scan.recognised += 1
+    m = _TREE.match(body)
+    if m:
+        scan.trees.add(int(m.group(1)))
+        scan.recognised += 1
+    if body.startswith("Trees "):
+        scan.trees.update(int(k) for k in _TREES.findall(body))
+        scan.recognised += 1
+
+
+def _read_ib(scan: _Scan, no: int, body: str) -> None:
+    """InfiniBand: no device found, the devices in use and their link layers, GPUDirect RDMA per HCA."""
+    if body.startswith("NET/IB") and "No device found" in body:
+        scan.ib_missing, scan.recognised = True, scan.recognised + 1
+    m = _IB_USING.match(body)
+    if m:
+        devs = _IB_DEV.findall(m.group(1))
+        if not devs:
+            raise fail(no, "IB devices such as '[0]mlx5_0:1/IB' after 'NET/IB : Using'", m.group(1))
+        for dev, layer in devs:
+            if dev not in scan.ib_devices:
+                scan.ib_devices.append(dev)
+            if layer not in scan.link_layers:
+                scan.link_layers.append(layer)
+        scan.recognised += 1
+    m = _GDR.search(body)
+    if m:
+        (scan.gdr_on if m.group(1) == "Enabled" else scan.gdr_off).append(m.group(3))
+        scan.recognised += 1
+
+
+def _read_network(scan: _Scan, no: int, body: str) -> None:
+    """The network NCCL chose, the OFI provider, NVLS and the CollNet plugin."""
+    m = _NETWORK.match(body)
+    if m:
+        scan.network = m.group(1).strip()
+        fam = _network_family(scan.network)
+        if fam is None:
+            raise fail(no, "a network name (IB, IBext_v8, Socket, AWS Libfabric ...) after 'Using network'",
+                       scan.network)
+        scan.families.add(fam)
+        scan.recognised += 1
+    m = _OFI_PROVIDER.search(body)
+    if m:
+        scan.provider = m.group(1)
+        scan.families.add("NET/OFI")
+        scan.recognised += 1
+    if "NVLS multicast support is available" in body:
+        scan.nvls, scan.recognised = True, scan.recognised + 1
+    m = _NVLS_CHANNELS.search(body)
+    if m and int(m.group(1)) > 0:
+        scan.nvls = True
+    if "Loaded collnet plugin" in body:
+        scan.collnet, scan.recognised = True, scan.recognised + 1
+
+
+def _result(scan: _Scan) -> NcclLog:
+    """The NcclLog of a finished scan."""
+    families = set(scan.families)
+    if scan.nvls:
+        families.add("NVLS")
+    if scan.collnet:
+        families.add("CollNet")
+    socket_fallback = ("NET/Socket" in families and "NET/IB" not in families and "NET/OFI" not in families)
+    gdr = True if scan.gdr_on else (False if scan.gdr_off else None)
+    return NcclLog(nccl_version=scan.version, nranks=scan.nranks, nnodes=scan.nnodes,
+                   transports=tuple(sorted(families)), channel_transports=tuple(sorted(scan.channels.items())),
+                   network=scan.network, ib_devices=tuple(scan.ib_devices), ib_link_layers=tuple(scan.link_layers),
+                   gdr=gdr, gdr_disabled_hcas=tuple(dict.fromkeys(scan.gdr_off)), socket_fallback=socket_fallback,
+                   ib_missing=scan.ib_missing, ofi_provider=scan.provider, nvls_available=scan.nvls,
+                   collnet_plugin=scan.collnet, rings=len(scan.rings), trees=len(scan.trees), pxn=scan.pxn,
+                   warnings=tuple(scan.warnings))
+
+
 def parse(text) -> NcclLog:
     """Parse an NCCL_DEBUG=INFO log; ValueError names the line and what it expected."""
     numbered = lines(text)
-    version = nranks = nnodes = network = provider = None
-    channels: Counter = Counter()
-    families: set[str] = set()
-    ib_devices: list[str] = []
-    link_layers: list[str] = []
-    gdr_on: list[str] = []
-    gdr_off: list[str] = []
-    rings: set[int] = set()
-    trees: set[int] = set()
-    ib_missing = nvls = collnet = pxn = False
-    warnings: list[str] = []
-    recognised = 0
+    scan = _Scan()
     for no, raw in numbered:
         line = raw.strip()
         if not line:
             continue
         body = _PREFIX.sub("", line, count=1) if "NCCL INFO" in line or "NCCL WARN" in line else line
-        if "NCCL WARN" in line:
-            warnings.append(body)
-            recognised += 1
-        m = _VERSION.search(line)
-        if m:
-            if not _VERSION_OK.match(m.group(1)):
-                raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
-            version, recognised = m.group(1), recognised + 1
-        m = _NRANKS.search(body)
-        if m and ("comm " in body or "Init" in body):
-            if not m.group(1).isdigit():
-                raise fail(no, "a whole number of ranks after 'nranks'", m.group(1))
-            nranks, recognised = max(nranks or 0, int(m.group(1))), recognised + 1
-            n = _NNODES.search(body)
-            if n and n.group(1).isdigit():
-                nnodes = max(nnodes or 0, int(n.group(1)))
-        if _CHANNEL_START.match(body) and "->" in body:
-            if " via" not in body:
-                raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
-            m = _CHANNEL_VIA.match(body)
-            fam = _family(m.group(5)) if m else None
-            if fam is None:
-                got = m.group(5) if m else body
-                raise fail(no, "a channel 'N/M : a[x] -> b[y] via TRANSPORT' with a known transport "
-                           "(P2P/..., SHM, NET/IB, NET/Socket, NET/OFI, NVLS, CollNet)", got)
-            channels[_detail(m.group(5))] += 1
-            families.add(fam)
-            pxn = pxn or bool(_PXN.search(body))
-            if "GDRDMA" in m.group(5):
-                gdr_on.append("channel")
-            recognised += 1
+        _read_header(scan, no, line, body)
+        if _read_channel(scan, no, body):
             continue
-        m = _RING.match(body)
-        if m:
-            rings.add(int(m.group(1) or m.group(2)))
-            recognised += 1
-        m = _TREE.match(body)
-        if m:
-            trees.add(int(m.group(1)))
-            recognised += 1
-        if body.startswith("Trees "):
-            trees.update(int(k) for k in _TREES.findall(body))
-            recognised += 1
-        if body.startswith("NET/IB") and "No device found" in body:
-            ib_missing, recognised = True, recognised + 1
-        m = _IB_USING.match(body)
-        if m:
-            devs = _IB_DEV.findall(m.group(1))
-            if not devs:
-                raise fail(no, "IB devices such as '[0]mlx5_0:1/IB' after 'NET/IB : Using'", m.group(1))
-            for dev, layer in devs:
-                if dev not in ib_devices:
-                    ib_devices.append(dev)
-                if layer not in link_layers:
-                    link_layers.append(layer)
-            recognised += 1
-        m = _GDR.search(body)
-        if m:
-            (gdr_on if m.group(1) == "Enabled" else gdr_off).append(m.group(3))
-            recognised += 1
-        m = _NETWORK.match(body)
-        if m:
-            network = m.group(1).strip()
-            fam = _network_family(network)
-            if fam is None:
-                raise fail(no, "a network name (IB, IBext_v8, Socket, AWS Libfabric ...) after 'Using network'", network)
-            families.add(fam)
-            recognised += 1
-        m = _OFI_PROVIDER.search(body)
-        if m:
-            provider = m.group(1)
-            families.add("NET/OFI")
-            recognised += 1
-        if "NVLS multicast support is available" in body:
-            nvls, recognised = True, recognised + 1
-        m = _NVLS_CHANNELS.search(body)
-        if m and int(m.group(1)) > 0:
-            nvls = True
-        if "Loaded collnet plugin" in body:
-            collnet, recognised = True, recognised + 1
-    if recognised == 0:
+        _read_graphs(scan, body)
+        _read_ib(scan, no, body)
+        _read_network(scan, no, body)
+    if scan.recognised == 0:
         raise fail(1, "an NCCL_DEBUG=INFO log (lines with 'NCCL INFO' or 'NCCL version')",
                    numbered[0][1].strip() if numbered else None)
-    if nvls:
-        families.add("NVLS")
-    if collnet:
-        families.add("CollNet")
-    socket_fallback = ("NET/Socket" in families and "NET/IB" not in families and "NET/OFI" not in families)
-    gdr = True if gdr_on else (False if gdr_off else None)
-    return NcclLog(nccl_version=version, nranks=nranks, nnodes=nnodes, transports=tuple(sorted(families)),
-                   channel_transports=tuple(sorted(channels.items())), network=network,
-                   ib_devices=tuple(ib_devices), ib_link_layers=tuple(link_layers), gdr=gdr,
-                   gdr_disabled_hcas=tuple(dict.fromkeys(gdr_off)), socket_fallback=socket_fallback,
-                   ib_missing=ib_missing, ofi_provider=provider, nvls_available=nvls, collnet_plugin=collnet,
-                   rings=len(rings), trees=len(trees), pxn=pxn, warnings=tuple(warnings))
+    return _result(scan)

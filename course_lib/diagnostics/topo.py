@@ -126,15 +126,34 @@ def _header(numbered):
     raise fail(1, "the header of nvidia-smi topo -m starting with GPU0", None)
 
 
-def parse(text) -> TopoMatrix:
-    """Parse ``nvidia-smi topo -m`` output; ValueError names the line and what it expected."""
-    numbered = lines(text)
-    header_no, devices, n_gpu, affinity = _header(numbered)
+@dataclass
+class _Rows:
+    """The matrix rows ``parse`` read: paths per device, their line numbers, NIC rows without a column."""
+
+    rows: dict
+    row_lines: dict
+    extra_nics: list   # (name, paths to the GPUs, line) of NIC rows whose NIC has no header column
+    cpu: list
+    numa: list
+    end: int           # index in ``numbered`` of the first line after the matrix
+
+
+def _extra_nic_row(no, name, cells, stripped, want, rows, devices, n_gpu):
+    """A row that is not the next one expected: a NIC without a header column (a clipped copy), else an error."""
+    if name in rows:
+        raise fail(no, f"one row per device, but {name} has one already", stripped)
+    if want is not None and (_GPU.match(want) or name in devices):
+        raise fail(no, f"row {want} (rows follow the header's order)", name)
+    # a NIC row whose NIC has no column in the header (a clipped copy): paths to the GPUs only
+    if _GPU.match(name) or len(cells) < n_gpu:
+        raise fail(no, f"a NIC row with {n_gpu} paths to the GPUs", stripped)
+    return name, [_check_cell(c, no, name, devices[k]) for k, c in enumerate(cells[:n_gpu])], no
+
+
+def _read_rows(numbered, header_no, devices, n_gpu, affinity) -> _Rows:
+    """The rows after the header, in the header's order, each checked; CPU and NUMA affinity of the GPUs."""
     n_dev = len(devices)
-    rows: dict[str, list[str]] = {}
-    extra_nics: list[tuple[str, list[str], int]] = []  # NIC rows whose NIC has no header column
-    cpu, numa = [None] * n_gpu, [None] * n_gpu
-    row_lines: dict[str, int] = {}
+    out = _Rows(rows={}, row_lines={}, extra_nics=[], cpu=[None] * n_gpu, numa=[None] * n_gpu, end=0)
     idx = next(i for i, (no, _) in enumerate(numbered) if no == header_no) + 1
     expected = iter(devices)
     want = next(expected)
@@ -147,16 +166,9 @@ def parse(text) -> TopoMatrix:
         tokens = stripped.split()
         name, cells = tokens[0], tokens[1:]
         last_no = no
+        idx += 1
         if name != want:
-            if name in rows:
-                raise fail(no, f"one row per device, but {name} has one already", stripped)
-            if want is not None and (_GPU.match(want) or name in devices):
-                raise fail(no, f"row {want} (rows follow the header's order)", name)
-            # a NIC row whose NIC has no column in the header (a clipped copy): paths to the GPUs only
-            if _GPU.match(name) or len(cells) < n_gpu:
-                raise fail(no, f"a NIC row with {n_gpu} paths to the GPUs", stripped)
-            extra_nics.append((name, [_check_cell(c, no, name, devices[k]) for k, c in enumerate(cells[:n_gpu])], no))
-            idx += 1
+            out.extra_nics.append(_extra_nic_row(no, name, cells, stripped, want, out.rows, devices, n_gpu))
             continue
         if len(cells) < n_dev:
             raise fail(no, f"{n_dev} connection columns after {name}", f"{len(cells)} in {stripped!r}")
@@ -164,21 +176,24 @@ def parse(text) -> TopoMatrix:
         pos = devices.index(name)
         if checked[pos] != "X":
             raise fail(no, f"X where row {name} meets column {name}", checked[pos])
-        rows[name], row_lines[name] = checked, no
-        extra = cells[n_dev:]
+        out.rows[name], out.row_lines[name] = checked, no
         if pos < n_gpu:
-            values = dict(zip(affinity, extra))
-            cpu[pos], numa[pos] = values.get("CPU Affinity"), values.get("NUMA Affinity")
+            values = dict(zip(affinity, cells[n_dev:]))
+            out.cpu[pos], out.numa[pos] = values.get("CPU Affinity"), values.get("NUMA Affinity")
         want = next(expected, None)
-        idx += 1
     if want is not None and _GPU.match(want):
         got = numbered[idx][1].strip() if idx < len(numbered) else None
         raise fail(numbered[idx][0] if idx < len(numbered) else last_no + 1,
                    f"row {want} (the header lists {n_gpu} GPUs)", got)
-    # NIC legend
+    out.end = idx
+    return out
+
+
+def _read_legend(numbered) -> dict[str, str]:
+    """The "NIC Legend" after the matrix: NIC# -> device name."""
     legend: dict[str, str] = {}
     in_legend = False
-    for no, line in numbered[idx:]:
+    for no, line in numbered:
         if line.strip().startswith("NIC Legend"):
             in_legend = True
             continue
@@ -187,21 +202,36 @@ def parse(text) -> TopoMatrix:
             if not m:
                 raise fail(no, "a NIC legend line such as 'NIC0: mlx5_0'", line.strip())
             legend[m.group(1)] = m.group(2)
-    gpus = tuple(devices[:n_gpu])
+    return legend
+
+
+def _check_symmetric(r: _Rows, devices, n_gpu) -> None:
+    """GPU-GPU paths read the same both ways, and so do GPU-NIC paths where the NIC has a row."""
+    rows, row_lines = r.rows, r.row_lines
+    gpus = devices[:n_gpu]
     for i, a in enumerate(gpus):
         for j, b in enumerate(gpus):
             if rows[a][j] != rows[b][i]:
                 raise fail(row_lines[b], f"{b}-{a} to match {a}-{b} ({rows[a][j]}): the matrix is symmetric",
                            rows[b][i])
-    nic_cols = devices[n_gpu:]
-    for k, nic in enumerate(nic_cols):
+    for k, nic in enumerate(devices[n_gpu:]):
         if nic in rows:
             for i, g in enumerate(gpus):
                 if rows[nic][i] != rows[g][n_gpu + k]:
                     raise fail(row_lines[nic], f"{nic}-{g} to match {g}-{nic} ({rows[g][n_gpu + k]})", rows[nic][i])
-    gpu_nic = [list(rows[g][n_gpu:]) for g in gpus]
-    names = list(nic_cols)
-    for name, cells, _ in extra_nics:
+
+
+def parse(text) -> TopoMatrix:
+    """Parse ``nvidia-smi topo -m`` output; ValueError names the line and what it expected."""
+    numbered = lines(text)
+    header_no, devices, n_gpu, affinity = _header(numbered)
+    r = _read_rows(numbered, header_no, devices, n_gpu, affinity)
+    legend = _read_legend(numbered[r.end:])
+    gpus = tuple(devices[:n_gpu])
+    _check_symmetric(r, devices, n_gpu)
+    gpu_nic = [list(r.rows[g][n_gpu:]) for g in gpus]
+    names = list(devices[n_gpu:])
+    for name, cells, _ in r.extra_nics:
         names.append(name)
         for i in range(n_gpu):
             gpu_nic[i].append(cells[i])
@@ -209,6 +239,6 @@ def parse(text) -> TopoMatrix:
     if missing:
         raise fail(numbered[-1][0], f"a NIC legend entry for {missing[0]}", None)
     nics = tuple(legend.get(n, n) for n in names)
-    return TopoMatrix(gpus=gpus, nics=nics, gpu_links=tuple(tuple(rows[g][:n_gpu]) for g in gpus),
-                      gpu_nic=tuple(tuple(r) for r in gpu_nic), cpu_affinity=tuple(cpu),
-                      numa_affinity=tuple(numa), nic_legend=bool(legend))
+    return TopoMatrix(gpus=gpus, nics=nics, gpu_links=tuple(tuple(r.rows[g][:n_gpu]) for g in gpus),
+                      gpu_nic=tuple(tuple(row) for row in gpu_nic), cpu_affinity=tuple(r.cpu),
+                      numa_affinity=tuple(r.numa), nic_legend=bool(legend))

@@ -10,6 +10,7 @@ explorer.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import lru_cache
 from html import escape
@@ -17,6 +18,7 @@ from html import escape
 import numpy as np
 
 from .. import costmodel, datafiles, hardware, parallel, topology, units, validate
+from ..views import data_parallel as views
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 DDP_BUCKET_BYTES = parallel.DDP_BUCKET_BYTES  # the one sourced constant: 25 MiB (bucket_cap_mb=25)
@@ -119,35 +121,11 @@ def draw_overlap_timeline(ax=None, backward_s=0.16, comm_s=0.2, buckets=8, forwa
     """Two timelines of one step, without and with bucketed overlap (seconds in, ms drawn). Returns ax."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.4))
     rows = [("no overlap", overlap_schedule(backward_s, comm_s, buckets, forward_s, overlap=False), 2.6),
             ("bucketed overlap", overlap_schedule(backward_s, comm_s, buckets, forward_s, overlap=True), 0.0)]
-    ms = 1e3
-    for label, sched, y0 in rows:
-        for name, s, e in sched["compute"]:
-            colour = "tab:green" if name == "forward" else "tab:blue"
-            ax.barh(y0 + 1.0, (e - s) * ms, left=s * ms, height=0.8, color=colour, edgecolor="white")
-        for i, (name, s, e) in enumerate(sched["comm"]):
-            ax.barh(y0, (e - s) * ms, left=s * ms, height=0.8, color="tab:orange" if i % 2 else "tab:red",
-                    edgecolor="white")
-            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=7, color="white")
-        end_b, end = sched["backward_end_s"] * ms, sched["step_s"] * ms
-        ax.plot([end_b, end_b], [y0 - 0.5, y0 + 1.5], color="black", lw=1, ls=":")
-        if end > end_b:
-            ax.annotate("", xy=(end, y0 - 0.55), xytext=(end_b, y0 - 0.55),
-                        arrowprops={"arrowstyle": "<->", "color": "black", "lw": 1})
-            ax.text((end_b + end) / 2, y0 - 0.75, f"exposed {units.format_time(sched['exposed_s'])}",
-                    ha="center", va="top", fontsize=8)
-        ax.text(0, y0 + 1.55, label, ha="left", va="center", fontsize=9, fontweight="bold")
-    ax.set_yticks([0, 1, 2.6, 3.6], ["all-reduce", "compute", "all-reduce", "compute"], fontsize=8)
-    ax.set_xlabel("time in the step, ms")
-    ax.set_ylim(-1.2, 4.6)
-    ax.set_xlim(left=-0.02 * ms * (forward_s + backward_s + comm_s))
-    ax.set_title(f"forward (green), backward in {buckets} bucket-sized pieces (blue), bucket all-reduces "
-                 f"(red/orange): {units.format_time(comm_s)} of communication", fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
-    return ax
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.4))
+    return views.draw_overlap_timeline(ax, rows, buckets, forward_s + backward_s + comm_s, comm_s)
 
 
 # ---------------------------------------------------------------- ZeRO
@@ -189,29 +167,11 @@ def draw_zero_memory(ax=None, params=7.5e9, gpus=64, capacity_bytes=None):
     """Stacked bars of model-state memory per GPU for ZeRO 0-3, bytes sent per step on top. Returns ax."""
     import matplotlib.pyplot as plt
 
+    rows = zero_table(params, gpus)
+    cap = None if capacity_bytes is None else validate.positive("capacity_bytes", capacity_bytes)
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 3.8))
-    rows = zero_table(params, gpus)
-    colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple"}
-    x = np.arange(4)
-    bottom = np.zeros(4)
-    for part in ZERO_PARTS:
-        vals = np.array([r[part] for r in rows]) / units.GB
-        ax.bar(x, vals, bottom=bottom, color=colours[part], label=part)
-        bottom += vals
-    for i, r in enumerate(rows):
-        ax.text(i, bottom[i], f"{r['total'] / units.GB:.3g} GB\nsends {r['ratio_to_ddp']:.2g}x DDP",
-                ha="center", va="bottom", fontsize=8)
-    if capacity_bytes is not None:
-        cap = validate.positive("capacity_bytes", capacity_bytes)
-        ax.axhline(cap / units.GB, color="black", ls="--", lw=1, label=f"{cap / units.GB:.0f} GB")
-    ax.set_xticks(x, ["ZeRO-0\n(DDP)", "ZeRO-1\noptimizer", "ZeRO-2\n+ gradients", "ZeRO-3\n+ weights"])
-    ax.set_ylabel("model states per GPU, GB")
-    ax.set_ylim(0, bottom.max() * 1.25)
-    ax.set_title(f"{params / 1e9:.3g}B parameters, mixed-precision Adam (2 + 2 + 12 bytes each), "
-                 f"{gpus} GPUs", fontsize=10)
-    ax.legend(fontsize=8)
-    return ax
+    return views.draw_zero_memory(ax, rows, params, gpus, cap)
 
 
 # ---------------------------------------------------------------- step time and scaling
@@ -317,6 +277,16 @@ def dp_ring_bandwidth(system=BASE_SYSTEM, nodes=2, ring=0) -> dict:
             "model_per_rank": group.bandwidth, "model_link": group.name, "order": order}
 
 
+def ring_leaves(topo, order) -> dict:
+    """For each hop (a, b) of ring ``order`` that leaves a node: the leaf switch (rail) it crosses."""
+    hops = {}
+    for a, b in zip(order, order[1:] + order[:1]):
+        if a.split(".")[0] != b.split(".")[0]:
+            hops[(a, b)] = next(n for n in topo.kinds if n.startswith("leaf")
+                                and frozenset((a, n)) in topo.links and frozenset((b, n)) in topo.links)
+    return hops
+
+
 def draw_dp_ring(system=BASE_SYSTEM, nodes=2, ring=0, ax=None):
     """The rail-optimised fat tree with one DP ring drawn on it (arrows), crossings marked. Returns ax."""
     import matplotlib.pyplot as plt
@@ -324,30 +294,11 @@ def draw_dp_ring(system=BASE_SYSTEM, nodes=2, ring=0, ax=None):
     sys_ = hardware.resolve_system(system)
     topo = topology.rail_fat_tree(sys_.id, nodes)
     order = ring_order(nodes, sys_.gpus_per_node, ring)
+    info = dp_ring_bandwidth(sys_, nodes, ring)
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 4.8))
-    topo.draw(ax=ax, show_bandwidth=False)
-    for a, b in zip(order, order[1:] + order[:1]):
-        (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
-        cross = a.split(".")[0] != b.split(".")[0]
-        if cross:  # GPU -> its rail's leaf switch -> the other node's GPU on the same rail
-            leaf = next(n for n in topo.kinds if n.startswith("leaf")
-                        and frozenset((a, n)) in topo.links and frozenset((b, n)) in topo.links)
-            xl, yl = topo.pos[leaf]
-            ax.annotate("", xy=(xl, yl - 0.15), xytext=(x1, y1 + 0.15),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
-            ax.annotate("", xy=(x2, y2 + 0.15), xytext=(xl, yl - 0.15),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
-        else:
-            ax.annotate("", xy=(x2, y2 + 0.35), xytext=(x1, y1 + 0.35),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.6,
-                                    "connectionstyle": "arc3,rad=-0.4"})
-    info = dp_ring_bandwidth(sys_, nodes, ring)
-    ax.set_title(f"DP ring {ring} over {nodes} x {sys_.name}: blue hops on {sys_.gpu_link.name} (through the NVSwitch), "
-                 f"red hops leave the node on one rail.\nThis ring's slowest link: "
-                 f"{units.format_bandwidth(info['one_ring'])}; {info['rings']} rings, one per rail, use every NIC.",
-                 fontsize=9)
-    return ax
+    return views.draw_dp_ring(ax, topo, order, ring_leaves(topo, order), info, sys_.name, sys_.gpu_link.name,
+                              nodes, ring)
 
 
 # ---------------------------------------------------------------- published results
@@ -414,29 +365,11 @@ def plot_zero3_ladder(ax=None, rows=None):
     """Measured ZeRO-3 and PTD-P throughput per GPU against the model and its pessimistic variants. Returns ax."""
     import matplotlib.pyplot as plt
 
+    rows = zero3_ladder() if rows is None else rows
+    ptdp = [r for r in megatron_dp_rows() if r["scheme"] == "PTD-P"]
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4))
-    rows = zero3_ladder() if rows is None else rows
-    g = [r["gpus"] for r in rows]
-    styles = (("model", "course model (overlap, node's 8 NICs)", "tab:blue", "o-"),
-              ("no_overlap", "no overlap", "tab:cyan", "s--"),
-              ("own_nic", "each GPU only its own NIC", "tab:purple", "^--"),
-              ("own_nic_no_overlap", "own NIC and no overlap", "tab:gray", "v--"))
-    for key, label, colour, style in styles:
-        ax.plot(g, [r[key] for r in rows], style, color=colour, label=label, ms=5)
-    ax.plot(g, [r["measured"] for r in rows], "D-", color="tab:red", lw=2.2, label="ZeRO-3 measured (Megatron-LM 2021)")
-    ptdp = [r for r in megatron_dp_rows() if r["scheme"] == "PTD-P"]
-    ax.plot([r["gpus"] for r in ptdp], [r["measured"] for r in ptdp], "*-", color="tab:green", ms=9,
-            label="PTD-P measured (TP 8 x PP 12 x DP)")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(g, [str(x) for x in g])
-    ax.set_xlabel("A100 GPUs (global batch fixed at 1536 sequences)")
-    ax.set_ylabel("TFLOP/s per GPU")
-    ax.set_ylim(0, max(max(r["model"] for r in rows), max(r["measured"] for r in ptdp)) * 1.15)
-    ax.set_title("GPT-3 175B with ZeRO-3 alone: the model vs measurement", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
-    return ax
+    return views.draw_zero3_ladder(ax, rows, ptdp)
 
 
 # ---------------------------------------------------------------- tables
@@ -501,51 +434,49 @@ _cached_estimate = lru_cache(maxsize=256)(lambda *args: dp_estimate(*args))
 _cached_curve = lru_cache(maxsize=32)(lambda *args: scaling_curve(*args))
 
 
+@dataclasses.dataclass(frozen=True)
+class ScalingView:
+    """What the scaling explorer shows: weak scaling over SCALING_GPUS (seconds, efficiency in (0, 1])
+    and, at the chosen GPU count, memory per GPU in GB per ZeRO stage (rows) and part (columns:
+    weights, gradients, optimizer, activations)."""
+    model: str
+    zero: int
+    gpus: np.ndarray
+    compute_s: np.ndarray
+    exposed_s: np.ndarray
+    comm_s: np.ndarray
+    step_s: np.ndarray
+    efficiency: np.ndarray
+    selected: int            # index of the chosen GPU count in ``gpus``
+    selected_gpus: int
+    gpus_per_node: int
+    memory_gb: np.ndarray    # shape (4, 4)
+    usable_gb: float
+
+
+@lru_cache(maxsize=64)
+def scaling_view(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap) -> ScalingView:
+    """The explorer's model result at these slider values (cached: the plot and readout share it)."""
+    nic_gbit_s = units.bytes_to_bits(link_gb_s)
+    curve = _cached_curve(model, nic_gbit_s, zero, seqs_per_gpu, overlap)
+    est = [_cached_estimate(model, gpus, nic_gbit_s, z, seqs_per_gpu, overlap) for z in range(4)]
+    memory = np.array([[e.memory[part] for part in views.MEMORY_PARTS] for e in est]) / units.GB
+    return ScalingView(model=curve["model"], zero=zero, gpus=curve["gpus"], compute_s=curve["compute_s"],
+                       exposed_s=curve["exposed_s"], comm_s=curve["comm_s"], step_s=curve["step_s"],
+                       efficiency=curve["efficiency"], selected=list(curve["gpus"]).index(gpus), selected_gpus=gpus,
+                       gpus_per_node=hardware.system(BASE_SYSTEM).gpus_per_node, memory_gb=memory,
+                       usable_gb=est[0].memory["usable"] / units.GB)
+
+
 def _axes(fig):
     """Step time (with its efficiency twin) and memory side by side."""
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1], "wspace": 0.35})
     return [ax1, ax2, ax1.twinx()]
 
 
-def _draw(axes, model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
-    ax1, ax2, twin = axes
-    curve = _cached_curve(model, units.bytes_to_bits(link_gb_s), zero, seqs_per_gpu, overlap)
-    x = np.log2(curve["gpus"])
-    ax1.bar(x, curve["compute_s"], color="tab:blue", width=0.7, label="compute")
-    ax1.bar(x, curve["exposed_s"], bottom=curve["compute_s"], color="tab:red", width=0.7, label="exposed DP comm")
-    ax1.plot(x, curve["comm_s"], "_", color="black", ms=14, mew=2, label="DP comm if nothing hidden")
-    top = 1.55 * max(curve["step_s"].max(), curve["comm_s"].max())
-    ax1.set_ylim(0, top)
-    boundary = np.log2(hardware.system(BASE_SYSTEM).gpus_per_node) + 0.5
-    ax1.axvline(boundary, color="0.4", ls=":", lw=1)
-    ax1.text(boundary + 0.05, top * 0.66, "node\nboundary", fontsize=7, color="0.3", va="bottom")
-    sel = int(np.log2(gpus))
-    ax1.bar([sel], [curve["step_s"][list(curve["gpus"]).index(gpus)]], width=0.8, fill=False, edgecolor="black", lw=1.5)
-    ax1.set_xticks(x, [str(g) for g in curve["gpus"]], fontsize=7)
-    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)")
-    ax1.set_ylabel("step time, s")
-    twin.plot(x, 100 * curve["efficiency"], "o-", color="tab:green", ms=4, label="scaling efficiency")
-    twin.set_ylim(0, 155)
-    twin.set_yticks([0, 20, 40, 60, 80, 100])
-    handles = ax1.get_legend_handles_labels()
-    extra = twin.get_legend_handles_labels()
-    ax1.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left", ncol=2)
-    twin.set_ylabel("scaling efficiency, %", color="tab:green")
-    ax1.set_title(f"{curve['model']}, ZeRO-{zero}: step time and efficiency", fontsize=9)
-    est = [_cached_estimate(model, gpus, units.bytes_to_bits(link_gb_s), z, seqs_per_gpu, overlap) for z in range(4)]
-    colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple", "activations": "tab:gray"}
-    bottom = np.zeros(4)
-    for part, colour in colours.items():
-        vals = np.array([e.memory[part] for e in est]) / units.GB
-        ax2.bar(range(4), vals, bottom=bottom, color=colour, label=part)
-        bottom += vals
-    ax2.bar([zero], [bottom[zero]], fill=False, edgecolor="black", lw=1.5)
-    ax2.axhline(est[0].memory["usable"] / units.GB, color="black", ls="--", lw=1, label="usable memory")
-    ax2.set_xticks(range(4), ["Z0", "Z1", "Z2", "Z3"])
-    ax2.set_ylabel("memory per GPU, GB")
-    ax2.set_ylim(0, max(bottom.max(), est[0].memory["usable"] / units.GB) * 1.1)
-    ax2.set_title(f"memory per GPU at {gpus} GPUs", fontsize=9)
-    ax2.legend(fontsize=6, loc="upper right")
+def _draw(axes, **values):
+    update = views.draw_scaling(axes, scaling_view(**values))
+    return lambda **v: update(scaling_view(**v))
 
 
 def _readout(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):

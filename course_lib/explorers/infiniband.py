@@ -10,13 +10,14 @@ measurements in ``data/published_multinode.json``.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
 
 from .. import costmodel, datafiles, evidence, hardware, topology, units, validate
+from ..views import infiniband as views
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 IB_GENERATIONS = ("ib-edr", "ib-hdr", "ib-ndr", "ib-xdr")
@@ -397,22 +398,7 @@ def plot_model_vs_measured(ax=None, rows=None):
     rows = model_vs_measured() if rows is None else rows
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.2))
-    y = np.arange(len(rows))
-    lo = np.array([r["measured_low"] for r in rows]) / units.GB
-    hi = np.array([r["measured_high"] for r in rows]) / units.GB
-    ax.barh(y, np.maximum(hi - lo, 2), left=np.where(hi - lo < 2, lo - 1, lo), height=0.5, color="0.6",
-            label="measured (stated range)")
-    for key, marker, colour, name in (("textbook_busbw", "o", "tab:red", "textbook two-level (spec)"),
-                                      ("ring_busbw", "s", "tab:blue", "pipelined ring (spec)"),
-                                      ("model_busbw", "D", "tab:green", "course model (stated algorithm, achievable)")):
-        ax.plot([r[key] / units.GB for r in rows], y, marker, color=colour, label=name, ms=6)
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("all-reduce busbw, GB/s (per direction, nccl-tests definition)")
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("Multi-node all-reduce: published measurements vs models")
-    return ax
+    return views.draw_model_vs_measured(ax, rows)
 
 
 def plot_transports(ax=None):
@@ -421,20 +407,7 @@ def plot_transports(ax=None):
     rows = transports_table()
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 3.2))
-    colours = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:red"}
-    y = np.arange(len(rows))
-    lo = np.array([r["efficiency_low"] for r in rows]) * 100
-    hi = np.array([r["efficiency_high"] for r in rows]) * 100
-    ax.barh(y, hi, color=[colours[r["kind"]] for r in rows], alpha=0.35)
-    ax.barh(y, lo, color=[colours[r["kind"]] for r in rows])
-    ax.set_yticks(y, [f"{r['transport']} ({r['line_gbit_s']:g} Gb/s)" for r in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 105)
-    ax.set_xlabel("NCCL bandwidth per NIC, % of line rate (per direction)")
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("RDMA (InfiniBand, RoCE) vs TCP sockets\n(dark: low end of the stated range; light: high end)",
-                 fontsize=10)
-    return ax
+    return views.draw_transports(ax, rows)
 
 
 def draw_rails(system="dgx-h100", nodes=2, ax=None):
@@ -449,34 +422,42 @@ def _config(gpus_per_node, nics_per_node, nic_gbit_s, nvlink_gb_s):
                                                nic_gbit_s=nic_gbit_s, gpu_link_gb_s=nvlink_gb_s)
 
 
-def _draw(ax, nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_gb, achievable):
+@dataclasses.dataclass(frozen=True)
+class CliffView:
+    """What the cliff explorer shows: all-reduce busbw in GB/s per direction against GPUs in the job
+    (one node: ``intra_*``; across nodes: ``gpus``), the NVLink and NIC bounds, and your job's point."""
+    nbytes: float
+    nodes: int
+    gpus_per_node: int
+    intra_gpus: np.ndarray
+    intra_busbw_gb_s: np.ndarray
+    gpus: np.ndarray
+    hierarchical_busbw_gb_s: np.ndarray
+    ring_busbw_gb_s: np.ndarray
+    nvlink_gb_s: float
+    injection_gb_s: float     # all NICs of one node
+    busbw_gb_s: float         # your job, two-level
+    time_s: float
+
+
+@lru_cache(maxsize=64)
+def cliff_view(nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_gb, achievable) -> CliffView:
+    """The explorer's model result at these slider values (cached: one computation per event)."""
     sys_ = _config(gpus_per_node, nics_per_node, nic_gbit_s, nvlink_gb_s)
     n = size_gb * units.GB
     curve = scaling_curve(n, sys_, max_nodes=max(64, nodes), achievable=achievable)
-    g = gpus_per_node
-    if g > 1:
-        ax.plot(curve["intra_gpus"], curve["intra_busbw"] / units.GB, "o-", color="tab:green",
-                label="inside one node (ring over NVLink)")
-    ax.plot(curve["gpus"], curve["hierarchical_busbw"] / units.GB, "o-", color="tab:red",
-            label="across nodes: textbook two-level")
-    ax.plot(curve["gpus"], curve["ring_busbw"] / units.GB, "s--", color="tab:blue", ms=4,
-            label="across nodes: pipelined rings (NCCL-like)")
-    ax.axvline(g, color="0.4", ls=":", lw=1)
-    ax.text(g, ax.get_ylim()[1] * 0.02 if ax.get_ylim()[1] > 0 else 0, " node boundary", fontsize=7, color="0.3")
-    ax.axhline(nvlink_gb_s, color="tab:green", ls=":", lw=1)
-    ax.axhline(node_injection(sys_) / units.GB, color="tab:blue", ls=":", lw=1)
     phases = hierarchical_phases(n, nodes, sys_, achievable)
-    ax.plot(nodes * g, phases["busbw"] / units.GB, "D", color="black", ms=9, zorder=5,
-            label=f"your job: {nodes} x {g} GPUs, {units.format_time(phases['time_s'])}")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("GPUs in the job")
-    ax.set_ylabel("busbw, GB/s per direction")
-    ax.set_title(f"All-reduce of {units.format_bytes(n)}: NVLink {nvlink_gb_s:.3g} GB/s per GPU (dotted green), "
-                 f"NICs {node_injection(sys_) / units.GB:.3g} GB/s per node (dotted blue)", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    return CliffView(nbytes=n, nodes=nodes, gpus_per_node=gpus_per_node, intra_gpus=curve["intra_gpus"],
+                     intra_busbw_gb_s=curve["intra_busbw"] / units.GB, gpus=curve["gpus"],
+                     hierarchical_busbw_gb_s=curve["hierarchical_busbw"] / units.GB,
+                     ring_busbw_gb_s=curve["ring_busbw"] / units.GB, nvlink_gb_s=nvlink_gb_s,
+                     injection_gb_s=node_injection(sys_) / units.GB, busbw_gb_s=phases["busbw"] / units.GB,
+                     time_s=phases["time_s"])
+
+
+def _draw(ax, **values):
+    update = views.draw_cliff(ax, cliff_view(**values))
+    return lambda **v: update(cliff_view(**v))
 
 
 def _readout(nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_gb, achievable):
@@ -536,44 +517,16 @@ def validation_failure_plot(rows=None, role="test"):
     rows = costmodel.validation_table() if rows is None else rows
     role = validate.choice("role", role, ("fit", "test", "all"))
     chosen = [r for r in rows if role == "all" or r["role"] == role]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
-    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
-    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
-    ax.axhline(1.0, color="0.3", lw=0.8)
-    for (name, lo, hi), colour, marker in zip(costmodel.SCALE_REGIMES, ("tab:blue", "tab:orange", "tab:red", "k"),
-                                              ("o", "s", "^", "D")):
-        rs = [r for r in chosen if r["scale_regime"] == name]
-        if rs:
-            ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
-                       label=f"{name} ({len(rs)})", alpha=0.8)
+    by_regime = [(name, [r for r in chosen if r["scale_regime"] == name]) for name, _, _ in costmodel.SCALE_REGIMES]
     worst = sorted(chosen, key=lambda r: -abs(np.log(r["ratio"])))[:4]
-    for r in worst:
-        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_ylim(0.12, 6)
-    ticks = [2.0**k for k in range(0, 35, 5)]
-    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("all-reduce size (nccl-tests size column)")
-    ax.set_ylabel("predicted / measured busbw")
-    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
     sweeps: dict = {}
     for r in rows:
         if r.get("sweep"):
             sweeps.setdefault(r["sweep"], []).append(r)
-    for i, (name, rs) in enumerate(sorted((k, v) for k, v in sweeps.items() if len({x["nodes"] for x in v}) > 1)):
-        rs = sorted(rs, key=lambda r: r["nodes"])
-        x = [r["nodes"] for r in rs]
-        ax2.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
-        ax2.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
-    ax2.set_xlabel("nodes")
-    ax2.set_ylabel("busbw, GB/s per direction")
-    ax2.set_yscale("log")
-    ax2.set_title("node-count sweeps", fontsize=9)
-    ax2.legend(fontsize=6, loc="lower left")
-    ax2.grid(True, alpha=0.3)
+    sweeps = [(name, sorted(rs, key=lambda r: r["nodes"]))
+              for name, rs in sorted(sweeps.items()) if len({x["nodes"] for x in rs}) > 1]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    views.draw_validation_ratios(ax, by_regime, worst, role)
+    views.draw_node_sweeps(ax2, sweeps)
     fig.tight_layout()
     return fig
-

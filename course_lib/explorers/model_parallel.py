@@ -5,8 +5,8 @@ Every number of step time, memory and traffic comes from :func:`course_lib.paral
 
 * tensor parallelism: bytes of one all-reduce, a back-of-envelope communication / compute ratio,
   and a scan over the TP degree that crosses the NVLink domain;
-* pipeline parallelism: a small event simulator of GPipe, 1F1B and interleaved 1F1B schedules
-  (it measures the bubble that the formula ``(p-1)/(v m)`` predicts) and a timeline drawing;
+* pipeline parallelism: GPipe, 1F1B and interleaved 1F1B schedules simulated by
+  :mod:`course_lib.pipeline_schedules` (the bubble measured against ``(p-1)/(v m)``), the time of a stage;
 * 3D parallelism: Megatron-LM's rank order, which link each group uses, the traffic of a step;
 * the explorers (a TP x PP grid for a cluster, and pipeline schedules) and the comparison with
   published results from ``parallel.validation_table``.
@@ -18,13 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import numpy as np
-
 from .. import costmodel, datafiles, hardware, parallel, style, units, validate
+from ..pipeline_schedules import SCHEDULES, Op, Schedule, pipeline_schedule, stage_timing  # noqa: F401
 from ..views import model_parallel as views
-from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from ..widgets import explorer, gpu_count_slider, link_speed_slider, show_html
 
-SCHEDULES = ("gpipe", "1f1b")
 POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64)
 GRID_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 GRID_MODELS = ("gpt3-175b", "llama3-70b", "megatron-1008b")
@@ -194,147 +192,7 @@ def sequence_parallel_comparison(model_id="gpt3-175b", system="dgx-a100", tp=8, 
 
 
 # ---------------------------------------------------------------- pipeline schedules
-
-@dataclass(frozen=True)
-class Op:
-    """One forward (F) or backward (B) pass of one micro-batch on one model chunk of one device; times in seconds."""
-
-    device: int
-    chunk: int
-    micro_batch: int
-    kind: str
-    start: float
-    end: float
-
-
-@dataclass
-class Schedule:
-    """A simulated pipeline schedule: the ops, the time it takes and the bubble it leaves."""
-
-    name: str
-    stages: int
-    micro_batches: int
-    interleave: int
-    forward_time: float
-    backward_time: float
-    send_time: float
-    ops: list = field(repr=False)
-    makespan: float = 0.0
-    peak_in_flight: list = field(default_factory=list)  # per device, in micro-batches of its activations
-    sends: int = 0                                        # activation + gradient sends between devices
-
-    @property
-    def ideal(self) -> float:
-        """Time without any bubble: every device busy with m forward and m backward passes."""
-        return self.micro_batches * (self.forward_time + self.backward_time)
-
-    @property
-    def bubble_fraction(self) -> float:
-        """Measured idle time / ideal time (the convention of (p-1)/m)."""
-        return self.makespan / self.ideal - 1.0
-
-    @property
-    def formula(self) -> float:
-        """(p-1)/(v m): the bubble fraction the formula predicts."""
-        return (self.stages - 1) / (self.interleave * self.micro_batches)
-
-
-def _orders(p, m, v, schedule):
-    """Each device's op order: (kind, chunk, micro_batch)."""
-    orders = []
-    for d in range(p):
-        if schedule == "gpipe":
-            orders.append([("F", 0, j) for j in range(m)] + [("B", 0, j) for j in range(m)])
-            continue
-        if v == 1:  # 1F1B (PipeDream-Flush): warm up with p-d-1 forwards, then alternate, then drain
-            w = min(p - d - 1, m)
-            ops = [("F", 0, j) for j in range(w)]
-            for k in range(m - w):
-                ops += [("F", 0, w + k), ("B", 0, k)]
-            orders.append(ops + [("B", 0, k) for k in range(m - w, m)])
-            continue
-        # interleaved 1F1B (Megatron-LM): micro-batches in groups of p, chunk by chunk
-        total = m * v
-
-        def step(k, forward):
-            group, within = divmod(k, p * v)
-            chunk = within // p
-            return ("F" if forward else "B", chunk if forward else v - 1 - chunk, group * p + k % p)
-
-        w = min(2 * (p - d - 1) + (v - 1) * p, total)
-        ops = [step(k, True) for k in range(w)]
-        for k in range(total - w):
-            ops += [step(w + k, True), step(k, False)]
-        orders.append(ops + [step(k, False) for k in range(total - w, total)])
-    return orders
-
-
-def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forward_time=1.0, backward_time=2.0,
-                      send_time=0.0) -> Schedule:
-    """Simulate a pipeline schedule and measure its bubble.
-
-    stages p (devices), micro_batches m, schedule ``gpipe`` or ``1f1b`` (with ``interleave`` v > 1:
-    Megatron's interleaved 1F1B, v model chunks per device, m a multiple of p). forward_time and
-    backward_time: seconds of one micro-batch on one stage (all of its chunks); send_time: seconds
-    added whenever an activation or gradient moves to another device. Each device runs its ops in
-    order; an op starts when its device is free and its input has arrived.
-    """
-    p = validate.integer("stages", stages, low=1, high=256)
-    m = validate.integer("micro_batches", micro_batches, low=1, high=4096)
-    schedule = validate.choice("schedule", schedule, SCHEDULES)
-    v = validate.integer("interleave", interleave, low=1, high=16)
-    tf = validate.positive("forward_time", forward_time)
-    tb = validate.positive("backward_time", backward_time)
-    ts = validate.non_negative("send_time", send_time)
-    if v > 1 and schedule == "gpipe":
-        raise ValueError("interleave must be 1 with schedule 'gpipe' (interleaving is a 1F1B schedule)")
-    if v > 1 and (p == 1 or m % p):
-        raise ValueError(f"micro_batches must be a multiple of stages ({p}) for the interleaved schedule, got {m}")
-    if p * m * v > 40_000:
-        raise ValueError(f"stages x micro_batches x interleave must be <= 40000 to simulate, got {p * m * v}")
-    orders = _orders(p, m, v, schedule)
-    last = p * v - 1
-    end, ops, sends = {}, [], 0
-    ptr, free = [0] * p, [0.0] * p
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for d in range(p):
-            while ptr[d] < len(orders[d]):
-                kind, c, j = orders[d][ptr[d]]
-                vs = c * p + d                      # virtual stage: chunk c of device d
-                if kind == "F":
-                    dep = ("F", vs - 1, j) if vs > 0 else None
-                else:
-                    dep = ("B", vs + 1, j) if vs < last else ("F", vs, j)
-                if dep is not None and dep not in end:
-                    break
-                ready = 0.0
-                if dep is not None:
-                    remote = dep[1] % p != d
-                    ready = end[dep] + (ts if remote else 0.0)
-                    sends += remote
-                start = max(free[d], ready)
-                stop = start + (tf if kind == "F" else tb) / v
-                end[(kind, vs, j)] = stop
-                free[d] = stop
-                ops.append(Op(d, c, j, kind, start, stop))
-                ptr[d] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:  # pragma: no cover - the orders above never deadlock
-            raise RuntimeError("the schedule deadlocked")
-    peaks = []
-    for order in orders:
-        live = peak = 0.0
-        for kind, _, _ in order:
-            live += (1 if kind == "F" else -1) / v
-            peak = max(peak, live)
-        peaks.append(peak)
-    name = "GPipe" if schedule == "gpipe" else ("1F1B" if v == 1 else f"interleaved 1F1B (v={v})")
-    return Schedule(name=name, stages=p, micro_batches=m, interleave=v, forward_time=tf, backward_time=tb,
-                    send_time=ts, ops=ops, makespan=max(o.end for o in ops), peak_in_flight=peaks, sends=sends)
-
+# The simulator and stage_timing live in course_lib.pipeline_schedules (a model module), re-exported here.
 
 def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
     """Draw a schedule as a timeline: one row per device, forward passes blue, backward orange, idle white."""
@@ -356,32 +214,9 @@ def compare_schedules(stages=4, micro_batches=8, interleave=2):
     scheds = [pipeline_schedule(p, m, "gpipe"), pipeline_schedule(p, m, "1f1b"),
               pipeline_schedule(p, m, "1f1b", interleave=v)]
     fig, axes = plt.subplots(3, 1, figsize=(11, 1.2 + 1.25 * p), sharex=True)
-    for ax, s in zip(axes, scheds):
-        draw_schedule(s, ax=ax, unit_label="time (one forward pass of a stage = 1, backward = 2)")
-        ax.set_xlim(0, max(x.makespan for x in scheds) * 1.01)
+    views.draw_schedules(axes, scheds, "time (one forward pass of a stage = 1, backward = 2)")
     fig.tight_layout()
     return fig
-
-
-def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_batch=1) -> dict:
-    """Seconds of one micro-batch's forward and backward pass on one pipeline stage, and one send between stages.
-
-    From ``parallel.estimate`` with no recomputation (backward = 2 x forward) and one pipeline of
-    ``stages`` stages of ``tp`` GPUs: forward_s, backward_s, send_bytes (per GPU, after the scatter/gather
-    optimisation when the send crosses nodes), link (where sends go), link_bandwidth (bytes/s per direction).
-    """
-    m = _model(model_id)
-    sys_ = hardware.resolve_system(system)
-    p = validate.integer("stages", stages, low=2, high=m.layers)
-    t = validate.integer("tp", tp, low=1, high=m.heads)
-    e = parallel.estimate(m, sys_, gpus=t * p, tp=t, pp=p, global_batch=p * micro_batch, micro_batch=micro_batch,
-                          recompute="none")
-    t_mb = e.compute_s / e.micro_batches
-    send = next(tr for tr in e.traffic if tr.kind.startswith("pipeline"))
-    link = parallel.group_link(sys_, p, t)
-    bw = parallel.pair_bandwidth(sys_, link)
-    return {"forward_s": t_mb / 3, "backward_s": 2 * t_mb / 3, "send_bytes": send.bytes_per_call, "link": send.link,
-            "crosses_nodes": send.crosses_nodes, "link_bandwidth": bw, "gpus": e.gpus}
 
 
 # ---------------------------------------------------------------- ranks and links
@@ -469,23 +304,14 @@ def sent_by_link(est) -> dict:
 
 def show_traffic(est):
     """Table of one step's traffic per GPU: what, how often, how big, over which link, how long."""
-    show_html(html_table(traffic_rows(est), {
-        "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
-        "link": lambda r: r["link"] + (" (across nodes)" if r["crosses_nodes"] else " (inside the node)"),
-        "calls per step": lambda r: f"{r['calls']:,}", "bytes per call": lambda r: units.format_bytes(r["bytes_per_call"]),
-        "sent per GPU per step": lambda r: units.format_bytes(r["sent_per_gpu"]),
-        "time": lambda r: units.format_time(r["time_s"]), "exposed": lambda r: units.format_time(r["exposed_s"])}))
+    show_html(views.traffic_table(traffic_rows(est)))
 
 
 def show_plan(plan_, top=6):
     """Table of the planner's best layouts."""
     if not isinstance(plan_, parallel.Plan):
         raise ValueError(f"plan_ must be a parallel.Plan, got {type(plan_).__name__}")
-    show_html(html_table(plan_.table(top), {
-        "#": lambda r: r["rank"], "layout": lambda r: r["layout"], "micro-batch": lambda r: r["micro_batch"],
-        "ZeRO": lambda r: r["zero"], "recompute": lambda r: r["recompute"],
-        "step": lambda r: units.format_time(r["step_time_s"]), "TFLOP/s per GPU": lambda r: f"{r['tflops_per_gpu']:.0f}",
-        "MFU": lambda r: f"{r['mfu']:.1%}", "memory GB": lambda r: f"{r['memory_gb']:.1f}"}))
+    show_html(views.plan_table(plan_.table(top)))
 
 
 # ---------------------------------------------------------------- the TP x PP grid
@@ -539,7 +365,7 @@ def best_fitting(grid) -> parallel.Estimate | None:
     return max(fitting, key=lambda e: e.mfu) if fitting else None
 
 
-@lru_cache(maxsize=32)  # the plot and the readout of one slider event share one grid
+@lru_cache(maxsize=32)  # one grid per cluster and batch: moving TP or PP only picks another cell
 def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode):
     rc, sp = RECOMPUTE_CHOICES[recompute_mode]
     m = _model(model_id)
@@ -549,23 +375,38 @@ def _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, re
     return layout_grid(m, sys_, gpus, micro_batches, rc, sp, tps, pps)
 
 
-def _grid_axes(fig):
-    """The layout heat map on the left; the selected layout's time and memory bars on the right."""
-    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
-    right = outer[1].subgridspec(2, 1, hspace=1.5)
-    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
+@dataclass(frozen=True)
+class LayoutChoice:
+    """What the layout explorer shows: the grid of a cluster, its best fitting layout and the selected one
+    (``selected`` None where TP x PP is impossible)."""
+
+    grid: dict = field(repr=False)
+    best: parallel.Estimate | None
+    selected: parallel.Estimate | None
+    tp: int
+    pp: int
 
 
-def _grid_draw(axes, model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    heat, top, bottom = axes
+@lru_cache(maxsize=64)  # the plot and the readout of one slider event share one result
+def layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches,
+                  recompute_mode) -> LayoutChoice:
+    """The layout explorer's model: ``layout_grid`` of the cluster (links as given), its best, the (tp, pp) cell."""
     grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
-    views.draw_grid(heat, {**grid, "best": best_fitting(grid)}, tp, pp)
-    views.draw_selected(top, bottom, grid["cells"].get((tp, pp)))
+    return LayoutChoice(grid, best_fitting(grid), grid["cells"].get((tp, pp)), tp, pp)
+
+
+def _grid_draw(axes, **values):
+    view = views.LayoutView(*axes)
+
+    def update(**values):
+        view.update(layout_choice(**values))
+    update(**values)
+    return update
 
 
 def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode):
-    grid = _grid_for(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, micro_batches, recompute_mode)
-    e = grid["cells"].get((tp, pp))
+    choice = layout_choice(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro_batches, recompute_mode)
+    grid, e, best = choice.grid, choice.selected, choice.best
     links = (f"NIC {nic_gbit_s:.3g} Gb/s = {nic_gbit_s / 8:.3g} GB/s per direction (one per GPU), "
              f"NVLink {nvlink_gb_s:.3g} GB/s per direction per GPU")
     if e is None:
@@ -579,12 +420,18 @@ def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro
                 f"memory {e.memory['total'] / units.GB:.1f} of {e.memory['usable'] / units.GB:.0f} GB usable: "
                 f"<b>{'fits' if e.fits else 'does not fit'}</b>; {e.tflops_per_gpu:.0f} TFLOP/s per GPU, "
                 f"MFU {e.mfu:.1%}.")
-    best = best_fitting(grid)
     if best is not None:
         text += f" Best fitting layout in the grid: {best.layout} (MFU {best.mfu:.1%})."
     else:
         text += " No layout of the grid fits in memory."
     return f"{text} Links: {links}."
+
+
+def _catalog_links(system_id) -> dict:
+    """A catalog system's NIC (Gb/s) and NVLink (GB/s) rates per direction: the link sliders follow the system."""
+    s = hardware.system(system_id)
+    return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
+            "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
 
 def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp=16, micro_batches=192,
@@ -606,9 +453,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     if micro_batches not in MICRO_BATCH_COUNTS:
         raise ValueError(f"micro_batches must be one of {MICRO_BATCH_COUNTS}, got {micro_batches!r}")
     recompute_mode = validate.choice("recompute_mode", recompute_mode, RECOMPUTE_CHOICES)
-    sys_ = hardware.system(system)
-    nic = units.bytes_to_bits(sys_.nic.per_direction) / 1e9
-    nvl = sys_.gpu_link.per_direction / units.GB
+    links = _catalog_links(system)
     style = {"description_width": "initial"}
     controls = {
         "model_id": w.Dropdown(options=[(parallel.model(i).name, i) for i in GRID_MODELS], value=model_id,
@@ -616,8 +461,10 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
         "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in GRID_SYSTEMS], value=system,
                              description="system", style=style, layout={"width": "480px"}),
         "gpus": gpu_count_slider(gpus, options=GRID_GPU_COUNTS),
-        "nic_gbit_s": link_speed_slider(nic, low=10, high=1600, description="NIC Gb/s per direction (one per GPU)"),
-        "nvlink_gb_s": link_speed_slider(nvl, low=10, high=2000, description="NVLink GB/s per direction per GPU"),
+        "nic_gbit_s": link_speed_slider(links["nic_gbit_s"], low=10, high=1600,
+                                        description="NIC Gb/s per direction (one per GPU)"),
+        "nvlink_gb_s": link_speed_slider(links["nvlink_gb_s"], low=10, high=2000,
+                                         description="NVLink GB/s per direction per GPU"),
         "tp": w.SelectionSlider(options=POWERS_OF_TWO, value=tp, description="TP", continuous_update=False, style=style),
         "pp": w.SelectionSlider(options=POWERS_OF_TWO, value=pp, description="PP", continuous_update=False, style=style),
         "micro_batches": w.SelectionSlider(options=MICRO_BATCH_COUNTS, value=micro_batches,
@@ -627,42 +474,54 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
                                      description="activations", style=style, layout={"width": "480px"}),
     }
 
-    def reset_links(system_id):  # a new system brings its catalog links (one redraw)
-        s = hardware.system(system_id)
-        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
-                "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
-
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0), axes=_grid_axes, follow={"system": reset_links})
+                    figsize=(11.5, 5.0), axes=views.layout_axes, follow={"system": _catalog_links})
 
 
 # ---------------------------------------------------------------- the schedule explorer
 
-def _schedule_draw(ax, stages, micro_batches, interleave, schedule, link_gb_s, model_id="gpt3-175b",
-                   system="dgx-a100"):
+@dataclass(frozen=True)
+class ScheduleChoice:
+    """What the schedule explorer shows: GPT-3 175B stage times (``stage_timing``), one send's seconds and
+    the simulated schedule (None where interleaving is impossible: GPipe, or m not a multiple of p)."""
+
+    timing: dict
+    send_s: float
+    schedule: Schedule | None
+
+
+@lru_cache(maxsize=64)  # the plot and the readout of one slider event share one simulation
+def schedule_choice(stages, micro_batches, interleave, schedule, link_gb_s, model_id="gpt3-175b",
+                    system="dgx-a100") -> ScheduleChoice:
+    """The schedule explorer's model: stage timing, send time over ``link_gb_s`` and the simulated schedule."""
     timing = stage_timing(model_id, system, stages)
+    send = timing["send_bytes"] / (validate.positive("link_gb_s", link_gb_s) * units.GB)
     if interleave > 1 and (schedule == "gpipe" or micro_batches % stages):
+        return ScheduleChoice(timing, send, None)
+    return ScheduleChoice(timing, send, pipeline_schedule(stages, micro_batches, schedule, interleave,
+                                                          timing["forward_s"], timing["backward_s"], send))
+
+
+def _schedule_draw(ax, **values):
+    s = schedule_choice(**values).schedule
+    if s is None:
         ax.text(0.5, 0.5, "interleaving needs the 1F1B schedule and m a multiple of p", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_axis_off()
         return
-    send = timing["send_bytes"] / (link_gb_s * units.GB)
-    s = pipeline_schedule(stages, micro_batches, schedule, interleave, timing["forward_s"], timing["backward_s"], send)
-    draw_schedule(s, ax=ax, time_unit=1e-3, unit_label="milliseconds")
+    views.draw_schedule(ax, s, 1e-3, "milliseconds")
 
 
-def _schedule_readout(stages, micro_batches, interleave, schedule, link_gb_s, model_id="gpt3-175b",
-                      system="dgx-a100"):
-    timing = stage_timing(model_id, system, stages)
-    if interleave > 1 and (schedule == "gpipe" or micro_batches % stages):
+def _schedule_readout(stages, micro_batches, interleave, schedule, link_gb_s):
+    c = schedule_choice(stages, micro_batches, interleave, schedule, link_gb_s)
+    s, timing = c.schedule, c.timing
+    if s is None:
         return "Interleaving needs the 1F1B schedule and a number of micro-batches that is a multiple of the stages."
-    send = timing["send_bytes"] / (link_gb_s * units.GB)
-    s = pipeline_schedule(stages, micro_batches, schedule, interleave, timing["forward_s"], timing["backward_s"], send)
     return (f"{s.name}, {stages} stages x TP 8 = {timing['gpus']} GPUs, m = {micro_batches}: step "
             f"<b>{units.format_time(s.makespan)}</b> vs {units.format_time(s.ideal)} without a bubble; bubble "
             f"<b>{s.bubble_fraction:.3f}</b> (formula (p-1)/(v m) = {s.formula:.3f}); {s.sends} sends of "
             f"{units.format_bytes(timing['send_bytes'])} at {link_gb_s:.3g} GB/s per direction = "
-            f"{units.format_time(send)} each; GPU 0 holds {s.peak_in_flight[0]:.3g} micro-batches of activations.")
+            f"{units.format_time(c.send_s)} each; GPU 0 holds {s.peak_in_flight[0]:.3g} micro-batches of activations.")
 
 
 def schedule_explorer(stages=4, micro_batches=8, interleave=1, schedule="1f1b", link_gb_s=25.0):
@@ -709,11 +568,7 @@ def validation_rows(include_zero3=False) -> list[dict]:
 
 def show_validation(rows=None):
     """Table: predicted vs measured TFLOP/s per GPU, with the source of each measurement."""
-    rows = validation_rows() if rows is None else rows
-    show_html(html_table(rows, {
-        "case": lambda r: r["id"], "configuration": lambda r: r["config"],
-        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
-        "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]}))
+    show_html(views.validation_table(validation_rows() if rows is None else rows))
 
 
 def plot_validation(rows=None, ax=None):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import hardware, parallel, units, validate
-from ..widgets import explorer
+from ..widgets import clear_artists, explorer
 
 EP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 EXPERT_COUNTS = (8, 16, 32, 64, 128, 256)
@@ -76,22 +76,78 @@ def ep_scan(model_="deepseek-v3", system="dgx-h100", degrees=EP_DEGREES, **kw) -
     return [ep_layer_costs(m, system, ep=e, **kw) for e in degrees if e <= m.experts and m.experts % e == 0]
 
 
-def _ep_draw(ax, experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
+@dataclasses.dataclass(frozen=True)
+class BarPairs:
+    """One explorer frame: per degree (``labels``), communication (left bar, its colour) against compute
+    (right bar), in the plot's unit; ``chosen``: index of the chosen degree (None: not among them)."""
+    labels: tuple
+    comm: tuple
+    comm_colours: tuple
+    compute: tuple
+    chosen: int | None
+    title: str
+
+
+def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=False):
+    """Draw ``frame``; returns ``update(frame)``, which moves the same bars (redrawn only when the
+    number of degrees changes)."""
+    state = {}
+
+    def build(frame):
+        x = range(len(frame.labels))
+        state["comm"] = ax.bar([i - 0.2 for i in x], frame.comm, 0.4, label=comm_label, color=list(frame.comm_colours))
+        state["compute"] = ax.bar([i + 0.2 for i in x], frame.compute, 0.4, label=compute_label, color="#4c72b0")
+        if log:
+            ax.set_yscale("log")
+        ax.set_xticks(list(x), list(frame.labels))
+        state["span"] = ax.axvspan(-0.5, 0.5, color="#f0e442", alpha=0.25, zorder=0)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+        state["n"] = len(frame.labels)
+        state["labels"] = frame.labels
+
+    def update(frame):
+        if len(frame.labels) != state["n"]:
+            clear_artists(ax)
+            build(frame)
+        elif frame.labels != state["labels"]:
+            ax.set_xticks(list(range(len(frame.labels))), list(frame.labels))
+            state["labels"] = frame.labels
+        for bar, h, c in zip(state["comm"], frame.comm, frame.comm_colours):
+            bar.set_height(h)
+            bar.set_facecolor(c)
+        for bar, h in zip(state["compute"], frame.compute):
+            bar.set_height(h)
+        state["span"].set_visible(frame.chosen is not None)
+        if frame.chosen is not None:
+            state["span"].set_x(frame.chosen - 0.5)
+        ax.set_title(frame.title, fontsize=9)
+        ax.relim()
+        ax.set_autoscale_on(True)
+        ax.autoscale_view()
+
+    build(frame)
+    update(frame)
+    return update
+
+
+def ep_frame(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100") -> BarPairs:
+    """The EP explorer's frame: ms per MoE layer and micro-batch (forward) per EP degree."""
     m = moe_variant(base, experts, top_k)
     rows = ep_scan(m, system, imbalance=imbalance)
-    x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["a2a_s"] * 1e3 for r in rows], 0.4, label="dispatch all-to-all",
-           color=["#dd8452" if r["crosses_nodes"] else "#55a868" for r in rows])
-    ax.bar([i + 0.2 for i in x], [r["compute_s"] * 1e3 for r in rows], 0.4, label="routed experts' compute",
-           color="#4c72b0")
-    ax.set_xticks(list(x), [f"EP {r['ep']}" + ("\n(nodes)" if r["crosses_nodes"] else "") for r in rows])
-    for i, r in enumerate(rows):
-        if r["ep"] == ep:
-            ax.axvspan(i - 0.5, i + 0.5, color="#f0e442", alpha=0.25)
-    ax.set_ylabel("ms per MoE layer and micro-batch (forward)")
-    ax.set_title(f"{m.name}: {m.experts} experts, top-{m.top_k}, imbalance {imbalance:g} on {system}\n"
-                 "green: inside the NVLink domain, orange: across nodes (NIC share)", fontsize=9)
-    ax.legend(fontsize=8)
+    return BarPairs(labels=tuple(f"EP {r['ep']}" + ("\n(nodes)" if r["crosses_nodes"] else "") for r in rows),
+                    comm=tuple(r["a2a_s"] * 1e3 for r in rows),
+                    comm_colours=tuple("#dd8452" if r["crosses_nodes"] else "#55a868" for r in rows),
+                    compute=tuple(r["compute_s"] * 1e3 for r in rows),
+                    chosen=next((i for i, r in enumerate(rows) if r["ep"] == ep), None),
+                    title=f"{m.name}: {m.experts} experts, top-{m.top_k}, imbalance {imbalance:g} on {system}\n"
+                          "green: inside the NVLink domain, orange: across nodes (NIC share)")
+
+
+def _ep_draw(ax, experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
+    update = _draw_pairs(ax, ep_frame(experts, top_k, ep, imbalance, base, system), "dispatch all-to-all",
+                         "routed experts' compute", "ms per MoE layer and micro-batch (forward)")
+    return lambda **v: update(ep_frame(base=base, system=system, **v))
 
 
 def _ep_readout(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
@@ -119,7 +175,7 @@ def expert_parallel_explorer(experts=256, top_k=8, ep=8, imbalance=1.0, base="de
         "imbalance": w.SelectionSlider(options=IMBALANCE, value=imbalance, description="imbalance (busiest/mean)",
                                        continuous_update=False, style=style),
     }
-    draw = lambda ax, **v: _ep_draw(ax, base=base, system=system, **v)  # noqa: E731
+    draw = lambda ax, **v: _ep_draw(ax, base=base, system=system, **v)  # noqa: E731  (returns the updater)
     readout = lambda **v: _ep_readout(base=base, system=system, **v)  # noqa: E731
     return explorer(draw, controls, readout=readout, title="Expert parallelism: all-to-all vs expert compute")
 
@@ -140,21 +196,20 @@ def cp_scan(model_="llama3-8b", system="dgx-h100", seq_len=131072, degrees=CP_DE
     return rows
 
 
-def _cp_draw(ax, model_id, seq_len, cp, system="dgx-h100"):
+def cp_frame(model_id, seq_len, cp, system="dgx-h100") -> BarPairs:
+    """The CP explorer's frame: us per ring step and layer (forward) per CP degree."""
     rows = cp_scan(model_id, system, seq_len)
-    x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["transfer_step_s"] * 1e6 for r in rows], 0.4, label="K/V transfer per step",
-           color=["#dd8452" if "NVLink" not in r["link"] else "#55a868" for r in rows])
-    ax.bar([i + 0.2 for i in x], [r["compute_step_s"] * 1e6 for r in rows], 0.4, label="attention compute per step",
-           color="#4c72b0")
-    ax.set_yscale("log")
-    ax.set_xticks(list(x), [f"CP {r['cp']}" for r in rows])
-    for i, r in enumerate(rows):
-        if r["cp"] == cp:
-            ax.axvspan(i - 0.5, i + 0.5, color="#f0e442", alpha=0.25)
-    ax.set_ylabel("us per ring step, one layer (forward)")
-    ax.set_title(f"{model_id}, {seq_len:,} tokens on {system}: hidden while blue >= green/orange", fontsize=9)
-    ax.legend(fontsize=8)
+    return BarPairs(labels=tuple(f"CP {r['cp']}" for r in rows), comm=tuple(r["transfer_step_s"] * 1e6 for r in rows),
+                    comm_colours=tuple("#dd8452" if "NVLink" not in r["link"] else "#55a868" for r in rows),
+                    compute=tuple(r["compute_step_s"] * 1e6 for r in rows),
+                    chosen=next((i for i, r in enumerate(rows) if r["cp"] == cp), None),
+                    title=f"{model_id}, {seq_len:,} tokens on {system}: hidden while blue >= green/orange")
+
+
+def _cp_draw(ax, model_id, seq_len, cp, system="dgx-h100"):
+    update = _draw_pairs(ax, cp_frame(model_id, seq_len, cp, system), "K/V transfer per step",
+                         "attention compute per step", "us per ring step, one layer (forward)", log=True)
+    return lambda **v: update(cp_frame(system=system, **v))
 
 
 def _cp_readout(model_id, seq_len, cp, system="dgx-h100"):

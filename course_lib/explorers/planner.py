@@ -15,11 +15,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-from matplotlib.ticker import FuncFormatter
-
-from .. import datafiles, evidence, hardware, parallel, style, topology, units, validate
-from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
+from .. import datafiles, evidence, hardware, parallel, topology, units, validate
+from ..views import planner as views
+from ..widgets import explorer, gpu_count_slider, link_speed_slider, show_html
 
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_HOUR = 3600.0
@@ -33,7 +31,7 @@ SWEEP_GPUS = (256, 512, 1024, 2048, 4096, 8192)
 # A reduced search for the explorer: one planner run must stay well under a second on a laptop core.
 FAST_SEARCH = {"micro_batches": (1, 2), "zero_stages": (1,), "recompute_options": ("selective", "full"),
                "interleave_options": (1, 2), "max_tp": 16}
-BREAKDOWN_COLOURS = style.STEP_COLOURS   # the same colours as chapter 07's step-time split
+BREAKDOWN_COLOURS = views.BREAKDOWN_COLOURS   # the same colours as chapter 07's step-time split
 
 
 # ---------------------------------------------------------------- the brief
@@ -92,16 +90,7 @@ def show_brief(brief: Brief = BRIEF):
     """The brief as a table."""
     if not isinstance(brief, Brief):
         raise ValueError(f"brief must be a planner.Brief, got {brief!r}")
-    m = parallel.model(brief.model)
-    rows = [("model", f"{m.name} (catalog id '{brief.model}'), {m.params / 1e9:.1f} billion parameters, "
-                      f"{m.seq_len:,}-token sequences"),
-            ("data", f"{brief.tokens / 1e12:g} trillion tokens"),
-            ("global batch", f"{brief.global_batch:,} sequences = {brief.tokens_per_step / 1e6:.2f} M tokens per step"),
-            ("deadline", f"at most {brief.max_days:g} days of training"),
-            ("budget", f"at most {brief.max_gpu_hours / 1e6:g} M GPU-hours"),
-            ("GPUs", f"at most {brief.max_gpus:,}"),
-            ("systems offered", ", ".join(hardware.system(s).name for s in brief.systems))]
-    show_html(html_table(rows, {"": lambda r: r[0], "the brief": lambda r: r[1]}))
+    show_html(views.brief_table(brief, parallel.model(brief.model), [hardware.system(s).name for s in brief.systems]))
 
 
 # ---------------------------------------------------------------- 1. memory
@@ -155,16 +144,7 @@ def states_table(params, memories_gb=(80, 141, 180)) -> list[dict]:
 
 def show_states_table(params, memories_gb=(80, 141, 180)):
     """The states table as HTML: what stays on every GPU, and the fewest GPUs per memory size."""
-    rows = states_table(params, memories_gb)
-    what = {0: "nothing divided", 1: "optimizer divided", 2: "optimizer + gradients divided",
-            3: "everything divided"}
-    cols = {"ZeRO stage": lambda r: f"{r['zero']} ({what[r['zero']]})",
-            "GB kept whole on every GPU": lambda r: f"{r['fixed_gb']:,.0f}",
-            "GB divided over the data-parallel GPUs": lambda r: f"{r['divided_gb']:,.0f}"}
-    for m in rows[0]["min_gpus"]:
-        cols[f"fewest {m:g} GB GPUs"] = (lambda mm: lambda r: ("impossible" if r["min_gpus"][mm] is None
-                                                               else f"{r['min_gpus'][mm]:,}"))(m)
-    show_html(html_table(rows, cols))
+    show_html(views.states_table(states_table(params, memories_gb)))
 
 
 def activation_rows(model, tps=(1, 4, 8), recomputes=("none", "selective", "full"), micro_batch=1) -> list[dict]:
@@ -190,11 +170,7 @@ def activation_rows(model, tps=(1, 4, 8), recomputes=("none", "selective", "full
 
 def show_activation_rows(model, tps=(1, 4, 8), recomputes=("none", "selective", "full"), micro_batch=1):
     """activation_rows as HTML: GB per GPU for all layers, one micro-batch."""
-    rows = activation_rows(model, tps, recomputes, micro_batch)
-    cols = {"recomputation": lambda r: r["recompute"]}
-    for t in tps:
-        cols[f"TP {t}: GB"] = (lambda tt: lambda r: f"{r[tt]:.1f}")(t)
-    show_html(html_table(rows, cols))
+    show_html(views.activation_table(activation_rows(model, tps, recomputes, micro_batch), tps))
 
 
 def memory_rows(model, system, gpus, global_batch, layouts) -> list[dict]:
@@ -221,16 +197,10 @@ def memory_rows(model, system, gpus, global_batch, layouts) -> list[dict]:
 
 def show_memory_rows(rows):
     """Memory rows as an HTML table (GB per GPU)."""
-    f = lambda key: lambda r: f"{r[key]:.1f}"  # noqa: E731
-    show_html(html_table(rows, {"layout": lambda r: r["layout"], "ZeRO": lambda r: r["zero"],
-                            "recompute": lambda r: r["recompute"], "weights": f("weights_gb"),
-                            "gradients": f("gradients_gb"), "optimizer": f("optimizer_gb"),
-                            "activations": f("activations_gb"), "total GB": f("total_gb"),
-                            "usable GB": f("usable_gb"), "fits": lambda r: "yes" if r["fits"] else "NO"}))
+    show_html(views.memory_table(rows))
 
 
 # ---------------------------------------------------------------- 2. systems
-
 
 def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
     """The candidate systems: GPU memory and peak, NVLink domain, GPU link and network per GPU.
@@ -256,14 +226,7 @@ def system_rows(system_ids=ALL_SYSTEMS) -> list[dict]:
 
 def show_system_rows(system_ids=ALL_SYSTEMS):
     """The candidate systems as an HTML table, per direction first."""
-    show_html(html_table(system_rows(system_ids), {
-        "system": lambda r: r["id"], "GPU": lambda r: r["gpu"], "memory GB": lambda r: f"{r['memory_gb']:g}",
-        "BF16 dense TFLOP/s": lambda r: f"{r['bf16_tflops']:g}", "GPUs per NVLink/PCIe domain": lambda r: r["domain"],
-        "GPU link": lambda r: (f"{r['gpu_link']}: {r['gpu_link_gb_s']:.4g} GB/s per direction "
-                               f"({r['gpu_link_gb_s_bidirectional']:.4g} bidirectional)"),
-        "network": lambda r: r["nic"],
-        "network per GPU, GB/s per direction": lambda r: f"{r['net_gb_s_per_gpu']:.3g}",
-        "GPU link / network": lambda r: f"{r['ratio']:.1f}x", "source": lambda r: r["source"]}))
+    show_html(views.system_table(system_rows(system_ids)))
 
 
 def draw_systems(axes=None):
@@ -273,21 +236,8 @@ def draw_systems(axes=None):
         _, axes = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.7, 1]})
     if len(axes) != 2:
         raise ValueError("axes must be two matplotlib Axes")
-    topology.draw_rails(topology.rail_fat_tree("dgx-h200", 2), ax=axes[0])
-    h200 = hardware.system("dgx-h200")
-    axes[0].set_title(f"2 x DGX H200: 8 GPUs per node on NVSwitch ({h200.gpu_link.per_direction / units.GB:.0f} GB/s "
-                      f"per direction each),\none {h200.nic.name} NIC per GPU to leaf k, one colour per rail "
-                      f"({h200.nic.per_direction / units.GB:.0f} GB/s per direction)", fontsize=9)
-    nvl = topology.nvswitch_system("gb200-nvl72")
-    nvl.draw(ax=axes[1], show_bandwidth=False)
-    g = hardware.system("gb200-nvl72")
-    axes[1].set_title(f"GB200 NVL72: {g.gpus_per_node} GPUs in one NVLink domain\n"
-                      f"({g.gpu_link.per_direction / units.GB:.0f} GB/s per direction per GPU)", fontsize=9)
-    for ax in axes:
-        leg = ax.get_legend()
-        if leg is not None:
-            leg.remove()
-    return axes
+    return views.draw_systems(axes, topology.rail_fat_tree("dgx-h200", 2), hardware.system("dgx-h200"),
+                              topology.nvswitch_system("gb200-nvl72"), hardware.system("gb200-nvl72"))
 
 
 # ---------------------------------------------------------------- 3-4. planning, time and GPU-hours
@@ -363,21 +313,10 @@ def lowest_gpu_hours(rows) -> str:
     return min(rows, key=lambda r: r["gpu_hours"])["system"]
 
 
-def _mark(ok):
-    return "✔" if ok else "✘"
-
 
 def show_comparison(rows, brief: Brief = BRIEF):
     """compare_systems rows as an HTML table with the brief's limits ticked."""
-    show_html(html_table(rows, {
-        "system": lambda r: r["system"], "GPUs": lambda r: f"{r['gpus']:,}", "best layout": lambda r: r["layout"],
-        "micro-batch, recompute": lambda r: f"{r['micro_batch']}, {r['recompute']}" if r["fits"] else "-",
-        "memory GB/GPU": lambda r: f"{r['memory_gb']:.0f}" if r["fits"] else "-",
-        "tokens/s per GPU": lambda r: f"{r['tokens_per_s_per_gpu']:,.0f}" if r["fits"] else "-",
-        "MFU": lambda r: f"{r['mfu']:.0%}" if r["fits"] else "-",
-        f"days (limit {brief.max_days:g})": lambda r: f"{r['days']:.1f} {_mark(r['meets']['days'])}" if r["fits"] else "-",
-        f"M GPU-hours (limit {brief.max_gpu_hours / 1e6:g})":
-            lambda r: f"{r['gpu_hours'] / 1e6:.2f} {_mark(r['meets']['gpu_hours'])}" if r["fits"] else "-"}))
+    show_html(views.comparison_table(rows, brief.max_days, brief.max_gpu_hours))
 
 
 def traffic_rows(estimate) -> list[dict]:
@@ -389,14 +328,7 @@ def traffic_rows(estimate) -> list[dict]:
 
 def show_traffic(estimate):
     """traffic_rows as HTML, with the step time for scale."""
-    rows = traffic_rows(estimate)
-    show_html(f"<p>{estimate.layout}, micro-batch {estimate.micro_batch}, ZeRO-{estimate.zero}, "
-          f"recompute {estimate.recompute}: step {units.format_time(estimate.step_time_s)}</p>" + html_table(rows, {
-              "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
-              "link": lambda r: r["link"] + (" (crosses nodes)" if r["crosses_nodes"] else " (inside a node)"),
-              "calls per step": lambda r: r["calls"], "per call": lambda r: units.format_bytes(r["bytes_per_call"]),
-              "time per step": lambda r: units.format_time(r["time_s"]),
-              "exposed per step": lambda r: units.format_time(r["exposed_s"])}))
+    show_html(views.traffic_table(estimate, traffic_rows(estimate)))
 
 
 def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gbit_s=(), gpu_link_gb_s=(),
@@ -424,11 +356,7 @@ def link_sensitivity(brief: Brief = BRIEF, system="dgx-h200", gpus=1024, nic_gbi
 
 def show_link_sensitivity(rows):
     """link_sensitivity rows as HTML."""
-    show_html(html_table(rows, {
-        "case": lambda r: r["case"], "best layout": lambda r: r["layout"],
-        "tokens/s per GPU": lambda r: f"{r['tokens_per_s_per_gpu']:,.0f}" if r["fits"] else "-",
-        "days": lambda r: f"{r['days']:.1f}" if r["fits"] else "-",
-        "M GPU-hours": lambda r: f"{r['gpu_hours'] / 1e6:.2f}" if r["fits"] else "-"}))
+    show_html(views.sensitivity_table(rows))
 
 
 def gpu_sweep(brief: Brief = BRIEF, systems=("dgx-a100", "dgx-h100", "dgx-h200"), counts=SWEEP_GPUS,
@@ -450,29 +378,7 @@ def plot_gpu_sweep(rows, brief: Brief = BRIEF, axes=None):
         raise ValueError("rows must be a non-empty list from gpu_sweep")
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    systems = list(dict.fromkeys(r["system"] for r in rows))
-    for sid in systems:
-        mine = [r for r in rows if r["system"] == sid and r["fits"]]
-        x = [r["gpus"] for r in mine]
-        axes[0].plot(x, [r["days"] for r in mine], "o-", label=sid)
-        axes[1].plot(x, [r["gpu_hours"] / 1e6 for r in mine], "o-", label=sid)
-    axes[0].axhline(brief.max_days, color="0.3", ls=":", lw=1)
-    axes[1].axhline(brief.max_gpu_hours / 1e6, color="0.3", ls=":", lw=1)
-    axes[0].axvline(brief.max_gpus, color="0.3", ls=":", lw=1)
-    axes[1].axvline(brief.max_gpus, color="0.3", ls=":", lw=1)
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("days to train")
-    axes[1].set_ylabel("million GPU-hours")
-    axes[1].set_ylim(bottom=0)
-    for ax, what in zip(axes, ("time to train falls, less than in proportion", "GPU-hours rise")):
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("GPUs")
-        ax.set_title(f"{parallel.model(brief.model).name}, {brief.tokens / 1e12:g}T tokens, batch "
-                     f"{brief.global_batch}: {what}", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    return axes
+    return views.draw_gpu_sweep(axes, rows, brief, parallel.model(brief.model).name)
 
 
 # ---------------------------------------------------------------- 5. published runs
@@ -519,35 +425,15 @@ def published_comparison() -> list[dict]:
 
 def show_published_comparison(rows=None):
     """published_comparison as HTML."""
-    rows = published_comparison() if rows is None else rows
-    fmt = {"gpu_hours": lambda v: f"{v / 1e6:.2f} M GPU-hours", "days": lambda v: f"{v:.1f} days"}
-    show_html(html_table(rows, {
-        "run": lambda r: r["label"], "modelled on": lambda r: f"{r['gpus']:,} x {r['system']}, {r['layout']}",
-        "published": lambda r: fmt[r["quantity"]](r["published"]),
-        "predicted": lambda r: fmt[r["quantity"]](r["predicted"]),
-        "predicted / published": lambda r: f"{r['ratio']:.2f}", "assumed": lambda r: ", ".join(r["assumed"]),
-        "source": lambda r: r["url"]}))
+    show_html(views.published_table(published_comparison() if rows is None else rows))
 
 
 def plot_published_comparison(rows=None, ax=None):
     """Predicted / published for each run, with the +-20% band."""
     import matplotlib.pyplot as plt
-    rows = published_comparison() if rows is None else rows
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3.2))
-    y = np.arange(len(rows))
-    ratios = [r["ratio"] for r in rows]
-    ax.axvspan(0.8, 1.2, color="tab:green", alpha=0.12, label="within 20%")
-    ax.axvline(1.0, color="0.3", lw=1)
-    ax.barh(y, [r - 1 for r in ratios], left=1, color=["tab:blue" if r >= 1 else "tab:orange" for r in ratios])
-    for yi, r in zip(y, ratios):
-        ax.text(r, yi, f" {r:.2f}", va="center", fontsize=8)
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
-    ax.set_xlim(0.6, 1.4)
-    ax.set_xlabel("predicted / published (> 1: the model is pessimistic)")
-    ax.set_title("The course's planner against published training runs", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    return ax
+    return views.draw_published_comparison(ax, published_comparison() if rows is None else rows)
 
 
 def validation_ranges() -> list[dict]:
@@ -561,10 +447,7 @@ def validation_ranges() -> list[dict]:
 
 def show_validation_ranges():
     """validation_ranges as HTML."""
-    show_html(html_table(validation_ranges(), {
-        "group of published cases": lambda r: r["group"], "cases": lambda r: r["cases"],
-        "quantity": lambda r: r["quantity"],
-        "predicted / measured": lambda r: f"{r['low']:.2f}-{r['high']:.2f}", "source": lambda r: r["source"]}))
+    show_html(views.validation_ranges_table(validation_ranges()))
 
 
 # ---------------------------------------------------------------- the explorer
@@ -589,37 +472,26 @@ def draw_breakdown(ax, plan_, top=6):
     """Stacked bars: the step time of the plan's best layouts split into compute, bubble and exposed traffic."""
     if not isinstance(plan_, parallel.Plan):
         raise ValueError(f"plan_ must be a parallel.Plan, got {type(plan_).__name__}")
-    top = validate.integer("top", top, low=1, high=50)
-    ranked = plan_.ranked[:top]
-    if not ranked:
-        ax.text(0.5, 0.5, "no layout fits in GPU memory:\nadd GPUs or pick a GPU with more memory",
-                ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-        return ax
-    labels = [f"{e.layout}, mb {e.micro_batch}, {e.recompute}" for e in ranked]
-    y = np.arange(len(ranked))[::-1]
-    left = np.zeros(len(ranked))
-    for part, colour in BREAKDOWN_COLOURS.items():
-        vals = np.array([e.breakdown()[part] for e in ranked])
-        ax.barh(y, vals, left=left, color=colour, label=part)
-        left += vals
-    for yi, e, total in zip(y, ranked, left):
-        ax.text(total, yi, f" {e.tokens_per_s_per_gpu:,.0f} tok/s/GPU", va="center", fontsize=7)
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.set_xlim(0, left.max() * 1.25)
-    ax.set_xlabel("seconds per step")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=5, frameon=False)
-    return ax
+    return views.draw_breakdown(ax, plan_.ranked[:validate.integer("top", top, low=1, high=50)])
 
 
-def _draw(ax, model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
+def _title(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t) -> str:
     p = _cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s)
-    draw_breakdown(ax, p)
     title = f"{parallel.model(model).name} on {gpus:,} GPUs of {system}, batch {global_batch}"
     if p.ranked:
         n = run_numbers(p.best, tokens_t * 1e12)
         title += f": {n['days']:.1f} days, {n['gpu_hours'] / 1e6:.2f} M GPU-hours for {tokens_t:.3g}T tokens"
-    ax.set_title(title, fontsize=9)
+    return title
+
+
+def _draw(ax, **values):
+    view = views.BreakdownView(ax)
+
+    def update(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
+        view.update(_cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s).ranked,
+                    _title(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t))
+    update(**values)
+    return update
 
 
 def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
@@ -640,8 +512,8 @@ def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t)
             f"recompute {b.recompute}; memory {b.memory['total'] / units.GB:.0f} of "
             f"{b.memory['usable'] / units.GB:.0f} GB usable; <b>{b.tokens_per_s_per_gpu:,.0f} tokens/s per GPU</b>, "
             f"MFU {b.mfu:.0%}, bubble {b.bubble_fraction:.1%}. {tokens_t:.3g}T tokens: <b>{n['days']:.1f} days</b> "
-            f"{_mark(ok['days'])} (brief: {brief.max_days:g}), <b>{n['gpu_hours'] / 1e6:.2f} M GPU-hours</b> "
-            f"{_mark(ok['gpu_hours'])} (brief: {brief.max_gpu_hours / 1e6:g} M), {gpus:,} GPUs {_mark(ok['gpus'])} "
+            f"{views.mark(ok['days'])} (brief: {brief.max_days:g}), <b>{n['gpu_hours'] / 1e6:.2f} M GPU-hours</b> "
+            f"{views.mark(ok['gpu_hours'])} (brief: {brief.max_gpu_hours / 1e6:g} M), {gpus:,} GPUs {views.mark(ok['gpus'])} "
             f"on {nodes} node(s){partial}. {links}. Reduced search (micro-batch 1-2, ZeRO-1, interleave 1-2, TP up "
             f"to 16): parallel.plan's full search can find a few % more.")
 

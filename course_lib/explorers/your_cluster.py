@@ -40,25 +40,56 @@ def scaled(nics_per_node: int, nic_gbit_s: float, fabric: str = "roce") -> hardw
     return example_system().variant(nics_per_node=nics_per_node, nic_gbit_s=nic_gbit_s, fabric=fabric)
 
 
+@lru_cache(maxsize=1)
+def _one_box_busbw_gb_s() -> np.ndarray:
+    return costmodel.predict("all_reduce", SIZES, example_system()).busbw / units.GB
+
+
+@lru_cache(maxsize=64)
+def _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s) -> np.ndarray:
+    """busbw (GB/s) over SIZES of ``nodes`` boxes with these NICs (cached: one model call per event)."""
+    return costmodel.predict("all_reduce", SIZES, scaled(nics_per_node, nic_gbit_s), nodes=nodes).busbw / units.GB
+
+
+def _label(nodes, nics_per_node, nic_gbit_s):
+    return f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s RoCE each, predicted"
+
+
 def _draw(ax, nodes, nics_per_node, nic_gbit_s):
-    box = example_system()
-    one = costmodel.predict("all_reduce", SIZES, box)
-    many = costmodel.predict("all_reduce", SIZES, scaled(nics_per_node, nic_gbit_s), nodes=nodes)
+    """Draw once; returns the updater that moves the scaled-out curve for every later slider event."""
     run = measured_run()["rows"]
-    ax.plot(SIZES, one.busbw / units.GB, "o-", color="tab:green", ms=4, label="one box, predicted")
-    ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color="black", ms=7,
+    (one,) = ax.plot(SIZES, _one_box_busbw_gb_s(), "o-", color="tab:green", ms=4, label="one box, predicted")
+    (measured,) = ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color="black", ms=7,
             label="one box, measured (published)")
-    if nodes > 1:
-        ax.plot(SIZES, many.busbw / units.GB, "s--", color="tab:blue", ms=4,
-                label=f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s RoCE each, predicted")
+    (many,) = ax.plot(SIZES, _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s), "s--", color="tab:blue", ms=4,
+                      label=_label(nodes, nics_per_node, nic_gbit_s))
     ax.set_xscale("log", base=2)
     ticks = SIZES[::3]
     ax.set_xticks(ticks, [units.format_bytes(s, binary=True) for s in ticks])
-    ax.set_ylim(bottom=0)
     ax.set_xlabel("message size")
     ax.set_ylabel("all-reduce busbw, GB/s")
     ax.set_title("4x RTX 4090 (PCIe Gen4 x16, P2P on), from its system file", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    legend = {}
+
+    def update(nodes, nics_per_node, nic_gbit_s):
+        many.set_ydata(_scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s))
+        many.set_label(_label(nodes, nics_per_node, nic_gbit_s))
+        if legend.get("many") != (nodes > 1):  # one box: no scaled-out curve, and no legend entry for it
+            many.set_visible(nodes > 1)
+            if "box" in legend:
+                legend["box"].remove()
+            shown = [one, measured, many] if nodes > 1 else [one, measured]
+            legend["box"] = ax.legend(shown, [line.get_label() for line in shown], fontsize=8, loc="lower right")
+            legend["many"] = nodes > 1
+        elif nodes > 1:
+            legend["box"].get_texts()[-1].set_text(many.get_label())
+        ax.relim(visible_only=True)
+        ax.set_autoscale_on(True)
+        ax.autoscale_view()
+        ax.set_ylim(bottom=0)
+
+    update(nodes, nics_per_node, nic_gbit_s)
+    return update
 
 
 def _readout(nodes, nics_per_node, nic_gbit_s):

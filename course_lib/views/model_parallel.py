@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import style, units
+from ..widgets import html_table
 
 BREAKDOWN_COLOURS = style.STEP_COLOURS
 MEMORY_COLOURS = style.MEMORY_COLOURS
@@ -46,6 +47,14 @@ def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
     return ax
 
 
+def draw_schedules(axes, scheds, unit_label):
+    """Several schedules (``pipeline_schedule`` results), one per Axes, on one time axis."""
+    for ax, s in zip(axes, scheds):
+        draw_schedule(ax, s, 1.0, unit_label)
+        ax.set_xlim(0, max(x.makespan for x in scheds) * 1.01)
+    return axes
+
+
 def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     """The GPUs of a small 3D layout node by node (``ranks`` from ``rank_map``, ``links`` from
     ``group_links``): colour = pipeline stage, label = TP and DP rank, thick boxes = TP groups."""
@@ -79,74 +88,133 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     return ax
 
 
-def draw_grid(ax, grid, tp, pp):
-    """Every TP x PP layout of ``grid`` (MFU and memory; ``grid["best"]`` sets the colour scale), ``(tp, pp)`` framed."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-    tps, pps = grid["tps"], grid["pps"]
-    cmap = plt.get_cmap("viridis")
-    best = grid["best"]
-    top = best.mfu if best is not None else 1.0
-    for i, t in enumerate(tps):
-        for j, p in enumerate(pps):
-            e = grid["cells"].get((t, p))
-            if e is None:
-                ax.add_patch(Rectangle((j, i), 1, 1, fc="white", ec="0.85", hatch="//"))
-                continue
-            mem = e.memory["total"] / units.GB
-            if e.fits:
-                shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
-                ax.add_patch(Rectangle((j, i), 1, 1, fc=cmap(shade), ec="white"))
-                ax.text(j + 0.5, i + 0.5, f"{e.mfu:.0%}\n{mem:.0f} GB", ha="center", va="center", fontsize=6.5,
-                        color="white" if shade < 0.6 else "black")
-            else:
-                ax.add_patch(Rectangle((j, i), 1, 1, fc="0.8", ec="white"))
-                ax.text(j + 0.5, i + 0.5, f"{mem:.0f} GB\ntoo big" if mem < 1e4 else "too big", ha="center",
-                        va="center", fontsize=6, color="0.35")
-    if (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]:
-        ax.add_patch(Rectangle((pps.index(pp), tps.index(tp)), 1, 1, fc="none", ec="red", lw=2.5))
-    ax.set_xlim(0, len(pps))
-    ax.set_ylim(len(tps), 0)
-    ax.set_xticks(np.arange(len(pps)) + 0.5)
-    ax.set_xticklabels(pps)
-    ax.set_yticks(np.arange(len(tps)) + 0.5)
-    ax.set_yticklabels(tps)
-    ax.set_xlabel("pipeline stages PP")
-    ax.set_ylabel("tensor parallel TP")
-    ax.set_title("MFU and memory per GPU of every layout (brighter = faster)\n"
-                 "(grey: does not fit; hatched: impossible; red: selected)", fontsize=8)
+def layout_axes(fig):
+    """The layout explorer's Axes: the heat map on the left; the selected layout's time and memory bars on the right."""
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
+    right = outer[1].subgridspec(2, 1, hspace=1.5)
+    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
 
 
-def draw_selected(top, bottom, e):
-    """The selected layout's step-time split (top) and memory per GPU (bottom); a note where it is impossible."""
-    if e is None:
-        for a in (top, bottom):
-            a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
-                   transform=a.transAxes, fontsize=8)
-            a.set_axis_off()
-        return
+class LayoutView:
+    """The layout explorer's three Axes, drawn once and then updated in place (:meth:`update`).
+
+    Left (``heat``): every TP x PP layout of a grid as one image (brighter = higher MFU, grey: does not
+    fit, hatched: impossible) with one reused label per cell; right: the selected layout's step-time
+    split (``top``) and memory per GPU (``bottom``). Only a grid of another shape rebuilds the heat map.
+    """
+
+    def __init__(self, heat, top, bottom):
+        self.heat, self.top, self.bottom = heat, top, bottom
+        self._shape = None
+        self._step_bars, self._step_legend = _bar_row(top, BREAKDOWN_COLOURS, "seconds per step")
+        self._mem_bars, self._mem_legend = _bar_row(bottom, MEMORY_COLOURS, "GB per GPU (red line: usable memory)")
+        self._usable = bottom.axvline(0.0, color="red", lw=1.5)
+        self._notes = [a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
+                              transform=a.transAxes, fontsize=8, visible=False) for a in (top, bottom)]
+
+    def _build_heat(self, tps, pps):
+        """Image, cell borders, hatching, one label per cell and the red frame for a grid of this shape."""
+        from matplotlib.collections import PatchCollection, PolyCollection
+        from matplotlib.patches import Rectangle
+        ax = self.heat
+        for artist in [*ax.texts, *ax.collections, *ax.patches]:
+            artist.remove()
+        rows, cols = len(tps), len(pps)
+        cells = [((j, i), (j + 1, i), (j + 1, i + 1), (j, i + 1)) for i in range(rows) for j in range(cols)]
+        self._cells = ax.add_collection(PolyCollection(cells, facecolors="white", edgecolors="white", linewidths=1),
+                                        autolim=False)
+        self._hatch = ax.add_collection(PatchCollection([], facecolor="white", edgecolor="0.85", hatch="//"),
+                                        autolim=False)
+        self._labels = {(t, p): ax.text(j + 0.5, i + 0.5, "", ha="center", va="center", fontsize=7)
+                        for i, t in enumerate(tps) for j, p in enumerate(pps)}
+        self._frame = ax.add_patch(Rectangle((0, 0), 1, 1, fc="none", ec="red", lw=2.5))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(np.arange(cols) + 0.5, [str(p) for p in pps])
+        ax.set_yticks(np.arange(rows) + 0.5, [str(t) for t in tps])
+        ax.set_xlabel("pipeline stages PP")
+        ax.set_ylabel("tensor parallel TP")
+        ax.set_title("MFU, GB per GPU (brighter: faster; grey: too big;\nhatched: impossible; red: selected)",
+                     fontsize=8)
+        self._shape = (tuple(tps), tuple(pps))
+
+    def update(self, choice):
+        """Show a ``LayoutChoice``: its grid (the best fitting layout sets the colour scale), the selected
+        (tp, pp) framed, and the selected layout's bars (a note where it is impossible)."""
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Rectangle
+        grid, best, tp, pp = choice.grid, choice.best, choice.tp, choice.pp
+        tps, pps = grid["tps"], grid["pps"]
+        if (tuple(tps), tuple(pps)) != self._shape:
+            self._build_heat(tps, pps)
+        cmap, top = plt.get_cmap("viridis"), best.mfu if best is not None else 1.0
+        rgba, invalid = np.ones((len(tps), len(pps), 4)), []  # white: impossible (hatched)
+        for i, t in enumerate(tps):
+            for j, p in enumerate(pps):
+                e, label = grid["cells"].get((t, p)), self._labels[(t, p)]
+                if e is None:
+                    invalid.append(Rectangle((j, i), 1, 1))
+                    label.set_text("")
+                    continue
+                mem = e.memory["total"] / units.GB
+                if e.fits:
+                    shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
+                    rgba[i, j] = cmap(shade)
+                    label.set(text=f"{e.mfu:.0%}, {mem:.0f}", color="white" if shade < 0.6 else "black")
+                else:
+                    rgba[i, j] = (0.8, 0.8, 0.8, 1.0)
+                    label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color="0.35")
+        self._cells.set_facecolor(rgba.reshape(-1, 4))
+        self._hatch.set_paths(invalid)
+        framed = (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]
+        self._frame.set_visible(framed)
+        if framed:
+            self._frame.set_xy((pps.index(pp), tps.index(tp)))
+        self._update_selected(choice.selected)
+
+    def _update_selected(self, e):
+        for ax, note in zip((self.top, self.bottom), self._notes):
+            (ax.set_axis_on if e is not None else ax.set_axis_off)()
+            note.set_visible(e is None)
+        for artist in [*self._step_bars.values(), *self._mem_bars.values(), self._usable, self._step_legend,
+                       self._mem_legend, self.top.title, self.bottom.title]:
+            artist.set_visible(e is not None)
+        if e is None:
+            return
+        parts = e.breakdown()
+        total = _set_bars(self._step_bars, self._step_legend,
+                          {name: parts.get(name, 0.0) for name in BREAKDOWN_COLOURS}, units.format_time)
+        self.top.set_xlim(0, total * 1.05)
+        self.top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = "
+                           f"{e.bubble_fraction:.3f}", fontsize=8)
+        gb = units.GB
+        used = _set_bars(self._mem_bars, self._mem_legend, {name: e.memory[name] / gb for name in MEMORY_COLOURS},
+                         lambda v: f"{v:.1f} GB")
+        self._usable.set_xdata([e.memory["usable"] / gb] * 2)
+        self.bottom.set_xlim(0, max(used, e.memory["capacity"] / gb) * 1.05)
+        self.bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
+                              f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
+
+
+def _bar_row(ax, colours, xlabel):
+    """One horizontal stacked bar (one Rectangle per part, widths set later) and its legend below the Axes."""
+    bars = {name: ax.barh(0, 0.0, color=colour, label=name)[0] for name, colour in colours.items()}
+    legend = ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    ax.set_yticks([])
+    ax.set_ylim(-0.44, 0.44)
+    ax.set_xlabel(xlabel)
+    return bars, legend
+
+
+def _set_bars(bars, legend, values, fmt) -> float:
+    """Stack ``values`` (name -> width) on ``bars`` left to right and label the legend; returns the total."""
     left = 0.0
-    for name, value in e.breakdown().items():
-        top.barh(0, value, left=left, color=BREAKDOWN_COLOURS[name], label=f"{name} {units.format_time(value)}")
+    for (name, value), text in zip(values.items(), legend.get_texts()):
+        bars[name].set_x(left)
+        bars[name].set_width(value)
+        text.set_text(f"{name} {fmt(value)}")
         left += value
-    top.set_yticks([])
-    top.set_xlabel("seconds per step")
-    top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = {e.bubble_fraction:.3f}",
-                  fontsize=8)
-    top.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
-    left = 0.0
-    gb = units.GB
-    for name in MEMORY_COLOURS:
-        value = e.memory[name] / gb
-        bottom.barh(0, value, left=left, color=MEMORY_COLOURS[name], label=f"{name} {value:.1f} GB")
-        left += value
-    bottom.axvline(e.memory["usable"] / gb, color="red", lw=1.5)
-    bottom.set_xlim(0, max(left, e.memory["capacity"] / gb) * 1.05)
-    bottom.set_yticks([])
-    bottom.set_xlabel("GB per GPU (red line: usable memory)")
-    bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
-                     f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
-    bottom.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    return left
 
 
 def draw_validation(ax, rows):
@@ -205,3 +273,32 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
     right.set_title(right_title, fontsize=9)
     right.set_ylim(bottom=0)
     right.legend(fontsize=7, loc="lower left")
+
+
+# ---------------------------------------------------------------- tables (HTML)
+
+def traffic_table(rows) -> str:
+    """One step's ``traffic_rows`` per GPU: what, how often, how big, over which link, how long."""
+    return html_table(rows, {
+        "traffic": lambda r: r["kind"], "collective": lambda r: r["collective"], "group": lambda r: r["group"],
+        "link": lambda r: r["link"] + (" (across nodes)" if r["crosses_nodes"] else " (inside the node)"),
+        "calls per step": lambda r: f"{r['calls']:,}", "bytes per call": lambda r: units.format_bytes(r["bytes_per_call"]),
+        "sent per GPU per step": lambda r: units.format_bytes(r["sent_per_gpu"]),
+        "time": lambda r: units.format_time(r["time_s"]), "exposed": lambda r: units.format_time(r["exposed_s"])})
+
+
+def plan_table(rows) -> str:
+    """The planner's best layouts (``Plan.table`` rows)."""
+    return html_table(rows, {
+        "#": lambda r: r["rank"], "layout": lambda r: r["layout"], "micro-batch": lambda r: r["micro_batch"],
+        "ZeRO": lambda r: r["zero"], "recompute": lambda r: r["recompute"],
+        "step": lambda r: units.format_time(r["step_time_s"]), "TFLOP/s per GPU": lambda r: f"{r['tflops_per_gpu']:.0f}",
+        "MFU": lambda r: f"{r['mfu']:.1%}", "memory GB": lambda r: f"{r['memory_gb']:.1f}"})
+
+
+def validation_table(rows) -> str:
+    """Predicted vs measured TFLOP/s per GPU (``validation_rows``), with the source of each measurement."""
+    return html_table(rows, {
+        "case": lambda r: r["id"], "configuration": lambda r: r["config"],
+        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
+        "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]})

@@ -1,0 +1,64 @@
+"""Data, tensor, pipeline, expert and context parallelism for transformers: memory, traffic, step time, planner.
+
+Units: bytes, seconds, FLOP and FLOP/s, bandwidth in bytes/s per direction.
+
+The model (each formula is stated where it is computed):
+
+* parameters, FLOPs, model-state and activation memory: ``course_lib.transformer`` (re-exported
+  here); the first pipeline stage holds ``p`` micro-batches in flight (x ``1 + (p-1)/(p v)``
+  when interleaved);
+* step time: compute = hardware FLOPs / (peak x ``gpu_efficiency``); tensor-parallel
+  all-reduces (4 per layer and micro-batch, 6 with full recomputation) are exposed; pipeline
+  sends are exposed; the 1F1B pipeline takes ``(m + (p-1)/v)`` slots, so the bubble is
+  ``(p-1)/(v m)`` of the ideal time; the data-parallel gradient all-reduce runs after the
+  flush and, with ``dp_overlap``, hides behind the last backward pass, bucket by bucket;
+  ZeRO-3 gathers weights every micro-batch (forward and backward) and reduce-scatters
+  gradients, overlapped with compute when ``dp_overlap``.
+
+* FSDP is ZeRO-3 over all cp x dp ranks; HSDP (``hsdp=G``) shards within groups of G ranks and
+  all-reduces each rank's 1/G gradient shard across the replicas once per step (``dp_phase``);
+* expert parallelism (an MoE model, ``ep``): 2 all-to-alls forward and 2 backward per MoE layer
+  and micro-batch (+2 with full recomputation), exposed unless ``ep_overlap``; routed experts'
+  states shard over ep and their gradients reduce over cp x dp / ep ranks (``ep_phase``);
+* context parallelism (``cp``): ring attention passes K/V chunks, hidden while each step's
+  attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
+  all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
+
+Collective times come from ``costmodel.collective_time`` (alpha-beta, ring) on the link each
+group uses: the GPU fabric when the group fits in one node, else the NICs; all-to-alls across
+nodes from ``costmodel.two_tier_all_to_all``. Ranks are laid out as Megatron-LM does:
+tensor-parallel ranks adjacent, then context-parallel, then data-parallel (expert-parallel
+groups are consecutive data-parallel ranks), then pipeline.
+
+The package, one module per idea (lowest first; each imports only those above it):
+
+* ``layouts``: ``Layout``/``layout`` (arguments checked once), the stated assumptions, shared constants;
+* ``links``: ``group_link`` (which link a group uses) and the collective prices on it;
+* ``results``: ``Traffic`` and ``Estimate``;
+* ``phases``: ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``;
+* ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP); ``experts``: ``ep_phase``;
+  ``context``: ``cp_phase`` and ``ring_attention_condition``;
+* ``step``: ``estimate`` composes the phases on the 1F1B schedule;
+* ``planner``: ``plan`` searches layouts; ``validation``: the model against published runs.
+
+Every public name is importable from ``course_lib.parallel`` itself.
+"""
+from __future__ import annotations
+
+from ..transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
+                           model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
+                           routed_expert_flops, training_flops)
+from .context import cp_phase, ring_attention_condition  # noqa: F401
+from .experts import ep_phase  # noqa: F401
+from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
+                      published)
+from .links import (CROSS_NODE_TP_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
+                    cross_node_all_reduce_time, group_link, pair_bandwidth)
+from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # noqa: F401
+from .planner import Plan, plan  # noqa: F401
+from .results import Estimate, Traffic  # noqa: F401
+from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
+                       dp_phase, zero3_step_bytes)
+from .step import estimate, estimate_layout  # noqa: F401
+from .validation import (all_to_all_bottleneck_bandwidth, modern_validation_summary,  # noqa: F401
+                         modern_validation_table, published_modern, validation_summary, validation_table)

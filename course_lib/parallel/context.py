@@ -1,0 +1,78 @@
+"""Context parallelism: ring attention's K/V passing (and when it hides) or Ulysses' all-to-alls."""
+from __future__ import annotations
+
+import dataclasses
+
+from .. import hardware, units, validate
+from ..transformer import resolve_model
+from .layouts import ACT_BYTES, Layout, assumption
+from .links import all_to_all_time, group_link, pair_bandwidth
+from .phases import Compute
+from .results import Traffic
+
+
+def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
+    """When ring attention hides its K/V passing: each step's attention compute >= its K/V transfer.
+
+    One step computes attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP, while
+    the next K and V chunk, 4 (s/cp) b h_kv / tp bytes (h_kv = h x kv_heads / heads), crosses the
+    link. Hidden when  s/cp >= F / (B x heads/kv_heads)  with F the achieved FLOP/s and B the
+    link's bytes/s per direction (latency left out). Returns the threshold chunk length in tokens,
+    the chunk length, both per-step times and whether it hides. ``seq_len`` overrides the model's.
+    """
+    m = resolve_model(model_)
+    if seq_len is not None:
+        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    sys_ = hardware.resolve_system(system)
+    cp = validate.integer("cp", cp, low=1, high=m.seq_len)
+    tp = validate.integer("tp", tp, low=1, high=m.heads)
+    eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
+    link = group_link(sys_, cp, tp)
+    flops = sys_.gpu.bf16_flops * eff
+    bw = pair_bandwidth(sys_, link)
+    chunk = m.seq_len / cp
+    kv_dim = m.hidden * m.kv / m.heads
+    compute_s = 4 * chunk * chunk * m.hidden / tp / flops
+    transfer_s = link.latency + 4 * chunk * kv_dim / tp / bw
+    threshold = flops / (bw * m.heads / m.kv)
+    return {"chunk_tokens": chunk, "threshold_tokens": threshold, "compute_step_s": compute_s,
+            "transfer_step_s": transfer_s, "hidden": compute_s >= transfer_s, "link": link.name,
+            "link_bw": bw, "flops": flops}
+
+
+def cp_phase(L: Layout, c: Compute, notes: list) -> list:
+    """Context-parallel traffic per step: ring attention's K/V passing, or Ulysses' all-to-alls of heads.
+
+    Ring (per layer and micro-batch): cp-1 steps forward, each sending the next K/V chunk
+    (4 (s/cp) b h_kv / tp bytes) while attending to the current one; the backward pass moves K/V
+    and their gradients (twice the bytes, twice the compute); full recomputation repeats the
+    forward. Each step shows only max(0, transfer - compute): see ``ring_attention_condition``.
+    Ulysses: an all-to-all of q, k, v before attention and one of the output after it
+    ((2h + 2h_kv) s b / (cp tp) x 2 bytes per layer forward, the same backward), exposed.
+    """
+    m = L.model
+    if L.cp == 1:
+        return []
+    cp, t, b = L.cp, L.tp, L.micro_batch
+    fwd_passes = 1 + (1 if L.recompute == "full" else 0)
+    kv_dim = m.hidden * m.kv / m.heads
+    chunk = m.seq_len / cp
+    per_pass = L.layers_per_stage * L.micro_batches
+    if L.cp_kind == "ring":
+        link = group_link(L.system, cp, t)
+        size = 4 * chunk * b * kv_dim / t                       # K and V, 16-bit
+        step_s = link.latency + size / pair_bandwidth(L.system, link)
+        attn_s = 4 * chunk * chunk * b * m.hidden / t / (L.system.gpu.bf16_flops * L.gpu_efficiency)
+        sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
+        total = sends * step_s
+        exposed = sends * max(0.0, step_s - attn_s)
+        if exposed > 0:
+            notes.append(f"ring attention: K/V transfer ({units.format_time(step_s)}) exceeds a step's attention "
+                         f"compute ({units.format_time(attn_s)}); chunks of s/cp = {chunk:.0f} tokens are too short")
+        return [Traffic("context parallel K/V ring", (), cp, link.name, link.crosses_nodes, sends, size, total, exposed,
+                        "ring send/recv")]
+    size = (2 * m.hidden + 2 * kv_dim) * chunk * b / t * ACT_BYTES / 2   # q,k,v then out: two calls of the mean size
+    one, link = all_to_all_time(L.system, size, cp, t)
+    calls = 2 * per_pass * (fwd_passes + 1)
+    return [Traffic("context parallel all-to-all", ("all_to_all",), cp, link.name, link.crosses_nodes, calls, size,
+                    calls * one, calls * one, "Ulysses heads")]

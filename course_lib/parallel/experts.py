@@ -1,0 +1,37 @@
+"""Expert parallelism (an MoE model): the dispatch and combine all-to-alls of a step."""
+from __future__ import annotations
+
+from .layouts import ACT_BYTES, Layout
+from .links import all_to_all_time
+from .phases import Compute
+from .results import Traffic
+
+
+def ep_phase(L: Layout, c: Compute, notes: list) -> list:
+    """Expert-parallel all-to-alls: dispatch and combine, 2 forward + 2 backward per MoE layer (+2 recomputed).
+
+    Each rank sends its tokens' hidden states to the ranks of their top-k experts (dispatch) and
+    receives the results back (combine): s b / (cp x tp) tokens x top_k x h x 2 bytes per call,
+    times ``moe_load`` (the busiest rank). The group is ep consecutive ranks of the cp x dp block
+    (stride tp). Exposed, unless ``ep_overlap``: then each layer's all-to-alls hide behind one
+    layer of another micro-batch's compute (DeepSeek's DualPipe), and only the excess shows.
+    """
+    m = L.model
+    if L.ep == 1 or not m.moe_layers:
+        return []
+    moe_layers = m.moe_layers * L.layers_per_stage / m.layers       # MoE layers on the busiest stage
+    passes = 4 + (2 if L.recompute == "full" else 0)
+    tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
+    size = tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
+    one, link = all_to_all_time(L.system, size, L.ep, L.tp)
+    calls = round(passes * moe_layers * L.micro_batches)
+    total = passes * moe_layers * L.micro_batches * one
+    exposed = total
+    if L.ep_overlap:
+        per_layer_compute = c.micro_batch_s / L.layers_per_stage
+        exposed = moe_layers * L.micro_batches * max(0.0, passes * one - per_layer_compute)
+    if link.crosses_nodes:
+        notes.append(f"expert parallelism of {L.ep} spans nodes: its all-to-alls leave the {L.system.gpu_link.name} "
+                     "domain")
+    return [Traffic("expert parallel all-to-all", ("all_to_all",), L.ep, link.name, link.crosses_nodes, calls, size,
+                    total, exposed, "dispatch+combine")]

@@ -1,0 +1,110 @@
+"""Which link a parallel group's traffic uses, and what its collectives cost on it (seconds).
+
+A group inside one node uses the GPU fabric, one across nodes the NICs (``costmodel.fabric``);
+collective times come from ``costmodel`` (alpha-beta, ring; two-tier all-to-all across nodes).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .. import costmodel, hardware, validate
+
+
+@dataclass(frozen=True)
+class GroupLink:
+    """Where a parallel group's traffic goes: link name, bytes/s per direction per rank, hop latency (s)."""
+
+    name: str
+    bandwidth: float
+    latency: float
+    crosses_nodes: bool
+
+
+def group_link(system, size, stride) -> GroupLink:
+    """The link a group of ``size`` ranks, ``stride`` ranks apart, uses on ``system``.
+
+    Inside one node: the GPU fabric (NVLink/NVSwitch or PCIe) at its achievable bandwidth
+    (``costmodel.fabric``). Across nodes: a ring whose bottleneck is ``min(fabric, k x NIC share
+    per GPU)`` where k members of the group sit in each node (every GPU of a node communicates at once).
+    """
+    sys_ = hardware.resolve_system(system)
+    size = validate.integer("size", size, low=1, high=10**7)
+    stride = validate.integer("stride", stride, low=1, high=10**7)
+    return _group_link(sys_, size, stride)
+
+
+@lru_cache(maxsize=256)
+def _fabric(sys_) -> costmodel.Fabric:
+    """``costmodel.fabric`` of a (hashable) System, kept: the planner asks thousands of times."""
+    return costmodel.fabric(sys_)
+
+
+@lru_cache(maxsize=8192)
+def _group_link(sys_, size, stride) -> GroupLink:
+    g = sys_.gpus_per_node
+    f = _fabric(sys_)
+    if size == 1 or stride * size <= g:
+        return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
+    k = max(1, min(size, g // stride)) if stride < g else 1
+    return GroupLink(f"{sys_.nics_per_node} x {sys_.nic.name} per node", min(f.intra_bw, k * f.net_bw_per_gpu),
+                     f.net_hop, True)
+
+
+def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return costmodel.launch_latency() + float(costmodel.collective_time(collective, nbytes, ranks, link.bandwidth,
+                                                                        link.latency, "ring"))
+
+
+CROSS_NODE_TP_ALGORITHMS = ("ring", "tree")  # NCCL's; NVLS left out, as the in-node TP price (a ring) leaves it out
+
+
+def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
+    """One all-reduce of ``nbytes`` per rank over ``ranks`` ranks ``stride`` apart that span nodes, seconds.
+
+    Priced by the network model (``costmodel.predict``) for the nodes and GPUs per node the group
+    occupies: NCCL's ring and tree with their protocols (LL, LL128, Simple) at this size, a network
+    latency on every step that crosses nodes, the fastest of them. No other traffic shares the NICs.
+    """
+    sys_ = hardware.resolve_system(system)
+    nbytes = validate.non_negative("nbytes", nbytes)
+    ranks = validate.integer("ranks", ranks, low=1, high=10**7)
+    stride = validate.integer("stride", stride, low=1, high=10**7)
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    per_node = max(1, min(ranks, sys_.gpus_per_node // stride))
+    nodes = math.ceil(ranks / per_node)
+    return min(float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
+                                       algorithm=a).time_s[0]) for a in CROSS_NODE_TP_ALGORITHMS)
+
+
+def pair_bandwidth(system, link: GroupLink) -> float:
+    """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
+    return _fabric(hardware.resolve_system(system)).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+
+
+def all_to_all_time(system, nbytes, ranks, stride) -> tuple[float, GroupLink]:
+    """One all-to-all of ``nbytes`` per rank (its whole send buffer) over ``ranks`` ranks ``stride`` apart.
+
+    Inside one NVLink domain: the registry's direct algorithm on the GPU fabric. Across nodes:
+    ``costmodel.two_tier_all_to_all``: each rank sends (p-k)/p of its buffer through its share
+    of the node's NICs and (k-1)/p over the GPU fabric, at once (k group members per node). This
+    is the rail-optimised case: NCCL's PXN (or DeepEP's NVLink forwarding) first moves a message
+    over NVLink to the GPU on the destination's rail, so every NIC carries an even share.
+    Returns (seconds, the link that bounds it).
+    """
+    sys_ = hardware.resolve_system(system)
+    link = group_link(sys_, ranks, stride)
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0, link
+    if not link.crosses_nodes:
+        return costmodel.launch_latency() + float(costmodel.collective_time(
+            "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
+    g = sys_.gpus_per_node
+    k = max(1, min(ranks, g // stride)) if stride < g else 1
+    f = _fabric(sys_)
+    t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
+    return float(t), link

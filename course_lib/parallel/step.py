@@ -1,0 +1,76 @@
+"""One layout's step: the phases composed on the 1F1B pipeline schedule (``estimate``)."""
+from __future__ import annotations
+
+from .context import cp_phase
+from .experts import ep_phase
+from .layouts import Layout, assumption, layout
+from .phases import compute_phase, memory_phase, pp_phase, tp_phase
+from .results import Estimate
+from .sharding import dp_phase
+
+
+def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
+             recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
+             bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
+             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Estimate:
+    """Memory per GPU, traffic per step and step time for one layout.
+
+    model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
+    tp x pp x dp must equal it (dp defaults to the rest). global_batch and micro_batch in
+    sequences; zero 0-3; recompute none/selective/full (True = full); interleave v >= 1 virtual
+    stages per GPU; gpu_efficiency in (0, 1] (default: the sourced assumption);
+    bucket_bytes: gradient bucket size (bytes, default ``DDP_BUCKET_BYTES``);
+    memory_reserve_bytes: memory not usable (bytes). ep: expert-parallel ranks (an MoE model;
+    divides its experts and cp x dp); cp: context-parallel ranks, cp_kind ``ring`` or ``ulysses``;
+    fsdp: ZeRO-3 over all cp x dp ranks; hsdp=G: ZeRO-3 within groups of G, replicated across;
+    moe_imbalance >= 1: busiest expert rank's load / mean (dropless routing); ep_overlap: hide
+    the all-to-alls behind another micro-batch; seq_len overrides the model's. Composes
+    ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``, ``cp_phase``, ``ep_phase``
+    and ``dp_phase`` on the 1F1B schedule.
+    """
+    L = layout(model_, system, nodes, tp=tp, pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch,
+               zero=zero, recompute=recompute, interleave=interleave, sequence_parallel=sequence_parallel,
+               gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, bucket_bytes=bucket_bytes,
+               memory_reserve_bytes=memory_reserve_bytes, gpus=gpus, ep=ep, cp=cp, cp_kind=cp_kind, fsdp=fsdp,
+               hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len)
+    return estimate_layout(L)
+
+
+def estimate_layout(L: Layout) -> Estimate:
+    """``estimate`` for a Layout already checked by ``layout``."""
+    if not isinstance(L, Layout):
+        raise ValueError(f"L must be a parallel.Layout (from parallel.layout(...)), got {type(L).__name__}")
+    notes = []
+    memory = memory_phase(L)
+    c = compute_phase(L)
+    tp_traffic, pp_traffic = tp_phase(L, notes), pp_phase(L)
+    cp_traffic, ep_traffic = cp_phase(L, c, notes), ep_phase(L, c, notes)
+    dp_traffic = dp_phase(L, c, notes)
+    tp_ex = sum(tr.exposed_s for tr in tp_traffic)
+    pp_ex = sum(tr.exposed_s for tr in pp_traffic)
+    dp_ex = sum(tr.exposed_s for tr in dp_traffic)
+    cp_ex = sum(tr.exposed_s for tr in cp_traffic)
+    ep_ex = sum(tr.exposed_s for tr in ep_traffic)
+    # 1F1B schedule: (m + (p-1)/v) slots
+    mb, p, v = L.micro_batches, L.pp, L.interleave
+    slot = c.micro_batch_s + (tp_ex + pp_ex) / mb
+    if cp_ex or ep_ex:
+        slot += (cp_ex + ep_ex) / mb
+    bubble = (p - 1) / v * slot
+    step = mb * slot + bubble + dp_ex
+    per_gpu = lambda flops: flops / step / L.gpus / 1e12  # noqa: E731 - TFLOP/s per GPU
+    peak = L.system.gpu.bf16_flops
+    if L.gpu_efficiency != assumption("gpu_efficiency"):
+        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} (default {assumption('gpu_efficiency'):.2f})")
+    return Estimate(model=L.model.name, system=L.system.id, gpus=L.gpus, nodes=L.nodes, tp=L.tp, pp=p, dp=L.dp,
+                    zero=L.zero, recompute=L.recompute, micro_batch=L.micro_batch, global_batch=L.global_batch,
+                    micro_batches=mb, interleave=v, sequence_parallel=L.sequence_parallel,
+                    gpu_efficiency=L.gpu_efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
+                    traffic=tp_traffic + cp_traffic + ep_traffic + pp_traffic + dp_traffic, step_time_s=step,
+                    compute_s=c.compute_s,
+                    bubble_s=bubble, bubble_fraction=(p - 1) / (v * mb), tp_exposed_s=tp_ex, pp_exposed_s=pp_ex,
+                    dp_exposed_s=dp_ex, tokens_per_s_per_gpu=L.global_batch * L.model.seq_len / step / L.gpus,
+                    tflops_per_gpu=per_gpu(c.hardware_flops), model_tflops_per_gpu=per_gpu(c.model_flops),
+                    mfu=per_gpu(c.model_flops) * 1e12 / peak, hfu=per_gpu(c.hardware_flops) * 1e12 / peak,
+                    notes=notes, ep=L.ep, cp=L.cp, cp_kind=L.cp_kind, shard_group=L.shard_group, ep_exposed_s=ep_ex,
+                    cp_exposed_s=cp_ex)

@@ -1,0 +1,200 @@
+"""Drawings of chapter 06 (data parallelism): the overlap timeline, ZeRO memory, the DP ring on the
+fabric, the ZeRO-3 ladder and the scaling explorer.
+
+Each function draws a result that :mod:`course_lib.explorers.data_parallel` computed; none computes
+a model number itself. :func:`draw_scaling` returns an updater that moves the same artists for
+every later slider event (nothing is re-created).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import style, units
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
+_MEMORY_COLOURS = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple",
+                   "activations": "tab:gray"}
+
+
+def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
+    """Timelines of one step; ``rows``: (label, overlap_schedule result, y offset) pairs. Seconds in, ms drawn."""
+    ms = 1e3
+    for label, sched, y0 in rows:
+        for name, s, e in sched["compute"]:
+            colour = "tab:green" if name == "forward" else "tab:blue"
+            ax.barh(y0 + 1.0, (e - s) * ms, left=s * ms, height=0.8, color=colour, edgecolor="white")
+        for i, (name, s, e) in enumerate(sched["comm"]):
+            ax.barh(y0, (e - s) * ms, left=s * ms, height=0.8, color="tab:orange" if i % 2 else "tab:red",
+                    edgecolor="white")
+            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=7, color="white")
+        end_b, end = sched["backward_end_s"] * ms, sched["step_s"] * ms
+        ax.plot([end_b, end_b], [y0 - 0.5, y0 + 1.5], color="black", lw=1, ls=":")
+        if end > end_b:
+            ax.annotate("", xy=(end, y0 - 0.55), xytext=(end_b, y0 - 0.55),
+                        arrowprops={"arrowstyle": "<->", "color": "black", "lw": 1})
+            ax.text((end_b + end) / 2, y0 - 0.75, f"exposed {units.format_time(sched['exposed_s'])}",
+                    ha="center", va="top", fontsize=8)
+        ax.text(0, y0 + 1.55, label, ha="left", va="center", fontsize=9, fontweight="bold")
+    ax.set_yticks([0, 1, 2.6, 3.6], ["all-reduce", "compute", "all-reduce", "compute"], fontsize=8)
+    ax.set_xlabel("time in the step, ms")
+    ax.set_ylim(-1.2, 4.6)
+    ax.set_xlim(left=-0.02 * ms * total_s)
+    ax.set_title(f"forward (green), backward in {buckets} bucket-sized pieces (blue), bucket all-reduces "
+                 f"(red/orange): {units.format_time(comm_s)} of communication", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def draw_zero_memory(ax, rows, params, gpus, capacity_bytes=None):
+    """Stacked bars of model-state memory per GPU for ZeRO 0-3 (``rows`` from ``zero_table``), bytes sent on top."""
+    colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple"}
+    x = np.arange(4)
+    bottom = np.zeros(4)
+    for part, colour in colours.items():
+        vals = np.array([r[part] for r in rows]) / units.GB
+        ax.bar(x, vals, bottom=bottom, color=colour, label=part)
+        bottom += vals
+    for i, r in enumerate(rows):
+        ax.text(i, bottom[i], f"{r['total'] / units.GB:.3g} GB\nsends {r['ratio_to_ddp']:.2g}x DDP",
+                ha="center", va="bottom", fontsize=8)
+    if capacity_bytes is not None:
+        ax.axhline(capacity_bytes / units.GB, color="black", ls="--", lw=1, label=f"{capacity_bytes / units.GB:.0f} GB")
+    ax.set_xticks(x, ["ZeRO-0\n(DDP)", "ZeRO-1\noptimizer", "ZeRO-2\n+ gradients", "ZeRO-3\n+ weights"])
+    ax.set_ylabel("model states per GPU, GB")
+    ax.set_ylim(0, bottom.max() * 1.25)
+    ax.set_title(f"{params / 1e9:.3g}B parameters, mixed-precision Adam (2 + 2 + 12 bytes each), "
+                 f"{gpus} GPUs", fontsize=10)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def draw_dp_ring(ax, topo, order, leaves, info, system_name, link_name, nodes, ring):
+    """The fat tree ``topo`` with DP ring ``order`` drawn on it; ``leaves`` maps each node-crossing hop
+    (a, b) to the leaf switch it passes; ``info`` is ``dp_ring_bandwidth``'s result."""
+    topo.draw(ax=ax, show_bandwidth=False)
+    for a, b in zip(order, order[1:] + order[:1]):
+        (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
+        leaf = leaves.get((a, b))
+        if leaf is not None:  # GPU -> its rail's leaf switch -> the other node's GPU on the same rail
+            xl, yl = topo.pos[leaf]
+            ax.annotate("", xy=(xl, yl - 0.15), xytext=(x1, y1 + 0.15),
+                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
+            ax.annotate("", xy=(x2, y2 + 0.15), xytext=(xl, yl - 0.15),
+                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
+        else:
+            ax.annotate("", xy=(x2, y2 + 0.35), xytext=(x1, y1 + 0.35),
+                        arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.6,
+                                    "connectionstyle": "arc3,rad=-0.4"})
+    ax.set_title(f"DP ring {ring} over {nodes} x {system_name}: blue hops on {link_name} (through the NVSwitch), "
+                 f"red hops leave the node on one rail.\nThis ring's slowest link: "
+                 f"{units.format_bandwidth(info['one_ring'])}; {info['rings']} rings, one per rail, use every NIC.",
+                 fontsize=9)
+    return ax
+
+
+def draw_zero3_ladder(ax, rows, ptdp):
+    """Measured ZeRO-3 and PTD-P TFLOP/s per GPU (``ptdp``: megatron_dp_rows' PTD-P rows) against the model
+    and its pessimistic variants (``rows`` from ``zero3_ladder``)."""
+    g = [r["gpus"] for r in rows]
+    styles = (("model", "course model (overlap, node's 8 NICs)", "tab:blue", "o-"),
+              ("no_overlap", "no overlap", "tab:cyan", "s--"),
+              ("own_nic", "each GPU only its own NIC", "tab:purple", "^--"),
+              ("own_nic_no_overlap", "own NIC and no overlap", "tab:gray", "v--"))
+    for key, label, colour, fmt in styles:
+        ax.plot(g, [r[key] for r in rows], fmt, color=colour, label=label, ms=5)
+    ax.plot(g, [r["measured"] for r in rows], "D-", color="tab:red", lw=2.2, label="ZeRO-3 measured (Megatron-LM 2021)")
+    ax.plot([r["gpus"] for r in ptdp], [r["measured"] for r in ptdp], "*-", color="tab:green", ms=9,
+            label="PTD-P measured (TP 8 x PP 12 x DP)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(g, [str(x) for x in g])
+    ax.set_xlabel("A100 GPUs (global batch fixed at 1536 sequences)")
+    ax.set_ylabel("TFLOP/s per GPU")
+    ax.set_ylim(0, max(max(r["model"] for r in rows), max(r["measured"] for r in ptdp)) * 1.15)
+    ax.set_title("GPT-3 175B with ZeRO-3 alone: the model vs measurement", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left")
+    return ax
+
+
+# ---------------------------------------------------------------- the explorer
+
+def _scaling_title(r):
+    return f"{r.model}, ZeRO-{r.zero}: step time and efficiency"
+
+
+def draw_scaling(axes, r):
+    """The explorer's figure for a ``ScalingView`` result ``r``: step time (compute + exposed DP
+    communication) and scaling efficiency per GPU count, memory per GPU per ZeRO stage. Returns
+    ``update(r)``, which moves the same artists to another result."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax1, ax2, twin = axes
+    x = np.log2(r.gpus)
+    compute = ax1.bar(x, r.compute_s, color="tab:blue", width=0.7, label="compute")
+    exposed = ax1.bar(x, r.exposed_s, bottom=r.compute_s, color="tab:red", width=0.7, label="exposed DP comm")
+    (comm,) = ax1.plot(x, r.comm_s, "_", color="black", ms=14, mew=2, label="DP comm if nothing hidden")
+    boundary = np.log2(r.gpus_per_node) + 0.5
+    ax1.axvline(boundary, color="0.4", ls=":", lw=1)
+    ax1.text(boundary + 0.05, 0.66, "node\nboundary", fontsize=7, color="0.3", va="bottom",
+                    transform=ax1.get_xaxis_transform())
+    (chosen,) = ax1.bar([x[r.selected]], [r.step_s[r.selected]], width=0.8, fill=False, edgecolor="black", lw=1.5)
+    ax1.set_xticks(x, [str(g) for g in r.gpus], fontsize=7)
+    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)")
+    ax1.set_ylabel("step time, s")
+    (eff,) = twin.plot(x, 100 * r.efficiency, "o-", color="tab:green", ms=4, label="scaling efficiency")
+    twin.set_ylim(0, 155)
+    twin.set_yticks([0, 20, 40, 60, 80, 100])
+    twin.set_ylabel("scaling efficiency, %", color="tab:green")
+    handles, labels = ax1.get_legend_handles_labels()
+    extra = twin.get_legend_handles_labels()
+    ax1.legend(handles + extra[0], labels + extra[1], fontsize=7, loc="upper left", ncol=2)
+    ax1.set_title(_scaling_title(r), fontsize=9)
+
+    stacks, bottom = {}, np.zeros(4)
+    for i, part in enumerate(MEMORY_PARTS):
+        stacks[part] = ax2.bar(range(4), r.memory_gb[:, i], bottom=bottom, color=_MEMORY_COLOURS[part], label=part)
+        bottom = bottom + r.memory_gb[:, i]
+    (stage,) = ax2.bar([r.zero], [bottom[r.zero]], fill=False, edgecolor="black", lw=1.5)
+    usable = ax2.axhline(r.usable_gb, color="black", ls="--", lw=1, label="usable memory")
+    ax2.set_xticks(range(4), ["Z0", "Z1", "Z2", "Z3"])
+    ax2.set_ylabel("memory per GPU, GB")
+    # At a fixed place, clear of 5-digit tick labels: the layout is made once, at the first result.
+    ax2.yaxis.set_label_coords(-0.17, 0.5)
+    ax2.tick_params(axis="y", labelsize=8)
+    ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=9)
+    ax2.legend(fontsize=6, loc="upper right")
+
+    def limits(r):
+        ax1.set_ylim(0, 1.55 * max(r.step_s.max(), r.comm_s.max()))
+        ax2.set_ylim(0, max(r.memory_gb.sum(axis=1).max(), r.usable_gb) * 1.1)
+
+    limits(r)
+    for axis in (ax1.yaxis, ax2.yaxis):  # fewer tick labels: each costs a text layout on every event
+        axis.set_major_locator(MaxNLocator(nbins=5))
+    ax1.set_xlim(x[0] - 0.6, x[-1] + 0.6)
+    ax2.set_xlim(-0.6, 3.6)
+
+    def update(r):
+        for bar, c in zip(compute, r.compute_s):
+            bar.set_height(c)
+        for bar, c, e in zip(exposed, r.compute_s, r.exposed_s):
+            bar.set_y(c)
+            bar.set_height(e)
+        comm.set_ydata(r.comm_s)
+        chosen.set_x(x[r.selected] - 0.4)
+        chosen.set_height(r.step_s[r.selected])
+        eff.set_ydata(100 * r.efficiency)
+        ax1.set_title(_scaling_title(r), fontsize=9)
+        bottom = np.zeros(4)
+        for i, part in enumerate(MEMORY_PARTS):
+            for bar, b, h in zip(stacks[part], bottom, r.memory_gb[:, i]):
+                bar.set_y(b)
+                bar.set_height(h)
+            bottom = bottom + r.memory_gb[:, i]
+        stage.set_x(r.zero - 0.4)
+        stage.set_height(bottom[r.zero])
+        usable.set_ydata([r.usable_gb, r.usable_gb])
+        ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=9)
+        limits(r)
+
+    return update

@@ -1,0 +1,163 @@
+"""Drawings of chapter 05 (InfiniBand): published runs against the models, RDMA against TCP, where the
+model stops being true, and the multi-node cliff explorer.
+
+Each function draws a result that :mod:`course_lib.explorers.infiniband` computed; none computes a
+model number itself. :func:`draw_cliff` returns an updater that moves the same artists for every
+later slider event (nothing is re-created).
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.ticker import FuncFormatter
+
+from .. import units
+
+TRANSPORT_COLOURS = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:red"}
+
+
+def draw_model_vs_measured(ax, rows):
+    """Measured busbw (bars show the stated range) with the three model values per run (``model_vs_measured`` rows)."""
+    y = np.arange(len(rows))
+    lo = np.array([r["measured_low"] for r in rows]) / units.GB
+    hi = np.array([r["measured_high"] for r in rows]) / units.GB
+    ax.barh(y, np.maximum(hi - lo, 2), left=np.where(hi - lo < 2, lo - 1, lo), height=0.5, color="0.6",
+            label="measured (stated range)")
+    for key, marker, colour, name in (("textbook_busbw", "o", "tab:red", "textbook two-level (spec)"),
+                                      ("ring_busbw", "s", "tab:blue", "pipelined ring (spec)"),
+                                      ("model_busbw", "D", "tab:green", "course model (stated algorithm, achievable)")):
+        ax.plot([r[key] / units.GB for r in rows], y, marker, color=colour, label=name, ms=6)
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("all-reduce busbw, GB/s (per direction, nccl-tests definition)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Multi-node all-reduce: published measurements vs models")
+    return ax
+
+
+def draw_transports(ax, rows):
+    """Share of line rate NCCL reaches per NIC (``transports_table`` rows): dark the low end, light the high end."""
+    y = np.arange(len(rows))
+    lo = np.array([r["efficiency_low"] for r in rows]) * 100
+    hi = np.array([r["efficiency_high"] for r in rows]) * 100
+    ax.barh(y, hi, color=[TRANSPORT_COLOURS[r["kind"]] for r in rows], alpha=0.35)
+    ax.barh(y, lo, color=[TRANSPORT_COLOURS[r["kind"]] for r in rows])
+    ax.set_yticks(y, [f"{r['transport']} ({r['line_gbit_s']:g} Gb/s)" for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 105)
+    ax.set_xlabel("NCCL bandwidth per NIC, % of line rate (per direction)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title("RDMA (InfiniBand, RoCE) vs TCP sockets\n(dark: low end of the stated range; light: high end)",
+                 fontsize=10)
+    return ax
+
+
+REGIME_STYLES = (("tab:blue", "o"), ("tab:orange", "s"), ("tab:red", "^"), ("k", "D"))  # by costmodel.SCALE_REGIMES
+
+
+def draw_validation_ratios(ax, by_regime, worst, role):
+    """predicted / measured busbw against size, one marker per node-count regime (``by_regime``: (name, rows)
+    pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
+    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
+    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
+    ax.axhline(1.0, color="0.3", lw=0.8)
+    for (name, rs), (colour, marker) in zip(by_regime, REGIME_STYLES):
+        if rs:
+            ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
+                       label=f"{name} ({len(rs)})", alpha=0.8)
+    for r in worst:
+        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(0.12, 6)
+    ticks = [2.0**k for k in range(0, 35, 5)]
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("all-reduce size (nccl-tests size column)")
+    ax.set_ylabel("predicted / measured busbw")
+    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
+    return ax
+
+
+def draw_node_sweeps(ax, sweeps):
+    """Measured and predicted busbw (GB/s per direction) against nodes, per sweep (``sweeps``: (name, rows))."""
+    for i, (name, rs) in enumerate(sweeps):
+        x = [r["nodes"] for r in rs]
+        ax.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
+        ax.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("busbw, GB/s per direction")
+    ax.set_yscale("log")
+    ax.set_title("node-count sweeps", fontsize=9)
+    ax.legend(fontsize=6, loc="lower left")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+# ---------------------------------------------------------------- the explorer
+
+def _job_label(r):
+    return f"your job: {r.nodes} x {r.gpus_per_node} GPUs, {units.format_time(r.time_s)}"
+
+
+def _cliff_title(r):
+    return (f"All-reduce of {units.format_bytes(r.nbytes)}: NVLink {r.nvlink_gb_s:.3g} GB/s per GPU (dotted green), "
+            f"NICs {r.injection_gb_s:.3g} GB/s per node (dotted blue)")
+
+
+def draw_cliff(ax, r):
+    """busbw (GB/s per direction) against GPUs in the job for a ``CliffView`` result ``r``: one node,
+    textbook two-level and pipelined rings across nodes, your job marked. Returns ``update(r)``."""
+    (intra,) = ax.plot(r.intra_gpus, r.intra_busbw_gb_s, "o-", color="tab:green",
+                       label="inside one node (ring over NVLink)")
+    (hier,) = ax.plot(r.gpus, r.hierarchical_busbw_gb_s, "o-", color="tab:red", label="across nodes: textbook two-level")
+    (ring,) = ax.plot(r.gpus, r.ring_busbw_gb_s, "s--", color="tab:blue", ms=4,
+                      label="across nodes: pipelined rings (NCCL-like)")
+    boundary = ax.axvline(r.gpus_per_node, color="0.4", ls=":", lw=1)
+    note = ax.text(r.gpus_per_node, 0.02, " node boundary", fontsize=7, color="0.3", transform=ax.get_xaxis_transform())
+    nvlink = ax.axhline(r.nvlink_gb_s, color="tab:green", ls=":", lw=1)
+    nics = ax.axhline(r.injection_gb_s, color="tab:blue", ls=":", lw=1)
+    (job,) = ax.plot(r.nodes * r.gpus_per_node, r.busbw_gb_s, "D", color="black", ms=9, zorder=5, label=_job_label(r))
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.set_xlabel("GPUs in the job")
+    ax.set_ylabel("busbw, GB/s per direction")
+    title = ax.set_title(_cliff_title(r), fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    legend = {}
+
+    def make_legend(r):
+        intra.set_visible(r.gpus_per_node > 1)  # one GPU per node: nothing inside the node
+        lines = [line for line in (intra, hier, ring, job) if line.get_visible()]
+        legend["box"] = ax.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="best")
+        legend["intra"] = intra.get_visible()
+
+    def limits():
+        ax.relim()
+        ax.set_autoscale_on(True)
+        ax.autoscale_view()
+        ax.set_ylim(bottom=0)
+
+    make_legend(r)
+    limits()
+
+    def update(r):
+        intra.set_data(r.intra_gpus, r.intra_busbw_gb_s)
+        hier.set_data(r.gpus, r.hierarchical_busbw_gb_s)
+        ring.set_data(r.gpus, r.ring_busbw_gb_s)
+        boundary.set_xdata([r.gpus_per_node, r.gpus_per_node])
+        note.set_x(r.gpus_per_node)
+        nvlink.set_ydata([r.nvlink_gb_s, r.nvlink_gb_s])
+        nics.set_ydata([r.injection_gb_s, r.injection_gb_s])
+        job.set_data([r.nodes * r.gpus_per_node], [r.busbw_gb_s])
+        job.set_label(_job_label(r))
+        title.set_text(_cliff_title(r))
+        if legend["intra"] != (r.gpus_per_node > 1):
+            legend["box"].remove()
+            make_legend(r)
+        else:
+            legend["box"].get_texts()[-1].set_text(job.get_label())
+        limits()
+
+    return update
