@@ -340,3 +340,17 @@ def test_every_hint_factor_is_distinct_within_tolerance():
 
 def test_collectives_table_factor_is_finite():
     assert math.isfinite(cl.collectives_table(2)[0]["busbw_factor"])
+
+
+def test_cost_explorer_moves_the_same_artists():
+    box = cl.cost_explorer()
+    lines = list(box.axes.lines)
+    box.render(ranks=64, algorithm="binomial_tree", latency_us=5.0)
+    assert list(box.axes.lines) == lines
+    v = box.values()
+    curves = cl.cost_curves(64, v["link_gb_s"] * units.GB, v["latency_us"] * 1e-6)
+    k = list(cl.ALGORITHM_LABELS).index("binomial_tree")
+    assert lines[k].get_ydata() == pytest.approx(curves["binomial_tree"]) and lines[k].get_linewidth() == 2.6
+    labels = [t.get_text() for t in box.axes.get_legend().get_texts()]
+    assert [label for label in labels if "(chosen)" in label] == [cl.ALGORITHM_LABELS["binomial_tree"] + " (chosen)"]
+    plt.close("all")

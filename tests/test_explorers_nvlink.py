@@ -1,5 +1,6 @@
 """Chapter 02 library: links x rate, full-mesh split, rings on the DGX-1, bridges, measurements, explorer."""
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -251,3 +252,19 @@ def test_exercise_hint_factors_do_not_shadow_each_other():
             assert abs(a - 1) > 2 * rtol, exercise_id
             for b in factors[i + 1:]:
                 assert abs(a - b) > 2 * rtol * max(a, b), (exercise_id, a, b)
+
+
+def test_mesh_series_is_the_model_the_explorer_draws():
+    s = nv.mesh_series(8, 18, 25.0, 1.0)
+    at8 = nv.mesh_allreduce(1e9, 8, 18, 25e9, costmodel.hop_latency("nvlink"))
+    assert s.chosen_buildable and s.chosen_all_links_s == at8["all_links_s"]
+    assert s.one_ring_s[list(s.counts).index(8)] == at8["one_ring_s"]
+    assert np.isfinite(s.one_ring_s).all()  # 18 links reach 15 peers: every mesh up to 16 GPUs is buildable
+    small = nv.mesh_series(8, 6, 25.0, 1.0)
+    assert not small.chosen_buildable and np.isnan(small.all_links_s[-1])
+    ex = nv.mesh_explorer()
+    lines = list(ex.axes.lines)
+    ex.render(links_per_gpu=6, size_gb=10.0)
+    assert list(ex.axes.lines) == lines  # the same artists, moved in place
+    assert np.allclose(lines[1].get_ydata(), nv.mesh_series(8, 6, 25.0, 10.0).all_links_s, equal_nan=True)
+    plt.close("all")

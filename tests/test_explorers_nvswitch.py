@@ -273,3 +273,19 @@ def test_ring_time_grows_little_with_gpu_count_on_a_switch():
     t256 = nv.all_reduce_times(1e9, 256, H100, latency=0)["switch_ring"]
     assert t256 / t8 == pytest.approx((2 * 255 / 256) / 1.75)
     assert math.isclose(nv.switch_bisection(256, H100) / nv.switch_bisection(8, H100), 32)
+
+
+def test_fabric_series_is_the_model_the_explorer_draws():
+    s = nv.fabric_series(8, 450.0, 1.0, 4)
+    i = list(s.counts).index(8)
+    assert s.switch_ring[i] == nv.all_reduce_times(1e9, 8, H100)["switch_ring"]
+    assert s.mesh_bis[i] == nv.mesh_bisection(8, H100)
+    assert list(s.tree_gpus) == [p for p in nv.GPU_COUNTS if p <= nv.PCIE_TREE_MAX_GPUS]
+    assert s.tree_bis[-1] == nv.pcie_tree_numbers(16, 4)["bisection"]
+    ex = nv.fabric_explorer()
+    lines = [list(ax.lines) for ax in ex.axes]
+    ex.render(pcie_generation=5, size_gb=10.0)
+    assert [list(ax.lines) for ax in ex.axes] == lines  # the same artists, moved in place
+    assert lines[0][0].get_ydata()[i] == nv.fabric_series(8, 450.0, 10.0, 5).switch_ring[i]
+    assert "Gen5" in ex.axes[0].get_legend().get_texts()[-1].get_text()
+    plt.close("all")

@@ -358,36 +358,12 @@ def plot_published(ax=None, measured: HostDeviceMeasurement | None = None):
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.2))
     gens = sorted({m["generation"] for m in published()["measurements"]})
-    for g in gens:
-        spec = hardware.pcie_link(g, 16).per_direction / units.GB
-        ax.hlines(spec, g - 0.4, g + 0.4, color="black", lw=2, label="spec, x16 per direction" if g == gens[0] else None)
-    styles = {"pinned": ("o", "tab:blue"), "pageable": ("v", "tab:orange")}
-    seen = set()
-    rng = np.random.default_rng(0)
-    for m in measurements():
-        if m["direction"] == "bidirectional_sum":
-            continue
-        marker, colour = styles[m["memory"]]
-        special = _is_special(m)
-        label = m["memory"] + (": other socket, all GPUs at once, both directions at once, or kernel copies"
-                               if special else ", one GPU, one direction")
-        x = m["generation"] + rng.uniform(-0.3, 0.3)
-        ax.errorbar(x, m["gb_s_mid"], yerr=[[m["gb_s_mid"] - m["gb_s_low"]], [m["gb_s_high"] - m["gb_s_mid"]]],
-                    fmt=marker, color=colour, mfc="white" if special else colour, ms=6,
-                    label=label if label not in seen else None)
-        seen.add(label)
+    specs = {g: hardware.pcie_link(g, 16).per_direction / units.GB for g in gens}
+    rows = [dict(m, special=_is_special(m)) for m in measurements() if m["direction"] != "bidirectional_sum"]
+    yours = []
     if measured is not None and measured.available and measured.pcie_generation:
-        for r in measured.results:
-            ax.plot(measured.pcie_generation, r["bytes_per_s"] / units.GB, "D", color="tab:red", ms=8,
-                    label="your GPU" if "you" not in seen else None)
-            seen.add("you")
-    ax.set_xticks(gens, [f"Gen{g} x16" for g in gens])
-    ax.set_ylim(0, 1.35 * hardware.pcie_link(max(gens), 16).per_direction / units.GB)
-    ax.set_ylabel("GB/s per direction")
-    ax.set_title("Achievable vs spec: published bandwidthTest / nvbandwidth / busGrind copies")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    return ax
+        yours = [(measured.pcie_generation, r["bytes_per_s"] / units.GB) for r in measured.results]
+    return views.draw_published(ax, specs, rows, yours)
 
 
 def draw_pcie_trees(generation=4):

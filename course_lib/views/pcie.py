@@ -43,6 +43,35 @@ def draw_lanes(ax, lanes, by_generation):
     return ax
 
 
+def draw_published(ax, specs, rows, yours=()):
+    """Published copies (``rows`` of ``measurements`` with a ``special`` flag) against each x16 link's spec
+    (``specs``: generation -> GB/s per direction); ``yours``: (generation, GB/s) of the learner's GPU."""
+    gens = sorted(specs)
+    for g in gens:
+        ax.hlines(specs[g], g - 0.4, g + 0.4, color="black", lw=2, label="spec, x16 per direction" if g == gens[0] else None)
+    styles = {"pinned": ("o", "tab:blue"), "pageable": ("v", "tab:orange")}
+    seen = set()
+    rng = np.random.default_rng(0)  # the same horizontal jitter on every drawing
+    for m in rows:
+        marker, colour = styles[m["memory"]]
+        label = m["memory"] + (": other socket, all GPUs at once, both directions at once, or kernel copies"
+                               if m["special"] else ", one GPU, one direction")
+        x = m["generation"] + rng.uniform(-0.3, 0.3)
+        ax.errorbar(x, m["gb_s_mid"], yerr=[[m["gb_s_mid"] - m["gb_s_low"]], [m["gb_s_high"] - m["gb_s_mid"]]],
+                    fmt=marker, color=colour, mfc="white" if m["special"] else colour, ms=6,
+                    label=label if label not in seen else None)
+        seen.add(label)
+    for k, (g, gb_s) in enumerate(yours):
+        ax.plot(g, gb_s, "D", color="tab:red", ms=8, label="your GPU" if k == 0 else None)
+    ax.set_xticks(gens, [f"Gen{g} x16" for g in gens])
+    ax.set_ylim(0, 1.35 * specs[max(gens)])
+    ax.set_ylabel("GB/s per direction")
+    ax.set_title("Achievable vs spec: published bandwidthTest / nvbandwidth / busGrind copies")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return ax
+
+
 def draw_switch(ax, curves, mode_labels, mode, gpus, title):
     """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked."""
     counts = curves["counts"]
