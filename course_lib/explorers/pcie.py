@@ -448,11 +448,16 @@ def switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode) -> dic
             "chosen_s": switch_copy_time(nbytes, gpus, link, uplink, mode)}
 
 
-def _draw_switch(ax, generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
+def _switch_view_args(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
     c = switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode)
-    views.draw_switch(ax, c, MODE_LABELS, mode, gpus,
-                      f"Gen{generation} x{lanes} GPUs ({c['link_gb_s']:.3g} GB/s per direction each), "
-                      f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(c['nbytes'])} each")
+    return (c, mode, gpus, f"Gen{generation} x{lanes} GPUs ({c['link_gb_s']:.3g} GB/s per direction each), "
+                           f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(c['nbytes'])} each")
+
+
+def _draw_switch(ax, **values):
+    args = _switch_view_args(**values)
+    update = views.draw_switch(ax, args[0], MODE_LABELS, *args[1:])
+    return lambda **values: update(*_switch_view_args(**values))
 
 
 def _readout_switch(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):

@@ -73,22 +73,36 @@ def draw_published(ax, specs, rows, yours=()):
 
 
 def draw_switch(ax, curves, mode_labels, mode, gpus, title):
-    """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked."""
+    """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked.
+    Returns ``update(curves, mode, gpus, title)``, which moves the same artists."""
     counts = curves["counts"]
-    for m, colour in zip(mode_labels, ("tab:blue", "tab:orange", "tab:green")):
-        chosen = m == mode
-        ax.plot(counts, curves["times_s"][m], "-o" if chosen else "--", color=colour, lw=2.5 if chosen else 1, ms=4,
-                label=mode_labels[m])
-    ax.plot(gpus, curves["chosen_s"], "D", color="tab:red", ms=9,
-            label=f"{gpus} GPUs: {units.format_time(curves['chosen_s'])}")
+    lines = {m: ax.plot(counts, curves["times_s"][m], "--", color=colour, ms=4, label=mode_labels[m])[0]
+             for m, colour in zip(mode_labels, ("tab:blue", "tab:orange", "tab:green"))}
+    (mark,) = ax.plot([], [], "D", color="tab:red", ms=9, label="your GPUs")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(counts, [str(c) for c in counts])
     ax.set_xlabel("GPUs behind one PCIe switch uplink")
-    ax.set_ylabel("seconds (every GPU moves the payload at once)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylabel("time (every GPU moves the payload at once)")
+    style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
+    ax.grid(True, which="major", alpha=0.3)
+    legend = ax.legend(fontsize=7, loc="upper left")
+    handles, texts = legend.get_lines(), legend.get_texts()
+
+    def update(curves, mode, gpus, title):
+        for k, (m, line) in enumerate(lines.items()):
+            chosen = m == mode
+            line.set_ydata(curves["times_s"][m])
+            for artist in (line, handles[k]):
+                artist.set(linestyle="-" if chosen else "--", marker="o" if chosen else "", lw=2.5 if chosen else 1)
+        mark.set_data([gpus], [curves["chosen_s"]])
+        texts[-1].set_text(f"{gpus} GPUs: {units.format_time(curves['chosen_s'])}")
+        ax.set_title(title, fontsize=9)
+        ax.relim()
+        ax.autoscale_view()
+
+    update(curves, mode, gpus, title)
+    return update
 
 
 def draw_offload(ax, curve, link_gb_s, label):
