@@ -517,9 +517,13 @@ def offload_curve(parameters_b, link_gb_s, gpus, overlap) -> dict:
             "chosen_s": offload_time(p, link_gb_s * units.GB, gpus, overlap=overlap)}
 
 
-def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):
-    views.draw_offload(ax, offload_curve(parameters_b, link_gb_s, gpus, overlap), link_gb_s,
-                       f"{parameters_b:.3g}B parameters, {gpus} GPU(s)")
+def _offload_view_args(parameters_b, link_gb_s, gpus, overlap):
+    return offload_curve(parameters_b, link_gb_s, gpus, overlap), link_gb_s, f"{parameters_b:.3g}B parameters, {gpus} GPU(s)"
+
+
+def _draw_offload(ax, **values):
+    update = views.draw_offload(ax, *_offload_view_args(**values))
+    return lambda **values: update(*_offload_view_args(**values))
 
 
 def _readout_offload(parameters_b, link_gb_s, gpus, overlap):

@@ -106,14 +106,32 @@ def draw_switch(ax, curves, mode_labels, mode, gpus, title):
 
 
 def draw_offload(ax, curve, link_gb_s, label):
-    """Seconds of offload traffic per step against the CPU-GPU link speed, reference links and yours."""
-    ax.loglog(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
-    for name, gb_s, t in curve["references"]:
-        ax.plot(gb_s, t, "o", color="tab:gray")
-        ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.plot(link_gb_s, curve["chosen_s"], "D", color="tab:red", label=f"your link: {units.format_time(curve['chosen_s'])}")
+    """Seconds of offload traffic per step against the CPU-GPU link speed, reference links and yours.
+    Returns ``update(curve, link_gb_s, label)``, which moves the same artists."""
+    (line,) = ax.plot(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
+    (refs,) = ax.plot([r[1] for r in curve["references"]], [r[2] for r in curve["references"]], "o", color="tab:gray")
+    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
+             for name, gb_s, t in curve["references"]]
+    (mark,) = ax.plot([], [], "D", color="tab:red", label="your link")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
     ax.set_xlabel("CPU-GPU link, GB/s per direction")
-    ax.set_ylabel("seconds of transfer per step")
+    ax.set_ylabel("transfer time per step")
     ax.set_title("ZeRO-Offload: FP16 gradients down, FP16 parameters up, every step", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    texts = ax.legend(fontsize=8).get_texts()
+
+    def update(curve, link_gb_s, label):
+        line.set_ydata(curve["times_s"])
+        refs.set_ydata([r[2] for r in curve["references"]])
+        for note, (_, gb_s, t) in zip(notes, curve["references"]):
+            note.xy = (gb_s, t)
+        mark.set_data([link_gb_s], [curve["chosen_s"]])
+        texts[0].set_text(label)
+        texts[1].set_text(f"your link: {units.format_time(curve['chosen_s'])}")
+        ax.relim()
+        ax.autoscale_view()
+
+    update(curve, link_gb_s, label)
+    return update
