@@ -2,5 +2,5 @@
 
 Each explorer is built by :func:`course_lib.widgets.explorer` (one output: the live widget, with a
 static view for exported HTML and GitHub); drawing lives in :mod:`course_lib.views` where a chapter's
-views have been split out (chapters 01, 04 and 07), so a view draws a model result and computes nothing.
+views have been split out (see course_lib/views), so a view draws a model result and computes nothing.
 """

@@ -448,11 +448,16 @@ def switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode) -> dic
             "chosen_s": switch_copy_time(nbytes, gpus, link, uplink, mode)}
 
 
-def _draw_switch(ax, generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
+def _switch_view_args(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
     c = switch_curves(generation, lanes, gpus, uplink_gb_s, payload_gb, mode)
-    views.draw_switch(ax, c, MODE_LABELS, mode, gpus,
-                      f"Gen{generation} x{lanes} GPUs ({c['link_gb_s']:.3g} GB/s per direction each), "
-                      f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(c['nbytes'])} each")
+    return (c, mode, gpus, f"Gen{generation} x{lanes} GPUs ({c['link_gb_s']:.3g} GB/s per direction each), "
+                           f"uplink {uplink_gb_s:.3g} GB/s per direction, {units.format_bytes(c['nbytes'])} each")
+
+
+def _draw_switch(ax, **values):
+    args = _switch_view_args(**values)
+    update = views.draw_switch(ax, args[0], MODE_LABELS, *args[1:])
+    return lambda **values: update(*_switch_view_args(**values))
 
 
 def _readout_switch(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
@@ -512,9 +517,13 @@ def offload_curve(parameters_b, link_gb_s, gpus, overlap) -> dict:
             "chosen_s": offload_time(p, link_gb_s * units.GB, gpus, overlap=overlap)}
 
 
-def _draw_offload(ax, parameters_b, link_gb_s, gpus, overlap):
-    views.draw_offload(ax, offload_curve(parameters_b, link_gb_s, gpus, overlap), link_gb_s,
-                       f"{parameters_b:.3g}B parameters, {gpus} GPU(s)")
+def _offload_view_args(parameters_b, link_gb_s, gpus, overlap):
+    return offload_curve(parameters_b, link_gb_s, gpus, overlap), link_gb_s, f"{parameters_b:.3g}B parameters, {gpus} GPU(s)"
+
+
+def _draw_offload(ax, **values):
+    update = views.draw_offload(ax, *_offload_view_args(**values))
+    return lambda **values: update(*_offload_view_args(**values))
 
 
 def _readout_offload(parameters_b, link_gb_s, gpus, overlap):

@@ -73,33 +73,65 @@ def draw_published(ax, specs, rows, yours=()):
 
 
 def draw_switch(ax, curves, mode_labels, mode, gpus, title):
-    """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked."""
+    """Seconds against GPUs behind one uplink, per copy mode (``mode`` bold); your GPU count marked.
+    Returns ``update(curves, mode, gpus, title)``, which moves the same artists."""
     counts = curves["counts"]
-    for m, colour in zip(mode_labels, ("tab:blue", "tab:orange", "tab:green")):
-        chosen = m == mode
-        ax.plot(counts, curves["times_s"][m], "-o" if chosen else "--", color=colour, lw=2.5 if chosen else 1, ms=4,
-                label=mode_labels[m])
-    ax.plot(gpus, curves["chosen_s"], "D", color="tab:red", ms=9,
-            label=f"{gpus} GPUs: {units.format_time(curves['chosen_s'])}")
+    lines = {m: ax.plot(counts, curves["times_s"][m], "--", color=colour, ms=4, label=mode_labels[m])[0]
+             for m, colour in zip(mode_labels, ("tab:blue", "tab:orange", "tab:green"))}
+    (mark,) = ax.plot([], [], "D", color="tab:red", ms=9, label="your GPUs")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(counts, [str(c) for c in counts])
     ax.set_xlabel("GPUs behind one PCIe switch uplink")
-    ax.set_ylabel("seconds (every GPU moves the payload at once)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylabel("time (every GPU moves the payload at once)")
+    style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
+    ax.grid(True, which="major", alpha=0.3)
+    legend = ax.legend(fontsize=7, loc="upper left")
+    handles, texts = legend.get_lines(), legend.get_texts()
+
+    def update(curves, mode, gpus, title):
+        for k, (m, line) in enumerate(lines.items()):
+            chosen = m == mode
+            line.set_ydata(curves["times_s"][m])
+            for artist in (line, handles[k]):
+                artist.set(linestyle="-" if chosen else "--", marker="o" if chosen else "", lw=2.5 if chosen else 1)
+        mark.set_data([gpus], [curves["chosen_s"]])
+        texts[-1].set_text(f"{gpus} GPUs: {units.format_time(curves['chosen_s'])}")
+        ax.set_title(title, fontsize=9)
+        ax.relim()
+        ax.autoscale_view()
+
+    update(curves, mode, gpus, title)
+    return update
 
 
 def draw_offload(ax, curve, link_gb_s, label):
-    """Seconds of offload traffic per step against the CPU-GPU link speed, reference links and yours."""
-    ax.loglog(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
-    for name, gb_s, t in curve["references"]:
-        ax.plot(gb_s, t, "o", color="tab:gray")
-        ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.plot(link_gb_s, curve["chosen_s"], "D", color="tab:red", label=f"your link: {units.format_time(curve['chosen_s'])}")
+    """Seconds of offload traffic per step against the CPU-GPU link speed, reference links and yours.
+    Returns ``update(curve, link_gb_s, label)``, which moves the same artists."""
+    (line,) = ax.plot(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
+    (refs,) = ax.plot([r[1] for r in curve["references"]], [r[2] for r in curve["references"]], "o", color="tab:gray")
+    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
+             for name, gb_s, t in curve["references"]]
+    (mark,) = ax.plot([], [], "D", color="tab:red", label="your link")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
     ax.set_xlabel("CPU-GPU link, GB/s per direction")
-    ax.set_ylabel("seconds of transfer per step")
+    ax.set_ylabel("transfer time per step")
     ax.set_title("ZeRO-Offload: FP16 gradients down, FP16 parameters up, every step", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    texts = ax.legend(fontsize=8).get_texts()
+
+    def update(curve, link_gb_s, label):
+        line.set_ydata(curve["times_s"])
+        refs.set_ydata([r[2] for r in curve["references"]])
+        for note, (_, gb_s, t) in zip(notes, curve["references"]):
+            note.xy = (gb_s, t)
+        mark.set_data([link_gb_s], [curve["chosen_s"]])
+        texts[0].set_text(label)
+        texts[1].set_text(f"your link: {units.format_time(curve['chosen_s'])}")
+        ax.relim()
+        ax.autoscale_view()
+
+    update(curve, link_gb_s, label)
+    return update
