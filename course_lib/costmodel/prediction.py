@@ -1,0 +1,191 @@
+"""``predict``: a sweep of one collective on a system, as nccl-tests would report it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import collectives, hardware, validate
+from .fabrics import Fabric, fabric
+from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
+from .nccl import PROTOCOLS, _nvls, _ring, _tree
+
+
+def predict_algorithms() -> tuple:
+    """Names ``predict`` accepts: auto, the fabric-level algorithms, and every registered flat algorithm."""
+    return ("auto",) + tuple(collectives.SYSTEM_ALGORITHM_LABELS) + tuple(
+        a for a in collectives.algorithm_ids() if a not in collectives.SYSTEM_ALGORITHM_LABELS)
+
+
+@dataclass
+class Prediction:
+    """A predicted sweep: sizes in bytes, time in s, algbw and busbw in bytes/s (nccl-tests definitions).
+
+    ``phases`` holds the ``TwoLevelPhases`` (arrays over sizes) when the algorithm is ``hierarchical``.
+    """
+
+    collective: str
+    system: str
+    ranks: int
+    nodes: int
+    gpus_per_node: int
+    algorithm: str
+    nbytes: np.ndarray
+    time_s: np.ndarray
+    algbw: np.ndarray
+    busbw: np.ndarray
+    algorithms: np.ndarray = field(default=None, repr=False)  # chosen algorithm per size
+    protocols: np.ndarray = field(default=None, repr=False)   # chosen NCCL protocol per size (LL, LL128, Simple)
+    achievable: bool = True
+    notes: list = field(default_factory=list)
+    phases: TwoLevelPhases | None = field(default=None, repr=False)
+
+
+def _hierarchical(n, g, N, f: Fabric) -> TwoLevelPhases:
+    return two_level_all_reduce(n, g, N, f.intra_bw, f.net_bw_per_gpu_for(g), f.intra_hop, f.net_hop, f.launch)
+
+
+def _single_node(collective, n, g, f: Fabric, algorithm, protocol=None):
+    """Time within one node of g GPUs: {protocol: seconds}, TwoLevelPhases, or None if not applicable."""
+    coll = collectives.get(collective)
+    if algorithm in ("nvls", "in_network"):
+        if "in_network" not in coll.algorithms:
+            return None
+        return _nvls(n, g, 1, f, protocol)
+    if algorithm == "tree":
+        return _tree(coll, n, g, 1, f, protocol) if "tree" in coll.system_algorithms else None
+    if algorithm == "ring" and "ring" in coll.system_algorithms and g > 1:
+        return _ring(coll, n, g, 1, f, f.intra_bw, protocol) or None
+    if algorithm == "hierarchical":  # on one node: reduce-scatter + all-gather, no network phase
+        return _hierarchical(n, g, 1, f) if "hierarchical" in coll.system_algorithms else None
+    if algorithm not in coll.algorithms:
+        return None
+    return {"-": f.launch + collective_time(collective, n, g, f.intra_bw, f.intra_hop, algorithm)}
+
+
+def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
+    """Time across N nodes of g GPUs (NCCL-like algorithms): {protocol: seconds}, TwoLevelPhases or None."""
+    coll = collectives.get(collective)
+    if algorithm not in coll.system_algorithms:
+        return None
+    if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
+        return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
+    p = g * N
+    if algorithm == "ring":
+        # rings run on every rail at once; per node they push the same bytes through NVLink and the NICs
+        return _ring(coll, n, g, N, f, min(f.intra_bw, f.net_bw_node_for(g)), protocol) or None
+    if algorithm == "direct":
+        # each rank sends (p-g)/p of its buffer over the network, (g-1)/p over NVLink, all at once
+        return {"Simple": two_tier_all_to_all(n, p, g, f.intra_bw, f.net_bw_per_gpu_for(g), f.net_hop, f.launch)}
+    if algorithm == "tree":
+        return _tree(coll, n, g, N, f, protocol) or None
+    if collective != "all_reduce":
+        return None
+    if algorithm == "nvls":
+        # NCCL runs no NVLS tree across multi-node NVLink domains (MNNVL, e.g. NVL72 racks): tuning.cc
+        return None if f.gpus_per_node > 8 else _nvls(n, g, N, f, protocol)
+    if algorithm == "hierarchical":
+        return _hierarchical(n, g, N, f)
+    return None
+
+
+def _notes(sys_, N, order) -> list:
+    notes = []
+    if sys_.interconnect == "pcie" and sys_.cpu_sockets > 1:
+        notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
+    if N == 2 and "tree" in order:
+        notes.append("NCCL's tree on two nodes sends less over the network; measured results vary widely")
+    if "nvls" in order:
+        notes.append("in-network reduction: busbw exceeds the link rate; efficiency is empirical")
+    return notes
+
+
+def _best(times: dict, shape):
+    """Fastest protocol per size of {protocol: seconds} -> (seconds, protocol names)."""
+    names = list(times)
+    stack = np.vstack([np.broadcast_to(np.asarray(times[k], dtype=float), shape) for k in names])
+    idx = np.argmin(stack, axis=0)
+    return stack[idx, np.arange(stack.shape[1])], np.array(names)[idx]
+
+
+def _fastest(coll, n, one):
+    """auto: the fastest fabric-level algorithm per size -> (times, chosen names, protocols, label, order)."""
+    names = [name for name in ("ring", "tree", "nvls", "direct") if name in coll.system_algorithms]
+    cands = [(name, one(name)) for name in names]
+    cands = [(name, t) for name, t in cands if t is not None]
+    times = np.vstack([t for _, (t, _) in cands])
+    protos = np.vstack([pr for _, (_, pr) in cands])
+    best = np.argmin(times, axis=0)
+    cols = np.arange(n.size)
+    time_s = times[best, cols]
+    chosen = np.array([name for name, _ in cands])[best]
+    used, first = np.unique(best, return_index=True)
+    order = [cands[i][0] for i in used[np.argsort(first)]]
+    return time_s, chosen, protos[best, cols], order[0] if len(order) == 1 else "->".join(order), order
+
+
+def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="auto", achievable=True,
+            nics_per_node=None, network=None, protocol="auto") -> Prediction:
+    """Predict a sweep of one collective on a catalog system, as nccl-tests would report it.
+
+    nbytes: bytes (scalar, array or a size string such as ``"16G"``); system: catalog id or
+    hardware.System; gpus_per_node defaults to the system's; nodes >= 1 (more than one node
+    goes through the NICs, one per GPU rail where the system has them); algorithm: ``auto``,
+    ``ring``, ``tree`` (NCCL's: chain in a node, double binary tree between nodes), ``nvls``
+    (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
+    level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
+    (``collectives``; one node only). ``auto`` picks the fastest per size. protocol: ``auto``
+    (NCCL's fastest per size) or one of ``PROTOCOLS`` (LL, LL128, Simple), with NCCL's latency
+    and bandwidth terms (``protocol_table()``). achievable=True applies the sourced
+    per-technology efficiency (``efficiency_table()``); False uses spec bandwidth.
+    nics_per_node overrides the catalog; network names a fabric kind (``fabric_kind_ids()``:
+    infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo) instead of the system's.
+    """
+    coll = collectives.get(collective)
+    sys_ = hardware.resolve_system(system)
+    n = np.atleast_1d(_sizes(nbytes))
+    if n.ndim > 1:
+        raise ValueError(f"nbytes must be a size or a 1-D sweep of sizes; got an array of shape {n.shape}")
+    g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
+        "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
+    N = validate.integer("nodes", nodes, low=1, high=100_000)
+    if not isinstance(achievable, bool):
+        raise ValueError(f"achievable must be True or False, got {achievable!r}")
+    algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
+    protocol = validate.choice("protocol", protocol, ("auto",) + PROTOCOLS)
+    f = fabric(sys_, achievable, nics_per_node, network)
+    p = g * N
+
+    def raw(name):
+        return _single_node(coll.id, n, g, f, name, protocol) if N == 1 else \
+            _multi_node(coll.id, n, g, N, f, name, protocol)
+
+    def one(name):
+        t = raw(name)
+        if t is None:
+            return None
+        if isinstance(t, TwoLevelPhases):
+            return np.broadcast_to(t.time_s, n.shape), np.full(n.shape, "Simple")
+        return _best(t, n.shape)
+
+    phases = None
+    if algorithm == "auto":
+        time_s, chosen, protos, label, order = _fastest(coll, n, one)
+    else:
+        t = raw(algorithm)
+        if t is None:
+            where = "one node" if N == 1 else f"{N} nodes"
+            extra = f" with protocol {protocol}" if protocol != "auto" else ""
+            raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
+        if isinstance(t, TwoLevelPhases):
+            phases = t
+        time_s, protos = one(algorithm)
+        time_s = np.asarray(time_s, dtype=float).copy()
+        chosen = np.full(n.shape, algorithm)
+        label, order = algorithm, [algorithm]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ab = np.where(time_s > 0, n / np.where(time_s > 0, time_s, 1), 0.0)
+    bb = ab * coll.busbw_factor(p)
+    return Prediction(collective=coll.id, system=sys_.id, ranks=p, nodes=N, gpus_per_node=g, algorithm=label,
+                      nbytes=n, time_s=time_s, algbw=ab, busbw=bb, algorithms=chosen, achievable=achievable,
+                      notes=_notes(sys_, N, order), phases=phases, protocols=protos)
