@@ -8,7 +8,6 @@ from .efficiencies import efficiency_data, hop_latency
 from .fabrics import Fabric
 from .flat import _sizes
 
-
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 

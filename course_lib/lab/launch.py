@@ -40,13 +40,14 @@ Choices, and why:
   parent reads while it waits, printing the new lines of all ranks, each prefixed
   ``[rank r]``, in one write per poll (a line per write made 100k lines take over a minute
   in Jupyter).
+
+The launcher is four modules: this one (``run``: start, wait, report), ``rank_process`` (what runs in
+each rank: ``current``, ``init_process_group``), ``processes`` (process groups, the watcher, the
+run's folder, ``live_children``) and ``stalls`` (who stalled at a timeout, ``parse_stack``). Their
+public names are importable from here.
 """
 from __future__ import annotations
 
-import ctypes
-import datetime
-import faulthandler
-import io
 import multiprocessing as mp
 import os
 import pickle
@@ -56,18 +57,16 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import warnings
-from dataclasses import dataclass
 
 from .. import validate
+from .processes import (_PREFIX, _kill_all, _own_process_group, _start_watcher, _stop_watcher,  # noqa: F401
+                        clean_stale_folders, live_children, session_members)
+from .rank_process import MAX_TIMEOUT_S, RankInfo, _child, _loopback_name, current, init_process_group  # noqa: F401
+from .stalls import _who_stalled, parse_stack  # noqa: F401
 
 MAX_RANKS = 64
-MAX_TIMEOUT_S = 3600.0
 _POLL_S = 0.01
-_GRACE_S = 5.0
-_STACK_WAIT_S = 1.0
-_PREFIX = "course_lab_"
 
 
 class RankError(RuntimeError):
@@ -113,47 +112,9 @@ class RankTimeout(RankError):
         self.rank, self.cause, self.detail = self.stalled[0], "timeout", ""
 
 
-@dataclass(frozen=True)
-class RankInfo:
-    """What a running rank knows about the launch (see ``current()``)."""
-
-    rank: int
-    world_size: int
-    backend: str
-    device: str
-
-
-_CURRENT: RankInfo | None = None
-_WORKDIR: str | None = None
-
-
-def current() -> RankInfo | None:
-    """The ``RankInfo`` of this process when it is a rank started by ``run``, else None."""
-    return _CURRENT
-
-
 def default_start_method() -> str:
     """``"fork"`` where the platform has it (Linux), else ``"spawn"``."""
     return "fork" if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux") else "spawn"
-
-
-def _set_parent_death_signal():
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - best effort
-        pass
-
-
-def _redirect_output(log_path: str):
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
 
 
 class _HeldInterrupt:
@@ -197,117 +158,6 @@ class _HeldInterrupt:
             elif self.old == signal.SIG_DFL:
                 raise KeyboardInterrupt
         return False
-
-
-def _ignore_interrupts_in_child():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C must not split ranks
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a held one is dropped
-
-
-def _own_process_group(pid=0):
-    try:
-        os.setpgid(pid, pid)
-    except (OSError, AttributeError):  # already exec'd (spawn), gone, or not POSIX
-        pass
-
-
-def _child(fn, rank, world_size, args, kwargs, workdir, backend, timeout, threads, init, parent_pid):
-    """Body of one rank. Never returns: leaves with ``os._exit``."""
-    global _CURRENT, _WORKDIR
-    code = 1
-    _ignore_interrupts_in_child()
-    _own_process_group()
-    _set_parent_death_signal()
-    if os.getppid() != parent_pid:  # parent died before prctl took effect
-        os._exit(1)
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(int(timeout + _GRACE_S) + 1)
-    try:
-        _redirect_output(os.path.join(workdir, f"rank{rank}.log"))
-        stack_file = open(os.path.join(workdir, f"rank{rank}.stack"), "w")
-        stack_file.write(f"main thread 0x{threading.main_thread().ident:x}\n")
-        stack_file.flush()
-        if hasattr(signal, "SIGUSR1"):
-            faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
-        import torch
-        import torch.distributed as dist
-
-        torch.set_num_threads(threads)
-        device = "cpu"
-        if backend == "nccl":
-            device = f"cuda:{rank % torch.cuda.device_count()}"
-            torch.cuda.set_device(device)
-        os.environ.update(GLOO_SOCKET_IFNAME=_loopback_name(), MASTER_ADDR="127.0.0.1",
-                          RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
-        _CURRENT, _WORKDIR = RankInfo(rank, world_size, backend, device), workdir
-        if init:
-            init_process_group(timeout=timeout)
-        value = fn(rank, world_size, *args, **kwargs)
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        payload = {"ok": True, "value": value}
-        code = 0
-    except BaseException as exc:  # noqa: BLE001 - everything is reported to the parent
-        payload = {"ok": False, "type": type(exc).__name__, "message": str(exc),
-                   "traceback": traceback.format_exc(), "failed_at": time.monotonic()}
-    try:
-        try:
-            data = pickle.dumps(payload)
-        except Exception as exc:  # noqa: BLE001
-            data = pickle.dumps({"ok": False, "type": "PicklingError",
-                                 "message": f"the return value of rank {rank} cannot be pickled: {exc}",
-                                 "traceback": ""})
-            code = 1
-        tmp = os.path.join(workdir, f"rank{rank}.tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, os.path.join(workdir, f"rank{rank}.result"))
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
-
-
-def _loopback_name() -> str:
-    """Name of the loopback interface (``lo`` on Linux, ``lo0`` on macOS)."""
-    return "lo0" if sys.platform == "darwin" else "lo"
-
-
-def init_process_group(backend: str | None = None, timeout: float = 30.0):
-    """Join the process group of the current ``run`` (or of ``torchrun``) from the environment.
-
-    ``timeout`` (s, in (0, 3600]) bounds every collective, so a stalled peer raises.
-    Used by ``run(..., init=False)`` functions that want to join themselves; returns when every
-    rank has joined. Inside ``run``
-    the ranks meet through a ``FileStore`` in the run's folder; under ``torchrun``, through
-    ``MASTER_ADDR``/``MASTER_PORT``.
-    """
-    import torch.distributed as dist
-
-    timeout = validate.number("timeout", timeout, low=0.0, high=MAX_TIMEOUT_S, low_inclusive=False)
-    info = current()
-    if backend is None:
-        backend = info.backend if info else "gloo"
-    backend = validate.choice("backend", backend, ("gloo", "nccl"))
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_name())
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    delta = datetime.timedelta(seconds=timeout)
-    if _WORKDIR is not None and info is not None:  # tell the launcher this rank came to the rendezvous
-        open(os.path.join(_WORKDIR, f"rank{rank}.joined"), "w").close()
-        store = dist.FileStore(os.path.join(_WORKDIR, "store"), world)
-        store.set_timeout(delta)
-    else:
-        # torchrun's agent hosts the store itself; otherwise (RANK, WORLD_SIZE, MASTER_* set by hand) rank 0 does
-        host = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, host, delta)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=delta)
-    # Returning only once every rank has connected: a rank whose function ends at once would
-    # otherwise close its connections while a peer is still inside gloo's connectFullMesh
-    # ("Connection closed by peer"; seen in 1 of 30 quick 8-rank launches).
-    dist.barrier()
 
 
 class _Echo:
@@ -362,118 +212,6 @@ def _signal_name(code: int) -> str:
         return signal.Signals(-code).name
     except ValueError:
         return f"signal {-code}"
-
-
-def _kill_group(pid):
-    """SIGKILL the process group led by rank ``pid`` (the rank and whatever it started), then ``pid``."""
-    for kill in (getattr(os, "killpg", None), os.kill):
-        if kill is None:
-            continue
-        try:
-            kill(pid, signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-
-
-def _kill_all(procs):
-    for proc in procs:
-        pid = proc.pid
-        if pid is not None:
-            _kill_group(pid)  # also when the rank has exited: its subprocesses may live on
-    for proc in procs:
-        try:
-            proc.join(timeout=5)
-        except (OSError, ValueError, AssertionError):
-            pass
-        try:
-            proc.close()
-        except (ValueError, AttributeError):
-            pass
-
-
-# ---------------------------------------------------------------- the run's folder and its watcher
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def clean_stale_folders(root: str | None = None) -> list[str]:
-    """Remove the ``course_lab_<pid>_*`` folders under ``root`` (default: the temp folder) whose
-    launcher ``pid`` is gone (a killed kernel); return their paths. Others' folders are left."""
-    root = root or tempfile.gettempdir()
-    removed = []
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return removed
-    for name in names:
-        if not name.startswith(_PREFIX):
-            continue
-        pid_text = name[len(_PREFIX):].split("_", 1)[0]
-        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
-            continue
-        path = os.path.join(root, name)
-        try:
-            if os.stat(path).st_uid != os.getuid():
-                continue
-        except (OSError, AttributeError):
-            continue
-        _reap_folder(path)
-        removed.append(path)
-    return removed
-
-
-def _reap_folder(workdir):
-    """Kill the process groups of the ranks listed in ``workdir``/pids, then remove the folder."""
-    try:
-        with open(os.path.join(workdir, "pids")) as handle:
-            pids = [int(x) for x in handle.read().split()]
-    except (OSError, ValueError):
-        pids = []
-    for pid in pids:
-        _kill_group(pid)
-    shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _start_watcher(workdir, parent_pid):
-    """Fork a process that cleans up after a launcher killed mid-run (Linux); its pid, or None.
-
-    It polls every 50 ms whether its parent is still ``parent_pid``; when not (the kernel was
-    killed), it kills the ranks' process groups and removes ``workdir``. The launcher kills
-    it at the end of a run.
-    """
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return None
-    pid = os.fork()
-    if pid:
-        return pid
-    try:  # the child: only the forking thread exists; use nothing that another thread may hold
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        _own_process_group()
-        while os.getppid() == parent_pid and os.path.isdir(workdir):
-            time.sleep(0.05)
-        if os.getppid() != parent_pid:
-            _reap_folder(workdir)
-    finally:
-        os._exit(0)
-
-
-def _stop_watcher(pid):
-    if pid is None:
-        return
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (OSError, ChildProcessError):
-        pass
 
 
 def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: dict | None = None,
@@ -540,47 +278,6 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
             _stop_watcher(watcher)
 
 
-def _live_processes():
-    """(pid, ppid, session id) of every live (not zombie) process, from /proc (Linux only)."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            yield int(entry), int(fields[1]), int(fields[3])
-
-
-def live_children(pid: int | None = None) -> list[int]:
-    """Process ids of the live (not zombie) children of ``pid`` (default: this process), Linux only.
-
-    multiprocessing's resource tracker (started once per interpreter by the 'spawn' start method,
-    ending with it) is not a rank and is not listed. Used to show that a run leaves nothing behind.
-    """
-    pid = os.getpid() if pid is None else validate.integer("pid", pid, low=1)
-    out = []
-    for child, parent, _ in _live_processes():
-        if parent != pid:
-            continue
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as handle:
-                if b"resource_tracker" in handle.read():
-                    continue
-        except OSError:
-            continue
-        out.append(child)
-    return out
-
-
-def session_members(sid: int) -> list[int]:
-    """Process ids of the live processes in session ``sid`` (a kernel started with its own session)."""
-    sid = validate.integer("sid", sid, low=1)
-    return [pid for pid, _, session in _live_processes() if session == sid]
-
-
 def _first_failure(procs, workdir, done) -> RankError:
     """The error of the rank that failed first among those that exited without a result.
 
@@ -606,99 +303,6 @@ def _first_failure(procs, workdir, done) -> RankError:
             failures.append((float("-inf"), rank, RankError(
                 rank, f"the process exited with code {proc.exitcode} without a result")))
     return min(failures, key=lambda f: (f[0], f[1]))[2]
-
-
-# ---------------------------------------------------------------- who stalled
-
-_PEER_CALLS = ("wait(", "send(", "recv(", "barrier(", "all_reduce(", "all_gather", "reduce_scatter",
-               "broadcast(", "all_to_all", "gather(", "scatter(", "reduce(", "monitored_barrier(")
-
-
-def parse_stack(text: str) -> list[tuple[str, int, str]]:
-    """The main thread's frames, innermost first, as (file, line, function), from a
-    ``faulthandler`` dump written after a ``main thread 0x...`` header line."""
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("main thread 0x"):
-        return []
-    main = int(lines[0].split()[-1], 16)
-    frames, in_main = [], False
-    for line in lines[1:]:
-        stripped = line.strip()
-        if stripped.startswith(("Thread 0x", "Current thread 0x")):
-            if frames and in_main:
-                break  # the latest dump's main thread is complete
-            ident = next(tok for tok in stripped.split() if tok.startswith("0x"))
-            in_main = int(ident, 16) == main
-            frames = [] if in_main else frames
-        elif in_main and stripped.startswith("File "):
-            try:
-                path = stripped.split('"')[1]
-                rest = stripped.split('"', 2)[2]
-                lineno = int(rest.split("line", 1)[1].split()[0])
-                func = rest.split(" in ", 1)[1].strip()
-            except (IndexError, ValueError):
-                continue
-            frames.append((path, lineno, func))
-    return frames
-
-
-def _waits_for_peer(frames) -> bool:
-    """Whether the innermost frame is a torch.distributed call or a line that calls one (e.g. ``work.wait()``)."""
-    import linecache
-
-    if not frames:
-        return False
-    path, lineno, _ = frames[0]
-    if f"torch{os.sep}distributed" in path:
-        return True
-    source = linecache.getline(path, lineno)
-    return any(call in source for call in _PEER_CALLS)
-
-
-def _describe(frames) -> str:
-    import linecache
-
-    path, lineno, func = frames[0]
-    source = linecache.getline(path, lineno).strip()
-    return f"{func} ({os.path.basename(path)}:{lineno}" + (f": {source}" if source else "") + ")"
-
-
-def _who_stalled(procs, workdir, unfinished):
-    """Ask every unfinished rank for its stack; return (stalled ranks, {rank: where})."""
-    if not hasattr(signal, "SIGUSR1"):
-        return unfinished, {}
-    sizes = {}
-    for rank in unfinished:
-        path = os.path.join(workdir, f"rank{rank}.stack")
-        try:
-            sizes[rank] = os.path.getsize(path)
-            os.kill(procs[rank].pid, signal.SIGUSR1)
-        except OSError:
-            continue
-    deadline = time.monotonic() + _STACK_WAIT_S
-    stacks = {}
-    while time.monotonic() < deadline and len(stacks) < len(sizes):
-        for rank in sizes:
-            if rank in stacks:
-                continue
-            path = os.path.join(workdir, f"rank{rank}.stack")
-            try:
-                with open(path) as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            if len(text) > sizes[rank]:
-                time.sleep(0.02)  # let the dump finish
-                with open(path) as handle:
-                    frames = parse_stack(handle.read())
-                if frames:
-                    stacks[rank] = frames
-        time.sleep(0.01)
-    where = {rank: _describe(frames) for rank, frames in stacks.items()}
-    stalled = [r for r in unfinished if r in stacks and not _waits_for_peer(stacks[r])]
-    if not stalled or len(stalled) == len(unfinished):
-        stalled = list(unfinished)
-    return stalled, where
 
 
 def _wait(procs, workdir, ranks, timeout, echoer):
