@@ -20,7 +20,6 @@ sealed self-check key was made from, and a test fails when the library moves one
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -230,14 +229,23 @@ def _matches(checks, sealed: dict, value) -> bool:
     return checks.seal(value, sealed["salt"]) == sealed
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["seal"], help="seal: rewrite the self-check keys from the answer key")
-    parser.parse_args(argv)
+def _seal(args) -> int:
     for exercise_id in seal_all():
         print(f"sealed {exercise_id}")
     return 0
 
 
+def main(argv=None) -> int:
+    """Command line; bad input is one line ``error: ...`` with status 2 (the course's one error path)."""
+    from . import cli
+
+    parser = cli.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["seal"], help="seal: rewrite the self-check keys from the answer key")
+    parser.set_defaults(func=_seal)
+    return cli.run(parser, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from .cli import exit_with
+
+    exit_with(main)

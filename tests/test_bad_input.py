@@ -65,6 +65,29 @@ CASES = {
         (["predict", "all_reduce", "--system-file", "{text}", "-b", "1M", "-e", "1G"], "system"),
     ],
     "python -m course_lib inspect --local": [(["inspect", "--local", "--json=1"], "--json")],
+    "python -m course_lib inspect topo.txt nccl_debug.log": [
+        (["inspect", "{missing}"], "no_such_thing"),
+        (["inspect", "{binary}"], "binary.bin"),
+    ],
+    "python -m course_lib predict all_reduce --system gcp-a3-mega --nodes 2 --fabric roce -b 1M -e 1G": [
+        (["predict", "all_reduce", "--system", "gcp-a3-mega", "--nodes", "2", "--fabric", "ib", "-b", "1M", "-e", "1G"],
+         "--fabric"),
+        (["predict", "all_reduce", "--system", "gcp-a3-mega", "--nodes", "2", "--fabric", "roce", "--proto", "LL64",
+          "-b", "1M", "-e", "1G"], "--proto"),
+    ],
+    "python -m course_lib plan --model mixtral-8x7b --system dgx-h100 --gpus 64 --ep 8": [
+        (["plan", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--ep", "7"], "--ep"),
+        (["plan", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--ep", "0"], "--ep"),
+        (["plan", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--hsdp", "7"], "--hsdp"),
+    ],
+    "python -m course_lib plan --validate-modern": [(["plan", "--validate-modern", "--json=1"], "--json")],
+    "python -m course_lib plan --validate-tp": [(["plan", "--validate-tp", "--json=1"], "--json")],
+    "python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise -b 64K -e 16M": [
+        (["--collective", "all_to_all", "--algorithms", "builtin,foo", "-b", "64K", "-e", "16M"], "algorithms"),
+        (["--collective", "all_gather", "--algorithms", "builtin,pairwise", "-b", "64K", "-e", "16M"], "--collective"),
+    ],
+    "python -m course_lib.lab.fsdp_step": [(["--micro-batches", "0"], "micro_batches"),
+                                           (["--ranks", "two"], "--ranks")],
     "python -m course_lib validation": [(["validation", "--json=1"], "--json")],
     "python -m course_lib plan --model gpt3-175b --system dgx-a100 --gpus 1024 --tp 8 --pp 16": [
         (["plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--tp", "3", "--pp", "16"], "tp"),
@@ -282,3 +305,9 @@ def test_interrupt_and_library_errors_through_the_shared_path(capsys):
     assert cli.run(parser, ["--width", "x"]) == 2
     assert capsys.readouterr().err == "error: argument --width: must be an integer in [1, 9]; got 'x' (see demo --help)\n"
     assert cli.run(parser, ["--help"]) == 0 and "usage: demo" in capsys.readouterr().out
+
+
+def test_instructor_seal_command_has_the_same_error_path():
+    # docs/instructor.md shows `python -m course_lib.grading seal`; a mistyped command is one line, status 2
+    status, out, err = call("course_lib.grading", ["sael"])
+    assert status == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") and "command" in err, err

@@ -13,8 +13,6 @@ FSDP2 makes on purpose: the root unit keeps its weights gathered between forward
 """
 from __future__ import annotations
 
-import argparse
-import sys
 
 from .. import parallel, validate
 
@@ -103,21 +101,25 @@ def summary(result) -> str:
     return "\n".join(lines)
 
 
+def _run(args) -> int:
+    print(summary(run_step(args.ranks, args.layers, args.width, args.micro_batches)))
+    return 0
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m course_lib.lab.fsdp_step", description=__doc__.splitlines()[0])
+    """Command line; bad input is one line ``error: ...`` with status 2 (the course's one error path)."""
+    from .. import cli
+
+    p = cli.ArgumentParser(prog="python -m course_lib.lab.fsdp_step", description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--width", type=int, default=512)
     p.add_argument("--micro-batches", type=int, default=1)
-    args = p.parse_args(argv)
-    try:
-        result = run_step(args.ranks, args.layers, args.width, args.micro_batches)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(summary(result))
-    return 0
+    p.set_defaults(func=_run)
+    return cli.run(p, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ..cli import exit_with
+
+    exit_with(main)
