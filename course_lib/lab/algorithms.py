@@ -37,13 +37,19 @@ def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
     """
     numel = validate.integer("numel", numel, low=0)
     parts = validate.integer("parts", parts, low=1)
-    base, extra = divmod(numel, parts)
-    bounds, start = [], 0
-    for index in range(parts):
-        stop = start + base + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+    return _split(0, numel, parts)
+
+
+def _split(start, stop, pieces):
+    """``chunk_bounds`` of [start, stop), unchecked (the ring's hot path): ``pieces`` contiguous parts,
+    the first ones one longer; some may be empty."""
+    base, extra = divmod(stop - start, pieces)
+    out = []
+    for index in range(pieces):
+        end = start + base + (1 if index < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
 
 
 def _flat(tensor, name="tensor"):
@@ -114,17 +120,6 @@ def _scratch_for(flat, count):
 def release_buffers() -> None:
     """Free the receive buffers the ring keeps between calls."""
     _SCRATCH.clear()
-
-
-def _split(start, stop, pieces):
-    """[start, stop) in ``pieces`` contiguous parts (the first ones one longer; some may be empty)."""
-    base, extra = divmod(stop - start, pieces)
-    out = []
-    for index in range(pieces):
-        end = start + base + (1 if index < extra else 0)
-        out.append((start, end))
-        start = end
-    return out
 
 
 def _pieces(flat, p, pipeline):
