@@ -68,15 +68,30 @@ def _group():
     return dist.get_rank(), dist.get_world_size()
 
 
-def _exchange(send_buf, dst, recv_buf, src):
-    """Send ``send_buf`` to ``dst`` while receiving ``recv_buf`` from ``src``; skips empty buffers."""
+class _Pair:
+    """The receive and the send of one point-to-point transfer, waited on together."""
+
+    def __init__(self, works):
+        self.works = works
+
+    def wait(self):
+        for work in self.works:
+            work.wait()
+
+
+def _exchange(send_buf, dst, recv_buf, src, async_op=False):
+    """Send ``send_buf`` to ``dst`` while receiving ``recv_buf`` from ``src`` (``irecv`` and ``isend``
+    posted together); skips empty buffers. Waits, or returns a ``_Pair`` to wait on when ``async_op``."""
     works = []
     if recv_buf is not None and recv_buf.numel():
         works.append(dist.irecv(recv_buf, src))
     if send_buf is not None and send_buf.numel():
         works.append(dist.isend(send_buf, dst))
-    for work in works:
-        work.wait()
+    pair = _Pair(works)
+    if async_op:
+        return pair
+    pair.wait()
+    return None
 
 
 # --------------------------------------------------------------------------- naive
@@ -131,17 +146,6 @@ def _pieces(flat, p, pipeline):
 TRANSPORTS = ("collective", "p2p")
 
 
-class _Pair:
-    """The receive and the send of one point-to-point ring transfer, waited on together."""
-
-    def __init__(self, works):
-        self.works = works
-
-    def wait(self):
-        for work in self.works:
-            work.wait()
-
-
 def ring_exchange(send, dst, recv, src, async_op=False, transport="collective"):
     """One ring transfer: send ``send`` to rank ``dst`` while receiving ``recv`` from rank ``src``.
 
@@ -154,16 +158,7 @@ def ring_exchange(send, dst, recv, src, async_op=False, transport="collective"):
     Returns something with ``wait()`` when ``async_op``.
     """
     if transport == "p2p":
-        works = []
-        if recv.numel():
-            works.append(dist.irecv(recv, src))
-        if send.numel():
-            works.append(dist.isend(send, dst))
-        pair = _Pair(works)
-        if async_op:
-            return pair
-        pair.wait()
-        return None
+        return _exchange(send, dst, recv, src, async_op)
     p = dist.get_world_size()
     recv_counts, send_counts = [0] * p, [0] * p
     recv_counts[src] = recv.numel()
