@@ -37,13 +37,19 @@ def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
     """
     numel = validate.integer("numel", numel, low=0)
     parts = validate.integer("parts", parts, low=1)
-    base, extra = divmod(numel, parts)
-    bounds, start = [], 0
-    for index in range(parts):
-        stop = start + base + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+    return _split(0, numel, parts)
+
+
+def _split(start, stop, pieces):
+    """``chunk_bounds`` of [start, stop), unchecked (the ring's hot path): ``pieces`` contiguous parts,
+    the first ones one longer; some may be empty."""
+    base, extra = divmod(stop - start, pieces)
+    out = []
+    for index in range(pieces):
+        end = start + base + (1 if index < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
 
 
 def _flat(tensor, name="tensor"):
@@ -62,15 +68,30 @@ def _group():
     return dist.get_rank(), dist.get_world_size()
 
 
-def _exchange(send_buf, dst, recv_buf, src):
-    """Send ``send_buf`` to ``dst`` while receiving ``recv_buf`` from ``src``; skips empty buffers."""
+class _Pair:
+    """The receive and the send of one point-to-point transfer, waited on together."""
+
+    def __init__(self, works):
+        self.works = works
+
+    def wait(self):
+        for work in self.works:
+            work.wait()
+
+
+def _exchange(send_buf, dst, recv_buf, src, async_op=False):
+    """Send ``send_buf`` to ``dst`` while receiving ``recv_buf`` from ``src`` (``irecv`` and ``isend``
+    posted together); skips empty buffers. Waits, or returns a ``_Pair`` to wait on when ``async_op``."""
     works = []
     if recv_buf is not None and recv_buf.numel():
         works.append(dist.irecv(recv_buf, src))
     if send_buf is not None and send_buf.numel():
         works.append(dist.isend(send_buf, dst))
-    for work in works:
-        work.wait()
+    pair = _Pair(works)
+    if async_op:
+        return pair
+    pair.wait()
+    return None
 
 
 # --------------------------------------------------------------------------- naive
@@ -116,17 +137,6 @@ def release_buffers() -> None:
     _SCRATCH.clear()
 
 
-def _split(start, stop, pieces):
-    """[start, stop) in ``pieces`` contiguous parts (the first ones one longer; some may be empty)."""
-    base, extra = divmod(stop - start, pieces)
-    out = []
-    for index in range(pieces):
-        end = start + base + (1 if index < extra else 0)
-        out.append((start, end))
-        start = end
-    return out
-
-
 def _pieces(flat, p, pipeline):
     """Sub-chunks per ring step, the same on every rank: at most ``pipeline``, each >= ``MIN_PIECE_BYTES``."""
     largest = -(-flat.numel() // p)
@@ -134,17 +144,6 @@ def _pieces(flat, p, pipeline):
 
 
 TRANSPORTS = ("collective", "p2p")
-
-
-class _Pair:
-    """The receive and the send of one point-to-point ring transfer, waited on together."""
-
-    def __init__(self, works):
-        self.works = works
-
-    def wait(self):
-        for work in self.works:
-            work.wait()
 
 
 def ring_exchange(send, dst, recv, src, async_op=False, transport="collective"):
@@ -159,16 +158,7 @@ def ring_exchange(send, dst, recv, src, async_op=False, transport="collective"):
     Returns something with ``wait()`` when ``async_op``.
     """
     if transport == "p2p":
-        works = []
-        if recv.numel():
-            works.append(dist.irecv(recv, src))
-        if send.numel():
-            works.append(dist.isend(send, dst))
-        pair = _Pair(works)
-        if async_op:
-            return pair
-        pair.wait()
-        return None
+        return _exchange(send, dst, recv, src, async_op)
     p = dist.get_world_size()
     recv_counts, send_counts = [0] * p, [0] * p
     recv_counts[src] = recv.numel()

@@ -363,17 +363,19 @@ def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeli
             custom["yours"] = fn
         else:
             say(f"Note: your ring is left out of the race ({verdict.message})")
+    def race_once():
+        return run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
+                   start_method="fork", echo=False)[0]
+
     result = SweepResult()
     try:
-        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
-                          start_method="fork", echo=False)[0]
+        result.rows = race_once()
     except (RankError, RankTimeout) as err:
         if "yours" not in custom:
             raise
         say(f"Note: your ring failed during the race ({str(err).splitlines()[0]}); racing the library only.")
         custom.pop("yours")
-        result.rows = run(_worker, ranks=ranks, timeout=timeout, args=(dict(config, custom=custom),),
-                          start_method="fork", echo=False)[0]
+        result.rows = race_once()
     return result
 
 

@@ -22,6 +22,13 @@ def _own_process_group(pid=0):
         pass
 
 
+def _ignore_interrupts_in_child():
+    """In a forked rank or watcher: Ctrl-C is the launcher's to handle, never the child's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C must not split ranks
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a held one is dropped
+
+
 def _kill_group(pid):
     """SIGKILL the process group led by rank ``pid`` (the rank and whatever it started), then ``pid``."""
     for kill in (getattr(os, "killpg", None), os.kill):
@@ -110,9 +117,7 @@ def _start_watcher(workdir, parent_pid):
     if pid:
         return pid
     try:  # the child: only the forking thread exists; use nothing that another thread may hold
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        _ignore_interrupts_in_child()
         _own_process_group()
         while os.getppid() == parent_pid and os.path.isdir(workdir):
             time.sleep(0.05)

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 
 from .. import validate
-from .processes import _own_process_group
+from .processes import _ignore_interrupts_in_child, _own_process_group
 
 MAX_TIMEOUT_S = 3600.0
 _GRACE_S = 5.0
@@ -59,12 +59,6 @@ def _redirect_output(log_path: str):
     os.close(fd)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-
-
-def _ignore_interrupts_in_child():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C must not split ranks
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a held one is dropped
 
 
 def _child(fn, rank, world_size, args, kwargs, workdir, backend, timeout, threads, init, parent_pid):
