@@ -138,6 +138,6 @@ def summary(comparisons, tolerance=0.2) -> dict:
     if not ratios:
         raise ValueError("comparisons must hold at least one comparison with a non-zero measurement")
     worst = max((c for c in comparisons if not math.isnan(c.ratio)), key=lambda c: abs(math.log(c.ratio)) if c.ratio > 0 else math.inf)
-    return {"cases": len(comparisons), "within": sum(within(r, tolerance) for r in ratios),
-            "share_within": sum(within(r, tolerance) for r in ratios) / len(ratios),
+    inside = sum(within(r, tolerance) for r in ratios)
+    return {"cases": len(comparisons), "within": inside, "share_within": inside / len(ratios),
             "median_ratio": median(ratios), "worst_case": worst.case, "worst_ratio": worst.ratio}

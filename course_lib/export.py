@@ -23,10 +23,6 @@ from pathlib import Path
 
 from . import cli, manifest, validate
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
-
-
 class ExportError(RuntimeError):
     """A notebook could not be executed (a failing cell, a timeout, a dead kernel); one line, naming it."""
 

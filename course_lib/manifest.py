@@ -111,9 +111,10 @@ def chapters(path=None) -> tuple[Chapter, ...]:
 
 def chapter(number, path=None) -> Chapter:
     """One chapter by number ("05") or stem ("05_infiniband")."""
-    found = {c.number: c for c in chapters(path)} | {c.stem: c for c in chapters(path)}
+    every = chapters(path)
+    found = {c.number: c for c in every} | {c.stem: c for c in every}
     if not isinstance(number, str) or number not in found:
-        raise ValueError(f"number must be a chapter of course.toml, one of {', '.join(c.number for c in chapters(path))} "
+        raise ValueError(f"number must be a chapter of course.toml, one of {', '.join(c.number for c in every)} "
                          f"(or a stem such as '05_infiniband'); got {number!r}")
     return found[number]
 

@@ -23,9 +23,6 @@ def describe(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_describe = describe
-
-
 def _to_float(name: str, value) -> float:
     try:
         return float(value)
@@ -37,7 +34,7 @@ def number(name: str, value, *, low: float | None = None, high: float | None = N
            low_inclusive: bool = True, high_inclusive: bool = True) -> float:
     """Return ``value`` as a float after checking it is a finite real in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a number, got {_describe(value)}")
+        raise ValueError(f"{name} must be a number, got {describe(value)}")
     value = _to_float(name, value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -66,7 +63,7 @@ def integer(name: str, value, *, low: int | None = None, high: int | None = None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise ValueError(f"{name} must be an integer, got {_describe(value)}")
+            raise ValueError(f"{name} must be an integer, got {describe(value)}")
     value = int(value)
     _check_bounds(name, value, low, high, True, True)
     return value
@@ -79,7 +76,7 @@ def choice(name: str, value, allowed: Iterable[str]) -> str:
         for option in allowed:
             if value.lower() == option.lower():
                 return option
-    raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}; got {_describe(value)}")
+    raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}; got {describe(value)}")
 
 
 def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np.ndarray:
@@ -87,13 +84,13 @@ def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np
     try:
         array = np.asarray(value, dtype=np.float64)
     except OverflowError:
-        raise ValueError(f"{name} must be finite, got {_describe(value)} (too large for a float)") from None
+        raise ValueError(f"{name} must be finite, got {describe(value)} (too large for a float)") from None
     except Exception:  # TypeError, ValueError, or whatever a learner's own __float__ raises
-        raise ValueError(f"{name} must be a number or an array of numbers, got {_describe(value)}") from None
+        raise ValueError(f"{name} must be a number or an array of numbers, got {describe(value)}") from None
     if array.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+        raise ValueError(f"{name} must be finite, got {describe(value)}")
     bad = array < low if allow_zero else array <= low
     if np.any(bad):
         first = array[bad].flat[0]
@@ -123,5 +120,5 @@ def _check_bounds(name, value, low, high, low_inclusive, high_inclusive):
         right = "]" if high_inclusive else ")"
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        got = _describe(value) if isinstance(value, int) and abs(value) > 10**15 else f"{value:g}"
+        got = describe(value) if isinstance(value, int) and abs(value) > 10**15 else f"{value:g}"
         raise ValueError(f"{name} must be in {left}{lo}, {hi}{right}, got {got}")

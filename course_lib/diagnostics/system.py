@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import costmodel, hardware, units
+from .. import costmodel, hardware, systemfile, units
 from .nvlink import NvlinkStatus
 from .topo import TopoMatrix
 
@@ -111,7 +111,7 @@ def system_report(system: hardware.System) -> dict:
     Predicted all-reduce busbw for a 1 GiB message on one node and, where the system spans more
     (``nodes`` in a system file), on all of its nodes.
     """
-    nodes = int(system.raw.get("nodes", 1)) if "file" in system.raw else 1
+    nodes = systemfile.nodes_default(system)
     summary = hardware.system_summary(system)
     found = [f"{system.id}: {system.gpus_per_node} x {system.gpu.name} per node, {nodes} node(s); GPU link "
              f"{system.gpu_link.name}, {units.format_bandwidth(system.gpu_link.per_direction)}; "
