@@ -1,5 +1,6 @@
 """lab.bench's command line answers bad input with one line ``error: ...`` and status 2, and the
 memory check refuses runs the machine cannot hold before any rank starts."""
+import os
 import subprocess
 import sys
 
@@ -75,3 +76,19 @@ def test_sweep_refuses_before_starting_ranks(monkeypatch):
     with pytest.raises(ValueError, match=r"a 64 MiB message on 4 ranks .* needs about 2.01 GB .* only 1 GB"):
         bench.sweep(sizes=["64M"], ranks=(2, 4))
     assert live_children() == []
+
+
+def test_nccl_memory_check_reads_nvidia_smi_and_never_starts_cuda(tmp_path, monkeypatch):
+    # ranks are forked after the check: a parent that started CUDA would leave them unable to use it
+    import torch
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 80000\necho 1000\n")  # MiB free on two GPUs; the check uses the least
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert bench._gpu_free_bytes() == 1000 * 2**20
+    with pytest.raises(ValueError, match="lower maxbytes"):
+        bench.check_memory(2**30, 1, "nccl")
+    bench.check_memory(2**20, 1, "nccl")  # about 106 MB fits in 1000 MiB
+    assert not torch.cuda.is_initialized()

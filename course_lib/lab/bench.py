@@ -297,6 +297,27 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring")
     return result
 
 
+def _gpu_free_bytes():
+    """The least free memory of this machine's GPUs in bytes, from nvidia-smi; None when it cannot tell.
+
+    Not torch.cuda.mem_get_info: that starts CUDA in this process, and ranks forked from a process with
+    CUDA started cannot use it ("Cannot re-initialize CUDA in forked subprocess"); under torchrun it
+    would open a context on every GPU from every rank.
+    """
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+        return min(int(line) for line in out.split()) * 2**20  # MiB
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def check_memory(max_bytes, ranks, backend="gloo") -> None:
     """Refuse (``ValueError``) a run whose ``ranks`` local ranks cannot hold ``max_bytes`` messages:
     each needs about ``memory.BENCH_FACTOR`` (6) times the message, measured. For ``backend``
@@ -308,7 +329,9 @@ def check_memory(max_bytes, ranks, backend="gloo") -> None:
 
         if not torch.cuda.is_available():
             return
-        free = min(torch.cuda.mem_get_info(d)[0] for d in range(torch.cuda.device_count()))
+        free = _gpu_free_bytes()
+        if free is None:
+            return
         memory.check(memory.bench_bytes(max_bytes, 1), f"a {units.format_bytes(max_bytes, binary=True)} message "
                      "on one GPU", "lower maxbytes (-e)", available=free)
         return
