@@ -241,8 +241,7 @@ class System:
                                            name=f"{rate:g} GB/s {gpu_link.family}",
                                            per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")
         kind = self.fabric if fabric is None else validate.choice("fabric", fabric, FABRICS)
-        if kind == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and kind not in (
-                "", "infiniband"):
+        if not fabric_runs_on(kind, nic.family):
             raise ValueError(f"fabric must run on the system's {nic.family} NICs; got {kind!r}")
         if ((g, k, nic, gpu_link, kind) == (self.gpus_per_node, self.nics_per_node, self.nic, self.gpu_link, self.fabric)
                 and name is None):
@@ -263,6 +262,16 @@ class System:
         """True where the NVSwitch can reduce in the switch (NVLink SHARP / NVLS)."""
         gen = self.nvswitch_generation
         return gen is not None and bool(catalog()["nvswitch"][gen - 1]["in_network_reduction"])
+
+
+def fabric_runs_on(fabric: str, family: str) -> bool:
+    """Whether a fabric kind (or "" for the family's default) can run on NICs of ``family``:
+    InfiniBand verbs only on InfiniBand ports, and InfiniBand ports only with them. ``"ethernet"``
+    (an Ethernet port whose fabric a system file does not name) counts as an Ethernet fabric."""
+    fabric = validate.choice("fabric", fabric, ("",) + FABRICS + ("ethernet",))
+    family = validate.choice("family", family, _fabric_defaults())
+    return not (fabric == "infiniband" and family != "infiniband"
+                or family == "infiniband" and fabric not in ("", "infiniband"))
 
 
 def default_fabric(family: str) -> str:
