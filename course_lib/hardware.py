@@ -18,8 +18,16 @@ from . import datafiles, units, validate
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
 # How a system's NICs carry NCCL traffic: InfiniBand verbs, RDMA over Converged Ethernet, AWS Elastic
 # Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets. The ids and their numbers live in
-# data/fabrics.json (the cost model reads them there too).
-FABRICS = tuple(datafiles.load("fabrics.json")["fabrics"])
+# data/fabrics.json, read once (fabrics_data; the cost model reads its numbers through it too).
+
+
+@lru_cache(maxsize=1)
+def fabrics_data() -> dict:
+    """The parsed ``data/fabrics.json``: scale-out fabric kinds with efficiency, latency and sources."""
+    return datafiles.load("fabrics.json")
+
+
+FABRICS = tuple(fabrics_data()["fabrics"])
 
 
 @lru_cache(maxsize=1)
@@ -281,9 +289,8 @@ def default_fabric(family: str) -> str:
     return defaults[validate.choice("family", family, defaults)]
 
 
-@lru_cache(maxsize=1)
 def _fabric_defaults() -> dict:
-    return datafiles.load("fabrics.json")["default_for_nic_family"]
+    return fabrics_data()["default_for_nic_family"]
 
 
 def system_ids() -> list[str]:
