@@ -18,8 +18,16 @@ from . import datafiles, units, validate
 PCIE_LANE_COUNTS = (1, 2, 4, 8, 16)
 # How a system's NICs carry NCCL traffic: InfiniBand verbs, RDMA over Converged Ethernet, AWS Elastic
 # Fabric Adapter (libfabric), HPE Slingshot, plain TCP sockets. The ids and their numbers live in
-# data/fabrics.json (the cost model reads them there too).
-FABRICS = tuple(datafiles.load("fabrics.json")["fabrics"])
+# data/fabrics.json, read once (fabrics_data; the cost model reads its numbers through it too).
+
+
+@lru_cache(maxsize=1)
+def fabrics_data() -> dict:
+    """The parsed ``data/fabrics.json``: scale-out fabric kinds with efficiency, latency and sources."""
+    return datafiles.load("fabrics.json")
+
+
+FABRICS = tuple(fabrics_data()["fabrics"])
 
 
 @lru_cache(maxsize=1)
@@ -241,8 +249,7 @@ class System:
                                            name=f"{rate:g} GB/s {gpu_link.family}",
                                            per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")
         kind = self.fabric if fabric is None else validate.choice("fabric", fabric, FABRICS)
-        if kind == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and kind not in (
-                "", "infiniband"):
+        if not fabric_runs_on(kind, nic.family):
             raise ValueError(f"fabric must run on the system's {nic.family} NICs; got {kind!r}")
         if ((g, k, nic, gpu_link, kind) == (self.gpus_per_node, self.nics_per_node, self.nic, self.gpu_link, self.fabric)
                 and name is None):
@@ -265,6 +272,16 @@ class System:
         return gen is not None and bool(catalog()["nvswitch"][gen - 1]["in_network_reduction"])
 
 
+def fabric_runs_on(fabric: str, family: str) -> bool:
+    """Whether a fabric kind (or "" for the family's default) can run on NICs of ``family``:
+    InfiniBand verbs only on InfiniBand ports, and InfiniBand ports only with them. ``"ethernet"``
+    (an Ethernet port whose fabric a system file does not name) counts as an Ethernet fabric."""
+    fabric = validate.choice("fabric", fabric, ("",) + FABRICS + ("ethernet",))
+    family = validate.choice("family", family, _fabric_defaults())
+    return not (fabric == "infiniband" and family != "infiniband"
+                or family == "infiniband" and fabric not in ("", "infiniband"))
+
+
 def default_fabric(family: str) -> str:
     """The fabric a NIC family is taken to run when a system names none (``default_for_nic_family`` of
     data/fabrics.json: InfiniBand -> ``infiniband``, Ethernet -> ``roce``)."""
@@ -272,9 +289,8 @@ def default_fabric(family: str) -> str:
     return defaults[validate.choice("family", family, defaults)]
 
 
-@lru_cache(maxsize=1)
 def _fabric_defaults() -> dict:
-    return datafiles.load("fabrics.json")["default_for_nic_family"]
+    return fabrics_data()["default_for_nic_family"]
 
 
 def system_ids() -> list[str]:

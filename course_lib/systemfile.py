@@ -202,8 +202,7 @@ def _read_nic(p, where, net, fabric, source) -> hardware.Link:
         if "gbit_s" in net:
             raise _error(p, where, "network.gbit_s", "give either network.kind (a catalog id) or network.gbit_s")
         nic = hardware.network(_check(p, where, "network.kind", validate.choice, net["kind"], hardware.network_ids()))
-        if fabric == "infiniband" and nic.family != "infiniband" or nic.family == "infiniband" and fabric not in (
-                "", "infiniband"):
+        if not hardware.fabric_runs_on(fabric, nic.family):
             raise _error(p, where, "network.fabric", f"fabric {fabric!r} does not run on {nic.name} ports")
         return nic
     for key in ("fabric", "gbit_s"):

@@ -12,10 +12,10 @@ def efficiency_data() -> dict:
     return datafiles.load("efficiency.json")
 
 
-@lru_cache(maxsize=1)
 def fabrics_data() -> dict:
-    """The parsed ``data/fabrics.json``: scale-out fabric kinds with efficiency, latency and sources."""
-    return datafiles.load("fabrics.json")
+    """The parsed ``data/fabrics.json``: scale-out fabric kinds with efficiency, latency and sources
+    (``hardware.fabrics_data``, which reads it once for both modules)."""
+    return hardware.fabrics_data()
 
 
 def fabric_kind_ids() -> tuple:

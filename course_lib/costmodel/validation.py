@@ -72,11 +72,26 @@ def _within(rows, tol) -> int:
     return sum(1 for r in rows if evidence.within(r["ratio"], tol))
 
 
-def _rows_of_role(rows, role):
-    """(all rows, the rows of one role: ``fit``, ``test`` or ``all``); rows default to validation_table()."""
+def _table_rows(rows):
+    """rows, checked to be rows of validation_table(); None gives validation_table()."""
     rows = validation_table() if rows is None else rows
     if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
         raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    return rows
+
+
+def _sweeps(rows) -> dict:
+    """Rows that belong to a published sweep, grouped by its name (in the rows' order)."""
+    sweeps: dict = {}
+    for r in rows:
+        if r.get("sweep"):
+            sweeps.setdefault(r["sweep"], []).append(r)
+    return sweeps
+
+
+def _rows_of_role(rows, role):
+    """(all rows, the rows of one role: ``fit``, ``test`` or ``all``); rows default to validation_table()."""
+    rows = _table_rows(rows)
     role = validate.choice("role", role, ("fit", "test", "all"))
     return rows, [r for r in rows if role == "all" or r["role"] == role]
 
@@ -137,11 +152,8 @@ def validation_goals(rows=None, role="test") -> list[dict]:
         k = _within(rs, tol)
         out.append({"name": name, "cases": len(rs), "within": k, "share": k / len(rs) if rs else float("nan"),
                     "wanted": wanted, "met": bool(rs) and k / len(rs) >= wanted})
-    sweeps = {}
-    for r in rows:  # node-count sweeps: all their cases, fit ones included, with the fit ones named
-        if r.get("sweep"):
-            sweeps.setdefault(r["sweep"], []).append(r)
-    node_rows = [r for rs in sweeps.values() if len({x["nodes"] for x in rs}) > 1 for r in rs]
+    # node-count sweeps: all their cases, fit ones included, with the fit ones named
+    node_rows = [r for rs in _sweeps(rows).values() if len({x["nodes"] for x in rs}) > 1 for r in rs]
     k = _within(node_rows, 0.35)
     out.append({"name": "node-count sweeps within 35%", "cases": len(node_rows), "within": k,
                 "share": k / len(node_rows) if node_rows else float("nan"), "wanted": 1.0,
@@ -162,16 +174,10 @@ def node_sweep_study(rows=None) -> list[dict]:
     tree may send half the data there), else 2. A single empirical term would need these to agree and to
     come from fit cases.
     """
-    rows = validation_table() if rows is None else rows
-    if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
-        raise ValueError(f"rows must be the rows of validation_table(); got {rows!r}")
+    rows = _table_rows(rows)
     cases = {c["id"]: c for c in published()["cases"]}
-    sweeps: dict = {}
-    for r in rows:
-        if r.get("sweep"):
-            sweeps.setdefault(r["sweep"], []).append(r)
     out = []
-    for name, rs in sorted(sweeps.items()):
+    for name, rs in sorted(_sweeps(rows).items()):
         if len({r["nodes"] for r in rs}) < 2:
             continue
         rs = sorted(rs, key=lambda r: r["nodes"])
