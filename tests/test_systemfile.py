@@ -89,6 +89,34 @@ def test_nvlink_switch_file_matches_catalog_rates(tmp_path):
     assert costmodel.fabric(s).intra_bw == pytest.approx(costmodel.fabric("dgx-h100").intra_bw * 8 / 18)
 
 
+def test_nvls_efficiency_follows_the_files_gpu(tmp_path):
+    # a file has no raw nvlink_generation: the GPU's own generation picks NVLS's efficiency, as in the catalog
+    text = """[system]
+id = "b200-file"
+gpu = "b200"
+gpus_per_node = 8
+source = "course test fixture"
+
+[gpu_link]
+kind = "nvlink"
+generation = 5
+links = 18
+topology = "nvswitch"
+nvswitch_generation = 4
+
+[pcie]
+generation = 5
+
+[network]
+fabric = "infiniband"
+gbit_s = 400
+count = 8
+"""
+    s = systemfile.load_system(write(tmp_path, text))
+    assert s.in_network_reduction
+    assert costmodel.fabric(s).nvls_bw == pytest.approx(costmodel.fabric("dgx-b200").nvls_bw)
+
+
 def test_bridge_override_rate(tmp_path):
     text = H800_LIKE.replace("nvswitch_generation = 3", 'topology = "bridge"\nlink_gb_s_per_direction = 14.0625')
     text = text.replace("generation = 4\nlinks = 8", "generation = 3\nlinks = 4")

@@ -44,11 +44,15 @@ class Fabric:
 _ARCH_BY_NVLINK = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
 
 
+def _nvlink_generation(sys_):
+    """The NVLink generation of a system's GPU (the catalog GPU row), else the system's own ``raw`` entry, else None."""
+    gen = next((r.get("nvlink_generation") for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), None)
+    return gen if gen is not None else (sys_.raw or {}).get("nvlink_generation")
+
+
 def gpu_generation(system) -> str:
     """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell) from its GPU's NVLink generation."""
-    sys_ = hardware.resolve_system(system)
-    gen = next((r.get("nvlink_generation") for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), None)
-    return _ARCH_BY_NVLINK.get(gen, "ampere")  # GPUs without NVLink (Ada, Ampere PCIe): NCCL's Ampere row
+    return _ARCH_BY_NVLINK.get(_nvlink_generation(hardware.resolve_system(system)), "ampere")  # no NVLink: Ampere row
 
 
 def channels_for(link) -> int:
@@ -76,7 +80,7 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
         intra /= no_p2p_staging_factor()  # assumed, not measured: see efficiency.json "no_p2p_staging"
     nvls = None
     if sys_.in_network_reduction:
-        gen = (sys_.raw or {}).get("nvlink_generation") or 4
+        gen = _nvlink_generation(sys_) or 4  # a system file's catalog GPU gives it (its raw has none)
         nvls = sys_.gpu_link.per_direction * (nvls_efficiency(gen) if achievable else 1.0)
     nics = sys_.nics_per_node if nics_per_node is None else validate.integer("nics_per_node", nics_per_node, low=1, high=1024)
     net_tech = system_fabric_kind(sys_) if network is None else validate.choice("network", network,
