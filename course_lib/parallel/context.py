@@ -1,11 +1,8 @@
 """Context parallelism: ring attention's K/V passing (and when it hides) or Ulysses' all-to-alls."""
 from __future__ import annotations
 
-import dataclasses
-
 from .. import hardware, units, validate
-from ..transformer import resolve_model
-from .layouts import ACT_BYTES, Layout, assumption
+from .layouts import ACT_BYTES, Layout, _model_with_seq_len, assumption
 from .links import all_to_all_time, group_link, pair_bandwidth
 from .phases import Compute
 from .results import Traffic
@@ -20,9 +17,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
     link's bytes/s per direction (latency left out). Returns the threshold chunk length in tokens,
     the chunk length, both per-step times and whether it hides. ``seq_len`` overrides the model's.
     """
-    m = resolve_model(model_)
-    if seq_len is not None:
-        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
     cp = validate.integer("cp", cp, low=1, high=m.seq_len)
     tp = validate.integer("tp", tp, low=1, high=m.heads)
