@@ -8,6 +8,18 @@ from .phases import Compute
 from .results import Traffic
 
 
+def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
+    """One ring-attention step on ``link``: (K/V bytes sent, transfer seconds, attention compute seconds).
+
+    The next K and V chunk, 4 (s/cp) b h_kv / tp bytes (16-bit), crosses the link (bw bytes/s,
+    plus its latency) while attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP,
+    runs at ``flops``.
+    """
+    kv_dim = m.hidden * m.kv / m.heads
+    size = 4 * chunk * b * kv_dim / tp
+    return size, link.latency + size / bw, 4 * chunk * chunk * b * m.hidden / tp / flops
+
+
 def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
     """When ring attention hides its K/V passing: each step's attention compute >= its K/V transfer.
 
@@ -26,9 +38,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
     flops = sys_.gpu.bf16_flops * eff
     bw = pair_bandwidth(sys_, link)
     chunk = m.seq_len / cp
-    kv_dim = m.hidden * m.kv / m.heads
-    compute_s = 4 * chunk * chunk * m.hidden / tp / flops
-    transfer_s = link.latency + 4 * chunk * kv_dim / tp / bw
+    _, transfer_s, compute_s = _ring_step(m, link, bw, flops, chunk, 1, tp)
     threshold = flops / (bw * m.heads / m.kv)
     return {"chunk_tokens": chunk, "threshold_tokens": threshold, "compute_step_s": compute_s,
             "transfer_step_s": transfer_s, "hidden": compute_s >= transfer_s, "link": link.name,
@@ -55,9 +65,8 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     per_pass = L.layers_per_stage * L.micro_batches
     if L.cp_kind == "ring":
         link = group_link(L.system, cp, t)
-        size = 4 * chunk * b * kv_dim / t                       # K and V, 16-bit
-        step_s = link.latency + size / pair_bandwidth(L.system, link)
-        attn_s = 4 * chunk * chunk * b * m.hidden / t / (L.system.gpu.bf16_flops * L.gpu_efficiency)
+        size, step_s, attn_s = _ring_step(m, link, pair_bandwidth(L.system, link),
+                                          L.system.gpu.bf16_flops * L.gpu_efficiency, chunk, b, t)
         sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
         total = sends * step_s
         exposed = sends * max(0.0, step_s - attn_s)
