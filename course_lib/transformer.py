@@ -107,10 +107,14 @@ class Transformer:
     def dense_layer_params(self) -> float:
         """Weights of one layer with a dense MLP of ``ffn`` (matrices, biases and norms)."""
         h, f = self.hidden, self.ffn
-        kv_dim = h * self.kv // self.heads
-        attn = h * (2 * h + 2 * kv_dim)
         mlp = (3 if self.gated_mlp else 2) * h * f
-        return attn + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
+        return self._attention_params + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
+
+    @property
+    def _attention_params(self) -> int:
+        """Weights of one layer's attention: Q and O (h x h), K and V (h x h_kv)."""
+        h = self.hidden
+        return h * (2 * h + 2 * (h * self.kv // self.heads))
 
     # ---- mixture of experts: the MLP of a MoE layer is a router and experts + shared experts
 
@@ -132,8 +136,8 @@ class Transformer:
     def moe_layer_params(self) -> float:
         """Weights of one MoE layer: attention, router (h x E), routed and shared experts, norms."""
         h = self.hidden
-        attn = self.dense_layer_params - (3 if self.gated_mlp else 2) * h * self.ffn - 13 * h
-        return attn + h * self.experts + (self.experts + self.shared_experts) * self.expert_params + 13 * h
+        experts = (self.experts + self.shared_experts) * self.expert_params
+        return self._attention_params + h * self.experts + experts + 13 * h
 
     @property
     def routed_layer_params(self) -> float:

@@ -1,14 +1,23 @@
 """Context parallelism: ring attention's K/V passing (and when it hides) or Ulysses' all-to-alls."""
 from __future__ import annotations
 
-import dataclasses
-
 from .. import hardware, units, validate
-from ..transformer import resolve_model
-from .layouts import ACT_BYTES, Layout, assumption
+from .layouts import ACT_BYTES, Layout, _model_with_seq_len, assumption
 from .links import all_to_all_time, group_link, pair_bandwidth
 from .phases import Compute
 from .results import Traffic
+
+
+def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
+    """One ring-attention step on ``link``: (K/V bytes sent, transfer seconds, attention compute seconds).
+
+    The next K and V chunk, 4 (s/cp) b h_kv / tp bytes (16-bit), crosses the link (bw bytes/s,
+    plus its latency) while attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP,
+    runs at ``flops``.
+    """
+    kv_dim = m.hidden * m.kv / m.heads
+    size = 4 * chunk * b * kv_dim / tp
+    return size, link.latency + size / bw, 4 * chunk * chunk * b * m.hidden / tp / flops
 
 
 def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
@@ -20,9 +29,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
     link's bytes/s per direction (latency left out). Returns the threshold chunk length in tokens,
     the chunk length, both per-step times and whether it hides. ``seq_len`` overrides the model's.
     """
-    m = resolve_model(model_)
-    if seq_len is not None:
-        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
     cp = validate.integer("cp", cp, low=1, high=m.seq_len)
     tp = validate.integer("tp", tp, low=1, high=m.heads)
@@ -31,9 +38,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
     flops = sys_.gpu.bf16_flops * eff
     bw = pair_bandwidth(sys_, link)
     chunk = m.seq_len / cp
-    kv_dim = m.hidden * m.kv / m.heads
-    compute_s = 4 * chunk * chunk * m.hidden / tp / flops
-    transfer_s = link.latency + 4 * chunk * kv_dim / tp / bw
+    _, transfer_s, compute_s = _ring_step(m, link, bw, flops, chunk, 1, tp)
     threshold = flops / (bw * m.heads / m.kv)
     return {"chunk_tokens": chunk, "threshold_tokens": threshold, "compute_step_s": compute_s,
             "transfer_step_s": transfer_s, "hidden": compute_s >= transfer_s, "link": link.name,
@@ -60,9 +65,8 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     per_pass = L.layers_per_stage * L.micro_batches
     if L.cp_kind == "ring":
         link = group_link(L.system, cp, t)
-        size = 4 * chunk * b * kv_dim / t                       # K and V, 16-bit
-        step_s = link.latency + size / pair_bandwidth(L.system, link)
-        attn_s = 4 * chunk * chunk * b * m.hidden / t / (L.system.gpu.bf16_flops * L.gpu_efficiency)
+        size, step_s, attn_s = _ring_step(m, link, pair_bandwidth(L.system, link),
+                                          L.system.gpu.bf16_flops * L.gpu_efficiency, chunk, b, t)
         sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
         total = sends * step_s
         exposed = sends * max(0.0, step_s - attn_s)

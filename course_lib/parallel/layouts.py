@@ -103,6 +103,14 @@ class Layout:
         return float(cf) if cf is not None else self.moe_imbalance
 
 
+def _model_with_seq_len(model_, seq_len=None):
+    """The resolved model, with its sequence length replaced by ``seq_len`` when that is given."""
+    m = resolve_model(model_)
+    if seq_len is not None:
+        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    return m
+
+
 def _gpu_count(sys_, nodes, gpus) -> int:
     gpn = sys_.gpus_per_node
     if gpus is not None:
@@ -126,9 +134,7 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
            bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
            hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Layout:
     """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
-    m = resolve_model(model_)
-    if seq_len is not None:
-        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
     N = _gpu_count(sys_, nodes, gpus)
     t = validate.integer("tp", tp, low=1, high=m.heads)

@@ -41,13 +41,17 @@ def _fabric(sys_) -> costmodel.Fabric:
     return costmodel.fabric(sys_)
 
 
+def _members_per_node(sys_, ranks, stride) -> int:
+    """How many of a group's ``ranks`` (``stride`` ranks apart) sit in one node: at least 1."""
+    return max(1, min(ranks, sys_.gpus_per_node // stride))
+
+
 @lru_cache(maxsize=8192)
 def _group_link(sys_, size, stride) -> GroupLink:
-    g = sys_.gpus_per_node
     f = _fabric(sys_)
-    if size == 1 or stride * size <= g:
+    if size == 1 or stride * size <= sys_.gpus_per_node:
         return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
-    k = max(1, min(size, g // stride)) if stride < g else 1
+    k = _members_per_node(sys_, size, stride)
     return GroupLink(f"{sys_.nics_per_node} x {sys_.nic.name} per node", min(f.intra_bw, k * f.net_bw_per_gpu),
                      f.net_hop, True)
 
@@ -75,7 +79,7 @@ def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
     stride = validate.integer("stride", stride, low=1, high=10**7)
     if ranks <= 1 or nbytes <= 0:
         return 0.0
-    per_node = max(1, min(ranks, sys_.gpus_per_node // stride))
+    per_node = _members_per_node(sys_, ranks, stride)
     nodes = math.ceil(ranks / per_node)
     return min(float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
                                        algorithm=a).time_s[0]) for a in CROSS_NODE_TP_ALGORITHMS)
@@ -103,8 +107,7 @@ def all_to_all_time(system, nbytes, ranks, stride) -> tuple[float, GroupLink]:
     if not link.crosses_nodes:
         return costmodel.launch_latency() + float(costmodel.collective_time(
             "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
-    g = sys_.gpus_per_node
-    k = max(1, min(ranks, g // stride)) if stride < g else 1
+    k = _members_per_node(sys_, ranks, stride)
     f = _fabric(sys_)
     t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
     return float(t), link

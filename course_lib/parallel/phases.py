@@ -25,10 +25,9 @@ def memory_phase(L: Layout) -> dict:
         states = {k: dense[k] + experts[k] for k in dense}
     else:
         states = model_state_bytes(L.stage_params, L.dp, L.zero)
-    per_layer = activation_bytes_per_layer(m, b, t, rc, sp)
-    if L.cp > 1:  # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);
-        # its attention runs blockwise (flash-style), so no s x s score matrix is stored
-        per_layer = activation_bytes_per_layer(m, b, t, "selective" if rc == "none" else rc, sp) / L.cp
+    # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);
+    # its attention runs blockwise (flash-style), so no s x s score matrix is stored
+    per_layer = activation_bytes_per_layer(m, b, t, "selective" if L.cp > 1 and rc == "none" else rc, sp) / L.cp
     in_flight = min(p, L.micro_batches) if p > 1 else 1
     factor = 1 + (p - 1) / (p * L.interleave) if L.interleave > 1 else 1.0
     # context parallelism runs attention blockwise (flash-style): no s x s score matrix is ever stored

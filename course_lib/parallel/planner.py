@@ -1,12 +1,11 @@
 """The planner: search layouts, keep those that fit, rank them by step time and say why the winner wins."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from .. import hardware, units, validate
-from ..transformer import RECOMPUTE, resolve_model, resolve_recompute
-from .layouts import CP_KINDS, layout
+from ..transformer import RECOMPUTE, resolve_recompute
+from .layouts import CP_KINDS, _model_with_seq_len, layout
 from .results import Estimate
 from .step import estimate_layout
 
@@ -165,9 +164,7 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     of ``cp_kind``, and with ZeRO-3 the FSDP/HSDP shard groups in ``hsdp_options`` (None = all
     cp x dp ranks). An MoE may use uneven pipeline stages, so PP also runs over powers of two.
     """
-    m = resolve_model(model_)
-    if seq_len is not None:
-        m = dataclasses.replace(m, seq_len=validate.integer("seq_len", seq_len, low=1, high=100_000_000))
+    m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
     gpn = sys_.gpus_per_node
     if gpus is not None:

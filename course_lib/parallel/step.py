@@ -53,9 +53,7 @@ def estimate_layout(L: Layout) -> Estimate:
     ep_ex = sum(tr.exposed_s for tr in ep_traffic)
     # 1F1B schedule: (m + (p-1)/v) slots
     mb, p, v = L.micro_batches, L.pp, L.interleave
-    slot = c.micro_batch_s + (tp_ex + pp_ex) / mb
-    if cp_ex or ep_ex:
-        slot += (cp_ex + ep_ex) / mb
+    slot = c.micro_batch_s + (tp_ex + pp_ex) / mb + (cp_ex + ep_ex) / mb
     bubble = (p - 1) / v * slot
     step = mb * slot + bubble + dp_ex
     per_gpu = lambda flops: flops / step / L.gpus / 1e12  # noqa: E731 - TFLOP/s per GPU

@@ -7,7 +7,7 @@ from functools import lru_cache
 from .. import datafiles, evidence, hardware, units
 from ..transformer import model_state_bytes
 from .layouts import published
-from .links import all_to_all_time
+from .links import _members_per_node, all_to_all_time
 from .results import Estimate
 from .step import estimate
 
@@ -92,8 +92,7 @@ def all_to_all_bottleneck_bandwidth(system, nbytes, ranks, stride=1) -> float:
     """
     sys_ = hardware.resolve_system(system)
     t, link = all_to_all_time(sys_, nbytes, ranks, stride)
-    g = sys_.gpus_per_node
-    k = max(1, min(ranks, g // stride)) if stride < g else 1
+    k = _members_per_node(sys_, ranks, stride)
     share = (ranks - k) / ranks if link.crosses_nodes else (ranks - 1) / ranks
     return share * nbytes / t
 
