@@ -348,11 +348,9 @@ def _compare(args) -> int:
         if _finite(r["time_us"]) and t > 0:
             # predicted / measured busbw = measured / predicted time (same size, same factor); the times
             # keep their digits where nccl-tests rounds a small busbw to 0.00
-            ratio = _finite(evidence.compare(r["size"], r["time_us"],
-                                             evidence.measurement(t * 1e6, "us", what=args.file)).ratio)
+            ratio = _finite(evidence.ratio(r["time_us"], t * 1e6))
         elif measured:
-            ratio = _finite(evidence.compare(r["size"], b / units.GB,
-                                             evidence.measurement(measured, "GB/s busbw", what=args.file)).ratio)
+            ratio = _finite(evidence.ratio(b / units.GB, measured))
         out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
                     "algorithm": str(al), "protocol": str(pr)})
