@@ -312,12 +312,9 @@ def ring_explorer(ranks=4, step=0):
     if ranks not in RING_RANKS:
         raise ValueError(f"ranks must be one of {RING_RANKS}, got {ranks!r}")
     step = validate.integer("step", step, low=0, high=2 * (ranks - 1))
-    style = {"description_width": "initial"}
     controls = {
-        "ranks": w.SelectionSlider(options=RING_RANKS, value=ranks, description="ranks (GPUs)",
-                                   continuous_update=False, style=style),
-        "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step",
-                            continuous_update=False, style=style),
+        "ranks": w.SelectionSlider(options=RING_RANKS, value=ranks, description="ranks (GPUs)"),
+        "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step"),
     }
     def _limit(change):  # the step slider follows the number of steps of the chosen ring (before the redraw)
         controls["step"].max = 2 * (change["new"] - 1)
@@ -426,18 +423,15 @@ def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algo
     algorithm = _check_cost_inputs(size_mb, ranks, link_gb_s, latency_us, algorithm)
     if ranks not in EXPLORER_RANKS:
         raise ValueError(f"ranks must be one of {EXPLORER_RANKS}, got {ranks!r}")
-    style = {"description_width": "initial"}
     controls = {
         "size_mb": w.FloatLogSlider(value=size_mb, base=10, min=-3, max=4, step=0.05,
-                                    description="message MB per rank", continuous_update=False,
-                                    readout_format=".3g", style=style),
+                                    description="message MB per rank", readout_format=".3g"),
         "ranks": gpu_count_slider(ranks, options=EXPLORER_RANKS, description="ranks (GPUs)"),
         "link_gb_s": link_speed_slider(link_gb_s, low=0.1, high=2000, description="link GB/s per direction"),
         "latency_us": w.FloatLogSlider(value=max(latency_us, 0.01), base=10, min=-1, max=3, step=0.05,
-                                       description="alpha, us per step", continuous_update=False,
-                                       readout_format=".3g", style=style),
+                                       description="alpha, us per step", readout_format=".3g"),
         "algorithm": w.Dropdown(options=[(ALGORITHM_LABELS[k], k) for k in ALGORITHMS], value=algorithm,
-                                description="algorithm", style=style),
+                                description="algorithm"),
     }
     return explorer(draw_cost, controls, readout=cost_readout,
                     title="All-reduce algorithms in the alpha-beta model", figsize=(8, 4.6))

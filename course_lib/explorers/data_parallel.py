@@ -504,16 +504,14 @@ def dp_scaling_explorer(model="megatron-1.7b", gpus=64, link_gb_s=50.0, zero=0, 
     opts = model_options()
     validate.choice("model", model, [i for _, i in opts])
     controls = {
-        "model": w.SelectionSlider(options=opts, value=model, description="model", continuous_update=False,
-                                   style={"description_width": "initial"}, layout={"width": "480px"}),
+        "model": w.SelectionSlider(options=opts, value=model, description="model"),
         "gpus": gpu_count_slider(gpus),
         "link_gb_s": link_speed_slider(link_gb_s, low=1.0, high=400.0,
                                        description="network GB/s per GPU, per direction"),
         "zero": w.Dropdown(options=[("ZeRO-0 (plain DDP)", 0), ("ZeRO-1", 1), ("ZeRO-2", 2), ("ZeRO-3", 3)],
-                           value=validate.integer("zero", zero, low=0, high=3), description="ZeRO stage",
-                           style={"description_width": "initial"}),
-        "seqs_per_gpu": w.SelectionSlider(options=(1, 2, 4, 8, 16), value=seqs_per_gpu, description="sequences per GPU",
-                                          continuous_update=False, style={"description_width": "initial"}),
+                           value=validate.integer("zero", zero, low=0, high=3), description="ZeRO stage"),
+        "seqs_per_gpu": w.SelectionSlider(options=(1, 2, 4, 8, 16), value=seqs_per_gpu,
+                                          description="sequences per GPU"),
         "overlap": w.Checkbox(value=bool(overlap), description="overlap communication with the backward pass"),
     }
     return explorer(_draw, controls, readout=_readout, figsize=(11, 4.4), axes=_axes,

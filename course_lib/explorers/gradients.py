@@ -102,9 +102,8 @@ def gradient_exchange_explorer(parameters_b=70.0, gpus=8, link_gb_s=50.0):
         "gpus": gpu_count_slider(gpus),
         "link_gb_s": link_speed_slider(link_gb_s),
         "parameters_b": w.FloatLogSlider(value=parameters_b, base=10, min=0, max=np.log10(2000), step=0.01,
-                                         description="parameters (billions)", continuous_update=False,
-                                         readout_format=".3g", style={"description_width": "initial"}),
+                                         description="parameters (billions)", readout_format=".3g"),
         "dtype_bytes": w.Dropdown(options=[("BF16/FP16 (2 bytes)", 2), ("FP32 (4 bytes)", 4)], value=2,
-                                  description="gradient type", style={"description_width": "initial"}),
+                                  description="gradient type"),
     }
     return explorer(_draw, controls, readout=_readout, title="Time to exchange one step's gradients")

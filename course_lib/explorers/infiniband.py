@@ -489,7 +489,6 @@ def cliff_explorer(nodes=2, gpus_per_node=8, nic_gbit_s=400.0, nvlink_gb_s=450.0
     validate.number("nic_gbit_s", nic_gbit_s, low=10, high=1600)
     validate.number("nvlink_gb_s", nvlink_gb_s, low=5, high=2000)
     validate.number("size_gb", size_gb, low=0.001, high=1000)
-    style = {"description_width": "initial"}
     controls = {
         "nodes": gpu_count_slider(nodes, options=NODE_COUNTS, description="nodes"),
         "gpus_per_node": gpu_count_slider(gpus_per_node, options=GPUS_PER_NODE, description="GPUs per node"),
@@ -499,8 +498,8 @@ def cliff_explorer(nodes=2, gpus_per_node=8, nic_gbit_s=400.0, nvlink_gb_s=450.0
                                          description="NVLink GB/s per GPU per direction"),
         "nics_per_node": gpu_count_slider(nics_per_node, options=NICS_PER_NODE, description="NICs per node"),
         "size_gb": w.FloatLogSlider(value=size_gb, base=10, min=-3, max=3, step=0.05, description="GB per GPU",
-                                    continuous_update=False, readout_format=".3g", style=style),
-        "achievable": w.Checkbox(value=False, description="apply measured efficiencies", style=style),
+                                    readout_format=".3g"),
+        "achievable": w.Checkbox(value=False, description="apply measured efficiencies"),
     }
     return explorer(_draw, controls, readout=_readout, title="The multi-node cliff: two-level all-reduce",
                     figsize=(8, 4.4))

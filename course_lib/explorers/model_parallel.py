@@ -454,24 +454,22 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
         raise ValueError(f"micro_batches must be one of {MICRO_BATCH_COUNTS}, got {micro_batches!r}")
     recompute_mode = validate.choice("recompute_mode", recompute_mode, RECOMPUTE_CHOICES)
     links = _catalog_links(system)
-    style = {"description_width": "initial"}
     controls = {
         "model_id": w.Dropdown(options=[(parallel.model(i).name, i) for i in GRID_MODELS], value=model_id,
-                               description="model", style=style),
+                               description="model"),
         "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in GRID_SYSTEMS], value=system,
-                             description="system", style=style, layout={"width": "480px"}),
+                             description="system"),
         "gpus": gpu_count_slider(gpus, options=GRID_GPU_COUNTS),
         "nic_gbit_s": link_speed_slider(links["nic_gbit_s"], low=10, high=1600,
                                         description="NIC Gb/s per direction (one per GPU)"),
         "nvlink_gb_s": link_speed_slider(links["nvlink_gb_s"], low=10, high=2000,
                                          description="NVLink GB/s per direction per GPU"),
-        "tp": w.SelectionSlider(options=POWERS_OF_TWO, value=tp, description="TP", continuous_update=False, style=style),
-        "pp": w.SelectionSlider(options=POWERS_OF_TWO, value=pp, description="PP", continuous_update=False, style=style),
+        "tp": w.SelectionSlider(options=POWERS_OF_TWO, value=tp, description="TP"),
+        "pp": w.SelectionSlider(options=POWERS_OF_TWO, value=pp, description="PP"),
         "micro_batches": w.SelectionSlider(options=MICRO_BATCH_COUNTS, value=micro_batches,
-                                           description="micro-batches m per pipeline", continuous_update=False,
-                                           style=style),
+                                           description="micro-batches m per pipeline"),
         "recompute_mode": w.Dropdown(options=list(RECOMPUTE_CHOICES), value=recompute_mode,
-                                     description="activations", style=style, layout={"width": "480px"}),
+                                     description="activations"),
     }
 
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
@@ -538,16 +536,14 @@ def schedule_explorer(stages=4, micro_batches=8, interleave=1, schedule="1f1b", 
         raise ValueError(f"interleave must be one of (1, 2, 3, 4), got {interleave!r}")
     schedule = validate.choice("schedule", schedule, SCHEDULES)
     validate.number("link_gb_s", link_gb_s, low=0.1, high=1000)
-    style = {"description_width": "initial"}
     controls = {
         "stages": gpu_count_slider(stages, options=(2, 4, 8, 16, 32), description="pipeline stages p (nodes of 8 GPUs)"),
-        "micro_batches": w.IntSlider(value=micro_batches, min=1, max=64, description="micro-batches m",
-                                     continuous_update=False, style=style),
+        "micro_batches": w.IntSlider(value=micro_batches, min=1, max=64, description="micro-batches m"),
         "interleave": w.Dropdown(options=[("none", 1), ("2 chunks per GPU", 2), ("3 chunks per GPU", 3),
                                           ("4 chunks per GPU", 4)], value=interleave,
-                                 description="interleaving v", style=style),
+                                 description="interleaving v"),
         "schedule": w.Dropdown(options=[("GPipe", "gpipe"), ("1F1B", "1f1b")], value=schedule,
-                               description="schedule", style=style),
+                               description="schedule"),
         "link_gb_s": link_speed_slider(link_gb_s, low=0.1, high=1000,
                                        description="stage-to-stage link GB/s per direction"),
     }

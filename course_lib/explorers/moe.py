@@ -164,16 +164,11 @@ def _ep_readout(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h
 def expert_parallel_explorer(experts=256, top_k=8, ep=8, imbalance=1.0, base="deepseek-v3", system="dgx-h100"):
     """Sliders over experts, top-k, EP degree and imbalance: the all-to-all against the experts' compute."""
     import ipywidgets as w
-    style = {"description_width": "initial"}
     controls = {
-        "experts": w.SelectionSlider(options=EXPERT_COUNTS, value=experts, description="experts",
-                                     continuous_update=False, style=style),
-        "top_k": w.SelectionSlider(options=TOP_K, value=top_k, description="top-k", continuous_update=False,
-                                   style=style),
-        "ep": w.SelectionSlider(options=EP_DEGREES, value=ep, description="EP degree", continuous_update=False,
-                                style=style),
-        "imbalance": w.SelectionSlider(options=IMBALANCE, value=imbalance, description="imbalance (busiest/mean)",
-                                       continuous_update=False, style=style),
+        "experts": w.SelectionSlider(options=EXPERT_COUNTS, value=experts, description="experts"),
+        "top_k": w.SelectionSlider(options=TOP_K, value=top_k, description="top-k"),
+        "ep": w.SelectionSlider(options=EP_DEGREES, value=ep, description="EP degree"),
+        "imbalance": w.SelectionSlider(options=IMBALANCE, value=imbalance, description="imbalance (busiest/mean)"),
     }
     draw = lambda ax, **v: _ep_draw(ax, base=base, system=system, **v)  # noqa: E731  (returns the updater)
     readout = lambda **v: _ep_readout(base=base, system=system, **v)  # noqa: E731
@@ -225,13 +220,10 @@ def _cp_readout(model_id, seq_len, cp, system="dgx-h100"):
 def context_parallel_explorer(model_id="llama3-8b", seq_len=131072, cp=8, system="dgx-h100"):
     """Sliders over the model, sequence length and CP degree: ring attention's transfer vs compute."""
     import ipywidgets as w
-    style = {"description_width": "initial"}
     controls = {
-        "model_id": w.Dropdown(options=CP_MODELS, value=model_id, description="model", style=style),
-        "seq_len": w.SelectionSlider(options=SEQ_LENS, value=seq_len, description="sequence length",
-                                     continuous_update=False, style=style),
-        "cp": w.SelectionSlider(options=CP_DEGREES, value=cp, description="CP degree", continuous_update=False,
-                                style=style),
+        "model_id": w.Dropdown(options=CP_MODELS, value=model_id, description="model"),
+        "seq_len": w.SelectionSlider(options=SEQ_LENS, value=seq_len, description="sequence length"),
+        "cp": w.SelectionSlider(options=CP_DEGREES, value=cp, description="CP degree"),
     }
     draw = lambda ax, **v: _cp_draw(ax, system=system, **v)  # noqa: E731
     readout = lambda **v: _cp_readout(system=system, **v)  # noqa: E731

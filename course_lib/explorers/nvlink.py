@@ -581,12 +581,9 @@ def mesh_explorer(gpus=8, links_per_gpu=18, link_gb_s=25.0, size_gb=1.0):
     controls = {
         "gpus": gpu_count_slider(gpus, options=MESH_GPU_COUNTS),
         "links_per_gpu": w.IntSlider(value=validate.integer("links_per_gpu", links_per_gpu, low=1, high=36),
-                                     min=1, max=36, description="links per GPU", continuous_update=False,
-                                     style={"description_width": "initial"}),
+                                     min=1, max=36, description="links per GPU"),
         "link_gb_s": link_speed_slider(link_gb_s, low=1.0, high=200.0, description="one link, GB/s per direction"),
         "size_gb": w.FloatLogSlider(value=validate.number("size_gb", size_gb, low=0.001, high=1000), base=10,
-                                    min=-3, max=3, step=0.01, description="all-reduce size, GB",
-                                    continuous_update=False, readout_format=".3g",
-                                    style={"description_width": "initial"}),
+                                    min=-3, max=3, step=0.01, description="all-reduce size, GB", readout_format=".3g"),
     }
     return explorer(_draw, controls, readout=_readout, title="NVLink full mesh: links split between peers")

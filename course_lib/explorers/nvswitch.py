@@ -521,9 +521,9 @@ def fabric_explorer(gpus=8, link_gb_s=450.0, size_gb=1.0, pcie_generation=4):
         "gpus": gpu_count_slider(gpus, options=GPU_COUNTS),
         "link_gb_s": link_speed_slider(link_gb_s, low=10, high=2000, description="NVLink GB/s per GPU per direction"),
         "size_gb": w.FloatLogSlider(value=size_gb, base=10, min=-3, max=2, step=0.05, description="all-reduce GB",
-                                    continuous_update=False, readout_format=".3g", style={"description_width": "initial"}),
+                                    readout_format=".3g"),
         "pcie_generation": w.Dropdown(options=[(f"PCIe Gen{g} x16", g) for g in PCIE_GENERATIONS], value=pcie_generation,
-                                      description="PCIe tree", style={"description_width": "initial"}),
+                                      description="PCIe tree"),
     }
     return explorer(_draw, controls, readout=_readout, title="Mesh vs NVSwitch vs PCIe tree", figsize=(11, 4.4),
                     axes=2)

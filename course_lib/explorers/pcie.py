@@ -481,20 +481,15 @@ def pcie_explorer(generation=4, lanes=16, gpus=4, uplink_gb_s=None, payload_gb=1
         uplink_gb_s = hardware.pcie_link(generation, 16).per_direction / units.GB
     mode = validate.choice("mode", mode, MODES)
     payload_gb = validate.number("payload_gb", payload_gb, low=0.001, high=1000)
-    style = {"description_width": "initial"}
     controls = {
-        "generation": w.SelectionSlider(options=generations(), value=generation, description="PCIe generation",
-                                        continuous_update=False, style=style),
-        "lanes": w.SelectionSlider(options=LANES, value=lanes, description="lanes per GPU",
-                                   continuous_update=False, style=style),
+        "generation": w.SelectionSlider(options=generations(), value=generation, description="PCIe generation"),
+        "lanes": w.SelectionSlider(options=LANES, value=lanes, description="lanes per GPU"),
         "gpus": gpu_count_slider(gpus, options=EXPLORER_GPU_COUNTS, description="GPUs behind the switch"),
         "uplink_gb_s": link_speed_slider(uplink_gb_s, low=1.0, high=500.0,
                                          description="switch uplink GB/s per direction"),
         "payload_gb": w.FloatLogSlider(value=payload_gb, base=10, min=-3, max=3, step=0.01,
-                                       description="payload per GPU (GB)", continuous_update=False,
-                                       readout_format=".3g", style=style),
-        "mode": w.Dropdown(options=[(MODE_LABELS[m], m) for m in MODES], value=mode, description="traffic",
-                           style=style),
+                                       description="payload per GPU (GB)", readout_format=".3g"),
+        "mode": w.Dropdown(options=[(MODE_LABELS[m], m) for m in MODES], value=mode, description="traffic"),
     }
     return explorer(_draw_switch, controls, readout=_readout_switch, follow={"generation": _uplink_for},
                     title="PCIe link, switch uplink and GPU count -> transfer time")
@@ -545,8 +540,7 @@ def offload_explorer(parameters_b=13.0, link_gb_s=None, gpus=1, overlap=False):
         raise ValueError(f"overlap must be True or False, got {overlap!r}")
     controls = {
         "parameters_b": w.FloatLogSlider(value=parameters_b, base=10, min=-1, max=np.log10(2000), step=0.01,
-                                         description="parameters (billions)", continuous_update=False,
-                                         readout_format=".3g", style={"description_width": "initial"}),
+                                         description="parameters (billions)", readout_format=".3g"),
         "link_gb_s": link_speed_slider(link_gb_s, low=1.0, high=1000.0, description="CPU-GPU link GB/s per direction"),
         "gpus": gpu_count_slider(gpus, options=(1, 2, 4, 8, 16, 32, 64), description="data-parallel GPUs"),
         "overlap": w.Checkbox(value=overlap, description="overlap the two directions"),

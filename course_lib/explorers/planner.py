@@ -538,10 +538,9 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
            else validate.number("nic_gb_s", nic_gb_s, low=1, high=400))
     nvl = (sys_.gpu_link.per_direction / units.GB if nvlink_gb_s is None
            else validate.number("nvlink_gb_s", nvlink_gb_s, low=5, high=2000))
-    style = {"description_width": "initial"}
     controls = {
-        "model": w.Dropdown(options=list(EXPLORER_MODELS), value=model, description="model", style=style),
-        "system": w.Dropdown(options=list(ALL_SYSTEMS), value=system, description="system", style=style),
+        "model": w.Dropdown(options=list(EXPLORER_MODELS), value=model, description="model"),
+        "system": w.Dropdown(options=list(ALL_SYSTEMS), value=system, description="system"),
         "gpus": gpu_count_slider(gpus, options=EXPLORER_GPUS, description="GPUs"),
         "nic_gb_s": link_speed_slider(nic, low=1, high=400, description="NIC port GB/s per direction"),
         "nvlink_gb_s": link_speed_slider(nvl, low=5, high=2000,
@@ -549,8 +548,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
         "global_batch": gpu_count_slider(global_batch, options=EXPLORER_BATCHES,
                                          description="global batch (sequences)"),
         "tokens_t": w.FloatLogSlider(value=tokens_t, base=10, min=-1, max=math.log10(20), step=0.01,
-                                     description="tokens (trillions)", continuous_update=False,
-                                     readout_format=".3g", style=style),
+                                     description="tokens (trillions)", readout_format=".3g"),
     }
 
     def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)

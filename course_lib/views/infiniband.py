@@ -8,7 +8,6 @@ later slider event (nothing is re-created).
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
 
 from .. import units
 
@@ -58,6 +57,8 @@ REGIME_STYLES = (("tab:blue", "o"), ("tab:orange", "s"), ("tab:red", "^"), ("k",
 def draw_validation_ratios(ax, by_regime, worst, role):
     """predicted / measured busbw against size, one marker per node-count regime (``by_regime``: (name, rows)
     pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
+    from matplotlib.ticker import FuncFormatter
+
     ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
     ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
     ax.axhline(1.0, color="0.3", lw=0.8)
@@ -109,6 +110,8 @@ def _cliff_title(r):
 def draw_cliff(ax, r):
     """busbw (GB/s per direction) against GPUs in the job for a ``CliffView`` result ``r``: one node,
     textbook two-level and pipelined rings across nodes, your job marked. Returns ``update(r)``."""
+    from matplotlib.ticker import FuncFormatter
+
     (intra,) = ax.plot(r.intra_gpus, r.intra_busbw_gb_s, "o-", color="tab:green",
                        label="inside one node (ring over NVLink)")
     (hier,) = ax.plot(r.gpus, r.hierarchical_busbw_gb_s, "o-", color="tab:red", label="across nodes: textbook two-level")
