@@ -1,4 +1,6 @@
 """The exported reading copy: one page per chapter, each with its explorer's static plot."""
+from pathlib import Path
+
 import pytest
 
 from course_lib import export, widgets
@@ -14,7 +16,8 @@ def pages(tmp_path_factory):
 
 def test_one_page_per_chapter_and_an_index(pages):
     out, rendered = pages
-    chapters = sorted(export.NOTEBOOKS.glob("*.ipynb"))
+    # every notebook on disk, not the manifest export reads: a chapter left out of course.toml fails here
+    chapters = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
     assert len(rendered) == len(chapters)
     index = (out / "index.html").read_text()
     for page in rendered:
