@@ -23,6 +23,8 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from .textfiles import read_text  # noqa: F401 (the one reader of a learner's file; commands call cli.read_text)
+
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -161,31 +163,6 @@ def exit_with(main: Callable[[], int]) -> None:
         _quiet_stdout()
         status = 0
     sys.exit(status)
-
-
-def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file") -> str:
-    """The text of ``path``, read without taking more than ``max_bytes`` of memory.
-
-    ValueError, in plain words and naming ``name``, for a missing file, one larger than
-    ``max_bytes`` and one that is not text (a zero byte, or bytes that are not UTF-8);
-    ``what`` says what to pass instead.
-    """
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise ValueError(f"{name} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise ValueError(f"{name} {str(path)!r} is larger than {max_bytes / 2**20:g} MiB, the most read; "
-                         f"pass {what}")
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise ValueError(f"{name} {str(path)!r} is not a text file (a zero byte at offset {nul}); pass {what}")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name} {str(path)!r} is not a text file (byte {data[exc.start]:#04x} at offset "
-                         f"{exc.start} is not UTF-8 text); pass {what}") from None
 
 
 def _nulls(obj):

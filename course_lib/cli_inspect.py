@@ -9,9 +9,7 @@ shipped sample (``--list-samples`` names them).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-from . import cli, diagnostics, systemfile
+from . import cli, diagnostics, systemfile, textfiles
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
@@ -51,18 +49,8 @@ MAX_FILE_BYTES = 16 * 2**20  # an nvidia-smi -q of a large node is ~1 MB; an NCC
 
 
 def _read(path: str) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{path}: no such file")
-    if p.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, the most read; pass one saved "
-                         "nvidia-smi, ibstat or NCCL_DEBUG output")
-    try:
-        return p.read_text(encoding="utf-8-sig", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return textfiles.read_text(path, MAX_FILE_BYTES, "file",
+                               what="one saved nvidia-smi, ibstat, lspci or NCCL_DEBUG output")
 
 
 def format_report(obj: dict) -> str:

@@ -41,7 +41,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from . import hardware, units, validate
+from . import hardware, textfiles, units, validate
 
 _FIELDS = {
     "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note"},
@@ -250,18 +250,14 @@ def _read_network(p, where, data, gpus, source) -> tuple[int, str, hardware.Link
     return count, fabric, nic, _read_nic_rows(p, where, net, gpus, count)
 
 
+MAX_FILE_BYTES = 2**20  # a system description is a few lines of TOML
+
+
 def _read_toml(path) -> tuple[Path, str, dict]:
     """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary or non-TOML file."""
+    text = textfiles.read_text(path, MAX_FILE_BYTES, "system file",
+                               what="the path of a TOML system description (see course_lib/data/systems/)")
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"path must be an existing system file, got {str(path)!r}")
-    if p.stat().st_size > 1 << 20:
-        raise ValueError(f"system file {p} is larger than 1 MiB; a system description is a few lines of TOML")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"system file {p} is not a text file; pass a TOML system description "
-                         "(see course_lib/data/systems/)") from None
     try:
         return p, text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -318,7 +314,10 @@ def system_from_args(args) -> hardware.System | None:
         raise ValueError("args must be the parsed arguments of a parser given add_system_arguments "
                          f"(with system and system_file), got {type(args).__name__}")
     if getattr(args, "system_file", None):
-        return load_system(args.system_file)
+        try:
+            return load_system(args.system_file)
+        except ValueError as exc:  # name the flag given (cli would take "system file ..." for --system)
+            raise ValueError(f"--system-file: {exc}") from None
     sid = args.system or getattr(args, "system_default", None)
     return None if sid is None else hardware.resolve_system(sid)
 

@@ -131,11 +131,16 @@ def test_bad_files_give_one_error_line(tmp_path, capsys, content, message):
 
 def test_missing_binary_and_no_files(tmp_path, capsys):
     assert cli.main(["inspect", str(tmp_path / "nope.txt")]) == 2
-    assert capsys.readouterr().err == f"error: {tmp_path / 'nope.txt'}: no such file\n"
+    assert capsys.readouterr().err == (f"error: file {str(tmp_path / 'nope.txt')!r} cannot be read (No such file or "
+                                       "directory); pass one saved nvidia-smi, ibstat, lspci or NCCL_DEBUG output\n")
     blob = tmp_path / "blob.bin"
     blob.write_bytes(b"\xff\xfe\x00GPU0")
     assert cli.main(["inspect", str(blob)]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {blob}: not a text file")
+    assert capsys.readouterr().err.startswith(f"error: file {str(blob)!r} is not a text file")
+    nul = tmp_path / "nul.txt"  # valid UTF-8 with a zero byte: refused as binary, not parsed
+    nul.write_bytes(b"GPU0\tX\0\n")
+    assert cli.main(["inspect", str(nul)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: file {str(nul)!r} is not a text file (a zero byte at offset 6)")
     assert cli.main(["inspect"]) == 2
     assert capsys.readouterr().err.startswith("error: give at least one FILE")
 

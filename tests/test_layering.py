@@ -3,7 +3,7 @@
 Layers, lowest first; a module may import its own layer or lower ones, never a higher one:
 
     0 data, validate, units      validate, units, datafiles (+ the bibliography), evidence, environment,
-                                 manifest (course.toml), the package itself
+                                 manifest (course.toml), textfiles (a learner's text file), the package itself
     1 hardware, systemfile,      the hardware catalog and a learner's own systems (TOML);
       transformer                model shapes, FLOPs and memory
     2 collectives                the registry of collectives and algorithms
@@ -27,6 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 
 LAYERS = {
     "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "evidence": 0, "manifest": 0, "environment": 0,
+    "textfiles": 0,
     "hardware": 1, "systemfile": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,

@@ -150,8 +150,20 @@ def test_nvlink_errors(tmp_path):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("links = 8", "links = 20")))
     with pytest.raises(ValueError, match=r"field gpu_link.topology \(line 11\): topology = \"nvswitch\" needs"):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("nvswitch_generation = 3", 'topology = "nvswitch"')))
-    with pytest.raises(ValueError, match=r"path must be an existing system file"):
+    with pytest.raises(ValueError, match=r"^system file '.*missing.toml' cannot be read \(No such file.*; pass the path of a TOML"):
         systemfile.load_system(tmp_path / "missing.toml")
+
+
+def test_a_binary_or_oversized_file_is_refused_by_the_one_reader(tmp_path):
+    # a zero byte used to reach tomllib, which called it "not valid TOML"
+    blob = tmp_path / "blob.toml"
+    blob.write_bytes(L40S_LIKE.encode() + b"\0")
+    with pytest.raises(ValueError, match=r"^system file '.*blob.toml' is not a text file \(a zero byte at offset"):
+        systemfile.load_system(blob)
+    big = tmp_path / "big.toml"
+    big.write_text(L40S_LIKE + "#" * systemfile.MAX_FILE_BYTES)
+    with pytest.raises(ValueError, match=r"is larger than 1 MiB, the most read; pass the path of a TOML system"):
+        systemfile.load_system(big)
 
 
 def test_the_docstring_example_loads(tmp_path):
@@ -230,6 +242,10 @@ def test_system_file_errors_on_the_cli(cli, capsys, tmp_path):
     bad = write(tmp_path, L40S_LIKE.replace("generation = 4\nlanes", "generation = 9\nlanes"))
     assert cli(["predict", "all_reduce", "--system-file", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and re.match(r"error: .*sys.toml: field pcie.generation \(line 14\): must be in \[1, 7\]", err[0])
+    assert len(err) == 1 and re.match(r"error: --system-file: .*sys.toml: field pcie.generation "
+                                      r"\(line 14\): must be in \[1, 7\]", err[0])
+    assert cli(["predict", "all_reduce", "--system-file", str(tmp_path / "none.toml")]) == 2
+    err = capsys.readouterr().err  # the flag given, not --system (which "system file ..." used to be taken for)
+    assert err.startswith("error: --system-file: system file ") and err.count("\n") == 1
     assert cli(["predict", "all_reduce", "--system", "dgx-h100", "--system-file", str(bad)]) == 2
     assert "argument --system-file: not allowed with argument --system" in capsys.readouterr().err
