@@ -11,7 +11,7 @@ from . import cli, parallel, systemfile, tp_scans
 def _run(args) -> int:
     model = parallel.model(args.model)
     system = systemfile.system_from_args(args)
-    kwargs = dict(gpus=args.gpus, nodes=None if args.gpus else args.nodes)
+    kwargs = dict(gpus=args.gpus, nodes=args.nodes)  # counted (and checked against each other) by the library
     if args.validate_tp:
         rows = tp_scans.scan_table()
         print(cli.dumps(rows) if args.json else tp_scans.scan_summary(rows))

@@ -175,3 +175,26 @@ def test_uneven_stages_run_at_the_busiest_stages_pace():
     assert uneven.compute_s == pytest.approx(even.compute_s * 4 * 16 / 61)
     with pytest.raises(ValueError, match="^pp"):
         P.estimate("llama3-8b", "dgx-h100", gpus=64, pp=3, global_batch=64)   # dense models keep p | l
+
+
+def test_planner_and_estimate_agree_on_which_ulysses_cp_splits_the_heads():
+    """Ulysses hands every rank whole heads: tp x cp divides the 40 query heads of Llama 4 Scout and divides its
+    8 KV heads or is a multiple of them. cp 5 fits only with tp 8 (40 = 5 x 8 ranks, each KV head on 5 of them);
+    the planner used to try tp 1 too, which layout refuses, and the search died on its ValueError."""
+    kw = dict(gpus=80, global_batch=80, seq_len=10240, cp_kind="ulysses")
+    result = P.plan("llama4-scout", "dgx-h100", cp_options=(5,), **kw)
+    assert result.ranked and {(e.tp, e.cp) for e in result.ranked} == {(8, 5)}
+    assert P.estimate("llama4-scout", "dgx-h100", tp=8, cp=5, **kw).cp == 5
+    with pytest.raises(ValueError, match=r"^cp must be one of 1, 2, 4, 8, 40 for Ulysses with tp 1 .* got 5$"):
+        P.estimate("llama4-scout", "dgx-h100", tp=1, cp=5, **kw)
+    with pytest.raises(ValueError, match=r"^cp_options must hold cp values Ulysses allows .*\(1, 2, 4, 8, 16, 32: .* got 3$"):
+        P.plan("llama3-8b", "dgx-h100", gpus=96, global_batch=96, seq_len=6144, cp_options=(1, 3), cp_kind="ulysses")
+
+
+def test_planner_counts_gpus_as_estimate_does():
+    with pytest.raises(ValueError, match=r"^gpus must be <= nodes x 8 = 8, got 16"):
+        P.plan("llama3-8b", "dgx-h100", nodes=1, gpus=16, global_batch=16)
+    with pytest.raises(ValueError, match=r"^nodes must be given"):
+        P.plan("llama3-8b", "dgx-h100", global_batch=16)
+    assert P.plan("llama3-8b", "dgx-h100", nodes=2, gpus=16, global_batch=16).gpus == 16
+    assert main(["plan", "--nodes", "1", "--gpus", "16", "--global-batch", "16"]) == 2  # the CLI passes both

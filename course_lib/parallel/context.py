@@ -53,7 +53,10 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     and their gradients (twice the bytes, twice the compute); full recomputation repeats the
     forward. Each step shows only max(0, transfer - compute): see ``ring_attention_condition``.
     Ulysses: an all-to-all of q, k, v before attention and one of the output after it
-    ((2h + 2h_kv) s b / (cp tp) x 2 bytes per layer forward, the same backward), exposed.
+    ((2h + 2h_kv) s b / (cp tp) x 2 bytes per layer forward, the same backward), exposed. It hands
+    every rank whole heads, so tp x cp must divide the query heads and divide the KV heads or be a
+    multiple of them (replicated KV heads); ``layout`` and the planner share that rule
+    (``layouts._ulysses_fits``). The volume counts the model's KV heads, not their replicas.
     """
     m = L.model
     if L.cp == 1:

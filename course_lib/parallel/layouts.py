@@ -111,6 +111,22 @@ def _model_with_seq_len(model_, seq_len=None):
     return m
 
 
+def _ulysses_fits(m: Transformer, tp: int, cp: int) -> bool:
+    """Whether Ulysses context parallelism of ``cp`` ranks splits ``m``'s attention heads under ``tp``.
+
+    Its all-to-all hands each of the tp x cp ranks whole heads: tp x cp must divide the query heads,
+    and divide the KV heads (each rank gets its own) or be a multiple of them (each KV head is then
+    replicated on tp x cp / kv ranks, as DeepSpeed-Ulysses and Megatron do for GQA). ``cp`` = 1 always fits.
+    """
+    g = tp * cp
+    return cp == 1 or (m.heads % g == 0 and (m.kv % g == 0 or g % m.kv == 0))
+
+
+def _ulysses_cps(m: Transformer, tp: int) -> list[int]:
+    """Every ``cp`` Ulysses allows for ``m`` under ``tp`` that also divides the sequence length (ascending)."""
+    return [c for c in range(1, m.heads // tp + 1) if m.seq_len % c == 0 and _ulysses_fits(m, tp, c)]
+
+
 def _gpu_count(sys_, nodes, gpus) -> int:
     gpn = sys_.gpus_per_node
     if gpus is not None:
@@ -147,8 +163,11 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     kind = validate.choice("cp_kind", cp_kind, CP_KINDS)
     if m.seq_len % c:
         raise ValueError(f"cp must divide the sequence length ({m.seq_len}), got {c}")
-    if kind == "ulysses" and c > 1 and (m.heads % (t * c) or m.kv % (t * c) and (t * c) % m.kv):
-        raise ValueError(f"cp must divide heads / tp ({m.heads // t}) for Ulysses, got {c}")
+    if kind == "ulysses" and not _ulysses_fits(m, t, c):
+        allowed = ", ".join(map(str, _ulysses_cps(m, t)))
+        raise ValueError(f"cp must be one of {allowed} for Ulysses with tp {t} on {m.name}: tp x cp must divide its "
+                         f"{m.heads} heads, and divide its {m.kv} KV heads or be a multiple of them "
+                         f"(KV heads replicated); got {c}")
     if N % (t * p * c):
         raise ValueError(f"tp x cp x pp must divide the GPU count ({N}), got {t * c * p}")
     d = N // (t * p * c) if dp is None else validate.integer("dp", dp, low=1, high=N)

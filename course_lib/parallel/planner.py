@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .. import hardware, units, validate
 from ..transformer import RECOMPUTE, resolve_recompute
-from .layouts import CP_KINDS, _model_with_seq_len, layout
+from .layouts import CP_KINDS, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
 from .results import Estimate
 from .step import estimate_layout
 
@@ -108,6 +108,14 @@ def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options
     cp_kind = validate.choice("cp_kind", cp_kind, CP_KINDS)
     hsdp_options = [None if x is None else validate.integer("hsdp_options", x, low=1, high=N) for x in hsdp_options]
     tps = [x for x in (2 ** k for k in range(0, 12)) if x <= max_tp and m.heads % x == 0 and N % x == 0]
+    if cp_kind == "ulysses":  # a cp no searched tp splits the heads for would leave nothing to search
+        allowed = sorted({c for t in tps for c in _ulysses_cps(m, t)})
+        for c in cp_options:
+            if c not in allowed:
+                raise ValueError(f"cp_options must hold cp values Ulysses allows for {m.name} with tp in "
+                                 f"{', '.join(map(str, tps))} ({', '.join(map(str, allowed))}: tp x cp divides the "
+                                 f"{m.heads} heads, divides the {m.kv} KV heads or is a multiple of them, and cp "
+                                 f"divides the sequence length {m.seq_len}); got {c}")
     pps = _divisors(m.layers)
     if m.experts:  # uneven stages: the busiest holds ceil(l/p) layers
         pps = sorted(set(pps) | {x for x in (2 ** k for k in range(1, 12)) if x < m.layers})
@@ -120,7 +128,7 @@ def _candidates(m, N, B, space: SearchSpace):
     """Every combination of ``space`` that ``layout`` accepts, as its keyword arguments, in search order."""
     for t in space.tps:
         for c in space.cps:
-            if m.seq_len % c or (space.cp_kind == "ulysses" and m.heads % (t * c)):
+            if m.seq_len % c or (space.cp_kind == "ulysses" and not _ulysses_fits(m, t, c)):
                 continue
             for p in space.pps:
                 if N % (t * p * c):
@@ -166,15 +174,9 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     """
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
-    gpn = sys_.gpus_per_node
-    if gpus is not None:
-        N = validate.integer("gpus", gpus, low=1, high=10**7)
-    elif nodes is not None:
-        N = validate.integer("nodes", nodes, low=1, high=10**6) * gpn
-    else:
-        raise ValueError("nodes must be given (or gpus)")
+    N = _gpu_count(sys_, nodes, gpus)
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
-    max_tp = 2 * gpn if max_tp is None else validate.integer("max_tp", max_tp, low=1, high=m.heads)
+    max_tp = 2 * sys_.gpus_per_node if max_tp is None else validate.integer("max_tp", max_tp, low=1, high=m.heads)
     space = _search_space(m, N, max_tp, micro_batches=micro_batches, zero_stages=zero_stages,
                           recompute_options=recompute_options, interleave_options=interleave_options,
                           ep_options=ep_options, cp_options=cp_options, cp_kind=cp_kind, hsdp_options=hsdp_options)
