@@ -1,11 +1,12 @@
 """The lab's all-to-all: the pairwise exchange against gloo's all_to_all_single, and its benchmark."""
+import dataclasses
 import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from course_lib.lab import algorithms, bench, bench_all_to_all, run  # noqa: E402
+from course_lib.lab import algorithms, bench, bench_all_to_all, exercises, run  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(180),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")]
@@ -35,12 +36,48 @@ def test_pairwise_matches_gloo(ranks, count):
 
 
 def test_bench_rows_are_correct_and_in_nccl_tests_form():
-    result = bench_all_to_all.sweep(sizes=[4096, 65536], ranks=(2, 3), warmup=0, iters=1, timeout=60)
+    result = bench.sweep(sizes=[4096, 65536], ranks=(2, 3), warmup=0, iters=1, timeout=60, collective="all_to_all")
     assert len(result.rows) == 2 * 2 * 2 and all(r["wrong"] == 0 for r in result.rows)
+    assert {r["algorithm"] for r in result.rows} == {"builtin", "pairwise"}
+    assert {r["collective"] for r in result.rows} == {"all_to_all"}
     r = result.rows[0]
     assert r["busbw"] == pytest.approx(r["algbw"] * (r["ranks"] - 1) / r["ranks"])
-    with pytest.raises(ValueError, match="algorithms"):
-        bench_all_to_all.config([4096], "builtin,ring")
+    assert r["count"] == 4096 // 4 and result.rows[-1]["count"] == 3 * (65536 // 12)  # whole chunks per rank
+    with pytest.raises(ValueError, match=r"^algorithms must be one of builtin, pairwise; got 'ring'"):
+        bench.sweep(sizes=[4096], algorithms="builtin,ring", collective="all_to_all")
+    with pytest.raises(ValueError, match=r"^collective must be one of all_reduce, all_to_all"):
+        bench.sweep(sizes=[4096], collective="all_gather")
+
+
+def test_chapter_10_names_are_the_bench_and_the_exercises():
+    """Chapter 10 calls bench_all_to_all.sweep and its exercise file names bench_all_to_all:all_to_all_checker."""
+    assert bench_all_to_all.all_to_all_checker is exercises.all_to_all_checker
+    assert bench_all_to_all.ALGORITHM_NAMES == bench.COLLECTIVES["all_to_all"].algorithms
+    rows = bench_all_to_all.sweep(sizes=[4096], ranks=(2,), warmup=0, iters=1, timeout=60).rows
+    assert [(r["collective"], r["algorithm"], r["wrong"]) for r in rows] == [("all_to_all", "builtin", 0),
+                                                                            ("all_to_all", "pairwise", 0)]
+
+
+def _wrong_inputs(count, rank, world_size, dtype, device="cpu"):
+    src, expected = bench._all_to_all_inputs(count, rank, world_size, dtype, device)
+    return src, expected + 1
+
+
+def test_wrong_elements_are_counted_by_the_shared_harness(monkeypatch):
+    """The harness counts the elements that differ from a collective's expected output, whichever it is."""
+    broken = dataclasses.replace(bench.COLLECTIVES["all_to_all"], inputs=_wrong_inputs)
+    monkeypatch.setitem(bench.COLLECTIVES, "all_to_all", broken)
+    rows = run(bench._worker, ranks=2, timeout=60, start_method="fork", echo=False,
+               args=(bench._config([4096], None, "float32", 0, 1, 8, "all_to_all"),))[0]
+    assert [r["wrong"] for r in rows] == [2 * 1024, 2 * 1024]  # every element on both ranks
+
+
+def test_inputs_expect_what_rank_j_sends():
+    p, c = 3, 4
+    sent = [bench._all_to_all_inputs(p * c, r, p, torch.int64)[0] for r in range(p)]
+    for r in range(p):
+        expected = bench._all_to_all_inputs(p * c, r, p, torch.int64)[1]
+        assert torch.equal(expected, torch.cat([sent[j][r * c:(r + 1) * c] for j in range(p)]))
 
 
 def test_bench_cli_all_to_all(capsys):
@@ -48,6 +85,11 @@ def test_bench_cli_all_to_all(capsys):
                        "-n", "1", "-w", "0"]) == 0
     out = capsys.readouterr().out
     assert "pairwise" in out and "builtin" in out
+    assert bench.main(["--collective", "all_to_all", "-b", "4K", "-e", "4K", "-n", "1", "-w", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()  # its default algorithms, not all_reduce's
+    assert lines[0] == bench.HEADER and [line.split()[4] for line in lines[1:]] == ["builtin", "pairwise"]
+    assert bench.main(["--collective", "all_to_all", "--algorithms", "ring"]) == 2
+    assert capsys.readouterr().err.startswith("error: algorithms (--algorithms) must be one of builtin, pairwise")
 
 
 def _good(output, input, rank, world_size):
@@ -63,8 +105,8 @@ def _todo(output, input, rank, world_size):
 
 
 def test_the_exercise_checker():
-    assert bench_all_to_all.all_to_all_checker(_good)[0]
-    ok, msg = bench_all_to_all.all_to_all_checker(_swapped)
+    assert exercises.all_to_all_checker(_good)[0]
+    ok, msg = exercises.all_to_all_checker(_swapped)
     assert not ok and "chunk" in msg
     with pytest.raises(NotImplementedError):
-        bench_all_to_all.all_to_all_checker(_todo)
+        exercises.all_to_all_checker(_todo)

@@ -27,6 +27,11 @@ BAD = [
     (["-d", "int8"], "-d/--dtype", "float32"),
     (["--bogus"], "unrecognized", "--bogus"),
     (["--ranks", "64", "-b", "2G", "-e", "2G"], "64 ranks", "available"),
+    # all_to_all is checked by the same code, so its errors name the flag too (they did not when it had its own path)
+    (["--collective", "all_to_all", "-n", "0"], "iters (-n)", "[1, 10000]"),
+    (["--collective", "all_to_all", "-w", "-1"], "warmup (-w)", "[0, 1000]"),
+    (["--collective", "all_to_all", "--algorithms", "ring"], "algorithms (--algorithms)", "builtin, pairwise"),
+    (["--collective", "all_to_all", "--algorithms", ","], "algorithms (--algorithms)", "builtin, pairwise"),
 ]
 
 
@@ -92,3 +97,15 @@ def test_nccl_memory_check_reads_nvidia_smi_and_never_starts_cuda(tmp_path, monk
         bench.check_memory(2**30, 1, "nccl")
     bench.check_memory(2**20, 1, "nccl")  # about 106 MB fits in 1000 MiB
     assert not torch.cuda.is_initialized()
+
+
+def test_errors_carry_the_name_they_are_given_not_a_relabelled_prefix():
+    names = {"iters": "iters (-n)", "maxbytes": "maxbytes (-e)"}
+    with pytest.raises(ValueError, match=r"^iters \(-n\) must be in \[1, 10000\], got 0$"):
+        bench._config([64], None, "float32", 0, 0, 8, names=names)
+    with pytest.raises(ValueError, match=r"^maxbytes \(-e\) must be >= minbytes"):
+        bench._size_range("1M", "1K", 2, names)
+    with pytest.raises(ValueError, match=r"^iters must be in"):  # the library's own name without them
+        bench._config([64], None, "float32", 0, 0, 8)
+    assert bench._config([64], None, "float32", 0, 1, 8, "all_to_all")["algorithms"] == ("builtin", "pairwise")
+    assert bench._config([64], None, "float32", 0, 1, 8)["algorithms"] == ("builtin", "ring")

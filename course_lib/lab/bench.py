@@ -1,4 +1,4 @@
-"""All-reduce benchmark in the form of nccl-tests: built-in and hand-written algorithms side by side.
+"""Collective benchmark in the form of nccl-tests: built-in and hand-written algorithms side by side.
 
 From a notebook::
 
@@ -8,6 +8,7 @@ From a notebook::
 From a shell (local ranks, gloo on 127.0.0.1)::
 
     python -m course_lib.lab.bench --ranks 2,4 -b 64K -e 64M -f 4
+    python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise -b 64K -e 16M
 
 Under torchrun, on one node or many (NCCL when GPUs are present, gloo otherwise)::
 
@@ -27,6 +28,13 @@ each repetition (rotating order), so a noisy neighbour slows them all alike and 
 stays fair. Correctness is checked on one more operation from a fresh copy of
 the inputs: they hold small integers, so every algorithm's sum is exact and the correctness
 column compares bits (``#wrong`` counts elements that differ on any rank).
+
+Collectives: as in nccl-tests, each one fills one ``Collective`` (name, byte count, inputs with
+their exact expected output, the operation of each algorithm) in ``COLLECTIVES``, and the
+harness (``measure``, ``sweep``, the command line) runs any of them the same way. ``all_reduce``
+(the default) and ``all_to_all`` (expert parallelism's dispatch, ``--collective all_to_all``:
+gloo's ``all_to_all_single`` beside the pairwise exchange; size is each rank's whole send buffer,
+nccl-tests' convention). The busbw factor is the course registry's (``course_lib.collectives``).
 """
 from __future__ import annotations
 
@@ -35,28 +43,49 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .. import units, validate
 from . import metrics
 
 DTYPES = ("float32", "float64", "int32", "int64")
-ALGORITHM_NAMES = ("builtin", "ring", "naive", "halving_doubling", "tree")
 MAX_BYTES = 2 * 2**30
 
 
-def _algorithm(name, pipeline):
+@dataclass(frozen=True)
+class Collective:
+    """One collective the bench runs: what nccl-tests' per-collective struct holds.
+
+    ``count(nbytes, itemsize, ranks)``: elements in each rank's buffer for a message of ``nbytes``;
+    ``inputs(count, rank, ranks, dtype, device)``: (this rank's input, the exact output it must end
+    with); ``op(algorithm, pipeline)``: ``f(out, inp)``, one operation writing ``out`` (which holds a
+    copy of ``inp`` before it runs); ``yours(fn, rank, ranks)``: the same for a learner's function,
+    called as the chapter's exercise calls it. The busbw factor is the registry's, by ``name``.
+    """
+
+    name: str
+    algorithms: tuple
+    default_algorithms: tuple
+    count: Callable
+    inputs: Callable
+    op: Callable
+    yours: Callable
+
+
+def _all_reduce_op(name, pipeline):
     import torch.distributed as dist
 
     from . import algorithms
 
     if name == "builtin":
-        return lambda t: dist.all_reduce(t)
+        return lambda out, inp: dist.all_reduce(out)
     if name == "ring":
-        return lambda t: algorithms.ring_all_reduce(t, pipeline=pipeline)
-    return getattr(algorithms, f"{name}_all_reduce")
+        return lambda out, inp: algorithms.ring_all_reduce(out, pipeline=pipeline)
+    fn = getattr(algorithms, f"{name}_all_reduce")
+    return lambda out, inp: fn(out)
 
 
-def _inputs(count, rank, world_size, dtype, device):
+def _all_reduce_inputs(count, rank, world_size, dtype, device):
     """This rank's input (element i holds i % 13 + rank) and the exact sum over all ranks.
 
     Built in place from one int32 index, so the setup never holds more than the two results
@@ -69,6 +98,43 @@ def _inputs(count, rank, world_size, dtype, device):
     src = index.to(dtype, copy=True).add_(rank)
     expected = index.to(dtype, copy=True).mul_(world_size).add_(world_size * (world_size - 1) // 2)
     return src, expected
+
+
+def _all_to_all_op(name, pipeline):
+    import torch.distributed as dist
+
+    from . import algorithms
+
+    if name == "builtin":
+        return lambda out, inp: dist.all_to_all_single(out, inp)
+    return getattr(algorithms, f"{name}_all_to_all")
+
+
+def _all_to_all_inputs(count, rank, world_size, dtype, device="cpu"):
+    """This rank's send buffer of ``count`` elements (``world_size`` chunks of c = count / p; chunk j,
+    for rank j, holds ``(13 rank + j + k) % 251``, k < c) and what it must receive: chunk j from
+    rank j, its chunk ``rank``, so ``(13 j + rank + k) % 251``. Small integers: exact in every dtype."""
+    import torch
+
+    c = count // world_size
+    j = torch.arange(world_size, dtype=torch.int32, device=device).repeat_interleave(c)
+    jk = torch.arange(c, dtype=torch.int32, device=device).repeat(world_size).add_(j)
+    src = jk.add(13 * rank).remainder_(251).to(dtype)
+    expected = j.mul_(12).add_(jk).add_(rank).remainder_(251).to(dtype)  # 13 j + k + rank
+    return src, expected
+
+
+COLLECTIVES = {c.name: c for c in (
+    Collective("all_reduce", ("builtin", "ring", "naive", "halving_doubling", "tree"), ("builtin", "ring"),
+               count=lambda nbytes, itemsize, p: max(1, int(nbytes) // itemsize),
+               inputs=_all_reduce_inputs, op=_all_reduce_op,
+               yours=lambda fn, rank, p: lambda out, inp: fn(out, rank, p)),
+    Collective("all_to_all", ("builtin", "pairwise"), ("builtin", "pairwise"),
+               count=lambda nbytes, itemsize, p: p * max(1, int(nbytes) // (itemsize * p)),
+               inputs=_all_to_all_inputs, op=_all_to_all_op,
+               yours=lambda fn, rank, p: lambda out, inp: fn(out, inp, rank, p)),
+)}
+ALGORITHM_NAMES = COLLECTIVES["all_reduce"].algorithms
 
 
 BATCH_BYTES = 16 * 2**20
@@ -103,45 +169,47 @@ def time_ops(op, batch: int, sync=lambda: None, per_op: bool = True) -> list[flo
 
 
 def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-            pipeline=8, device="cpu", custom=None) -> list[dict]:
+            pipeline=8, device="cpu", custom=None, collective="all_reduce") -> list[dict]:
     """Worker body (one rank, process group already joined): returns the rows, same on every rank."""
     return measure_with_probes(rank, world_size, sizes, algorithms, dtype, warmup, iters, pipeline, device,
-                               custom=custom)[0]
+                               custom=custom, collective=collective)[0]
 
 
 def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
-                        pipeline=8, device="cpu", probes=None, custom=None) -> tuple[list[dict], list[dict]]:
-    """``measure``, plus other operations timed in the same repetitions as the all-reduces.
+                        pipeline=8, device="cpu", probes=None, custom=None,
+                        collective="all_reduce") -> tuple[list[dict], list[dict]]:
+    """``measure``, plus other operations timed in the same repetitions as the collective's.
 
     ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
-    elements): each ``op()`` is timed like an all-reduce, ``batch_for(nbytes)`` back to back.
-    Returns (rows, probe rows); a probe row holds ``size`` (the all-reduce's bytes), the
+    elements): each ``op()`` is timed like the collective, ``batch_for(nbytes)`` back to back.
+    Returns (rows, probe rows); a probe row holds ``size`` (the collective's bytes), the
     median seconds per operation of every probe, the slowest rank's, and under ``times`` each
-    probe's list of those per-operation times. ``custom`` ``{name: fn(tensor, rank, world_size)}``
-    adds all-reduces of one's own (a learner's ring), timed and checked like the built-in ones.
+    probe's list of those per-operation times. ``custom`` ``{name: fn}`` adds algorithms of one's
+    own (a learner's ring: ``fn(tensor, rank, world_size)`` for all_reduce, ``fn(output, input,
+    rank, world_size)`` for all_to_all), timed and checked like the built-in ones.
     """
     import torch
     import torch.distributed as dist
 
+    coll = COLLECTIVES[collective]
     torch_dtype = getattr(torch, dtype)
     itemsize = torch.empty(0, dtype=torch_dtype).element_size()
-    fns = {name: _algorithm(name, pipeline) for name in algorithms}
-    for name, fn in (custom or {}).items():
-        fns[name] = (lambda f: lambda t: f(t, rank, world_size))(fn)
+    fns = {name: coll.op(name, pipeline) for name in algorithms}
+    fns.update({name: coll.yours(fn, rank, world_size) for name, fn in (custom or {}).items()})
     algorithms = list(fns)
     on_gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     rows, probe_rows = [], []
     for nbytes in sizes:
-        count = max(1, int(nbytes) // itemsize)
-        src, expected = _inputs(count, rank, world_size, torch_dtype, device)
+        count = coll.count(nbytes, itemsize, world_size)
+        src, expected = coll.inputs(count, rank, world_size, torch_dtype, device)
         buf = torch.empty_like(src)
         batch = batch_for(count * itemsize)
 
-        def reduce_with(name):
-            return lambda: fns[name](buf)
+        def run_with(name):
+            return lambda: fns[name](buf, src)
 
-        ops = {name: (reduce_with(name), batch) for name in algorithms}
+        ops = {name: (run_with(name), batch) for name in algorithms}
         extra = probes(count, itemsize) if probes else {}
         ops.update({name: (op, batch_for(max(1, size))) for name, (op, size) in extra.items()})
         names = list(ops)
@@ -158,7 +226,7 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
         wrong = []
         for name in algorithms:
             buf.copy_(src)
-            fns[name](buf)
+            fns[name](buf, src)
             sync()
             wrong.append(int((buf != expected).sum()))
         bad = torch.tensor(wrong, dtype=torch.float64, device=device)
@@ -172,10 +240,10 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
         for i, name in enumerate(algorithms):
             med = statistics.median(stats[name])
             rows.append({"size": size, "count": count, "type": dtype, "ranks": world_size,
-                         "algorithm": name, "time_s": med, "mean_s": statistics.fmean(stats[name]),
-                         "times_s": stats[name], "batch": batch,
+                         "algorithm": name, "collective": coll.name, "time_s": med,
+                         "mean_s": statistics.fmean(stats[name]), "times_s": stats[name], "batch": batch,
                          "algbw": metrics.algbw(size, med),
-                         "busbw": metrics.busbw("all_reduce", size, med, world_size),
+                         "busbw": metrics.busbw(coll.name, size, med, world_size),
                          "wrong": int(bad[i].item())})
         if extra:
             probe_rows.append({"size": size, "ranks": world_size,
@@ -250,10 +318,16 @@ def _sizes(sizes, name="sizes"):
 
 def size_range(minbytes, maxbytes, factor=2.0) -> list[int]:
     """Sizes from ``minbytes`` to ``maxbytes`` (bytes or '64K'-style), each ``factor`` (> 1) times the last."""
-    low, high = _sizes(minbytes, "minbytes")[0], _sizes(maxbytes, "maxbytes")[0]
-    factor = validate.number("factor", factor, low=1.0, high=1024.0, low_inclusive=False)
+    return _size_range(minbytes, maxbytes, factor)
+
+
+def _size_range(minbytes, maxbytes, factor, names=None) -> list[int]:
+    """``size_range``; ``names`` maps a parameter to the name its errors carry (the command line's flag)."""
+    name = (names or {}).get
+    low, high = _sizes(minbytes, name("minbytes", "minbytes"))[0], _sizes(maxbytes, name("maxbytes", "maxbytes"))[0]
+    factor = validate.number(name("factor", "factor"), factor, low=1.0, high=1024.0, low_inclusive=False)
     if high < low:
-        raise ValueError(f"maxbytes must be >= minbytes ({units.format_bytes(low, binary=True)}) "
+        raise ValueError(f"{name('maxbytes', 'maxbytes')} must be >= minbytes ({units.format_bytes(low, binary=True)}) "
                          f"and <= 2G; got {units.format_bytes(high, binary=True)}")
     out, size = [], float(low)
     while size <= high * (1 + 1e-9):
@@ -262,28 +336,35 @@ def size_range(minbytes, maxbytes, factor=2.0) -> list[int]:
     return out
 
 
-def _config(sizes, algorithms, dtype, warmup, iters, pipeline):
+def _config(sizes, algorithms, dtype, warmup, iters, pipeline, collective="all_reduce", names=None) -> dict:
+    """Checked keyword arguments of ``measure``; ``names`` maps a parameter to the name its errors carry."""
+    name = (names or {}).get
+    coll = COLLECTIVES[validate.choice(name("collective", "collective"), collective, tuple(COLLECTIVES))]
+    if algorithms is None:
+        algorithms = coll.default_algorithms
     if isinstance(algorithms, str):
-        algorithms = [a.strip() for a in algorithms.split(",")]
-    algorithms = tuple(validate.choice("algorithms", a, ALGORITHM_NAMES) for a in algorithms)
+        algorithms = [a.strip() for a in algorithms.split(",") if a.strip()]
+    algorithms = tuple(validate.choice(name("algorithms", "algorithms"), a, coll.algorithms) for a in algorithms)
     if not algorithms:
-        raise ValueError("algorithms must name at least one of " + ", ".join(ALGORITHM_NAMES))
-    return {"sizes": _sizes(sizes), "algorithms": algorithms,
-            "dtype": validate.choice("dtype", dtype, DTYPES),
-            "warmup": validate.integer("warmup", warmup, low=0, high=1000),
-            "iters": validate.integer("iters", iters, low=1, high=10000),
-            "pipeline": validate.integer("pipeline", pipeline, low=1, high=64)}
+        raise ValueError(f"{name('algorithms', 'algorithms')} must name at least one of {', '.join(coll.algorithms)}")
+    return {"sizes": _sizes(sizes), "algorithms": algorithms, "collective": coll.name,
+            "dtype": validate.choice(name("dtype", "dtype"), dtype, DTYPES),
+            "warmup": validate.integer(name("warmup", "warmup"), warmup, low=0, high=1000),
+            "iters": validate.integer(name("iters", "iters"), iters, low=1, high=10000),
+            "pipeline": validate.integer(name("pipeline", "pipeline"), pipeline, low=1, high=64)}
 
 
-def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=("builtin", "ring"), dtype="float32",
+def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=None, dtype="float32",
           warmup: int = 2, iters: int = 5, pipeline: int = 8, timeout: float = 120,
-          backend: str = "gloo", echo: bool = False) -> SweepResult:
-    """Benchmark all-reduce ``algorithms`` over ``sizes`` (bytes or '16M'; <= 2 GiB) and ``ranks`` counts.
+          backend: str = "gloo", echo: bool = False, collective: str = "all_reduce") -> SweepResult:
+    """Benchmark ``collective``'s ``algorithms`` over ``sizes`` (bytes or '16M'; <= 2 GiB) and ``ranks`` counts.
 
+    ``collective``: a name in ``COLLECTIVES`` (``all_reduce``, ``all_to_all``); ``algorithms``: some of
+    its ``algorithms`` (default: built-in and ring for all_reduce, built-in and pairwise for all_to_all).
     ``warmup`` in [0, 1000] and ``iters`` in [1, 10000] repetitions; ``pipeline`` in [1, 64]
     sub-chunks for the ring; ``timeout`` (s) per rank count. Returns a ``SweepResult``.
     """
-    config = _config(sizes, algorithms, dtype, warmup, iters, pipeline)
+    config = _config(sizes, algorithms, dtype, warmup, iters, pipeline, collective)
     if isinstance(ranks, int):
         ranks = (ranks,)
     ranks = [validate.integer("ranks", r, low=1, high=64) for r in ranks]
@@ -406,7 +487,7 @@ def _parse(argv):
     from ..cli import ArgumentParser  # the course's one error path: one line, exit 2
 
     parser = ArgumentParser(prog="python -m course_lib.lab.bench",
-                                     description="All-reduce benchmark in nccl-tests form "
+                                     description="Collective benchmark in nccl-tests form "
                                                  "(built-in vs hand-written algorithms).")
     parser.add_argument("-b", "--minbytes", default="64K", help="smallest size (bytes, or 64K, 1M...)")
     parser.add_argument("-e", "--maxbytes", default="64M", help="largest size")
@@ -414,40 +495,33 @@ def _parse(argv):
     parser.add_argument("-n", "--iters", type=int, default=5, help="timed repetitions (median reported)")
     parser.add_argument("-w", "--warmup", type=int, default=2, help="untimed repetitions")
     parser.add_argument("-d", "--dtype", default="float32", choices=DTYPES)
-    parser.add_argument("--algorithms", default="builtin,ring", help="comma list of " + ",".join(ALGORITHM_NAMES))
+    parser.add_argument("--algorithms", default=None,
+                        help="comma list; " + "; ".join(f"{c.name}: {','.join(c.algorithms)} (default "
+                                                       f"{','.join(c.default_algorithms)})"
+                                                       for c in COLLECTIVES.values()))
     parser.add_argument("--ranks", default="2", help="comma list of local rank counts (ignored under torchrun)")
     parser.add_argument("--pipeline", type=int, default=8, help="ring sub-chunks per step")
     parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
-    parser.add_argument("--collective", default="all_reduce", choices=("all_reduce", "all_to_all"),
-                        help="all_to_all: gloo's all_to_all_single beside the pairwise exchange (bench_all_to_all)")
+    parser.add_argument("--collective", default="all_reduce", choices=tuple(COLLECTIVES),
+                        help="all_to_all: the built-in all_to_all_single beside the pairwise exchange")
     return parser.parse_args(argv)
+
+
+# what the command line's errors call each parameter: its name and the flag that sets it
+CLI_NAMES = {"minbytes": "minbytes (-b)", "maxbytes": "maxbytes (-e)", "factor": "stepfactor (-f)",
+             "iters": "iters (-n)", "warmup": "warmup (-w)", "dtype": "dtype (-d)", "pipeline": "pipeline (--pipeline)",
+             "algorithms": "algorithms (--algorithms)", "collective": "collective (--collective)",
+             "timeout": "timeout (--timeout)"}
 
 
 def _checked(argv):
     """Parsed and checked command line: (args, config, local rank counts); ``ValueError`` names the option."""
     args = _parse(argv)
-    try:
-        factor = validate.number("stepfactor (-f)", args.stepfactor, low=1.0, high=1024.0, low_inclusive=False)
-    except ValueError:
-        raise ValueError(f"stepfactor (-f) must be a number in (1, 1024]; got {args.stepfactor:g}") from None
-    names = {"minbytes": "minbytes (-b)", "maxbytes": "maxbytes (-e)", "iters": "iters (-n)",
-             "warmup": "warmup (-w)", "pipeline": "pipeline (--pipeline)", "algorithms": "algorithms (--algorithms)"}
-    try:
-        sizes = size_range(args.minbytes, args.maxbytes, factor)
-        if args.collective == "all_to_all":  # expert parallelism's collective: checked by its own module
-            if args.algorithms == "builtin,ring":
-                args.algorithms = "builtin,pairwise"
-            config = {"sizes": sizes}
-        else:
-            config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline)
-    except ValueError as exc:
-        text = str(exc)
-        for name, label in names.items():
-            if text.startswith(name + " "):
-                text = label + text[len(name):]
-        raise ValueError(text) from None
-    validate.number("timeout (--timeout)", args.timeout, low=0.0, high=3600.0, low_inclusive=False)
+    sizes = _size_range(args.minbytes, args.maxbytes, args.stepfactor, CLI_NAMES)
+    config = _config(sizes, args.algorithms, args.dtype, args.warmup, args.iters, args.pipeline, args.collective,
+                     names=CLI_NAMES)
+    validate.number(CLI_NAMES["timeout"], args.timeout, low=0.0, high=3600.0, low_inclusive=False)
     ranks = _rank_counts(args.ranks)
     if args.backend == "nccl":
         import torch
@@ -480,17 +554,6 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     except ValueError as exc:
         return report(exc)
-    if args.collective == "all_to_all":
-        from . import bench_all_to_all
-
-        try:
-            result = bench_all_to_all.sweep(config["sizes"], ranks=ranks, algorithms=args.algorithms,
-                                            dtype=args.dtype, warmup=args.warmup, iters=args.iters,
-                                            timeout=args.timeout)
-        except ValueError as exc:
-            return report(exc)
-        print(format_rows(result.rows), flush=True)
-        return 0
     if under_torchrun:
         rows = _torchrun(config, args)
         if rows is None:

@@ -1,4 +1,4 @@
-"""Checker for the learner's ring all-reduce.
+"""Checkers for the learner's ring all-reduce (chapter 04) and pairwise all-to-all (chapter 10).
 
 The learner writes, in a notebook cell::
 
@@ -9,13 +9,16 @@ The learner writes, in a notebook cell::
 and calls ``lab.exercises.check_ring(my_ring)``. The function runs on 2 and 3 ranks (forked
 children, so a notebook function works) over awkward sizes (1 element, primes, sizes not
 divisible by the rank count) and dtypes (float32, float64, int32, int64). It checks how the result
-was made, not only what it is: while the function runs, torch.distributed's point-to-point calls are
-counted (bytes each rank sends and receives) and its built-in collectives flagged, so
+was made, not only what it is: while the function runs, the bytes torch.distributed's point-to-point
+sends carry are counted and its built-in collectives flagged, so
 ``dist.all_reduce`` itself, or a copy of the expected sum with no communication, scores nothing. Inputs are small
 integers, so any correct summation order gives exact bits. All ranks agree after each case
 (a built-in all-reduce of a flag) and stop together at the first failure, so a wrong answer
 is reported, not hung. ``check_ring`` prints feedback and returns a ``RingCheck``; it never
 raises for a wrong answer. ``grade_ring`` raises ``AssertionError`` unless correct (hidden tests).
+
+``all_to_all_checker(fn)`` grades chapter 10's ``fn(output, input, rank, world_size)`` against
+``all_to_all_single`` on 2 and 3 ranks, on the bench's all-to-all inputs (``bench.COLLECTIVES``).
 """
 from __future__ import annotations
 
@@ -63,7 +66,6 @@ def _expected(size, dtype, world_size):
 
 
 P2P_SEND = ("send", "isend")
-P2P_RECV = ("recv", "irecv")
 # Built-in collectives: calling one inside the learner's function scores nothing.
 COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                "reduce_scatter_tensor", "broadcast", "all_to_all", "all_to_all_single", "scatter", "gather",
@@ -71,7 +73,7 @@ COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "
 
 
 class _Traffic:
-    """Counts the bytes this rank sends and receives point to point, and any built-in collective called,
+    """Counts the bytes this rank sends point to point, and any built-in collective called,
     by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs."""
 
     def __init__(self):
@@ -79,28 +81,24 @@ class _Traffic:
         import torch.distributed.distributed_c10d as c10d
 
         self.modules = (dist, c10d)
-        self.sent = self.received = 0
+        self.sent = 0
         self.collectives = []
         self.saved = []
 
     def _wrap(self, name, original):
         def counted(tensor, *args, **kwargs):
-            nbytes = tensor.numel() * tensor.element_size()
-            if name in P2P_SEND:
-                self.sent += nbytes
-            else:
-                self.received += nbytes
+            self.sent += tensor.numel() * tensor.element_size()
             return original(tensor, *args, **kwargs)
 
         def refused(*args, **kwargs):
             self.collectives.append(name)
             return original(*args, **kwargs)
 
-        return counted if name in P2P_SEND + P2P_RECV else refused
+        return counted if name in P2P_SEND else refused
 
     def __enter__(self):
         for module in self.modules:
-            for name in P2P_SEND + P2P_RECV + COLLECTIVES:
+            for name in P2P_SEND + COLLECTIVES:
                 original = getattr(module, name, None)
                 if original is not None:
                     self.saved.append((module, name, original))
@@ -143,19 +141,18 @@ def _check_worker(rank, world_size, fn, cases):
                 first = int(wrong[0])
                 failure = (f"{wrong.numel()} of {size} elements are wrong on rank {rank} "
                            f"(first at index {first})")
-        counts = torch.tensor([traffic.sent, traffic.received], dtype=torch.int64)
-        dist.all_reduce(counts)
+        sent = torch.tensor([traffic.sent], dtype=torch.int64)
+        dist.all_reduce(sent)
         needed = ring_bytes(size, tensor.element_size(), world_size)
-        if failure is None and int(counts[0]) < needed:
-            failure = (f"all ranks together sent {int(counts[0])} bytes point to point, but a ring all-reduce "
+        if failure is None and int(sent) < needed:
+            failure = (f"all ranks together sent {int(sent)} bytes point to point, but a ring all-reduce "
                        f"of {size} element(s) on {world_size} ranks must send {needed}: the sum has to travel "
                        "between the ranks, with send/recv")
         flag = torch.tensor([0 if failure is None else 1 + rank], dtype=torch.int64)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item():
-            return {"status": "wrong", "case": case, "detail": failure,
-                    "reporter": int(flag.item()) - 1, "sent_bytes": int(counts[0]), "received_bytes": int(counts[1])}
-    return {"status": "correct", "sent_bytes": None}
+            return {"status": "wrong", "case": case, "detail": failure, "reporter": int(flag.item()) - 1}
+    return {"status": "correct"}
 
 
 def _hint(case, world_size):
@@ -244,3 +241,49 @@ def ring_checker(fn, ranks=RANKS, timeout: float = 30) -> tuple[bool, str]:
     if result.status == "not answered":
         raise NotImplementedError(result.message)
     return result.correct, result.message
+
+
+# ---------------------------------------------------------------- the chapter-10 all-to-all
+
+A2A_CASES = ((1, "int64"), (5, "float32"), (4096, "float32"))   # elements per chunk, dtype
+
+
+def _a2a_check_worker(rank, world_size, fn):
+    import torch
+    import torch.distributed as dist
+
+    from .bench import _all_to_all_inputs
+
+    for count, dtype in A2A_CASES:
+        inp, _ = _all_to_all_inputs(count * world_size, rank, world_size, getattr(torch, dtype))
+        mine, ref = torch.zeros_like(inp), torch.empty_like(inp)
+        fn(mine, inp.clone(), rank, world_size)
+        dist.all_to_all_single(ref, inp)
+        if not torch.equal(mine, ref):
+            bad = int((mine != ref).view(world_size, count).any(dim=1).nonzero()[0])
+            return {"ok": False, "detail": f"chunk {bad} of rank {rank}'s output differs from all_to_all_single "
+                                           f"({count} element(s) per chunk, {dtype})"}
+    return {"ok": True, "detail": ""}
+
+
+def all_to_all_checker(fn, ranks=(2, 3), timeout: float = 60) -> tuple[bool, str]:
+    """Grade ``fn(output, input, rank, world_size)``: on each rank count, output chunk j must equal rank j's
+    input chunk r (what ``all_to_all_single`` gives). (ok, message); NotImplementedError when unanswered."""
+    from .launch import RankError, RankTimeout, run
+
+    for p in ranks:
+        try:
+            outcome = run(_a2a_check_worker, ranks=p, timeout=timeout, args=(fn,), start_method="fork", echo=False)
+        except RankTimeout:
+            return False, (f"Your all-to-all on {p} ranks did not finish within {timeout:g} s: a deadlock? Post "
+                           "each step's receive (irecv) and send (isend) together and wait on both.")
+        except RankError as err:
+            if err.cause.startswith("NotImplementedError"):
+                raise NotImplementedError from None
+            return False, f"Your all-to-all on {p} ranks failed: rank {err.rank} raised {err.cause}"
+        bad = next((o for o in outcome if not o["ok"]), None)
+        if bad:
+            return False, (f"Not yet on {p} ranks: {bad['detail']}. Hint: at step s, send chunk (rank+s) % p "
+                           "to rank (rank+s) % p and receive into chunk (rank-s) % p from rank (rank-s) % p; "
+                           "copy your own chunk first.")
+    return True, f"Correct: your all-to-all matches all_to_all_single on {', '.join(map(str, ranks))} ranks."

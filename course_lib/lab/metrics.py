@@ -2,7 +2,7 @@
 
 algbw = bytes / time; busbw = algbw x the collective's busbw factor from the registry
 (``course_lib.collectives``: all-reduce 2(p-1)/p, reduce-scatter and all-gather (p-1)/p,
-broadcast and reduce 1). Bytes/s, SI.
+broadcast and reduce 1, all-to-all (p-1)/p). Bytes/s, SI.
 """
 from __future__ import annotations
 
