@@ -27,7 +27,8 @@ def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file
     except OSError as exc:
         raise ValueError(f"{name} {shown} cannot be read ({exc.strerror or exc}); pass {what}") from None
     if len(data) > max_bytes:
-        raise ValueError(f"{name} {shown} is larger than {units.format_bytes(max_bytes, binary=True)}, the most read; pass {what}")
+        limit = units.format_bytes(max_bytes, binary=True)
+        raise ValueError(f"{name} {shown} is larger than {limit}, the most read; pass {what}")
     nul = data.find(b"\0")
     if nul >= 0:
         raise ValueError(f"{name} {shown} is not a text file (a zero byte at offset {nul}); pass {what}")

@@ -187,7 +187,8 @@ def test_planner_and_estimate_agree_on_which_ulysses_cp_splits_the_heads():
     assert P.estimate("llama4-scout", "dgx-h100", tp=8, cp=5, **kw).cp == 5
     with pytest.raises(ValueError, match=r"^cp must be one of 1, 2, 4, 8, 40 for Ulysses with tp 1 .* got 5$"):
         P.estimate("llama4-scout", "dgx-h100", tp=1, cp=5, **kw)
-    with pytest.raises(ValueError, match=r"^cp_options must hold cp values Ulysses allows .*\(1, 2, 4, 8, 16, 32: .* got 3$"):
+    with pytest.raises(ValueError, match=r"^cp_options must hold cp values Ulysses allows .*"
+                                         r"\(1, 2, 4, 8, 16, 32: .* got 3$"):
         P.plan("llama3-8b", "dgx-h100", gpus=96, global_batch=96, seq_len=6144, cp_options=(1, 3), cp_kind="ulysses")
 
 

@@ -150,7 +150,8 @@ def test_nvlink_errors(tmp_path):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("links = 8", "links = 20")))
     with pytest.raises(ValueError, match=r"field gpu_link.topology \(line 11\): topology = \"nvswitch\" needs"):
         systemfile.load_system(write(tmp_path, H800_LIKE.replace("nvswitch_generation = 3", 'topology = "nvswitch"')))
-    with pytest.raises(ValueError, match=r"^system file '.*missing.toml' cannot be read \(No such file.*; pass the path of a TOML"):
+    with pytest.raises(ValueError, match=r"^system file '.*missing.toml' cannot be read \(No such file.*; "
+                                         r"pass the path of a TOML"):
         systemfile.load_system(tmp_path / "missing.toml")
 
 
