@@ -430,13 +430,15 @@ def _validation(args) -> int:
     study = costmodel.node_sweep_study(rows)
     print("# node-count sweeps beyond the model: (measured/predicted) change per doubling of nodes (1.00 = none)")
     for s in study:
-        print(f"   {s['sweep']:<26} {s['fabric']:<11} NCCL {s['nccl'] or '?':<7} nodes {s['nodes'][0]}-{s['nodes'][-1]} "
+        print(f"   {s['sweep'][:40]:<40} {s['fabric']:<11} NCCL {(s['nccl'] or '?').split()[0][:12]:<12} "
+              f"nodes {s['nodes'][0]}-{s['nodes'][-1]} "
               f"(from {s['from_nodes']})  {s['residual_per_doubling']:.2f}  fit cases: {s['fit_cases']}")
     if study:
-        res = [s["residual_per_doubling"] for s in study]
-        fitted = sum(1 for s in study if s["fit_cases"] >= 2)
-        print(f"# no single decline term: {min(res):.2f}-{max(res):.2f} per doubling across {len(study)} sweeps, "
-              f"and {fitted} sweep(s) with two fit points to set one from (chapter 05)")
+        res = sorted(s["residual_per_doubling"] for s in study if not s["fit_cases"])
+        decline = costmodel.node_decline_constants()
+        print(f"# the model's decline: x{decline['per_doubling']} per doubling beyond {decline['from_nodes']} nodes "
+              f"(fit on {decline['source']}); the {len(res)} sweeps without fit cases then fall "
+              f"{res[0]:.2f}-{res[-1]:.2f} per doubling beyond it, median {res[len(res) // 2]:.2f} (chapter 05)")
     return 0
 
 

@@ -140,6 +140,23 @@ def _tree_net_bytes_per_byte(coll, N, f: Fabric, forced) -> float:
     return 2.0
 
 
+def node_decline_constants() -> dict:
+    """efficiency.json ``node_decline``: per_doubling, from_nodes, source, role, derivation."""
+    return dict(efficiency_data()["node_decline"])
+
+
+def node_decline(nodes) -> float:
+    """The measured fall of a fabric's delivered bandwidth with node count: per_doubling ** log2(nodes / from_nodes).
+
+    1.0 up to ``from_nodes``; efficiency.json ``node_decline`` holds the constants, fit on one published
+    forced-ring sweep (the ring's bytes per node do not change with node count, so what falls is the
+    fabric: more paths through spine switches, more chances to collide with other traffic).
+    """
+    nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
+    c = efficiency_data()["node_decline"]
+    return float(c["per_doubling"] ** np.log2(nodes / c["from_nodes"])) if nodes > c["from_nodes"] else 1.0
+
+
 def tree_net_rate(f: Fabric, gpus) -> float:
     """Bytes/s per direction NCCL's tree moves through one node's NICs: the NICs, at most the SM-bound cap.
 
@@ -192,10 +209,12 @@ def _nvls(n, g, N, f: Fabric, protocol):
     if N == 1:
         return {"Simple": f.launch + 1e-6 * T["hw_latency_us"]["nvlink"]["nvls"] + fill * n / f.nvls_bw}
     # in-switch reduce-scatter / all-gather in each node, pipelined with a tree between nodes on
-    # each GPU's 1/g shard: each NIC carries the shard once on two nodes, twice beyond; NCCL
-    # rates NVLS tree at 5/6 of the slower of the two (tuning.cc)
+    # each GPU's 1/g shard: each NIC carries the shard once on two nodes, twice beyond. The in-switch
+    # part runs at 5/6 of its one-node rate (NCCL's NVLS-tree ratio, tuning.cc); newer NCCL applies
+    # its NVLS efficiency to that intra-node part only, and published runs beyond one node reach the
+    # NICs' rate (B200: 389 GB/s busbw over 8x 400 Gb/s from 4 to 64 nodes), so the network part is not scaled
     per_nic = 1.0 if N == 2 else 2.0
-    t_bw = np.maximum(n / f.nvls_bw, per_nic * (n / g) / f.net_bw_per_gpu_for(g)) / T["nvls_tree_ratio"]
+    t_bw = np.maximum(n / (f.nvls_bw * T["nvls_tree_ratio"]), per_nic * (n / g) / f.net_bw_per_gpu_for(g))
     lat = f.launch + 1e-6 * (T["hw_latency_us"]["nvlink"]["nvls_tree"] + 2 * collectives.log2_steps(N) * (
         T["hw_latency_us"]["net"]["nvls_tree"] + _net_extra_us(f)))
     return {"Simple": lat + fill * t_bw}

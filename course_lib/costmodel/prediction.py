@@ -1,14 +1,14 @@
 """``predict``: a sweep of one collective on a system, as nccl-tests would report it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _nvls, _ring, _tree
+from .nccl import PROTOCOLS, _nvls, _ring, _tree, node_decline
 
 
 def predict_algorithms() -> tuple:
@@ -71,6 +71,7 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced
     coll = collectives.get(collective)
     if algorithm not in coll.system_algorithms:
         return None
+    f = replace(f, net_bw_node=f.net_bw_node * node_decline(N))  # measured fall with node count
     if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
         return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
     p = g * N
