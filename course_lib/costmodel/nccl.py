@@ -164,6 +164,9 @@ def tree_net_rate(f: Fabric, gpus) -> float:
     Blackwell (nccl 1649: it would need 32 SMs to match NVLS tree); efficiency.json ``tree_net_cap``
     holds the cap, fit on one published forced-tree sweep. No cap for other generations (no measurement).
     """
+    if not isinstance(f, Fabric):
+        raise ValueError(f"f must be a costmodel.Fabric (e.g. costmodel.fabric('dgx-h100')); got {f!r}")
+    gpus = validate.integer("gpus", gpus, low=1, high=f.gpus_per_node)
     cap = efficiency_data()["tree_net_cap"]
     rate = f.net_bw_node_for(gpus)
     return min(rate, cap["gb_s_per_node"] * units.GB) if f.arch in cap["generations"] else rate
