@@ -252,6 +252,7 @@ def test_validation_failure_plot_shows_every_test_case_and_the_node_sweeps():
     scatter, sweeps = fig.axes
     shown = sum(len(c.get_offsets()) for c in scatter.collections if hasattr(c, "get_offsets") and len(c.get_offsets()))
     assert shown == sum(1 for r in rows if r["role"] == "test")
-    assert len(sweeps.get_lines()) >= 6          # three node-count sweeps, measured and model
+    n_sweeps = len(costmodel.node_sweep_study(rows))
+    assert len(sweeps.get_lines()) >= n_sweeps >= 20     # one line per sweep (more sweeps: those with one multi-node count)
     with pytest.raises(ValueError, match="role"):
         ib.validation_failure_plot(rows, role="train")

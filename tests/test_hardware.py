@@ -157,7 +157,7 @@ def test_system_variant_overrides_only_what_is_asked_nic_in_gbit_s():
 # ---------------------------------------------------------------- systems added for issue 15 (cloud, PCIe, GH200, MI300X, B300)
 
 NEW_SYSTEMS = {  # id: (GPUs per node, GPU link GB/s per direction, NICs, NIC Gb/s per direction, fabric)
-    "aws-p4d": (8, 300, 4, 100, "efa"),
+    "aws-p4d": (8, 300, 4, 100, "efa_v1"),
     "aws-p5": (8, 450, 32, 100, "efa"),
     "azure-nd-h100-v5": (8, 450, 8, 400, "infiniband"),
     "gcp-a3-mega": (8, 450, 8, 200, "tcpxo"),
@@ -214,7 +214,7 @@ def test_bibliography_entries_follow_the_shared_schema():
 def test_variant_names_a_fabric():
     p4d = hardware.system("aws-p4d")
     assert p4d.variant(fabric="roce").nic_fabric == "roce" and p4d.variant(fabric="roce").raw["fabric"] == "roce"
-    assert p4d.variant(nics_per_node=4) is p4d and p4d.variant().fabric == "efa"
+    assert p4d.variant(nics_per_node=4) is p4d and p4d.variant().fabric == "efa_v1"
     with pytest.raises(ValueError, match="fabric"):
         p4d.variant(fabric="omnipath")
     with pytest.raises(ValueError, match="fabric"):

@@ -26,6 +26,9 @@ class Fabric:
     arch: str = "ampere"     # GPU generation for NCCL's per-generation tables: volta, ampere, hopper, blackwell
     net_algorithms: tuple = ()  # across nodes, the only algorithms the fabric's NCCL setup allows; () = all
     net_protocols: tuple = ()   # across nodes, the only protocols it allows; () = all (fabrics.json "nccl")
+    two_node_tree: bool = False  # NCCL's default on two nodes runs the tree, crossing the network once per byte
+    mnnvl: bool = False      # the NVLink domain spans trays (GB200 NVL72): between domains NCCL's default is the ring
+    required_protocol: str | None = None  # NCCL_PROTO the fabric's stack sets for every collective (EFA v1: Simple)
 
     @property
     def net_bw_per_gpu(self) -> float:
@@ -91,4 +94,6 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
                   net_bw_node=net, net_hop=hop_latency(net_tech), net_tech=net_tech, launch=launch_latency(),
                   gpus_per_node=sys_.gpus_per_node, channels=channels_for(sys_.gpu_link),
                   pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_),
-                  net_algorithms=tuple(nccl.get("algorithms", ())), net_protocols=tuple(nccl.get("protocols", ())))
+                  net_algorithms=tuple(nccl.get("algorithms", ())), net_protocols=tuple(nccl.get("protocols", ())),
+                  two_node_tree=bool(nccl.get("two_node_tree", False)), mnnvl=bool((sys_.raw or {}).get("mnnvl")),
+                  required_protocol=nccl.get("protocol"))

@@ -77,20 +77,114 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol):
     return out
 
 
-def _tree(coll, n, g, N, f: Fabric, protocol):
-    """NCCL tree per protocol (chain inside a node, double binary tree between nodes): {protocol: seconds}."""
+def _btree(nranks, rank) -> tuple:
+    """NCCL's binary tree over ``nranks`` nodes (trees.cc ncclGetBtree): (parent or -1, [children])."""
+    bit = 1
+    while bit < nranks and not bit & rank:
+        bit <<= 1
+    if rank == 0:
+        return -1, ([bit >> 1] if nranks > 1 else [])
+    up = (rank ^ bit) | (bit << 1)
+    if up >= nranks:
+        up = rank ^ bit
+    low = bit >> 1
+    children = [rank - low] if low else []
+    while low and rank + low >= nranks:
+        low >>= 1
+    if low:
+        children.append(rank + low)
+    return up, children
+
+
+def double_binary_tree_load(nodes) -> float:
+    """Bytes the busiest node of NCCL's double binary tree sends (and receives) per byte of all-reduce.
+
+    Two trees (trees.cc ncclGetDtree: the second mirrors the first for an even node count and shifts
+    it by one for an odd count) each carry half the message up (reduce) and down (broadcast); a node
+    with c children and a parent moves (c + 1) halves each way. 2 nodes: 1.0 (one edge, each byte
+    crosses once); 3 nodes: 1.5 (both trees are chains); 4 or more: 2.0.
+    """
+    N = validate.integer("nodes", nodes, low=1, high=10_000_000)
+    if N == 1:
+        return 0.0
+    if N > 64:  # the pattern repeats; every larger tree has interior nodes with two children
+        return 2.0
+
+    def load(tree_rank, to_node):
+        up, children = _btree(N, tree_rank)
+        return to_node, len(children) + (up >= 0)
+
+    per_node = [0] * N
+    for r in range(N):
+        per_node[r] += load(r, r)[1]
+        second = (r - 1) % N if N % 2 else N - 1 - r
+        per_node[r] += load(second, r)[1]
+    return max(per_node) / 2
+
+
+def _tree_net_bytes_per_byte(coll, N, f: Fabric, forced) -> float:
+    """Bytes each node pushes through its NICs, per direction, per byte of message, for NCCL's tree.
+
+    All-reduce: the busiest node of the double binary tree (``double_binary_tree_load``: 1.0 on two
+    nodes, 1.5 on three, 2.0 beyond) when the tree is forced, or on two nodes where NCCL runs it by
+    default (fabrics.json ``two_node_tree``: EFA, TCPXO). Otherwise 2.0, NCCL's own assumption when it
+    chooses (tuning.cc rates the tree at half its bus bandwidth): on InfiniBand and RoCE its default
+    two-node runs measure busbw at the NICs' rate (nccl-tests 100, 175, 169; nccl 495, 812; maintainers
+    in nccl-tests 160, 196), and on three or more nodes it chooses the ring for large messages (nccl
+    1801). Broadcast and reduce: 1.
+    """
+    if coll.id != "all_reduce":
+        return 1.0
+    if forced or (N == 2 and f.two_node_tree):
+        return double_binary_tree_load(N)
+    return 2.0
+
+
+def node_decline_constants() -> dict:
+    """efficiency.json ``node_decline``: per_doubling, from_nodes, source, role, derivation."""
+    return dict(efficiency_data()["node_decline"])
+
+
+def node_decline(nodes) -> float:
+    """The measured fall of a fabric's delivered bandwidth with node count: per_doubling ** log2(nodes / from_nodes).
+
+    1.0 up to ``from_nodes``; efficiency.json ``node_decline`` holds the constants, fit on one published
+    forced-ring sweep (the ring's bytes per node do not change with node count, so what falls is the
+    fabric: more paths through spine switches, more chances to collide with other traffic).
+    """
+    nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
+    c = efficiency_data()["node_decline"]
+    return float(c["per_doubling"] ** np.log2(nodes / c["from_nodes"])) if nodes > c["from_nodes"] else 1.0
+
+
+def tree_net_rate(f: Fabric, gpus) -> float:
+    """Bytes/s per direction NCCL's tree moves through one node's NICs: the NICs, at most the SM-bound cap.
+
+    At NCCL's default 16 SMs the tree is limited by the GPU's SMs, not the network, on Hopper and
+    Blackwell (nccl 1649: it would need 32 SMs to match NVLS tree); efficiency.json ``tree_net_cap``
+    holds the cap, fit on one published forced-tree sweep. No cap for other generations (no measurement).
+    """
+    if not isinstance(f, Fabric):
+        raise ValueError(f"f must be a costmodel.Fabric (e.g. costmodel.fabric('dgx-h100')); got {f!r}")
+    gpus = validate.integer("gpus", gpus, low=1, high=f.gpus_per_node)
+    cap = efficiency_data()["tree_net_cap"]
+    rate = f.net_bw_node_for(gpus)
+    return min(rate, cap["gb_s_per_node"] * units.GB) if f.arch in cap["generations"] else rate
+
+
+def _tree(coll, n, g, N, f: Fabric, protocol, forced=False):
+    """NCCL tree per protocol (chain inside a node, double binary tree between nodes): {protocol: seconds}.
+
+    forced: the tree was asked for (NCCL_ALGO=Tree), not chosen by NCCL itself.
+    """
     T = protocol_table()
     up_down = 2 if coll.id == "all_reduce" else 1
     chain_steps, chain_vol = collectives.get("broadcast").algorithm("ring").terms(g)
     if N == 1:
         t_bw = up_down * chain_vol * n / f.intra_bw if g > 1 else 0.0 * n
     else:
-        # bytes each node pushes through its NICs per byte of message: all-reduce 2 (up and down
-        # the tree), broadcast/reduce 1. On two nodes the tree could send half (one edge between
-        # the nodes), but published two-node runs with 2-8 NICs per node measure busbw at about
-        # the NICs' rate, as with 2 (nccl-tests 100, 175; nccl 495; maintainers in nccl-tests 160, 196)
-        per_node = 2.0 if coll.id == "all_reduce" else 1.0
-        t_bw = np.maximum(per_node * n / f.net_bw_node_for(g), up_down * n / f.intra_bw)
+        t_bw = np.maximum(_tree_net_bytes_per_byte(coll, N, f, forced) * n / tree_net_rate(f, g),
+                          up_down * n / f.intra_bw)
     depth = collectives.log2_steps(N)
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
     out = {}
@@ -118,10 +212,12 @@ def _nvls(n, g, N, f: Fabric, protocol):
     if N == 1:
         return {"Simple": f.launch + 1e-6 * T["hw_latency_us"]["nvlink"]["nvls"] + fill * n / f.nvls_bw}
     # in-switch reduce-scatter / all-gather in each node, pipelined with a tree between nodes on
-    # each GPU's 1/g shard: each NIC carries the shard once on two nodes, twice beyond; NCCL
-    # rates NVLS tree at 5/6 of the slower of the two (tuning.cc)
+    # each GPU's 1/g shard: each NIC carries the shard once on two nodes, twice beyond. The in-switch
+    # part runs at 5/6 of its one-node rate (NCCL's NVLS-tree ratio, tuning.cc); newer NCCL applies
+    # its NVLS efficiency to that intra-node part only, and published runs beyond one node reach the
+    # NICs' rate (B200: 389 GB/s busbw over 8x 400 Gb/s from 4 to 64 nodes), so the network part is not scaled
     per_nic = 1.0 if N == 2 else 2.0
-    t_bw = np.maximum(n / f.nvls_bw, per_nic * (n / g) / f.net_bw_per_gpu_for(g)) / T["nvls_tree_ratio"]
+    t_bw = np.maximum(n / (f.nvls_bw * T["nvls_tree_ratio"]), per_nic * (n / g) / f.net_bw_per_gpu_for(g))
     lat = f.launch + 1e-6 * (T["hw_latency_us"]["nvlink"]["nvls_tree"] + 2 * collectives.log2_steps(N) * (
         T["hw_latency_us"]["net"]["nvls_tree"] + _net_extra_us(f)))
     return {"Simple": lat + fill * t_bw}

@@ -1,14 +1,14 @@
 """``predict``: a sweep of one collective on a system, as nccl-tests would report it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _nvls, _ring, _tree
+from .nccl import PROTOCOLS, _nvls, _ring, _tree, node_decline
 
 
 def predict_algorithms() -> tuple:
@@ -63,11 +63,15 @@ def _single_node(collective, n, g, f: Fabric, algorithm, protocol=None):
     return {"-": f.launch + collective_time(collective, n, g, f.intra_bw, f.intra_hop, algorithm)}
 
 
-def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
-    """Time across N nodes of g GPUs (NCCL-like algorithms): {protocol: seconds}, TwoLevelPhases or None."""
+def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced=False):
+    """Time across N nodes of g GPUs (NCCL-like algorithms): {protocol: seconds}, TwoLevelPhases or None.
+
+    forced: the algorithm was asked for (NCCL_ALGO), not chosen by NCCL.
+    """
     coll = collectives.get(collective)
     if algorithm not in coll.system_algorithms:
         return None
+    f = replace(f, net_bw_node=f.net_bw_node * node_decline(N))  # measured fall with node count
     if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
         return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
     p = g * N
@@ -78,12 +82,14 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None):
         # each rank sends (p-g)/p of its buffer over the network, (g-1)/p over NVLink, all at once
         return {"Simple": two_tier_all_to_all(n, p, g, f.intra_bw, f.net_bw_per_gpu_for(g), f.net_hop, f.launch)}
     if algorithm == "tree":
-        return _tree(coll, n, g, N, f, protocol) or None
+        if f.mnnvl and not forced:
+            return None  # between multi-node NVLink domains NCCL's default is the ring (nccl-1801)
+        return _tree(coll, n, g, N, f, protocol, forced) or None
     if collective != "all_reduce":
         return None
     if algorithm == "nvls":
         # NCCL runs no NVLS tree across multi-node NVLink domains (MNNVL, e.g. NVL72 racks): tuning.cc
-        return None if f.gpus_per_node > 8 else _nvls(n, g, N, f, protocol)
+        return None if f.mnnvl else _nvls(n, g, N, f, protocol)
     if algorithm == "hierarchical":
         return _hierarchical(n, g, N, f)
     return None
@@ -94,7 +100,8 @@ def _notes(sys_, N, order) -> list:
     if sys_.interconnect == "pcie" and sys_.cpu_sockets > 1:
         notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
     if N == 2 and "tree" in order:
-        notes.append("NCCL's tree on two nodes sends less over the network; measured results vary widely")
+        notes.append("NCCL's tree on two nodes sends each byte across the network once, not twice: busbw can "
+                     "exceed the NICs' rate (priced so where NCCL runs it by default: fabrics.json two_node_tree)")
     if "nvls" in order:
         notes.append("in-network reduction: busbw exceeds the link rate; efficiency is empirical")
     return notes
@@ -108,9 +115,11 @@ def _best(times: dict, shape):
     return stack[idx, np.arange(stack.shape[1])], np.array(names)[idx]
 
 
-def _fastest(coll, n, one):
-    """auto: the fastest fabric-level algorithm per size -> (times, chosen names, protocols, label, order)."""
-    names = [name for name in ("ring", "tree", "nvls", "direct") if name in coll.system_algorithms]
+def _fastest(coll, n, one, allowed=None):
+    """auto: the fastest fabric-level algorithm per size (among ``allowed``, default all) ->
+    (times, chosen names, protocols, label, order)."""
+    names = [name for name in ("ring", "tree", "nvls", "direct")
+             if name in coll.system_algorithms and (allowed is None or name in allowed)]
     cands = [(name, one(name)) for name in names]
     cands = [(name, t) for name, t in cands if t is not None]
     times = np.vstack([t for _, (t, _) in cands])
@@ -134,7 +143,10 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     ``ring``, ``tree`` (NCCL's: chain in a node, double binary tree between nodes), ``nvls``
     (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
     level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
-    (``collectives``; one node only). ``auto`` picks the fastest per size. protocol: ``auto``
+    (``collectives``; one node only). ``auto`` picks the fastest per size; a tuple such as
+    ``("ring", "tree")`` picks among those, as NCCL does under NCCL_ALGO=Ring,Tree. One named
+    algorithm is forced, as NCCL_ALGO=Tree forces it (NCCL's tree on two nodes then sends each
+    byte across the network once, whatever the fabric). protocol: ``auto``
     (NCCL's fastest per size) or one of ``PROTOCOLS`` (LL, LL128, Simple), with NCCL's latency
     and bandwidth terms (``protocol_table()``). achievable=True applies the sourced
     per-technology efficiency (``efficiency_table()``); False uses spec bandwidth.
@@ -151,14 +163,24 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     N = validate.integer("nodes", nodes, low=1, high=100_000)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
+    allowed = None
+    if isinstance(algorithm, (tuple, list)):  # NCCL_ALGO=Ring,Tree: NCCL still chooses, among these
+        fabric_level = ("ring", "tree", "nvls", "direct")
+        allowed = tuple(validate.choice("algorithm", a, fabric_level) for a in algorithm)
+        if not allowed:
+            raise ValueError(f"algorithm must name at least one of {fabric_level}; got an empty list")
+        algorithm = "auto"
     algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
     protocol = validate.choice("protocol", protocol, ("auto",) + PROTOCOLS)
     f = fabric(sys_, achievable, nics_per_node, network)
+    required = f.required_protocol
+    if protocol == "auto" and required:
+        protocol = required  # the fabric's stack sets NCCL_PROTO for every collective (e.g. first-generation EFA)
     p = g * N
 
-    def raw(name):
+    def raw(name, forced=False):
         return _single_node(coll.id, n, g, f, name, protocol) if N == 1 else \
-            _multi_node(coll.id, n, g, N, f, name, protocol)
+            _multi_node(coll.id, n, g, N, f, name, protocol, forced)
 
     def one(name):
         t = raw(name)
@@ -170,16 +192,16 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
 
     phases = None
     if algorithm == "auto":
-        time_s, chosen, protos, label, order = _fastest(coll, n, one)
+        time_s, chosen, protos, label, order = _fastest(coll, n, one, allowed)
     else:
-        t = raw(algorithm)
+        t = raw(algorithm, forced=True)
         if t is None:
             where = "one node" if N == 1 else f"{N} nodes"
             extra = f" with protocol {protocol}" if protocol != "auto" else ""
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t
-        time_s, protos = one(algorithm)
+        time_s, protos = _best(t, n.shape) if not isinstance(t, TwoLevelPhases) else one(algorithm)
         time_s = np.asarray(time_s, dtype=float).copy()
         chosen = np.full(n.shape, algorithm)
         label, order = algorithm, [algorithm]
@@ -188,4 +210,5 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     bb = ab * coll.busbw_factor(p)
     return Prediction(collective=coll.id, system=sys_.id, ranks=p, nodes=N, gpus_per_node=g, algorithm=label,
                       nbytes=n, time_s=time_s, algbw=ab, busbw=bb, algorithms=chosen, achievable=achievable,
-                      notes=_notes(sys_, N, order), phases=phases, protocols=protos)
+                      notes=_notes(sys_, N, order) + ([f"NCCL_PROTO={required}: set by the {f.net_tech} network stack"]
+                                                      if required else []), phases=phases, protocols=protos)

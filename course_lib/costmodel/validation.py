@@ -55,7 +55,8 @@ def validation_table(cases=None) -> list[dict]:
     for case in published()["cases"] if cases is None else cases:
         pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
-                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
+                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"),
+                       protocol=case.get("protocol") or "auto")
         c = evidence.compare(case["id"], float(pred.busbw[0]),
                              evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
@@ -164,15 +165,16 @@ def validation_goals(rows=None, role="test") -> list[dict]:
 
 
 def node_sweep_study(rows=None) -> list[dict]:
-    """Each published node-count sweep against the model: is there one decline with node count to add?
+    """Each published node-count sweep against the model: what falls with node count beyond it?
 
-    One dict per sweep whose node count varies: sweep, fabric (kind), nccl (version or None), nodes,
+    The model already holds ``node_decline`` (efficiency.json, fit on one sweep). One dict per sweep with
+    at least two node counts above one: sweep, fabric (kind), nccl (version or None), nodes,
     measured_gb_s, predicted_gb_s, fit_cases (how many of its cases set a constant), and
     from_nodes and residual_per_doubling: (measured/predicted at the largest node count) / (the same at
     from_nodes), per doubling of the node count; 1.0 = the model already has the whole decline. from_nodes
     is the smallest count of 3 or more where the sweep has two such points (two nodes are special: NCCL's
     tree may send half the data there), else 2. A single empirical term would need these to agree and to
-    come from fit cases.
+    come from fit cases; node_decline is the one that does.
     """
     rows = _table_rows(rows)
     cases = {c["id"]: c for c in published()["cases"]}
@@ -183,6 +185,8 @@ def node_sweep_study(rows=None) -> list[dict]:
         rs = sorted(rs, key=lambda r: r["nodes"])
         multi = [r for r in rs if r["nodes"] > 2]
         multi = multi if len({r["nodes"] for r in multi}) > 1 else [r for r in rs if r["nodes"] > 1]
+        if len({r["nodes"] for r in multi}) < 2:
+            continue  # one multi-node count (e.g. 1 and 4 nodes): nothing to say about scaling
         first, last = multi[0], multi[-1]
         doublings = np.log2(last["nodes"] / first["nodes"])
         case = cases.get(first["id"], {})

@@ -81,8 +81,8 @@ def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
         return 0.0
     per_node = _members_per_node(sys_, ranks, stride)
     nodes = math.ceil(ranks / per_node)
-    return min(float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
-                                       algorithm=a).time_s[0]) for a in CROSS_NODE_TP_ALGORITHMS)
+    return float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
+                                   algorithm=CROSS_NODE_TP_ALGORITHMS).time_s[0])
 
 
 def pair_bandwidth(system, link: GroupLink) -> float:

@@ -54,6 +54,14 @@ def draw_transports(ax, rows):
 REGIME_STYLES = (("tab:blue", "o"), ("tab:orange", "s"), ("tab:red", "^"), ("k", "D"))  # by costmodel.SCALE_REGIMES
 
 
+def _ratio_ticks(ax, ticks):
+    """Plain ratio labels (0.5, 1, 2) on a log y axis, no minor labels."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def draw_validation_ratios(ax, by_regime, worst, role):
     """predicted / measured busbw against size, one marker per node-count regime (``by_regime``: (name, rows)
     pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
@@ -73,7 +81,7 @@ def draw_validation_ratios(ax, by_regime, worst, role):
     ax.set_ylim(0.12, 6)
     ticks = [2.0**k for k in range(0, 35, 5)]
     ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    _ratio_ticks(ax, (0.25, 0.5, 1, 2, 4))
     ax.set_xlabel("all-reduce size (nccl-tests size column)")
     ax.set_ylabel("predicted / measured busbw")
     ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
@@ -81,17 +89,36 @@ def draw_validation_ratios(ax, by_regime, worst, role):
     return ax
 
 
-def draw_node_sweeps(ax, sweeps):
-    """Measured and predicted busbw (GB/s per direction) against nodes, per sweep (``sweeps``: (name, rows))."""
-    for i, (name, rs) in enumerate(sweeps):
+def draw_node_sweeps(ax, sweeps, named=4):
+    """measured / predicted busbw against nodes for every node-count sweep (``sweeps``: (name, rows) pairs):
+    thin grey lines, the ``named`` sweeps that leave the +-35% band furthest in colour with their names."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.axhspan(1 / 1.35, 1.35, color="tab:green", alpha=0.12, label="within 35%")
+    ax.axhline(1.0, color="0.3", lw=0.8)
+
+    def worst(rs):
+        return max(abs(np.log(r["measured_busbw"] / r["predicted_busbw"])) for r in rs)
+
+    ranked = sorted(sweeps, key=lambda s: -worst(s[1]))
+    loud = {name for name, _ in ranked[:named]}
+    for name, rs in sweeps:
         x = [r["nodes"] for r in rs]
-        ax.plot(x, [r["measured_busbw"] / units.GB for r in rs], "o-", color=f"C{i}", label=f"{name}: measured")
-        ax.plot(x, [r["predicted_busbw"] / units.GB for r in rs], "x--", color=f"C{i}", label="model")
-    ax.set_xlabel("nodes")
-    ax.set_ylabel("busbw, GB/s per direction")
+        y = [r["measured_busbw"] / r["predicted_busbw"] for r in rs]
+        if name in loud:
+            ax.plot(x, y, "o-", lw=1.4, ms=3.5, label=name[:34])
+        else:
+            ax.plot(x, y, "-", color="0.55", lw=0.7, alpha=0.7)
+    ax.plot([], [], "-", color="0.55", lw=0.7, label=f"the other {len(sweeps) - len(loud)} sweeps")
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_title("node-count sweeps", fontsize=9)
-    ax.legend(fontsize=6, loc="lower left")
+    ax.set_ylim(0.1, 3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    _ratio_ticks(ax, (0.125, 0.25, 0.5, 1, 2))
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("measured / predicted busbw")
+    ax.set_title(f"{len(sweeps)} node-count sweeps against the model", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower left")
     ax.grid(True, alpha=0.3)
     return ax
 
