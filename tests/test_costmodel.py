@@ -183,7 +183,7 @@ def test_nvls_latency_is_nccl_hardware_latency_and_costs_more_than_a_ring():
 
 
 def test_fabric_kinds_are_sourced_and_selectable():
-    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "efa_v1", "slingshot", "ethernet_tcp", "tcpxo"}
+    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "efa_p6", "efa_v1", "slingshot", "ethernet_tcp", "tcpxo"}
     sources = datafiles.bibliography()
     for kind in cm.fabric_kind_ids():
         row = cm.fabric_kind(kind)
@@ -312,7 +312,7 @@ def test_node_decline_is_one_up_to_its_threshold_and_fit_on_its_own_cases():
 
 def test_every_fit_case_names_its_constant_and_the_constant_reproduces_it():
     fits = [x for x in cm.published()["cases"] if x.get("fit_for")]
-    assert {x["fit_for"] for x in fits} >= {"fabrics.json efa efficiency", "fabrics.json efa_v1 hop latency",
+    assert {x["fit_for"] for x in fits} >= {"fabrics.json efa_p6 efficiency", "fabrics.json efa_v1 hop latency",
                                            "efficiency.json tree_net_cap", "efficiency.json node_decline",
                                            "fabrics.json slingshot efficiency", "fabrics.json slingshot hop latency"}
     rows = {r["id"]: r for r in cm.validation_table(fits)}

@@ -1,6 +1,7 @@
 """Grading trusts neither the student's namespace nor the package: tampering scores nothing, no answer
 is stored in the package or the student notebooks, and model answers follow the library."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,9 +67,18 @@ def test_search_finds_no_answer_in_student_notebooks_or_the_package():
         value = entry["recorded"] if isinstance(entry, dict) else entry
         for form in _distinctive(value):
             searched += 1
-            found += [(exercise_id, form, str(p.relative_to(ROOT))) for p, text in texts.items() if form in text]
+            pattern = re.compile(r"(?<![\d.])" + re.escape(form) + r"(?![\d])")  # 23.44 is not in 723.44
+            found += [(exercise_id, form, str(p.relative_to(ROOT))) for p, text in texts.items() if pattern.search(text)]
     assert searched > 40
-    assert found == [], found
+    assert [f for f in found if f not in COINCIDENCES] == [], found
+
+
+# Numbers that equal an answer by coincidence, each checked by hand: (exercise, text, file) -> what it is.
+COINCIDENCES = {
+    ("03.4", "273.9", "course_lib/data/published_collectives.json"):
+        "an Azure ND H100 v5 in-place busbw at 48 nodes inside a verbatim quoted table (jz-azure-64node-blog), "
+        "not 03.4's algbw of one DGX H100",
+}
 
 
 # ---------------------------------------------------------------- tampering, in process

@@ -291,7 +291,8 @@ for g in costmodel.validation_goals():
 #   step set from *one* published run and tested on the others: Google's TCPXO costs about 25 InfiniBand
 #   hops per step, HPE Slingshot's libfabric path 17 (set on two Alps nodes at 1 MiB), first-generation
 #   EFA (p3dn, p4d) reaches 64% of its line rate and runs only NCCL's Simple protocol, because the
-#   plugin must set `NCCL_PROTO=simple` there; EFA on P5 and later reaches 96%.
+#   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches 96%. P5 sits in between and
+#   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* 64% and says so.
 # - **Mid sizes through software network stacks.** Where every message crosses a plugin (TCPXO,
 #   Slingshot's CXI provider, EFA), the model is 1.5-5x optimistic between 1 and 128 MiB: ALCF Polaris
 #   (A100, Slingshot) at 1 MiB on 8 nodes measures 1.0 GB/s against the model's 5; two A3 Mega VMs at

@@ -478,14 +478,17 @@ for sid in tp_scans.scan_ids():
         print(f"{sid}: TP 8 -> {to}: published fall {f['measured']:.0%}, model {f['predicted']:.0%}")
 
 # %% [markdown]
-# From TP 8 to 16 the model's fall matches the published one (about 43% in both scans): on this cluster EFA
-# gives a node about 256 GB/s per direction (chapter 05's efficiency of 0.64), below NVLink, and the TP share
-# of the step jumps from about a third to about two thirds. The fall depends on the fabric: priced as an
-# InfiniBand DGX H100 the same scan falls only about 30%, so price TP across nodes on your own cluster's
-# system (chapter 09). Inside the node the model falls somewhat faster than measured (its in-node all-reduce
-# is a plain ring on NVLink, without NVLS). Where it still fails: TP 32 without sequence parallelism, on four
-# nodes, keeps 0.34 of TP 8 in the model against 0.20 measured. The model's busbw barely declines from two nodes
-# to four (its ring only gains steps), and it keeps one GPU efficiency while each GPU's matrices shrink to 96
+# From TP 8 to 16 the model falls 37% and 36% against 43% published in both scans (0.84-0.87 of the fall),
+# and the TP share of the step jumps from about a third to about three fifths. On two nodes NCCL runs its
+# tree over EFA, which sends each byte across the network once (chapter 05), and the course prices EFA on
+# P5 at first-generation EFA's measured 0.64 of the line rate, about 256 GB/s per node: an *assumed* figure,
+# because no published P5 run is bound by its NICs alone (P6's EFA measures 0.96; priced that way these
+# scans would fall only 30%). The fall depends on the fabric: price TP across nodes on your own cluster's
+# system (chapter 09). Inside the node the model falls somewhat faster than measured (its in-node
+# all-reduce is a plain ring on NVLink, without NVLS). Where it still fails: TP 32 without sequence
+# parallelism, on four nodes, keeps 0.34 of TP 8 in the model against 0.20 measured. The model's busbw
+# barely declines from two nodes to four (×0.972 per doubling beyond four), and it keeps one GPU efficiency
+# while each GPU's matrices shrink to 96
 # columns. In a real step the TP ring also shares the NICs with pipeline sends and the data-parallel
 # all-reduce, which the model leaves out; the scans above had none. Narayanan et al. measured the best
 # layouts at TP = 8, and every run of their weak-scaling table keeps TP at 8 or below. Trust the model's
