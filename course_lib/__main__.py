@@ -6,7 +6,24 @@ from __future__ import annotations
 
 import argparse
 
-from . import cli, datafiles, hardware, units
+from . import cli, datafiles, hardware, tables, units
+
+
+FABRIC_HEADER = "GPU fabric (per direction / bidirectional)"
+
+
+def systems_table(systems) -> str:
+    """The catalog as text: one row per system, each column as wide as its widest entry (ids, fabrics
+    and networks of any length line up), a rule under the header."""
+    rows = []
+    for s in systems:
+        fabric = (f"{s.gpu_link.name}: {units.format_bandwidth(s.gpu_link.per_direction)} / "
+                  f"{units.format_bandwidth(s.gpu_link.bidirectional, direction='bidirectional').rsplit(' ', 1)[0]}")
+        net = f"{s.nics_per_node} x {s.nic.name}" + (f" ({s.fabric})" if s.nic_fabric != hardware.default_fabric(s.nic.family) else "")
+        rows.append({"id": s.id, "GPUs": s.gpus_per_node, FABRIC_HEADER: fabric, "network per node": net})
+    lines = tables.text_table(rows).split("\n")
+    depth = len(lines) - len(rows)  # header lines
+    return "\n".join([*lines[:depth], "-" * max(len(line) for line in lines), *lines[depth:]])
 
 
 def _systems(args) -> int:
@@ -14,14 +31,7 @@ def _systems(args) -> int:
     if args.json:
         print(cli.dumps(rows))
         return 0
-    header = f"{'id':<24} {'GPUs':>4}  {'GPU fabric (per direction / bidirectional)':<52} {'network per node':<28}"
-    print(header)
-    print("-" * len(header))
-    for s in hardware.systems():
-        fabric = (f"{s.gpu_link.name}: {units.format_bandwidth(s.gpu_link.per_direction)} / "
-                  f"{units.format_bandwidth(s.gpu_link.bidirectional, direction='bidirectional').rsplit(' ', 1)[0]}")
-        net = f"{s.nics_per_node} x {s.nic.name}" + (f" ({s.fabric})" if s.nic_fabric != hardware.default_fabric(s.nic.family) else "")
-        print(f"{s.id:<24} {s.gpus_per_node:>4}  {fabric:<52} {net:<28}")
+    print(systems_table(hardware.systems()))
     print("\nSources: python -m course_lib systems --json (each system cites its source)")
     return 0
 

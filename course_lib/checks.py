@@ -1,6 +1,7 @@
 """Feedback for graded exercises: rounding told apart from mistakes, hints in levels, no answers inside.
 
-Each exercise is described in ``data/exercises/<chapter>.json``::
+Each exercise is described in its chapter's exercises file, the one ``course.toml`` names
+(:mod:`course_lib.manifest`; ``data/exercises/<chapter>.json`` today)::
 
     "00.1": {"variable": "grad_bytes_13b", "kind": "number", "skill": "compute",
              "key": {"salt": "...", "sealed": "..."},   # a salted hash of the answer, never the answer
@@ -38,7 +39,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from . import manifest, validate
 
@@ -181,12 +182,22 @@ class PlainKey:
 
 # ---------------------------------------------------------------- data
 
-@lru_cache(maxsize=None)
 def _chapter(chapter: str) -> dict:
-    path = resources.files("course_lib").joinpath(f"data/exercises/{chapter}.json")
+    """The exercises of ``chapter`` ("05"), from the file its course.toml entry names."""
+    entries = {c.number: c for c in manifest.chapters() if c.exercises}
+    if chapter not in entries:
+        raise ValueError(f"exercise chapter {chapter!r} has no exercises file in course.toml; chapters with "
+                         f"exercises: {', '.join(entries)}")
+    path = entries[chapter].exercises_path
     if not path.is_file():
-        raise ValueError(f"exercise chapter {chapter!r} has no data file data/exercises/{chapter}.json")
-    return json.loads(path.read_text(encoding="utf-8"))
+        raise ValueError(f"exercise chapter {chapter!r}: course.toml names the exercises file {path}, "
+                         "which is not there")
+    return _read(str(path))
+
+
+@lru_cache(maxsize=None)
+def _read(path: str) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def chapters() -> list[str]:

@@ -16,7 +16,12 @@ The key is ``solutions/answers.json`` in the instructor's repository (or the fil
 ``COURSE_LIB_ANSWER_KEY``): ``{"01.1": <number>, "00.3": "<letter>", "08.5": {"model": "08.5", "recorded": <number>}}``.
 Model answers (:data:`MODELS`) are computed from the library when graded (once per process); ``recorded`` is what the
 sealed self-check key was made from, and a test fails when the library moves one
-(``python -m course_lib.grading seal`` re-seals after a deliberate change).
+(``python -m course_lib.grading seal`` re-seals after a deliberate change). A model whose input is
+itself part of the answer reads that input from its key entry, never from the package: 09.8's
+reference system file is ``{"model": "09.8", "system_toml": "<TOML text>", "recorded": <number>}``.
+
+Exercises files are the ones ``course.toml`` names (:mod:`course_lib.manifest`); grading reads that
+manifest with a fresh copy of ``manifest`` too, so a patched chapter list cannot swap an exercise's spec.
 """
 from __future__ import annotations
 
@@ -86,49 +91,41 @@ def _rtx4090_predicted_over_measured() -> float:
     return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
 
 
-L40S_CLUSTER_TOML = """
-[system]
-id = "l40s-2x8"
-gpu = "l40s"
-gpus_per_node = 8
-nodes = 2
-cpu_sockets = 2
-source = "exercise 09.8"
-
-[gpu_link]
-kind = "pcie"
-
-[pcie]
-generation = 4
-lanes_per_gpu = 16
-
-[network]
-fabric = "roce"
-gbit_s = 100
-count = 2
-"""
-
-
 @lru_cache(maxsize=None)
-def _l40s_cluster_busbw() -> float:
-    """Chapter 09.8: 2 nodes of 8 L40S on PCIe Gen4 x16, 2 x 100 Gb/s RoCE each, from a system file: 1 GiB busbw."""
+def _system_file_busbw(system_toml: str) -> float:
+    """A system file's predicted busbw (GB/s) of a 1 GiB all-reduce on all its nodes (exercise 09.8).
+
+    The file is the answer half of a design exercise, so the package does not hold it: it is the key
+    entry's ``system_toml`` (the instructor's key); only this computation ships.
+    """
     import tempfile
 
-    from . import costmodel, hardware, units
+    from . import costmodel, hardware, systemfile, units
     with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "cluster.toml"
-        path.write_text(L40S_CLUSTER_TOML, encoding="utf-8")
-        cluster = hardware.load_system(path)
-    return costmodel.predict("all_reduce", 2**30, cluster, nodes=2).busbw[0] / units.GB
+        path = Path(scratch) / "system.toml"
+        path.write_text(system_toml, encoding="utf-8")
+        system = hardware.load_system(path)
+    nodes = systemfile.nodes_default(system)
+    return costmodel.predict("all_reduce", 2**30, system, nodes=nodes).busbw[0] / units.GB
 
 
-# exercise id -> the library computation its answer comes from (the planner's, the cost model's)
+def _key_field(entry: dict, field: str, kind: type):
+    """One input of a model answer, read from its key entry (ValueError naming the field when it is missing)."""
+    value = entry.get(field)
+    if not isinstance(value, kind):
+        raise ValueError(f"the answer key {key_path()}: the entry of model {entry.get('model')!r} must have "
+                         f"{field!r} ({kind.__name__}); got {value!r}")
+    return value
+
+
+# exercise id -> the library computation its answer comes from (the planner's, the cost model's), called
+# with the exercise's key entry: a model whose input is itself an answer (09.8's system file) reads it there
 MODELS = {
-    "08.5": lambda: _planner_answer("08.5"),
-    "08.6": lambda: _planner_answer("08.6"),
-    "09.6": _rtx4090_ports_per_node,
-    "09.7": _rtx4090_predicted_over_measured,
-    "09.8": _l40s_cluster_busbw,
+    "08.5": lambda entry: _planner_answer("08.5"),
+    "08.6": lambda entry: _planner_answer("08.6"),
+    "09.6": lambda entry: _rtx4090_ports_per_node(),
+    "09.7": lambda entry: _rtx4090_predicted_over_measured(),
+    "09.8": lambda entry: _system_file_busbw(_key_field(entry, "system_toml", str)),
 }
 
 
@@ -139,7 +136,7 @@ def expected(exercise_id: str):
         raise ValueError(f"exercise_id {exercise_id!r} has no entry in the answer key {key_path()}")
     entry = key[exercise_id]
     if isinstance(entry, dict) and "model" in entry:
-        return MODELS[entry["model"]]()
+        return MODELS[entry["model"]](entry)
     return entry
 
 
@@ -160,9 +157,16 @@ def _fresh(module: str):
     return fresh
 
 
+def _fresh_checks():
+    """A fresh ``checks`` whose chapter list is a fresh ``manifest`` (course.toml read from its file)."""
+    checks = _fresh("checks")
+    checks.manifest = _fresh("manifest")
+    return checks
+
+
 def evaluate(exercise_id: str, answer):
     """A fresh ``checks`` judges ``answer`` against the instructor's key; returns its ``Result``."""
-    checks = _fresh("checks")
+    checks = _fresh_checks()
     s = checks.spec(exercise_id)
     kind = s.get("kind", "number")
     if kind == "callable":
@@ -193,16 +197,21 @@ def grade(exercise_id: str, answer) -> None:
 
 # ---------------------------------------------------------------- sealing
 
-def seal_all(write: bool = True) -> list[str]:
+def seal_all(write: bool = True, manifest_path=None) -> list[str]:
     """Write each exercise's sealed self-check key from the answer key (model answers computed now).
 
-    Returns the ids whose key changed. Salts are kept when the answer still matches its key.
+    The exercises files are those the manifest names (``manifest_path``, default the course's
+    course.toml). Returns the ids whose key changed. Salts are kept when the answer still matches its key.
     """
+    from . import manifest
+
     checks = _fresh("checks")
     key = answer_key()
     changed = []
-    for chapter in checks.chapters():
-        path = PACKAGE / "data" / "exercises" / f"{chapter}.json"
+    for chapter in manifest.chapters(manifest_path):
+        if not chapter.exercises:
+            continue
+        path = chapter.exercises_path
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
         for exercise_id, s in data.items():

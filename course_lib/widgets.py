@@ -325,10 +325,18 @@ class Explorer:
 
 
 def plain_text(html_text: str) -> str:
-    """The readout without HTML tags (for the plain-text fallback)."""
+    """The readout without HTML tags (for the plain-text fallback).
+
+    Spaces are kept as written, so a monospace table (a ``<pre>`` block, or columns padded with spaces
+    or ``&nbsp;``) keeps its columns; ``<br>`` and the end of a paragraph, block, row or list item
+    start a new line; a table cell's end leaves one space. Trailing spaces and blank edge lines go.
+    """
     import re
     from html import unescape
-    return unescape(re.sub(r"<[^>]+>", " ", html_text)).replace("  ", " ").strip()
+    text = re.sub(r"<br\s*/?>|</(?:p|div|pre|tr|li|h[1-6]|table)\s*>", "\n", html_text, flags=re.IGNORECASE)
+    text = re.sub(r"</t[dh]\s*>", " ", text, flags=re.IGNORECASE)
+    text = unescape(re.sub(r"<[^>]*>", "", text)).replace("\xa0", " ")
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
 def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None, title: str = "",

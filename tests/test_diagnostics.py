@@ -234,6 +234,27 @@ def test_ibstat_ports():
     assert ibstat.parse(text("ibstat_mlx4_fdr.txt")).ports[0].rate_gbps == 56.0
 
 
+def test_a_port_without_a_link_layer_line_is_unknown_not_none_nor_infiniband(capsys):
+    """ibstat_mlx4_two_ports_down is cut after port 2's Rate: its link layer is not in the output. ibstat
+    prints 'Link layer' for every port when built with link-layer support, so the missing line says nothing
+    about the port: 'unknown' (not None, not a guessed InfiniBand), in the data, the JSON and the findings."""
+    from course_lib.__main__ import main
+    from course_lib.diagnostics import findings
+
+    two = ibstat.parse(text("ibstat_mlx4_two_ports_down.txt"))
+    assert [(p.port, p.link_layer) for p in two.ports] == [(1, "InfiniBand"), (2, "unknown")]
+    assert ibstat.UNKNOWN_LINK_LAYER == "unknown" and two.ports[1].to_json()["link_layer"] == "unknown"
+    lines = findings.ibstat_findings(two)
+    assert lines[1].startswith("mlx4_0 port 2: Active, link layer unknown (not in the output), 56 Gb/s")
+    assert "None" not in "\n".join(lines) and "Infini" not in lines[1]
+    assert main(["inspect", "--json", "--sample", "ibstat_mlx4_two_ports_down.txt"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    assert [p["link_layer"] for p in report["ports"]] == ["InfiniBand", "unknown"]
+    # the same port with its link-layer line, as the full ibstat output prints it, is InfiniBand
+    whole = text("ibstat_mlx4_two_ports_down.txt").rstrip("\n") + "\n\t\tLink layer: InfiniBand\n"
+    assert ibstat.parse(whole).ports[1].link_layer == "InfiniBand"
+
+
 def test_ibv_devinfo_and_ibstatus_ports():
     dev = ibstat.parse(text("ibv_devinfo_roce_down.txt"))
     assert dev.tool == "ibv_devinfo" and dev.ports[0].to_json() == {

@@ -1,12 +1,14 @@
 """Grading trusts neither the student's namespace nor the package: tampering scores nothing, no answer
 is stored in the package or the student notebooks, and model answers follow the library."""
+import ast
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from course_lib import authoring, checks, grading
+from course_lib import authoring, checks, grading, manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = grading.answer_key()
@@ -79,6 +81,130 @@ COINCIDENCES = {
         "an Azure ND H100 v5 in-place busbw at 48 nodes inside a verbatim quoted table (jz-azure-64node-blog), "
         "not 03.4's algbw of one DGX H100",
 }
+
+
+def _package_files():
+    """Every code and data file of the installed library, and the student notebooks."""
+    return sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+        p for p in (ROOT / "course_lib").rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".toml", ".txt"))
+
+
+def _toml_documents(path):
+    """Every TOML document a file holds: the file itself (.toml), its string constants (.py) or strings (.json)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".toml":
+        candidates = [text]
+    elif path.suffix == ".py":
+        candidates = [n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    elif path.suffix in (".json", ".ipynb"):
+        def strings(node):
+            if isinstance(node, str):
+                yield node
+            elif isinstance(node, dict):
+                for v in node.values():
+                    yield from strings(v)
+            elif isinstance(node, list):
+                for v in node:
+                    yield from strings(v)
+        data = json.loads(text)
+        candidates = list(strings(data))
+        if path.suffix == ".ipynb":  # a cell's source is a list of lines
+            candidates += ["".join(c.get("source", [])) for c in data.get("cells", [])]
+    else:
+        return []
+    documents = []
+    for candidate in candidates:
+        if "[" not in candidate or "=" not in candidate:
+            continue
+        try:
+            documents.append(tomllib.loads(candidate))
+        except tomllib.TOMLDecodeError:
+            continue
+    return documents
+
+
+def _squeezed(text):
+    return " ".join(text.split())
+
+
+def test_a_design_exercises_reference_system_file_is_in_the_key_not_the_package():
+    """09.8's answer half is a system file: the instructor's key holds it, the package and the student
+    notebooks hold it in no form (the text, its system id, or any TOML that parses to the same tables)."""
+    references = {i: e["system_toml"] for i, e in KEY.items() if isinstance(e, dict) and "system_toml" in e}
+    assert set(references) == {"09.8"}
+    files = _package_files()
+    assert len(files) > 30
+    for exercise_id, text in references.items():
+        reference = tomllib.loads(text)
+        quoted_id = f'"{reference["system"]["id"]}"'
+        for path in files:
+            content = path.read_text(encoding="utf-8", errors="replace")
+            where = f"{exercise_id}: {path.relative_to(ROOT)}"
+            assert _squeezed(text) not in _squeezed(content.replace("\\n", "\n")), where
+            assert quoted_id not in content and quoted_id.replace('"', '\\"') not in content, where
+            assert reference not in _toml_documents(path), where
+    assert grading.evaluate("09.8", grading.expected("09.8")).correct
+
+
+def test_a_model_answer_reads_its_input_from_the_key(monkeypatch, tmp_path):
+    """The key's system file is what 09.8 is graded against: one RoCE port instead of two is another
+    answer (the exercise's own one-port hint, factor 0.5006), and a key entry without it names the field."""
+    key = json.loads(grading.key_path().read_text(encoding="utf-8"))
+    two_ports = grading.expected("09.8")
+    key["09.8"]["system_toml"] = key["09.8"]["system_toml"].replace("count = 2", "count = 1")
+    changed = tmp_path / "answers.json"
+    changed.write_text(json.dumps(key), encoding="utf-8")
+    monkeypatch.setenv(grading.KEY_ENV, str(changed))
+    one_port = grading.expected("09.8")
+    factor = next(h["factor"] for h in checks.spec("09.8")["hints"] if "one port" in h["hint"])
+    assert one_port / two_ports == pytest.approx(factor, rel=1e-6)
+    del key["09.8"]["system_toml"]
+    changed.write_text(json.dumps(key), encoding="utf-8")
+    with pytest.raises(ValueError, match="system_toml"):
+        grading.expected("09.8")
+
+
+# ---------------------------------------------------------------- exercises files come from the manifest
+
+def _manifest_with_chapter_42(tmp_path):
+    """A course.toml with one chapter whose exercises file is not named <number>.json."""
+    (tmp_path / "drills").mkdir()
+    exercises = tmp_path / "drills" / "forty_two_drills.json"
+    exercises.write_text(json.dumps({"42.1": {"variable": "link_gb_s", "kind": "number", "skill": "compute",
+                                               "rtol": 0.01, "unit": "GB/s", "points": 1}}), encoding="utf-8")
+    toml = tmp_path / "course.toml"
+    toml.write_text('[course]\ntitle = "T"\n\n[[chapter]]\nnumber = "42"\nslug = "demo"\ntitle = "Demo"\n'
+                    'minutes = 10\nexercises = "drills/forty_two_drills.json"\n', encoding="utf-8")
+    return toml, exercises
+
+
+def test_the_exercises_file_is_the_one_the_manifest_names(monkeypatch, tmp_path):
+    toml, exercises = _manifest_with_chapter_42(tmp_path)
+    key = tmp_path / "answers.json"
+    key.write_text(json.dumps({"42.1": 12.5}), encoding="utf-8")
+    monkeypatch.setenv(grading.KEY_ENV, str(key))
+    assert grading.seal_all(manifest_path=toml) == ["42.1"]      # sealing writes the file the manifest names
+    assert grading._matches(checks, json.loads(exercises.read_text())["42.1"]["key"], 12.5)
+    monkeypatch.setattr(manifest, "chapters", lambda path=None: manifest.load(toml))
+    assert checks.chapters() == ["42"]
+    assert checks.spec("42.1")["unit"] == "GB/s" and list(checks.exercises("42")) == ["42.1"]
+    assert checks.evaluate("42.1", 12.5).correct and not checks.evaluate("42.1", 20.0).correct
+
+
+def test_a_patched_chapter_list_cannot_swap_the_spec_grading_uses(monkeypatch, tmp_path):
+    """grading reads course.toml with a fresh manifest: a manifest patched in the student's kernel to
+    point 01 at an exercises file with a huge tolerance changes checks, not the grade."""
+    lenient = json.loads(manifest.chapter("01").exercises_path.read_text(encoding="utf-8"))
+    lenient["01.1"]["rtol"] = 0.5
+    (tmp_path / "01.json").write_text(json.dumps(lenient), encoding="utf-8")
+    toml = tmp_path / "course.toml"
+    toml.write_text('[[chapter]]\nnumber = "01"\nslug = "pcie"\ntitle = "P"\nminutes = 10\nexercises = "01.json"\n',
+                    encoding="utf-8")
+    monkeypatch.setattr(manifest, "chapters", lambda path=None: manifest.load(toml))
+    assert checks.evaluate("01.1", 50.0).correct              # the patched self-check is fooled
+    with pytest.raises(AssertionError):
+        grading.grade("01.1", 50.0)                            # the grade is not
+    grading.grade("01.1", grading.expected("01.1"))
 
 
 # ---------------------------------------------------------------- tampering, in process

@@ -36,3 +36,21 @@ def test_grow_to_fit_keeps_a_legend_below_its_axes_in_the_image():
     bbox = fig.get_tightbbox(fig.canvas.get_renderer())
     assert fig.get_size_inches()[1] > before[1] and bbox.y0 >= -0.01
     assert widgets.png(fig).startswith(b"\x89PNG")
+
+
+def test_plain_text_keeps_a_monospace_tables_columns():
+    """A readout table padded with spaces keeps its columns in the text/plain fallback: runs of spaces
+    and &nbsp; stay, <br> and row ends start lines (the old version collapsed double spaces)."""
+    rows = [("system", "busbw GB/s"), ("dgx-a100", "230.5"), ("azure-nd-mi300x-v5", "48")]
+    width = max(len(r[0]) for r in rows) + 2
+    table = "\n".join(f"{a:<{width}}{b:>10}" for a, b in rows)
+    text = widgets.plain_text(f"<p><b>Readout</b></p><pre>{table}</pre>")
+    assert text.splitlines() == ["Readout", *table.splitlines()]
+    assert len({line.index(line.split()[-1]) + len(line.split()[-1]) for line in table.splitlines()}) == 1
+    padded = "<br>".join(f"{a}{'&nbsp;' * (width - len(a))}{b}" for a, b in rows)
+    assert widgets.plain_text(padded).splitlines() == [f"{a:<{width}}{b}" for a, b in rows]
+
+
+def test_plain_text_drops_inline_tags_without_stray_spaces():
+    assert widgets.plain_text("step <b>4.9 s</b>, MFU <i>43%</i>; a &lt; b") == "step 4.9 s, MFU 43%; a < b"
+    assert widgets.plain_text("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>") == "a b\nc d"

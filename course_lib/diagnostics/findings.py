@@ -6,7 +6,7 @@ link rates come from the hardware catalog, never typed here.
 from __future__ import annotations
 
 from .. import hardware, units
-from .ibstat import IbStatus
+from .ibstat import LINK_LAYERS, IbStatus
 from .nccl_log import NcclLog
 from .nvlink import NvlinkStatus
 from .smi_pcie import SmiPcie
@@ -146,8 +146,11 @@ def nccl_findings(log: NcclLog) -> list[str]:
     return out
 
 
-def _port_name(rate_gbps: float, link_layer: str | None) -> str:
-    family = "ethernet" if link_layer == "Ethernet" else "infiniband"
+def _port_name(rate_gbps: float, link_layer: str) -> str:
+    """The catalog's name for a port of this rate and link layer; "" where the layer is not known."""
+    family = {"Ethernet": "ethernet", "InfiniBand": "infiniband"}.get(link_layer)
+    if family is None:
+        return ""
     for net_id in hardware.network_ids():
         link = hardware.network(net_id)
         if link.family == family and abs(units.bytes_to_bits(link.per_direction) / 1e9 - rate_gbps) < 1e-6:
@@ -160,7 +163,7 @@ def ibstat_findings(s: IbStatus) -> list[str]:
     out = []
     for p in s.ports:
         where = f"{p.ca} port {p.port}"
-        layer = p.link_layer or "link layer not shown"
+        layer = p.link_layer if p.link_layer in LINK_LAYERS else f"link layer {p.link_layer} (not in the output)"
         if p.rate_gbps is None:
             rate = "rate not printed (ibv_devinfo -v prints width and speed)"
         else:

@@ -3,7 +3,12 @@
 ``Rate`` is the port's signalling rate in Gb/s per direction as the tools print it
 (ibstat ``Rate: 400``; ibstatus ``rate: 200 Gb/sec (4X HDR)``). Plain ``ibv_devinfo``
 does not print a rate (``-v`` prints width and speed), so the rate may be unknown.
-The link layer tells InfiniBand from Ethernet (RoCE).
+The link layer tells InfiniBand from Ethernet (RoCE). A port block without a link-layer line gets
+``"unknown"``, not InfiniBand: ibstat prints ``Link layer`` only when built with libibumad's link-layer
+field (infiniband-diags ibstat.c, ``#ifdef HAVE_UMAD_PORT_LINK_LAYER``), and then for every port, so a
+missing line means an older build or a cut copy, and neither says which layer the port runs. (The
+ibstat_mlx4_two_ports_down sample is cut after port 2's ``Rate``; its source, linux-rdma/rdma-core
+pull request 847 with rdma-core 32, prints ``Link layer: InfiniBand`` there.)
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from .common import fail, lines
 
 STATES = ("Active", "Down", "Initializing", "Armed", "Polling")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
+UNKNOWN_LINK_LAYER = "unknown"  # the output has no link-layer line for the port
 _KV = re.compile(r"^\s*([A-Za-z_ ]+?)\s*:\s*(.*?)\s*$")
 _CA = re.compile(r"^CA '([^']+)'\s*$")
 _PORT = re.compile(r"^\s*Port (\d+):\s*$")
@@ -26,13 +32,14 @@ _SPEED = re.compile(r"^([0-9.]+) Gbps")
 
 @dataclass(frozen=True)
 class IbPort:
-    """One RDMA port: ``rate_gbps`` in Gb/s per direction (None where the tool did not print it)."""
+    """One RDMA port: ``rate_gbps`` in Gb/s per direction (None where the tool did not print it);
+    ``link_layer`` one of :data:`LINK_LAYERS`, or :data:`UNKNOWN_LINK_LAYER` where the output has none."""
 
     ca: str
     port: int
     state: str
     rate_gbps: float | None
-    link_layer: str | None
+    link_layer: str
     line: int
 
     def to_json(self) -> dict:
@@ -102,7 +109,8 @@ def parse(text) -> IbStatus:
         if cur["state"] is None:
             raise fail(end_no, f"a state line for port {cur['port']} of {cur['ca']}",
                        None if end_no > numbered[-1][0] else numbered[end_no - 1][1].strip())
-        ports.append(IbPort(cur["ca"], cur["port"], cur["state"], cur["rate"], cur["layer"], cur["line"]))
+        ports.append(IbPort(cur["ca"], cur["port"], cur["state"], cur["rate"], cur["layer"] or UNKNOWN_LINK_LAYER,
+                            cur["line"]))
 
     for no, line in numbered:
         stripped = line.strip()
