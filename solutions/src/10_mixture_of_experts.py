@@ -26,7 +26,7 @@
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, parallel, units
 from course_lib.explorers import moe
-from course_lib.lab import bench_all_to_all
+from course_lib.lab import bench
 
 # %% [markdown]
 # ## 1. What an MoE layer is
@@ -232,7 +232,7 @@ importlib.reload(course_lib.grading).grade("10.7", my_all_to_all)
 # not bandwidth, is what a library's collective saves you.
 
 # %%
-result = bench_all_to_all.sweep(sizes=("64K", "1M", "16M"), ranks=(2,), iters=3)
+result = bench.sweep(sizes=("64K", "1M", "16M"), ranks=(2,), iters=3, collective="all_to_all")
 print(result)
 
 # %% [markdown]
