@@ -197,7 +197,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False):
             t = np.maximum(t / T["ll_bw_factor"]["tree"], up_down * n / _ll_cap(N, f.arch))
         else:
             if proto == "LL128":
-                t = t / (7 / 9 if N == 1 else 120 / 128)
+                t = t / T["ll128_tree_bw_factor"]["one_node" if N == 1 else "nodes"]
             t = t * (1 + fill / np.where(n > 0, n, 1))
         out[proto] = lat + t
     return out
