@@ -266,12 +266,13 @@ print("\n".join(ib.comparison_lines(rows)))
 # ### By size and node count: every published case
 #
 # The course checks its cost model against every published nccl-tests all-reduce it carries
-# (`python -m course_lib validation`): over a hundred cases from more than twenty sources, each marked
-# **fit** (used to set one of the model's constants: the launch cost, the NVLink and NVLS
-# efficiencies, the EFA, TCP and TCPXO figures, the pipeline fill) or **test** (never used to set anything).
-# The model is NCCL's own: for each size it takes the fastest of ring, tree and NVLS, each with the
-# LL, LL128 or Simple protocol, with NCCL's latency and bandwidth tables. Below: the test cases'
-# predicted / measured busbw by size, coloured by node count, and the node-count sweeps.
+# (`python -m course_lib validation`): about three hundred cases from more than forty sources, one node
+# to 540, each marked **fit** (used to set one of the model's constants: the launch cost, the NVLink and
+# NVLS efficiencies, each fabric kind's figures, the pipeline fill, the tree's cap, the node-count
+# decline) or **test** (never used to set anything). The model is NCCL's: for each size it takes the
+# fastest of ring, tree and NVLS that NCCL would run there, each with the LL, LL128 or Simple protocol,
+# with NCCL's latency and bandwidth tables. Below: the test cases' predicted / measured busbw by size,
+# coloured by node count, and every node-count sweep against the model.
 
 # %%
 fig = ib.validation_failure_plot()
