@@ -120,7 +120,14 @@ def _key_field(entry: dict, field: str, kind: type):
 
 # exercise id -> the library computation its answer comes from (the planner's, the cost model's), called
 # with the exercise's key entry: a model whose input is itself an answer (09.8's system file) reads it there
+def _busbw_64_nodes_from_4() -> float:
+    """Chapter 05.10: Azure ND H100 v5's 335.3 GB/s ring busbw on 4 nodes, carried to 64 by the model's node decline."""
+    from . import costmodel
+    return 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
+
+
 MODELS = {
+    "05.10": lambda entry: _busbw_64_nodes_from_4(),
     "08.5": lambda entry: _planner_answer("08.5"),
     "08.6": lambda entry: _planner_answer("08.6"),
     "09.6": lambda entry: _rtx4090_ports_per_node(),

@@ -635,6 +635,43 @@ two_node_explanation = checks.spec("05.9")["model_answer"]
 checks.check("05.9", two_node_explanation)
 
 # %% [markdown]
+# **Exercise 05.10** (2 points). *Predict.* On 4 Azure ND H100 v5 VMs (8 × 400 Gb/s InfiniBand each),
+# an 8 GiB all-reduce measured **335.3 GB/s** busbw. Carry that measurement to **64 VMs** with the
+# course's node-count decline (`costmodel.node_decline(nodes)`, or `costmodel.node_decline_constants()`:
+# a factor `per_doubling` for every doubling beyond `from_nodes`). Store the busbw in GB/s in
+# `busbw_64_nodes_gb_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex05-10-answer", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+busbw_64_nodes_gb_s = 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex05-10-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+checks.check("05.10", busbw_64_nodes_gb_s)
+### BEGIN HIDDEN TESTS
+import importlib, course_lib.grading
+importlib.reload(course_lib.grading).grade("05.10", busbw_64_nodes_gb_s)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 05.11** (2 points, graded by hand). *Diagnose.* The same blog measured **223.5 GB/s** on
+# 64 VMs. Say in 3-5 sentences in `shared_fabric_diagnosis` (a string) why your prediction is higher,
+# what condition the course's decline does not include, and one measurement that would tell that
+# condition apart from a broken node or cable.
+#
+# Rubric: (1) the decline was measured on another, quieter cluster; this fabric is shared and its other
+# jobs' traffic congests the spine; (1) a measurement that separates congestion from a fault: the same
+# sweep on a quiet fabric or another routing/service level, or nccl-tests on subsets and ib_write_bw on pairs.
+
+# %% nbgrader={"grade": true, "grade_id": "ex05-11-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+shared_fabric_diagnosis = checks.spec("05.11")["model_answer"]
+### END SOLUTION
+
+# %%
+checks.check("05.11", shared_fabric_diagnosis)
+
+# %% [markdown]
 # ## Score yourself
 # `checks.check_all(globals(), chapter="05")` scores every exercise of the notebook without showing any answer.
 
