@@ -248,6 +248,7 @@ def test_double_binary_tree_load_follows_nccls_trees():
     # 2 nodes: one edge, each byte crosses once; 3: both trees are chains; 4 and beyond: interior nodes
     assert [cm.double_binary_tree_load(n) for n in (1, 2, 3, 4, 5, 8, 13, 64, 1000)] == \
         [0.0, 1.0, 1.5, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    assert all(cm.double_binary_tree_load(n) == 2.0 for n in range(4, 1025))   # what the shortcut beyond assumes
     with pytest.raises(ValueError, match="nodes"):
         cm.double_binary_tree_load(0)
 
