@@ -84,7 +84,8 @@ cl.show_collectives_table(ranks=8)
 # built so that a rank that is a leaf in one tree is an inner node in the other. As an inner node it sends
 # its half up once and down to two children ($\frac{n}{2} + n$); as a leaf it sends its other half up
 # ($\frac{n}{2}$). Over the whole all-reduce every rank sends about $2n$, the ring's volume (the course's
-# model counts it so: `costmodel` gives the double binary tree a bandwidth term of $2n/B$), but in
+# model counts it so: `costmodel` gives the double binary tree a bandwidth term of $2n/B$; on exactly two
+# nodes the trees have one edge between them and each byte crosses it once, $n/B$: chapter 05), but in
 # $O(\log p)$ steps instead of $2(p-1)$. `course_lib/lab/algorithms.py` holds hand-written naive,
 # ring, tree and halving-doubling all-reduces, short enough to read; the lab runs the ring, and
 # `lab.bench.sweep(algorithms=...)` can race any of them.
