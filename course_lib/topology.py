@@ -275,9 +275,12 @@ KIND_NAMES = {"gpu": "GPU", "cpu": "CPU", "pcie_switch": "PCIe switch", "nvswitc
               "nic": "NIC", "ib_switch": "InfiniBand switch"}
 
 
-def _readable_points(fig) -> float:
+def readable_points(fig) -> float:
     """Font size (points) that reads at READABLE_POINTS once ``fig`` is shrunk to the notebook's width."""
     return READABLE_POINTS * max(1.0, fig.get_figwidth() / NOTEBOOK_WIDTH_IN)
+
+
+_readable_points = readable_points
 
 
 def node_label(node: str, kind: str) -> str:

@@ -50,9 +50,13 @@ def _sweep():
     return (planner.gpu_sweep(planner.BRIEF, systems=("dgx-a100", "dgx-h100", "dgx-h200")), planner.BRIEF), {}
 
 
-def _breakdown():
+def _breakdown():  # the planner explorer's defaults: the system's catalog link speeds, GB/s per direction
+    from course_lib import hardware, units
     from course_lib.explorers import planner
-    return (_axes((8.5, 4.4)), planner._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, None, None)), {}
+    s = hardware.system("dgx-h200")
+    plan = planner._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, s.nic.per_direction / units.GB,
+                                s.gpu_link.per_direction / units.GB)
+    return (_axes((8.5, 4.4)), plan), {}
 
 
 # Arguments for functions that need some; everything else is called with its defaults.
@@ -96,22 +100,10 @@ KNOWN_FAILURES: dict[str, str] = {
         "36 texts under 8 pt at notebook width (smallest 4.4 pt)",
     "course_lib.explorers.model_parallel.plot_validation":
         "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.nvlink.draw_consumer_pairs":
-        "titles 9 pt and legend 7 pt on a 10 in wide figure (read at 6.8 and 5.2 pt); the legend, moved into the axes, covers the 56 GB/s label",
-    "course_lib.explorers.nvlink.draw_dgx1":
-        "its ax.legend(fontsize=7) replaces Topology.draw's legend (read at 7.0 pt)",
-    "course_lib.explorers.nvlink.draw_rings":
-        "its ax.legend(fontsize=7) replaces Topology.draw's legend (read at 7.0 pt)",
     "course_lib.explorers.nvlink.plot_measurements":
         "15 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.nvswitch.draw_chips":
-        "its titles (8 pt) and legend (7 pt) on a 12.4 in wide figure read at 4.8 and 4.2 pt",
-    "course_lib.explorers.nvswitch.draw_systems":
-        "its titles are set to 8 pt on a 15.6 in wide figure (read at 3.8 pt); Topology.draw sizes its own text to the figure",
     "course_lib.explorers.nvswitch.plot_measurements":
         "43 texts under 8 pt at notebook width (smallest 4.8 pt)",
-    "course_lib.explorers.pcie.draw_pcie_trees":
-        "its titles are set to 9 pt on a 13 in wide figure (read at 5.2 pt); stack the two trees at 7.5 in or drop the fontsize",
     "course_lib.explorers.pcie.plot_generations":
         "7 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.pcie.plot_lanes":
@@ -120,8 +112,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "4 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.planner.draw_breakdown":
         "17 texts under 8 pt at notebook width (smallest 6.2 pt)",
-    "course_lib.explorers.planner.draw_systems":
-        "titles 9 pt on a 13 in wide figure (read at 5.2 pt)",
     "course_lib.explorers.planner.plot_gpu_sweep":
         "31 texts under 8 pt at notebook width (smallest 5.0 pt)",
     "course_lib.explorers.planner.plot_published_comparison":

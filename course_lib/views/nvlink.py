@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import style, units
+from .. import style, topology, units
 from ..widgets import html_table, show_html
 
 RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
@@ -75,7 +75,7 @@ def draw_rings(ax, topo, rings, title=None):
         pts = [topo.pos[g] for g in list(ring) + [ring[0]]]
         ax.plot([x + dx for x, _ in pts], [y + dx for _, y in pts], "-", lw=2, color=RING_COLOURS[k % len(RING_COLOURS)],
                 alpha=0.85, label=f"ring {k + 1}", zorder=2.5)
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.legend(loc="lower right", fontsize=topology.readable_points(ax.figure), frameon=False)
     if title:
         ax.set_title(title)
     return ax

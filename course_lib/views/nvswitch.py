@@ -5,6 +5,8 @@ model number itself. :func:`draw_fabric` returns an updater that moves the same 
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .. import style, units
@@ -119,14 +121,14 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
 
 
 def draw_topologies(axes, topologies, titles=None, **draw_kwargs):
-    """Draw each ``topology.Topology`` on its Axes; ``titles`` (or None: the topology's own, at 8 pt)."""
+    """Draw each ``topology.Topology`` on its Axes; ``titles`` (or None: the topology's own). Text keeps the
+    size Topology.draw chose for the figure's width, so it reads at 8.5 pt or more in the notebook."""
     for k, (ax, topo) in enumerate(zip(np.atleast_1d(axes), topologies)):
         topo.draw(ax=ax, **draw_kwargs)
-        if titles is None:
-            ax.title.set_fontsize(8)
-        else:
-            ax.set_title(titles[k], fontsize=8)
-            ax.legend(loc="center right", fontsize=7, frameon=False)
+        if titles is not None:  # wrapped to the panel's width, as Topology.draw wraps its own
+            size = ax.title.get_fontsize()
+            chars = max(24, int(ax.get_window_extent().width * 72 / ax.figure.dpi / (0.55 * size)))
+            ax.set_title("\n".join(textwrap.fill(line, chars) for line in titles[k].split("\n")), fontsize=size)
 
 
 # ---------------------------------------------------------------- tables
