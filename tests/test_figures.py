@@ -84,12 +84,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "284 texts under 8 pt at notebook width (smallest 2.8 pt)",
     "course_lib.explorers.collectives.plot_published":
         "8 texts under 8 pt at notebook width (smallest 6.1 pt)",
-    "course_lib.explorers.data_parallel.draw_dp_ring":
-        "its title on a 10 in wide figure reads at 6.8 pt",
-    "course_lib.explorers.data_parallel.draw_overlap_timeline":
-        "25 texts under 8 pt at notebook width (smallest 5.8 pt)",
-    "course_lib.explorers.data_parallel.plot_zero3_ladder":
-        "6 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.infiniband.plot_model_vs_measured":
         "14 texts under 8 pt at notebook width (smallest 6.6 pt)",
     "course_lib.explorers.model_parallel.draw_rank_map":
@@ -104,12 +98,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "15 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.nvswitch.plot_measurements":
         "43 texts under 8 pt at notebook width (smallest 4.8 pt)",
-    "course_lib.explorers.pcie.plot_generations":
-        "7 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.pcie.plot_lanes":
-        "7 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.pcie.plot_published":
-        "4 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.planner.draw_breakdown":
         "17 texts under 8 pt at notebook width (smallest 6.2 pt)",
     "course_lib.explorers.planner.plot_gpu_sweep":
