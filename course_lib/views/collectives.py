@@ -36,11 +36,12 @@ def arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
                                  shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
 
 
-def nodes(ax, pos, labels=None, size=0.16):
+def nodes(ax, pos, labels=None, size=0.16, fontsize=8):
     from matplotlib.patches import Circle
     for r, (x, y) in enumerate(pos):
         ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
-        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=7, zorder=4)
+        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=fontsize,
+                zorder=4)
 
 
 # ---------------------------------------------------------------- the six collectives
@@ -77,14 +78,14 @@ def draw_collective(ax, name, before, after):
     _draw_buffers(ax, before, 0.0, 0.0)
     _draw_buffers(ax, after, width_b + gap, 0.0)
     for r in range(p):
-        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=7)
+        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=8)
     mid_y = -(p - 1) * 1.25 / 2 + 0.5
     ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
                 arrowprops={"arrowstyle": "-|>", "lw": 1.5})
     ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
     ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
-    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=7, color="0.3")
-    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=7, color="0.3")
+    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=8, color="0.3")
+    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=8, color="0.3")
     ax.set_title(name.replace("_", "-"), fontsize=10)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -125,8 +126,8 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
             ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
     for k in range(len(hd) + 1):
         ax.plot(xs, np.full(p, 1 - k * 2 / len(hd)), "o", color="black", ms=3)
-    ax.text(1.1, 0.5, "halving", fontsize=7, va="center", rotation=-90)
-    ax.text(1.1, -0.5, "doubling", fontsize=7, va="center", rotation=-90)
+    ax.text(1.1, 0.5, "halving", fontsize=8, va="center", rotation=-90)
+    ax.text(1.1, -0.5, "doubling", fontsize=8, va="center", rotation=-90)
     ax.set_title(f"halving-doubling (butterfly)\n{len(hd) // 2} halving + {len(hd) // 2} doubling steps", fontsize=9)
     for ax in axes:
         ax.set_aspect("equal")
@@ -258,8 +259,9 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
-    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=9)
-    legend = ax.legend(fontsize=7, loc="upper left")
+    # sizes that read at 8 pt or more on the explorer's 8 in wide figure, shrunk to the notebook's 7.5 in
+    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=10)
+    legend = ax.legend(fontsize=9, loc="upper left")
     entries = dict(zip(labels, zip(legend.get_lines(), legend.get_texts())))
 
     def update(curves, chosen, point, title):
@@ -288,17 +290,25 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
 def draw_sweeps(ax, sweeps, grid, model):
     """Measured busbw per sweep (``sweeps``: source -> cases) with, per system in ``model``
     (system -> {"simple", "course": busbw arrays over ``grid``, "link_name", "link_gb_s"}), the
-    simple ring model, the course model and the link's per-direction rate."""
+    simple ring model, the course model and the link's per-direction rate.
+
+    Two legends: which sweep a colour is (under the plot) and what a line style is (inside); each
+    link rate is written once, however many sweeps share it."""
+    from matplotlib.lines import Line2D
+    sweep_handles, rates = [], {}
     for i, cases in enumerate(sweeps.values()):
         colour, system = f"C{i}", cases[0]["system"]
         m = model[system]
-        ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
-                label=f"measured: {cases[0]['as_measured']}")
-        ax.plot(grid, m["simple"], "--", color=colour, lw=1.2, label=f"simple ring model, spec ({system})")
-        ax.plot(grid, m["course"], ":", color=colour, lw=1.6, label=f"course model, achievable ({system})")
-        ax.axhline(m["link_gb_s"], color=colour, lw=0.8, alpha=0.5)
-        ax.text(grid[-1], m["link_gb_s"] * 0.985, f"{m['link_name']}: {m['link_gb_s']:g} GB/s per direction",
-                fontsize=7, color=colour, ha="right", va="top")
+        (dots,) = ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
+                          label=f"{cases[0]['as_measured']} (model: {system})")
+        sweep_handles.append(dots)
+        ax.plot(grid, m["simple"], "--", color=colour, lw=1.2)
+        ax.plot(grid, m["course"], ":", color=colour, lw=1.6)
+        rates.setdefault((m["link_name"], m["link_gb_s"]), colour)
+    for (name, gb_s), colour in rates.items():
+        ax.axhline(gb_s, color=colour, lw=0.8, alpha=0.5)
+        ax.text(grid[0], gb_s + 8, f"{name}: {gb_s:g} GB/s per direction", fontsize=9, color=colour,
+                ha="left", va="bottom")  # on the left, where every sweep is still near zero
     ax.set_xscale("log", base=2)
     ticks = [2.0**k for k in range(10, 35, 5)]
     ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
@@ -306,7 +316,14 @@ def draw_sweeps(ax, sweeps, grid, model):
     ax.set_ylabel("busbw, GB/s per direction")
     ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=6.5, loc="upper left")
+    kinds = [Line2D([], [], color="0.3", marker="o", ls="", ms=7, label="measured"),
+             Line2D([], [], color="0.3", ls="--", lw=1.2, label="simple ring model, spec bandwidth"),
+             Line2D([], [], color="0.3", ls=":", lw=1.6, label="course model, achievable bandwidth")]
+    sweeps_legend = ax.legend(handles=sweep_handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                              frameon=False, title="measured sweep (colour)", title_fontsize=9)
+    ax.add_artist(sweeps_legend)
+    sweeps_legend.set_clip_on(False)  # add_artist clips to the Axes; this legend sits under them
+    ax.legend(handles=kinds, fontsize=9, loc="center left", bbox_to_anchor=(0.0, 0.62))
     return ax
 
 
