@@ -72,10 +72,6 @@ ARGUMENTS = {
 # Explorer figures (the views' authors' modules) that still fail, measured when this test was written:
 # "function": "what fails". Strict xfail: a fixed one fails here until its entry is removed.
 KNOWN_FAILURES: dict[str, str] = {
-    "course_lib.explorers.collectives.draw_ring_step":
-        "36 texts under 8 pt at notebook width (smallest 4.9 pt)",
-    "course_lib.explorers.collectives.draw_ring_steps":
-        "284 texts under 8 pt at notebook width (smallest 2.8 pt)",
     "course_lib.explorers.infiniband.plot_model_vs_measured":
         "14 texts under 8 pt at notebook width (smallest 6.6 pt)",
     "course_lib.explorers.model_parallel.draw_rank_map":

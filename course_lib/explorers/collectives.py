@@ -274,18 +274,18 @@ def ring_step_info(step, ranks=4) -> dict:
     return {"phase": phase, "step": step, "transfers": transfers, "text": text}
 
 
-def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
+def draw_ring_step(step=0, ranks=4, ax=None, fontsize=8):
     """Draw the ring's chunks after ``step`` steps (0 to 2(p-1)) and the transfers of that step.
 
     Each rank is a row of p cells placed clockwise around a circle; a cell lists the ranks whose
     data it holds (darker = more of the sum; from 5 ranks on, a count); fully reduced chunks
     have a black border and a Σ. Arrows show the chunk each rank sent in this step (red:
-    reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 4-14. Returns the Axes.
+    reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 8-14 (every text). Returns the Axes.
     """
     import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=8)
     step = validate.integer("step", step, low=0, high=2 * (p - 1))
-    fontsize = validate.number("fontsize", fontsize, low=4, high=14)
+    fontsize = validate.number("fontsize", fontsize, low=8, high=14)
     if ax is None:
         _, ax = plt.subplots(figsize=(5.2, 5.2))
     return views.draw_ring_state(ax, ring_states(p)[step], ring_step_info(step, p), step, fontsize)
