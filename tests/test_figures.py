@@ -82,10 +82,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "36 texts under 8 pt at notebook width (smallest 4.4 pt)",
     "course_lib.explorers.model_parallel.plot_validation":
         "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.nvlink.plot_measurements":
-        "15 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.nvswitch.plot_measurements":
-        "43 texts under 8 pt at notebook width (smallest 4.8 pt)",
     "course_lib.explorers.planner.draw_breakdown":
         "17 texts under 8 pt at notebook width (smallest 6.2 pt)",
     "course_lib.explorers.planner.plot_gpu_sweep":

@@ -435,7 +435,7 @@ def draw_chips(system_ids=("dgx-a100", "dgx-h100")):
 def plot_measurements():
     """Two panels: busbw vs message size (A100 and H200 sweeps) and busbw vs GPU count with NVLS (H100)."""
     import matplotlib.pyplot as plt
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.0))  # one above the other, at notebook width
     sweeps = [("A100", "tab:blue", size_sweep("dgx-a100")), ("H200", "tab:red", size_sweep("dgx-h200"))]
     views.draw_measurements(left, right, sweeps, nvls_by_gpu_count(), hardware.nvlink(4).per_direction)
     fig.tight_layout()

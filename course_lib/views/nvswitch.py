@@ -94,8 +94,8 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
         if s["nvls"] is not None:
             left.plot(s["grid"], s["nvls"] / GB, "-", color=colour, lw=1.5, label="model, NVLS")
         left.axhline(s["line_rate"] / GB, color=colour, ls=":", lw=1)
-        left.text(s["grid"][-1], s["line_rate"] / GB + 6, f"{gpu} line rate {s['line_rate'] / GB:.0f} GB/s per direction",
-                  color=colour, fontsize=7, ha="right")
+        left.text(s["grid"][0], s["line_rate"] / GB + 6, f"{gpu} line rate {s['line_rate'] / GB:.0f} GB/s per direction",
+                  color=colour, fontsize=8, ha="left")  # on the left, where the sweeps are still near zero
     left.set_xscale("log", base=2)
     ticks = [2**10, 2**15, 2**20, 2**25, 2**30, 2**33]
     left.set_xticks(ticks, [units.format_bytes(t, binary=True, digits=2) for t in ticks])
@@ -104,20 +104,20 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
     left.set_title("8 GPUs: A100 (no NVLS) and H200 (NVLS), Azure sweeps", fontsize=9)
     left.set_ylim(0, 560)
     left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=7, loc="upper left")
+    left.legend(fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.36))
     g = [r["gpus"] for r in rows]
     right.plot(g, [r["measured_ring"] / GB for r in rows], "s", color="tab:gray", label="measured, ring")
     right.plot(g, [r["measured_nvls"] / GB for r in rows], "o", color="tab:red", label="measured, NVLS")
     right.plot(g, [r["model_ring"] / GB for r in rows], "--", color="tab:gray", label="model, ring")
     right.plot(g, [r["model_nvls"] / GB for r in rows], "-", color="tab:red", label="model, NVLS")
     right.axhline(line_rate / GB, color="black", ls=":", lw=1)
-    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=7)
+    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=8)
     right.set_xlabel("GPUs in the all-reduce (one H100 node)")
     right.set_ylabel("busbw, GB/s")
     right.set_title("busbw vs GPU count, 2-4 GB (nccl issue 1455)", fontsize=9)
     right.set_ylim(0, 560)
     right.grid(True, alpha=0.3)
-    right.legend(fontsize=7, loc="lower right")
+    right.legend(fontsize=8, loc="lower right")
 
 
 def draw_topologies(axes, topologies, titles=None, **draw_kwargs):
