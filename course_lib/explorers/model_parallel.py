@@ -201,7 +201,7 @@ def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
         raise ValueError(f"sched must be a Schedule from pipeline_schedule, got {type(sched).__name__}")
     scale = validate.positive("time_unit", time_unit)
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.45 * sched.stages + 1.4))
+        _, ax = plt.subplots(figsize=(7.5, 0.45 * sched.stages + 1.8))  # notebook width: drawn at full size
     return views.draw_schedule(ax, sched, scale, unit_label)
 
 
@@ -213,7 +213,7 @@ def compare_schedules(stages=4, micro_batches=8, interleave=2):
     v = validate.integer("interleave", interleave, low=2, high=8)
     scheds = [pipeline_schedule(p, m, "gpipe"), pipeline_schedule(p, m, "1f1b"),
               pipeline_schedule(p, m, "1f1b", interleave=v)]
-    fig, axes = plt.subplots(3, 1, figsize=(11, 1.2 + 1.25 * p), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 1.8 + 1.45 * p), sharex=True)  # notebook width: full size
     views.draw_schedules(axes, scheds, "time (one forward pass of a stage = 1, backward = 2)")
     fig.tight_layout()
     return fig
@@ -272,7 +272,7 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
         raise ValueError(f"tp x pp x dp must fit on at most 8 nodes of at most 16 GPUs to draw, got {nodes} nodes of {g}")
     own = ax is None
     if own:
-        _, ax = plt.subplots(figsize=(10, 0.9 * nodes + 2.0))
+        _, ax = plt.subplots(figsize=(7.5, 0.9 * nodes + 2.4))  # notebook width: drawn at full size
     views.draw_rank_map(ax, ranks, group_links(sys_, tp, pp, dp), tp, pp, dp, g, sys_.name)
     if own:
         ax.figure.tight_layout()
