@@ -74,8 +74,6 @@ ARGUMENTS = {
 KNOWN_FAILURES: dict[str, str] = {
     "course_lib.explorers.infiniband.plot_model_vs_measured":
         "14 texts under 8 pt at notebook width (smallest 6.6 pt)",
-    "course_lib.explorers.model_parallel.plot_tp_crossing":
-        "36 texts under 8 pt at notebook width (smallest 4.4 pt)",
     "course_lib.explorers.model_parallel.plot_validation":
         "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.planner.draw_breakdown":

@@ -163,7 +163,7 @@ def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=
     """
     import matplotlib.pyplot as plt
     series = tp_crossing_series(model_id, systems, pp, dp, micro_batches)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.4))  # one above the other, at notebook width
     views.draw_tp_crossing(left, right, series, _model(model_id).name,
                            f"TP x PP{pp} x DP{dp}, {micro_batches} micro-batches (GPUs = {pp * dp} x TP)")
     fig.tight_layout()

@@ -326,14 +326,17 @@ def draw_validation(ax, rows):
 
 def draw_tp_crossing(left, right, series, model_name, right_title):
     """Left: TP comm/compute against the TP degree per system (``series`` from ``tp_crossing_series``);
-    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node."""
+    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node. In ``left``, colour = system
+    and line style = which link, each with its own legend."""
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
     colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    systems = []
     for i, (sid, s) in enumerate(series.items()):
         c, g = colours[i % len(colours)], s["gpus_per_node"]
-        left.plot(s["inside"], s["nvlink"], "o-", color=c, label=f"{s['name']}: NVLink")
-        left.plot(s["outside"], s["all_nics"], "s--", color=c, label="  beyond the node, all NICs carry the ring (model)")
-        left.plot(s["outside"], s["own_share"], "^:", color=c, label="  beyond the node, one NIC share per GPU")
+        systems.append(left.plot(s["inside"], s["nvlink"], "o-", color=c, label=s["name"])[0])
+        left.plot(s["outside"], s["all_nics"], "s--", color=c)
+        left.plot(s["outside"], s["own_share"], "^:", color=c)
         rows = s["scan"]
         right.plot([r["tp"] for r in rows], [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
         for r in rows:
@@ -351,11 +354,15 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
     left.axhline(1.0, color="black", lw=0.8)
     left.set_ylabel("TP communication / compute")
     left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
-    left.legend(fontsize=6.5, loc="upper left")
+    links = [Line2D([], [], color="0.3", marker="o", ls="-", label="inside the node: NVLink"),
+             Line2D([], [], color="0.3", marker="s", ls="--", label="beyond: all NICs carry the ring (model)"),
+             Line2D([], [], color="0.3", marker="^", ls=":", label="beyond: one NIC share per GPU")]
+    left.add_artist(left.legend(handles=systems, fontsize=8, loc="lower right"))
+    left.legend(handles=links, fontsize=8, loc="upper left")
     right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
     right.set_title(right_title, fontsize=9)
     right.set_ylim(bottom=0)
-    right.legend(fontsize=7, loc="lower left")
+    right.legend(fontsize=8, loc="lower left")
 
 
 # ---------------------------------------------------------------- tables (HTML)
