@@ -76,10 +76,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "14 texts under 8 pt at notebook width (smallest 6.6 pt)",
     "course_lib.explorers.model_parallel.plot_validation":
         "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.planner.draw_breakdown":
-        "17 texts under 8 pt at notebook width (smallest 6.2 pt)",
-    "course_lib.explorers.planner.plot_gpu_sweep":
-        "31 texts under 8 pt at notebook width (smallest 5.0 pt)",
     "course_lib.explorers.planner.plot_published_comparison":
         "7 texts under 8 pt at notebook width (smallest 7.5 pt)",
 }

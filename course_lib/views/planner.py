@@ -22,20 +22,26 @@ def mark(ok) -> str:
 
 class BreakdownView:
     """Stacked bars: the step time of up to ``rows`` ranked layouts split into compute, bubble and exposed
-    traffic, each bar labelled with its tokens/s per GPU. Built once; :meth:`update` moves the bars."""
+    traffic, each bar labelled with its tokens/s per GPU. Built once; :meth:`update` moves the bars.
+    Text is sized to read at 8 pt once the figure is shrunk to the notebook's 7.5 in."""
 
     def __init__(self, ax, rows=6):
         from matplotlib.collections import PolyCollection
         from matplotlib.patches import Patch
+        from matplotlib.transforms import ScaledTranslation
         self.ax, self.rows = ax, rows
+        self.size = 8.0 * max(1.0, ax.figure.get_figwidth() / 7.5)  # points, before the notebook shrinks it
         self._bars = ax.add_collection(PolyCollection([], edgecolors="none"), autolim=False)
-        self._values = [ax.text(0, 0, "", va="center", fontsize=7) for _ in range(rows)]
+        self._values = [ax.text(0, 0, "", va="center", fontsize=self.size) for _ in range(rows)]
         self._note = ax.text(0.5, 0.5, "no layout fits in GPU memory:\nadd GPUs or pick a GPU with more memory",
-                             ha="center", va="center", transform=ax.transAxes, visible=False)
+                             ha="center", va="center", transform=ax.transAxes, visible=False, fontsize=self.size)
         handles = [Patch(color=colour, label=part) for part, colour in BREAKDOWN_COLOURS.items()]
-        self._legend = ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-                                 ncol=5, frameon=False)
-        ax.set_xlabel("seconds per step")
+        # under the x label (a fixed distance in points, whatever the Axes' height)
+        below = ax.transAxes + ScaledTranslation(0, -(2.8 * self.size + 10) / 72, ax.figure.dpi_scale_trans)
+        self._legend = ax.legend(handles=handles, fontsize=self.size, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                                 bbox_transform=below, ncol=3, frameon=False, borderaxespad=0.0)
+        ax.set_xlabel("seconds per step", fontsize=self.size)
+        ax.tick_params(axis="x", labelsize=self.size)
 
     def update(self, ranked, title=""):
         """Show ``ranked`` (Estimates, best first; at most ``rows`` of them) under ``title``."""
@@ -44,7 +50,7 @@ class BreakdownView:
         (ax.set_axis_on if n else ax.set_axis_off)()
         self._note.set_visible(not n)
         self._legend.set_visible(bool(n))
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=self.size)
         polys, colours, totals = [], [], []
         for row, e in enumerate(ranked):
             y, left, parts = n - 1 - row, 0.0, e.breakdown()
@@ -63,9 +69,9 @@ class BreakdownView:
         if not n:
             return
         ax.set_yticks(np.arange(n)[::-1], [f"{e.layout}, mb {e.micro_batch}, {e.recompute}" for e in ranked],
-                      fontsize=7)
+                      fontsize=self.size)
         ax.set_ylim(-0.6, n - 0.4)
-        ax.set_xlim(0, max(totals) * 1.25)
+        ax.set_xlim(0, max(totals) * 1.4)  # room for the tokens/s label after the longest bar
 
 
 def draw_breakdown(ax, ranked, title=""):
