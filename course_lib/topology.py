@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import datafiles, hardware, units, validate
+from . import datafiles, hardware, style, units, validate
 
 KINDS = ("gpu", "cpu", "pcie_switch", "nvswitch", "nic", "ib_switch")
 
@@ -269,8 +269,7 @@ class Topology:
 
 NOTEBOOK_WIDTH_IN = 7.5   # JupyterLab shows a wider figure shrunk to about this width
 READABLE_POINTS = 8.5     # smallest text size as read in the notebook
-NODE_COLOURS = {"gpu": "#76b900", "cpu": "#6baed6", "pcie_switch": "#b39ddb", "nvswitch": "#ffb74d",
-                "nic": "#bcaaa4", "ib_switch": "#ef9a9a"}
+NODE_COLOURS = style.NODE_COLOURS   # the one palette (course_lib.style)
 KIND_NAMES = {"gpu": "GPU", "cpu": "CPU", "pcie_switch": "PCIe switch", "nvswitch": "NVSwitch",
               "nic": "NIC", "ib_switch": "InfiniBand switch"}
 

@@ -330,7 +330,7 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
     and line style = which link, each with its own legend."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
-    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    colours = style.SERIES_COLOURS
     systems = []
     for i, (sid, s) in enumerate(series.items()):
         c, g = colours[i % len(colours)], s["gpus_per_node"]

@@ -10,7 +10,7 @@ import numpy as np
 from .. import style, topology, units
 from ..widgets import html_table, show_html
 
-RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
+RING_COLOURS = style.RING_COLOURS
 
 
 # ---------------------------------------------------------------- the mesh explorer
