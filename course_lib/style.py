@@ -3,8 +3,9 @@
 Colours are keyed by what they mean, so the same thing has the same colour in every chapter:
 an algorithm id (:mod:`course_lib.collectives`), a link family, a step-time category (chapters
 07 and 08 break a training step down the same way), a memory category (chapters 06 and 07), a
-network transport, where a transfer goes (inside the node or across nodes), a device kind of a
-topology drawing. Views and explorers take their colours from here and define none of their own.
+network transport, where a transfer goes (inside the node or across nodes). Views and explorers
+take their colours from here and define none of their own (topology drawings, a lower layer that
+may not import this module, keep their device colours in ``topology.NODE_COLOURS``).
 Axis helpers put bytes and times on an axis with the course's own unit formatting
 (:mod:`course_lib.units`).
 """
@@ -37,9 +38,6 @@ WORK_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "idle": "#eeeeee"}
 TRANSPORT_COLOURS = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:red"}
 # Where a transfer goes (chapter 10): inside the NVLink domain, or across nodes through the NICs.
 REACH_COLOURS = {"inside": "#55a868", "across": "#dd8452"}
-# Devices of a topology drawing (course_lib.topology).
-NODE_COLOURS = {"gpu": "#76b900", "cpu": "#6baed6", "pcie_switch": "#b39ddb", "nvswitch": "#ffb74d",
-                "nic": "#bcaaa4", "ib_switch": "#ef9a9a"}
 # Several rings over one topology (chapter 02): ring k takes RING_COLOURS[k % len(RING_COLOURS)].
 RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
 # Systems compared in one figure (chapter 07's TP crossing): system k takes SERIES_COLOURS[k % len(...)].
@@ -49,12 +47,12 @@ SHADE = "0.9"           # shaded regions behind data
 HIGHLIGHT = "#f0e442"   # the learner's choice, behind data (drawn translucent)
 
 _TABLES = {"algorithm": ALGORITHM_COLOURS, "link": LINK_COLOURS, "step": STEP_COLOURS, "memory": MEMORY_COLOURS,
-           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS, "node": NODE_COLOURS}
+           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS}
 
 
 def colour(kind: str, key: str) -> str:
     """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work',
-    'transport', 'reach', 'node')."""
+    'transport', 'reach')."""
     if kind not in _TABLES:
         raise ValueError(f"kind must be one of {sorted(_TABLES)}; got {kind!r}")
     table = _TABLES[kind]

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import datafiles, hardware, style, units, validate
+from . import datafiles, hardware, units, validate
 
 KINDS = ("gpu", "cpu", "pcie_switch", "nvswitch", "nic", "ib_switch")
 
@@ -269,13 +269,17 @@ class Topology:
 
 NOTEBOOK_WIDTH_IN = 7.5   # JupyterLab shows a wider figure shrunk to about this width
 READABLE_POINTS = 8.5     # smallest text size as read in the notebook
-NODE_COLOURS = style.NODE_COLOURS   # the one palette (course_lib.style)
+NODE_COLOURS = {"gpu": "#76b900", "cpu": "#6baed6", "pcie_switch": "#b39ddb", "nvswitch": "#ffb74d",
+                "nic": "#bcaaa4", "ib_switch": "#ef9a9a"}
 KIND_NAMES = {"gpu": "GPU", "cpu": "CPU", "pcie_switch": "PCIe switch", "nvswitch": "NVSwitch",
               "nic": "NIC", "ib_switch": "InfiniBand switch"}
 
 
 def readable_points(fig) -> float:
-    """Font size (points) that reads at READABLE_POINTS once ``fig`` is shrunk to the notebook's width."""
+    """Font size (points) that reads at READABLE_POINTS once ``fig`` (a matplotlib Figure) is shrunk to
+    the notebook's width."""
+    if not callable(getattr(fig, "get_figwidth", None)):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     return READABLE_POINTS * max(1.0, fig.get_figwidth() / NOTEBOOK_WIDTH_IN)
 
 

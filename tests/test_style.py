@@ -47,14 +47,14 @@ def test_axis_helpers_write_units():
 
 
 def _drawing_modules():
-    """Every module that draws: the views, the explorers and the topology drawings."""
+    """Every module of the views and the explorers (topology, a lower layer, keeps its device colours)."""
     import importlib
     import pkgutil
 
     import course_lib.explorers
     import course_lib.views
-    names = ["course_lib.topology"] + [info.name for package in (course_lib.views, course_lib.explorers)
-                                       for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
+    names = [info.name for package in (course_lib.views, course_lib.explorers)
+             for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
     return [importlib.import_module(n) for n in names]
 
 
