@@ -408,12 +408,18 @@ def show_nvls_measurements():
 
 
 def draw_systems(names=("dgx-a100", "dgx-h100", "gb200-nvl72")):
-    """Draw several ``topology.named`` systems side by side; returns the figure."""
+    """Draw several ``topology.named`` systems, two to a row at notebook width; returns the figure."""
     import matplotlib.pyplot as plt
     if isinstance(names, str) or not names:
         raise ValueError("names must be a non-empty list of topology names, e.g. ['dgx-a100', 'dgx-h100']")
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.6))
-    views.draw_topologies(axes, [topology.named(n) for n in names])
+    topologies = [topology.named(n) for n in names]
+    ncols = min(2, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.75 * ncols, 4.4 * nrows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(names):]:
+        ax.set_axis_off()
+    views.draw_topologies(axes[:len(names)], topologies)
     fig.tight_layout()
     return fig
 
