@@ -157,9 +157,9 @@ def tp_crossing_series(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), p
 def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192):
     """Two panels: the comm/compute ratio of TP against its degree, and TFLOP/s per GPU from parallel.estimate.
 
-    Left, per system: inside the node the ratio uses NVLink (achievable bandwidth); beyond the node two
+    Top, per system: inside the node the ratio uses NVLink (achievable bandwidth); beyond the node two
     bounds: every NIC of the node carrying the TP ring (what ``parallel`` assumes) and only the GPU's
-    own share of the NICs. Right: ``tp_scan`` with PP, DP and micro-batches fixed.
+    own share of the NICs. Bottom: ``tp_scan`` with PP, DP and micro-batches fixed.
     """
     import matplotlib.pyplot as plt
     series = tp_crossing_series(model_id, systems, pp, dp, micro_batches)

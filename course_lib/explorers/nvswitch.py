@@ -16,7 +16,7 @@ from functools import lru_cache
 from html import escape
 
 import numpy as np
-from .. import collectives, costmodel, datafiles, evidence, hardware, topology, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, style, topology, units, validate
 from ..views import nvswitch as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
@@ -442,7 +442,8 @@ def plot_measurements():
     """Two panels: busbw vs message size (A100 and H200 sweeps) and busbw vs GPU count with NVLS (H100)."""
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.0))  # one above the other, at notebook width
-    sweeps = [("A100", "tab:blue", size_sweep("dgx-a100")), ("H200", "tab:red", size_sweep("dgx-h200"))]
+    blue, red = style.SERIES_COLOURS[:2]  # one colour per system compared
+    sweeps = [("A100", blue, size_sweep("dgx-a100")), ("H200", red, size_sweep("dgx-h200"))]
     views.draw_measurements(left, right, sweeps, nvls_by_gpu_count(), hardware.nvlink(4).per_direction)
     fig.tight_layout()
     return fig

@@ -325,9 +325,10 @@ def draw_validation(ax, rows):
 
 
 def draw_tp_crossing(left, right, series, model_name, right_title):
-    """Left: TP comm/compute against the TP degree per system (``series`` from ``tp_crossing_series``);
-    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node. In ``left``, colour = system
-    and line style = which link, each with its own legend."""
+    """``left`` (drawn on top by plot_tp_crossing): TP comm/compute against the TP degree per system
+    (``series`` from ``tp_crossing_series``); ``right`` (below it): TFLOP/s per GPU (hollow: does not
+    fit). Grey: beyond one node. In ``left``, colour = system and line style = which link, each with
+    its own legend."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
     colours = style.SERIES_COLOURS
