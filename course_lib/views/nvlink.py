@@ -24,7 +24,7 @@ def draw_mesh(ax, m):
     (every,) = ax.plot(counts, m.all_links_s, "s-", color="tab:blue",
                        label="enough rings to use every link (= an NVSwitch port)")
     (refs,) = ax.plot([2] * len(m.references), [t for _, t in m.references], "^", color="tab:gray")
-    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=7, color="0.3")
+    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=8, color="0.3")
              for label, t in m.references]
     (chosen,) = ax.plot([], [], "D", color="tab:red", ms=8, zorder=5, label="your choice")
     mark = ax.axvline(m.gpus, color="tab:red", ls=":", lw=1)
@@ -37,7 +37,7 @@ def draw_mesh(ax, m):
     ax.xaxis.set_major_locator(FixedLocator(counts))
     ax.set_xlim(counts[0] - 0.5, counts[-1] + 0.5)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center right", fontsize=7)
+    ax.legend(loc="center right", fontsize=8)
 
     def update(m):
         one.set_ydata(m.one_ring_s)

@@ -86,7 +86,7 @@ def draw_switch(ax, curves, mode_labels, mode, gpus, title):
     ax.set_ylabel("time (every GPU moves the payload at once)")
     style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
     ax.grid(True, which="major", alpha=0.3)
-    legend = ax.legend(fontsize=7, loc="upper left")
+    legend = ax.legend(fontsize=8, loc="upper left")
     handles, texts = legend.get_lines(), legend.get_texts()
 
     def update(curves, mode, gpus, title):
@@ -110,8 +110,14 @@ def draw_offload(ax, curve, link_gb_s, label):
     Returns ``update(curve, link_gb_s, label)``, which moves the same artists."""
     (line,) = ax.plot(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
     (refs,) = ax.plot([r[1] for r in curve["references"]], [r[2] for r in curve["references"]], "o", color="tab:gray")
-    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
-             for name, gb_s, t in curve["references"]]
+    # neighbours along the falling line alternate above-right and below-left of their points, so their
+    # names never meet; the fastest link's name goes below-left, inside the Axes
+    order = sorted(range(len(curve["references"])), key=lambda k: curve["references"][k][1])
+    below = {k for i, k in enumerate(order) if i % 2 or i == len(order) - 1}
+    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", fontsize=8,
+                         xytext=(-5, -5) if k in below else (4, 4), ha="right" if k in below else "left",
+                         va="top" if k in below else "bottom")
+             for k, (name, gb_s, t) in enumerate(curve["references"])]
     (mark,) = ax.plot([], [], "D", color="tab:red", label="your link")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -7,6 +7,8 @@ planner explorer's plot: drawn once, then updated in place on every slider event
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .. import style, units
@@ -50,7 +52,9 @@ class BreakdownView:
         (ax.set_axis_on if n else ax.set_axis_off)()
         self._note.set_visible(not n)
         self._legend.set_visible(bool(n))
-        ax.set_title(title, fontsize=self.size)
+        # wrapped to about the Axes' width (the layout gives the tick labels the left third or so)
+        chars = int(0.62 * 72 * ax.figure.get_figwidth() / (0.5 * self.size))
+        ax.set_title(textwrap.fill(title, chars), fontsize=self.size)
         polys, colours, totals = [], [], []
         for row, e in enumerate(ranked):
             y, left, parts = n - 1 - row, 0.0, e.breakdown()
