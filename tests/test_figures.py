@@ -4,8 +4,9 @@ Each public ``draw_*`` / ``plot_*`` function of course_lib (and ``Topology.draw`
 topology) is rendered with Agg at 100 dpi. JupyterLab shrinks a wider image to the output area, about
 7.5 in (750 px) wide, so a text's size as read is its size in points times min(1, 7.5 in / figure
 width). The test fails on any text under 8 pt as read, and on two texts whose boxes overlap.
-Functions owned by other modules' authors that still fail are listed in KNOWN_FAILURES (strict
-xfail, so each shows up as soon as it is fixed).
+Every explorer's figure (at its defaults, laid out by its shell) gets the same check. Functions and
+explorers that still fail are listed in KNOWN_FAILURES and KNOWN_EXPLORER_FAILURES (strict xfail,
+so each shows up as soon as it is fixed).
 """
 from __future__ import annotations
 
@@ -78,6 +79,23 @@ KNOWN_FAILURES: dict[str, str] = {
         "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
     "course_lib.explorers.planner.plot_published_comparison":
         "7 texts under 8 pt at notebook width (smallest 7.5 pt)",
+}
+
+
+# Explorer figures (each ``*_explorer`` at its defaults) that still fail: "module.explorer": "what fails".
+KNOWN_EXPLORER_FAILURES: dict[str, str] = {
+    "data_parallel.dp_scaling_explorer":
+        "46 texts under 8 pt on its 11 in wide figure (smallest 4.1 pt); two panels and a twin axis need a new layout",
+    "gradients.gradient_exchange_explorer":
+        "the 'PCIe Gen5 x16' and 'IB NDR (1 NIC/GPU)' reference names overlap",
+    "infiniband.cliff_explorer":
+        "5 texts under 8 pt (smallest 6.6 pt): its 7 pt legend and node-boundary note on an 8 in wide figure",
+    "model_parallel.layout_explorer":
+        "74 texts under 8 pt on its 11.6 in wide figure (smallest 3.9 pt), heat-map cell labels included",
+    "nvswitch.fabric_explorer":
+        "32 texts under 8 pt on its 11 in wide figure (smallest 4.4 pt)",
+    "your_cluster.scaling_explorer":
+        "3 texts under 8 pt: its 8 pt legend on an 8 in wide figure (reads at 7.5 pt)",
 }
 
 
@@ -184,6 +202,40 @@ def test_topology_drawing_is_readable_at_notebook_width(name):
     finally:
         plt.close("all")
     assert not found, f"topology {name}:\n" + "\n".join(found[:20])
+
+
+def _explorers():
+    import course_lib.explorers
+    found = {}
+    for info in pkgutil.iter_modules(course_lib.explorers.__path__):
+        module = importlib.import_module(f"course_lib.explorers.{info.name}")
+        for name, fn in vars(module).items():
+            if name.endswith("_explorer") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+                found[f"{info.name}.{name}"] = fn
+    return found
+
+
+EXPLORERS = _explorers()
+
+
+def _explorer_case(name):
+    marks = ()
+    if name in KNOWN_EXPLORER_FAILURES:
+        marks = (pytest.mark.xfail(reason=f"{name}: {KNOWN_EXPLORER_FAILURES[name]}", strict=True),)
+    return pytest.param(name, id=name, marks=marks)
+
+
+def test_every_known_explorer_failure_is_an_explorer():
+    assert EXPLORERS and set(KNOWN_EXPLORER_FAILURES) <= set(EXPLORERS), set(KNOWN_EXPLORER_FAILURES) - set(EXPLORERS)
+
+
+@pytest.mark.parametrize("name", [_explorer_case(n) for n in sorted(EXPLORERS)])
+def test_explorer_figure_is_readable_at_notebook_width(name, monkeypatch):
+    """The explorer's figure at its defaults, as its shell laid it out (the figure the learner sees first)."""
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: None)
+    found = problems(EXPLORERS[name]().figure)
+    assert not found, f"{name}:\n" + "\n".join(found[:20])
 
 
 def test_the_check_finds_small_and_overlapping_text():
