@@ -92,8 +92,6 @@ KNOWN_EXPLORER_FAILURES: dict[str, str] = {
         "5 texts under 8 pt (smallest 6.6 pt): its 7 pt legend and node-boundary note on an 8 in wide figure",
     "model_parallel.layout_explorer":
         "74 texts under 8 pt on its 11.6 in wide figure (smallest 3.9 pt), heat-map cell labels included",
-    "nvswitch.fabric_explorer":
-        "32 texts under 8 pt on its 11 in wide figure (smallest 4.4 pt)",
     "your_cluster.scaling_explorer":
         "3 texts under 8 pt: its 8 pt legend on an 8 in wide figure (reads at 7.5 pt)",
 }

@@ -18,15 +18,17 @@ GB = units.GB
 # ---------------------------------------------------------------- the fabric explorer
 
 def _fabric_titles(s):
-    return (f"All-reduce of {units.format_bytes(s.nbytes)}, {s.link_gb_s:.3g} GB/s per GPU per direction",
-            f"Bisection (dotted: a mesh no GPU has the links for, > {s.max_links + 1} GPUs)")
+    return (f"All-reduce of {units.format_bytes(s.nbytes)},\n{s.link_gb_s:.3g} GB/s per GPU per direction",
+            f"Bisection (dotted: a mesh no GPU\nhas the links for, > {s.max_links + 1} GPUs)")
 
 
 def draw_fabric(axes, s):
     """Mesh vs switch vs PCIe tree (``s``: a ``FabricSeries``): all-reduce time (left) and bisection
     (right) against GPU count, your GPU count marked. Returns ``update(s)`` for later events."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
     left, right = axes
+    size = 8.5 * max(1.0, left.figure.get_figwidth() / 7.5)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
     counts, cut = s.counts, s.buildable
     lines = {
         "switch_ring": left.plot(counts, s.switch_ring, "o-", color="tab:orange",
@@ -50,13 +52,21 @@ def draw_fabric(axes, s):
         a.xaxis.set_major_locator(FixedLocator(counts))
         a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         a.xaxis.set_minor_formatter(NullFormatter())
-        a.set_xlabel("GPUs")
+        a.set_xlabel("GPUs", fontsize=size)
+        a.tick_params(axis="both", labelsize=size)
         a.grid(True, which="major", alpha=0.3)
     style.time_axis(left, "y")  # plain tick labels ("10 ms"): mathtext powers of ten cost more to draw
     right.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:,.0f}" if y >= 1 else f"{y:g}"))
-    left.set_ylabel("all-reduce time")
-    right.set_ylabel("bisection, GB/s per direction")
-    legend = left.legend(fontsize=6.5, loc="upper left")  # one legend: the right panel uses the same colours
+    left.set_ylabel("all-reduce time", fontsize=size)
+    right.set_ylabel("bisection, GB/s per direction", fontsize=size)
+    # one legend for both panels (the same colours), under their x labels: a figure legend, so the panels'
+    # layout leaves it out, and the explorer's shell grows the figure to show it (a notebook crops to it)
+    fig = left.figure
+    under = (blended_transform_factory(fig.transFigure, left.transAxes)
+             + ScaledTranslation(0, -(2.6 * size + 8) / 72, fig.dpi_scale_trans))
+    legend = fig.legend(handles=[lines[k] for k in ("switch_ring", "switch_nvls", "mesh_ok", "tree")], fontsize=size,
+                        loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=under, ncol=2, frameon=False,
+                        borderaxespad=0.0)
 
     def update(s):
         i = list(s.counts).index(s.gpus)
@@ -74,7 +84,7 @@ def draw_fabric(axes, s):
             dot.set_data([s.gpus] * len(ys), ys)
         legend.get_texts()[-1].set_text(f"PCIe Gen{s.pcie_generation} tree, ring")
         for a, title in zip((left, right), _fabric_titles(s)):
-            a.set_title(title, fontsize=8)
+            a.set_title(title, fontsize=size)
             a.relim()
             a.autoscale_view()
 
