@@ -2,8 +2,12 @@
 
 Colours are keyed by what they mean, so the same thing has the same colour in every chapter:
 an algorithm id (:mod:`course_lib.collectives`), a link family, a step-time category (chapters
-07 and 08 break a training step down the same way) or a memory category. Axis helpers put bytes
-and times on an axis with the course's own unit formatting (:mod:`course_lib.units`).
+07 and 08 break a training step down the same way), a memory category (chapters 06 and 07), a
+network transport, where a transfer goes (inside the node or across nodes). Views and explorers
+take their colours from here and define none of their own (topology drawings, a lower layer that
+may not import this module, keep their device colours in ``topology.NODE_COLOURS``).
+Axis helpers put bytes and times on an axis with the course's own unit formatting
+(:mod:`course_lib.units`).
 """
 from __future__ import annotations
 
@@ -30,15 +34,25 @@ STEP_COLOURS = {
 MEMORY_COLOURS = {"weights": "#4c72b0", "gradients": "#64b5cd", "optimizer": "#8172b3", "activations": "#dd8452"}
 # Pipeline work kinds.
 WORK_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "idle": "#eeeeee"}
+# Network transports (chapter 05): the share of line rate NCCL reaches over each.
+TRANSPORT_COLOURS = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:red"}
+# Where a transfer goes (chapter 10): inside the NVLink domain, or across nodes through the NICs.
+REACH_COLOURS = {"inside": "#55a868", "across": "#dd8452"}
+# Several rings over one topology (chapter 02): ring k takes RING_COLOURS[k % len(RING_COLOURS)].
+RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
+# Systems compared in one figure (chapter 07's TP crossing): system k takes SERIES_COLOURS[k % len(...)].
+SERIES_COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:purple")
 GUIDE = "0.35"          # reference lines: limits, budgets, "ideal"
 SHADE = "0.9"           # shaded regions behind data
+HIGHLIGHT = "#f0e442"   # the learner's choice, behind data (drawn translucent)
 
 _TABLES = {"algorithm": ALGORITHM_COLOURS, "link": LINK_COLOURS, "step": STEP_COLOURS, "memory": MEMORY_COLOURS,
-           "work": WORK_COLOURS}
+           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS}
 
 
 def colour(kind: str, key: str) -> str:
-    """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work')."""
+    """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work',
+    'transport', 'reach')."""
     if kind not in _TABLES:
         raise ValueError(f"kind must be one of {sorted(_TABLES)}; got {kind!r}")
     table = _TABLES[kind]

@@ -275,9 +275,15 @@ KIND_NAMES = {"gpu": "GPU", "cpu": "CPU", "pcie_switch": "PCIe switch", "nvswitc
               "nic": "NIC", "ib_switch": "InfiniBand switch"}
 
 
-def _readable_points(fig) -> float:
-    """Font size (points) that reads at READABLE_POINTS once ``fig`` is shrunk to the notebook's width."""
+def readable_points(fig) -> float:
+    """Font size (points) that reads at READABLE_POINTS once ``fig`` (a matplotlib Figure) is shrunk to
+    the notebook's width."""
+    if not callable(getattr(fig, "get_figwidth", None)):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     return READABLE_POINTS * max(1.0, fig.get_figwidth() / NOTEBOOK_WIDTH_IN)
+
+
+_readable_points = readable_points
 
 
 def node_label(node: str, kind: str) -> str:

@@ -287,5 +287,5 @@ def test_fabric_series_is_the_model_the_explorer_draws():
     ex.render(pcie_generation=5, size_gb=10.0)
     assert [list(ax.lines) for ax in ex.axes] == lines  # the same artists, moved in place
     assert lines[0][0].get_ydata()[i] == nv.fabric_series(8, 450.0, 10.0, 5).switch_ring[i]
-    assert "Gen5" in ex.axes[0].get_legend().get_texts()[-1].get_text()
+    assert "Gen5" in ex.figure.legends[0].get_texts()[-1].get_text()  # one legend, under both panels
     plt.close("all")

@@ -44,3 +44,40 @@ def test_axis_helpers_write_units():
     with pytest.raises(ValueError, match="axis"):
         style.bytes_axis(ax, "z")
     plt.close(fig)
+
+
+def _drawing_modules():
+    """Every module of the views and the explorers (topology, a lower layer, keeps its device colours)."""
+    import importlib
+    import pkgutil
+
+    import course_lib.explorers
+    import course_lib.views
+    names = [info.name for package in (course_lib.views, course_lib.explorers)
+             for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
+    return [importlib.import_module(n) for n in names]
+
+
+def test_no_view_or_explorer_keeps_a_palette_of_its_own():
+    palettes = {id(v) for name, v in vars(style).items() if name.endswith("COLOURS")}
+    for module in _drawing_modules():
+        own = [name for name, v in vars(module).items()
+               if name.upper().lstrip("_").endswith("COLOURS") and id(v) not in palettes]
+        assert not own, f"{module.__name__} defines {own}: put the colours in course_lib.style"
+
+
+def test_no_view_or_explorer_writes_a_colour_code():
+    import inspect
+    import re
+    for module in _drawing_modules():
+        codes = re.findall(r"[\"']#[0-9a-fA-F]{6}[\"']", inspect.getsource(module))
+        assert not codes, f"{module.__name__} writes {codes}: name the colour in course_lib.style"
+
+
+def test_chapter_06_memory_uses_the_memory_palette():
+    from course_lib.explorers import data_parallel as ch06
+    fig, ax = plt.subplots()
+    ch06.draw_zero_memory(ax=ax)
+    faces = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}
+    plt.close(fig)
+    assert {style.colour("memory", part) for part in ("weights", "gradients", "optimizer")} <= faces

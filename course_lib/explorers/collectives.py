@@ -104,11 +104,17 @@ def draw_collectives(ranks=4, axes=None):
     ``axes``: six matplotlib Axes, or None for a new 2 x 3 figure. Returns the axes.
     """
     p = _ranks("ranks", ranks, low=2, high=8)
-    axes = views.axes_grid(axes, (2, 3), (11, 5.4))
+    new = axes is None
+    # notebook width (drawn at full size); each row as tall as its widest panel's buffers at 3.7 in wide
+    row_in = 0.4 + 3.7 * (1.25 * p + 2.3) / (2 * p + 4.1)
+    axes = views.axes_grid(axes, (3, 2), (7.5, 0.95 + 3 * row_in))
     for ax, name in zip(axes, COLLECTIVES):
         views.draw_collective(ax, name, *collective_buffers(name, p))
-    axes[0].figure.suptitle(f"The six collectives on {p} ranks (letters: each rank's data; Σ: summed over "
-                            "all ranks; dotted: nothing there)", fontsize=10)
+    fig = axes[0].figure
+    fig.suptitle(f"The six collectives on {p} ranks\n(letters: each rank's data; Σ: summed over "
+                 "all ranks; dotted: nothing there)", fontsize=10)
+    if new:  # panels as wide as the page allows: 8 ranks' cells still hold their 8 pt labels
+        fig.subplots_adjust(left=0.0, right=1.0, bottom=0.0, top=1 - 0.95 / fig.get_figheight(), wspace=0.02)
     return axes
 
 
@@ -181,7 +187,7 @@ def draw_algorithms(ranks=8, axes=None):
     p = _ranks("ranks", ranks, low=2, high=16)
     if p & (p - 1):
         raise ValueError(f"ranks must be a power of two in [2, 16], got {p}")
-    axes = views.axes_grid(axes, (1, 4), (13, 3.6))
+    axes = views.axes_grid(axes, (2, 2), (7.5, 7.2))  # 2 x 2 at notebook width: drawn at full size
     views.draw_patterns(axes, p, algorithm_pattern("binomial_tree", p), views.tree_layout(p),
                         algorithm_pattern("halving_doubling", p))
     return axes
@@ -268,18 +274,18 @@ def ring_step_info(step, ranks=4) -> dict:
     return {"phase": phase, "step": step, "transfers": transfers, "text": text}
 
 
-def draw_ring_step(step=0, ranks=4, ax=None, fontsize=7):
+def draw_ring_step(step=0, ranks=4, ax=None, fontsize=8):
     """Draw the ring's chunks after ``step`` steps (0 to 2(p-1)) and the transfers of that step.
 
     Each rank is a row of p cells placed clockwise around a circle; a cell lists the ranks whose
     data it holds (darker = more of the sum; from 5 ranks on, a count); fully reduced chunks
     have a black border and a Σ. Arrows show the chunk each rank sent in this step (red:
-    reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 4-14. Returns the Axes.
+    reduce-scatter, green: all-gather). ``ranks`` 2-8; ``fontsize`` 8-14 (every text). Returns the Axes.
     """
     import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=8)
     step = validate.integer("step", step, low=0, high=2 * (p - 1))
-    fontsize = validate.number("fontsize", fontsize, low=4, high=14)
+    fontsize = validate.number("fontsize", fontsize, low=8, high=14)
     if ax is None:
         _, ax = plt.subplots(figsize=(5.2, 5.2))
     return views.draw_ring_state(ax, ring_states(p)[step], ring_step_info(step, p), step, fontsize)
@@ -526,7 +532,7 @@ def plot_published(ax=None, min_points=4):
     import matplotlib.pyplot as plt
     sweeps = published_sweeps(min_points)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4.4))
+        _, ax = plt.subplots(figsize=(8, 4.4))  # the sweeps' legend goes under the Axes
     grid = np.logspace(3, np.log10(16 * 2**30), 100)
     model = {}
     for cases in sweeps.values():

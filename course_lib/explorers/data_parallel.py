@@ -124,7 +124,7 @@ def draw_overlap_timeline(ax=None, backward_s=0.16, comm_s=0.2, buckets=8, forwa
     rows = [("no overlap", overlap_schedule(backward_s, comm_s, buckets, forward_s, overlap=False), 2.6),
             ("bucketed overlap", overlap_schedule(backward_s, comm_s, buckets, forward_s, overlap=True), 0.0)]
     if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.4))
+        _, ax = plt.subplots(figsize=(7.5, 3.6))  # notebook width: drawn at full size
     return views.draw_overlap_timeline(ax, rows, buckets, forward_s + backward_s + comm_s, comm_s)
 
 
@@ -296,7 +296,7 @@ def draw_dp_ring(system=BASE_SYSTEM, nodes=2, ring=0, ax=None):
     order = ring_order(nodes, sys_.gpus_per_node, ring)
     info = dp_ring_bandwidth(sys_, nodes, ring)
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 4.8))
+        _, ax = plt.subplots(figsize=(7.5, 4.8))  # notebook width: drawn at full size
     return views.draw_dp_ring(ax, topo, order, ring_leaves(topo, order), info, sys_.name, sys_.gpu_link.name,
                               nodes, ring)
 

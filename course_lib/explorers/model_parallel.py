@@ -157,13 +157,13 @@ def tp_crossing_series(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), p
 def plot_tp_crossing(model_id="gpt3-175b", systems=("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192):
     """Two panels: the comm/compute ratio of TP against its degree, and TFLOP/s per GPU from parallel.estimate.
 
-    Left, per system: inside the node the ratio uses NVLink (achievable bandwidth); beyond the node two
+    Top, per system: inside the node the ratio uses NVLink (achievable bandwidth); beyond the node two
     bounds: every NIC of the node carrying the TP ring (what ``parallel`` assumes) and only the GPU's
-    own share of the NICs. Right: ``tp_scan`` with PP, DP and micro-batches fixed.
+    own share of the NICs. Bottom: ``tp_scan`` with PP, DP and micro-batches fixed.
     """
     import matplotlib.pyplot as plt
     series = tp_crossing_series(model_id, systems, pp, dp, micro_batches)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.4))  # one above the other, at notebook width
     views.draw_tp_crossing(left, right, series, _model(model_id).name,
                            f"TP x PP{pp} x DP{dp}, {micro_batches} micro-batches (GPUs = {pp * dp} x TP)")
     fig.tight_layout()
@@ -201,7 +201,7 @@ def draw_schedule(sched, ax=None, time_unit=1.0, unit_label="time units"):
         raise ValueError(f"sched must be a Schedule from pipeline_schedule, got {type(sched).__name__}")
     scale = validate.positive("time_unit", time_unit)
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.45 * sched.stages + 1.4))
+        _, ax = plt.subplots(figsize=(7.5, 0.45 * sched.stages + 1.8))  # notebook width: drawn at full size
     return views.draw_schedule(ax, sched, scale, unit_label)
 
 
@@ -213,7 +213,7 @@ def compare_schedules(stages=4, micro_batches=8, interleave=2):
     v = validate.integer("interleave", interleave, low=2, high=8)
     scheds = [pipeline_schedule(p, m, "gpipe"), pipeline_schedule(p, m, "1f1b"),
               pipeline_schedule(p, m, "1f1b", interleave=v)]
-    fig, axes = plt.subplots(3, 1, figsize=(11, 1.2 + 1.25 * p), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 1.8 + 1.45 * p), sharex=True)  # notebook width: full size
     views.draw_schedules(axes, scheds, "time (one forward pass of a stage = 1, backward = 2)")
     fig.tight_layout()
     return fig
@@ -272,7 +272,7 @@ def draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100", ax=None):
         raise ValueError(f"tp x pp x dp must fit on at most 8 nodes of at most 16 GPUs to draw, got {nodes} nodes of {g}")
     own = ax is None
     if own:
-        _, ax = plt.subplots(figsize=(10, 0.9 * nodes + 2.0))
+        _, ax = plt.subplots(figsize=(7.5, 0.9 * nodes + 2.4))  # notebook width: drawn at full size
     views.draw_rank_map(ax, ranks, group_links(sys_, tp, pp, dp), tp, pp, dp, g, sys_.name)
     if own:
         ax.figure.tight_layout()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import hardware, parallel, units, validate
+from .. import hardware, parallel, style, units, validate
 from ..widgets import clear_artists, explorer
 
 EP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
@@ -96,11 +96,12 @@ def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=Fals
     def build(frame):
         x = range(len(frame.labels))
         state["comm"] = ax.bar([i - 0.2 for i in x], frame.comm, 0.4, label=comm_label, color=list(frame.comm_colours))
-        state["compute"] = ax.bar([i + 0.2 for i in x], frame.compute, 0.4, label=compute_label, color="#4c72b0")
+        state["compute"] = ax.bar([i + 0.2 for i in x], frame.compute, 0.4, label=compute_label,
+                                  color=style.colour("step", "compute"))
         if log:
             ax.set_yscale("log")
         ax.set_xticks(list(x), list(frame.labels))
-        state["span"] = ax.axvspan(-0.5, 0.5, color="#f0e442", alpha=0.25, zorder=0)
+        state["span"] = ax.axvspan(-0.5, 0.5, color=style.HIGHLIGHT, alpha=0.25, zorder=0)
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
         state["n"] = len(frame.labels)
@@ -137,7 +138,8 @@ def ep_frame(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100
     rows = ep_scan(m, system, imbalance=imbalance)
     return BarPairs(labels=tuple(f"EP {r['ep']}" + ("\n(nodes)" if r["crosses_nodes"] else "") for r in rows),
                     comm=tuple(r["a2a_s"] * 1e3 for r in rows),
-                    comm_colours=tuple("#dd8452" if r["crosses_nodes"] else "#55a868" for r in rows),
+                    comm_colours=tuple(style.colour("reach", "across" if r["crosses_nodes"] else "inside")
+                                       for r in rows),
                     compute=tuple(r["compute_s"] * 1e3 for r in rows),
                     chosen=next((i for i, r in enumerate(rows) if r["ep"] == ep), None),
                     title=f"{m.name}: {m.experts} experts, top-{m.top_k}, imbalance {imbalance:g} on {system}\n"
@@ -195,7 +197,8 @@ def cp_frame(model_id, seq_len, cp, system="dgx-h100") -> BarPairs:
     """The CP explorer's frame: us per ring step and layer (forward) per CP degree."""
     rows = cp_scan(model_id, system, seq_len)
     return BarPairs(labels=tuple(f"CP {r['cp']}" for r in rows), comm=tuple(r["transfer_step_s"] * 1e6 for r in rows),
-                    comm_colours=tuple("#dd8452" if "NVLink" not in r["link"] else "#55a868" for r in rows),
+                    comm_colours=tuple(style.colour("reach", "inside" if "NVLink" in r["link"] else "across")
+                                       for r in rows),
                     compute=tuple(r["compute_step_s"] * 1e6 for r in rows),
                     chosen=next((i for i, r in enumerate(rows) if r["cp"] == cp), None),
                     title=f"{model_id}, {seq_len:,} tokens on {system}: hidden while blue >= green/orange")

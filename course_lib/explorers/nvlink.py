@@ -297,7 +297,7 @@ def dgx1_topology() -> topology.Topology:
 def draw_dgx1(ax=None):
     """Draw the DGX-1 hybrid cube mesh (GB/s per direction on the links); returns the Axes."""
     ax = dgx1_topology().draw(ax=ax)
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.legend(loc="lower right", fontsize=topology.readable_points(ax.figure), frameon=False)
     return ax
 
 
@@ -310,9 +310,8 @@ def draw_consumer_pairs(axes=None):
         raise ValueError(f"axes must hold two matplotlib Axes, got {len(axes)}")
     titles = ("2x RTX 3090 + NVLink bridge", "2x RTX 4090: PCIe only, no peer-to-peer")
     for ax, sid, title in zip(axes, BRIDGE_SYSTEMS, titles):
-        topology.bridge_pair(sid).draw(ax=ax)
-        ax.set_title(f"{title}\n(GB/s per direction)", fontsize=9)
-        ax.legend(loc="lower center", fontsize=7, frameon=False, ncol=2)
+        topology.bridge_pair(sid).draw(ax=ax)  # its legend sits under the drawing, clear of the link labels
+        ax.set_title(f"{title}\n(GB/s per direction)", fontsize=topology.readable_points(ax.figure))
     return axes
 
 
@@ -489,7 +488,10 @@ def plot_measurements(ax=None):
     """Bar chart: measured / spec for each published case, with the course model's NVLink efficiency."""
     import matplotlib.pyplot as plt
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 3.6))
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        views.draw_measurements(ax, measurements(), costmodel.efficiency("nvlink"))
+        fig.tight_layout()  # the case names inside the figure's 7.5 in
+        return ax
     return views.draw_measurements(ax, measurements(), costmodel.efficiency("nvlink"))
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from html import escape
 
 import numpy as np
-from .. import collectives, costmodel, datafiles, evidence, hardware, topology, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, style, topology, units, validate
 from ..views import nvswitch as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
@@ -408,12 +408,18 @@ def show_nvls_measurements():
 
 
 def draw_systems(names=("dgx-a100", "dgx-h100", "gb200-nvl72")):
-    """Draw several ``topology.named`` systems side by side; returns the figure."""
+    """Draw several ``topology.named`` systems, two to a row at notebook width; returns the figure."""
     import matplotlib.pyplot as plt
     if isinstance(names, str) or not names:
         raise ValueError("names must be a non-empty list of topology names, e.g. ['dgx-a100', 'dgx-h100']")
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.6))
-    views.draw_topologies(axes, [topology.named(n) for n in names])
+    topologies = [topology.named(n) for n in names]
+    ncols = min(2, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.75 * ncols, 4.4 * nrows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(names):]:
+        ax.set_axis_off()
+    views.draw_topologies(axes[:len(names)], topologies)
     fig.tight_layout()
     return fig
 
@@ -435,8 +441,9 @@ def draw_chips(system_ids=("dgx-a100", "dgx-h100")):
 def plot_measurements():
     """Two panels: busbw vs message size (A100 and H200 sweeps) and busbw vs GPU count with NVLS (H100)."""
     import matplotlib.pyplot as plt
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    sweeps = [("A100", "tab:blue", size_sweep("dgx-a100")), ("H200", "tab:red", size_sweep("dgx-h200"))]
+    fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.0))  # one above the other, at notebook width
+    blue, red = style.SERIES_COLOURS[:2]  # one colour per system compared
+    sweeps = [("A100", blue, size_sweep("dgx-a100")), ("H200", red, size_sweep("dgx-h200"))]
     views.draw_measurements(left, right, sweeps, nvls_by_gpu_count(), hardware.nvlink(4).per_direction)
     fig.tight_layout()
     return fig

@@ -371,8 +371,7 @@ def draw_pcie_trees(generation=4):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     for ax, switches in zip(axes, (False, True)):
-        topology.pcie_tree(switches, gpus=8, generation=generation).draw(ax=ax)
-        ax.set_title(ax.get_title(), fontsize=9)
+        topology.pcie_tree(switches, gpus=8, generation=generation).draw(ax=ax)  # text sized for the width
     fig.tight_layout()
     return fig
 

@@ -377,7 +377,10 @@ def plot_gpu_sweep(rows, brief: Brief = BRIEF, axes=None):
     if not rows:
         raise ValueError("rows must be a non-empty list from gpu_sweep")
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+        fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.6))  # one above the other, at notebook width
+        views.draw_gpu_sweep(axes, rows, brief, parallel.model(brief.model).name)
+        fig.tight_layout()
+        return axes
     return views.draw_gpu_sweep(axes, rows, brief, parallel.model(brief.model).name)
 
 

@@ -36,11 +36,12 @@ def arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
                                  shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
 
 
-def nodes(ax, pos, labels=None, size=0.16):
+def nodes(ax, pos, labels=None, size=0.16, fontsize=8):
     from matplotlib.patches import Circle
     for r, (x, y) in enumerate(pos):
         ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
-        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=7, zorder=4)
+        ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=fontsize,
+                zorder=4)
 
 
 # ---------------------------------------------------------------- the six collectives
@@ -77,14 +78,14 @@ def draw_collective(ax, name, before, after):
     _draw_buffers(ax, before, 0.0, 0.0)
     _draw_buffers(ax, after, width_b + gap, 0.0)
     for r in range(p):
-        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=7)
+        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=8)
     mid_y = -(p - 1) * 1.25 / 2 + 0.5
     ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
                 arrowprops={"arrowstyle": "-|>", "lw": 1.5})
     ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
     ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
-    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=7, color="0.3")
-    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=7, color="0.3")
+    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=8, color="0.3")
+    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=8, color="0.3")
     ax.set_title(name.replace("_", "-"), fontsize=10)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -125,8 +126,8 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
             ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
     for k in range(len(hd) + 1):
         ax.plot(xs, np.full(p, 1 - k * 2 / len(hd)), "o", color="black", ms=3)
-    ax.text(1.1, 0.5, "halving", fontsize=7, va="center", rotation=-90)
-    ax.text(1.1, -0.5, "doubling", fontsize=7, va="center", rotation=-90)
+    ax.text(1.1, 0.5, "halving", fontsize=8, va="center", rotation=-90)
+    ax.text(1.1, -0.5, "doubling", fontsize=8, va="center", rotation=-90)
     ax.set_title(f"halving-doubling (butterfly)\n{len(hd) // 2} halving + {len(hd) // 2} doubling steps", fontsize=9)
     for ax in axes:
         ax.set_aspect("equal")
@@ -193,12 +194,13 @@ def _ring_boxes(ax, state, centres, width, cell, fontsize):
                                    lw=2.0 if done else 0.6, zorder=2))
             label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
             ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
-                    fontsize=fontsize * (0.85 if len(label) > 2 else 1.0), color="white" if shade > 0.55 else "black")
-            ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize * 0.7,
-                    color="0.4")
+                    fontsize=fontsize, color="white" if shade > 0.55 else "black")
+            if p <= 4 or r == 0:  # from 5 ranks on, only rank 0's chunks are named: the columns match
+                ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize,
+                        color="0.4")
 
 
-def draw_ring_state(ax, state, info, step, fontsize=7):
+def draw_ring_state(ax, state, info, step, fontsize=8):
     """The ring's chunks (``state``: per rank, per chunk, the set of ranks summed in) and the
     transfers of ``step`` (``info`` from ``ring_step_info``): red reduce-scatter, green all-gather."""
     p = len(state)
@@ -225,19 +227,67 @@ def draw_ring_state(ax, state, info, step, fontsize=7):
     return ax
 
 
+def draw_ring_table(ax, state, info, step, fontsize=8):
+    """One step of the ring as a table: a row per rank, a column per chunk, each cell listing the ranks
+    whose data it holds (from 5 ranks on, a count; Σ: the full sum, black border). The cells that
+    arrived in this ``step`` have a red (reduce-scatter) or green (all-gather) border, with an arrow
+    from the sender's row; rank p-1's chunk leaves at the bottom and comes in at rank 0's row."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = len(state)
+    pitch = 1.45  # rows apart: room for the arrows between them
+    cmap, everyone = plt.get_cmap("Blues"), frozenset(range(p))
+    for c in range(p):
+        ax.text(c + 0.5, 0.12, f"c{c}", ha="center", va="bottom", fontsize=fontsize, color="0.4")
+    for r in range(p):
+        y = -1.0 - r * pitch
+        ax.text(-0.15, y + 0.5, f"r{r}", ha="right", va="center", fontsize=fontsize, weight="bold")
+        for c, holds in enumerate(state[r]):
+            done = holds == everyone
+            shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
+            ax.add_patch(Rectangle((c, y), 1, 1, fc=cmap(shade), ec="black", lw=2.0 if done else 0.6, zorder=2))
+            label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
+            ax.text(c + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize, zorder=3,
+                    color="white" if shade > 0.55 else "black")
+    if step > 0:
+        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
+        for t in info["transfers"]:
+            c, src, dst = t["chunk"], t["src"], t["dst"]
+            y_dst = -1.0 - dst * pitch
+            ax.add_patch(Rectangle((c + 0.06, y_dst + 0.06), 0.88, 0.88, fill=False, ec=colour, lw=2.2, zorder=4))
+            top = -1.0 - src * pitch if dst > src else -1.0 - (p - 1) * pitch  # the sender's cell bottom
+            if dst > src:
+                arrow(ax, (c + 0.5, top), (c + 0.5, y_dst + 1.0), colour, lw=1.5, shrink=0)
+            else:  # the wrap: out of the last row, into rank 0's from above
+                arrow(ax, (c + 0.5, top), (c + 0.5, top - 0.4), colour, lw=1.5, shrink=0)
+                arrow(ax, (c + 0.8, 0.55), (c + 0.8, y_dst + 1.0), colour, lw=1.5, shrink=0)
+    ax.set_xlim(-0.9, p + 0.1)
+    ax.set_ylim(-1.0 - (p - 1) * pitch - 0.5, 0.75)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("start" if step == 0 else f"step {step} of {2 * (p - 1)}\n{info['phase']}", fontsize=fontsize + 1)
+    return ax
+
+
 def draw_ring_steps(states, infos, ncols):
-    """Every step of a ring (``states`` and ``infos`` per step, from step 0) in one new figure."""
+    """Every step of a ring (``states`` and ``infos`` per step, from step 0) in one new figure, each step
+    a table (:func:`draw_ring_table`): 1.875 in per column, so the default 4 columns fill the notebook's width."""
     import matplotlib.pyplot as plt
     total, p = len(states), len(states[0])
     nrows = int(math.ceil(total / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 3.2 * nrows))
+    width = 1.875 * ncols
+    row_in = width / ncols * (p * 1.45 + 0.8) / (p + 1.0) + 0.45
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, row_in * nrows + 0.9))
     axes = np.ravel(axes)
     for k in range(total):
-        draw_ring_state(axes[k], states[k], infos[k], k, fontsize=6.5)
+        draw_ring_table(axes[k], states[k], infos[k], k)
     for ax in axes[total:]:
         ax.axis("off")
-    fig.suptitle(f"Ring all-reduce on {p} ranks: reduce-scatter (red arrows) then all-gather (green). "
-                 "A cell lists the ranks whose data it holds; Σ = the full sum.", fontsize=10)
+    fig.suptitle(f"Ring all-reduce on {p} ranks (rows r0-r{p - 1}, chunks c0-c{p - 1}): reduce-scatter, then\n"
+                 "all-gather. " + ("A cell lists the ranks whose data it holds" if p <= 4 else
+                                   "A cell counts the ranks whose data it holds")
+                 + "; Σ = the full sum;\ncoloured border: the chunk that arrived in this step from the row above "
+                 f"(r0's from r{p - 1}).", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -258,8 +308,9 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
-    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=9)
-    legend = ax.legend(fontsize=7, loc="upper left")
+    # sizes that read at 8 pt or more on the explorer's 8 in wide figure, shrunk to the notebook's 7.5 in
+    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=10)
+    legend = ax.legend(fontsize=9, loc="upper left")
     entries = dict(zip(labels, zip(legend.get_lines(), legend.get_texts())))
 
     def update(curves, chosen, point, title):
@@ -288,17 +339,25 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
 def draw_sweeps(ax, sweeps, grid, model):
     """Measured busbw per sweep (``sweeps``: source -> cases) with, per system in ``model``
     (system -> {"simple", "course": busbw arrays over ``grid``, "link_name", "link_gb_s"}), the
-    simple ring model, the course model and the link's per-direction rate."""
+    simple ring model, the course model and the link's per-direction rate.
+
+    Two legends: which sweep a colour is (under the plot) and what a line style is (inside); each
+    link rate is written once, however many sweeps share it."""
+    from matplotlib.lines import Line2D
+    sweep_handles, rates = [], {}
     for i, cases in enumerate(sweeps.values()):
         colour, system = f"C{i}", cases[0]["system"]
         m = model[system]
-        ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
-                label=f"measured: {cases[0]['as_measured']}")
-        ax.plot(grid, m["simple"], "--", color=colour, lw=1.2, label=f"simple ring model, spec ({system})")
-        ax.plot(grid, m["course"], ":", color=colour, lw=1.6, label=f"course model, achievable ({system})")
-        ax.axhline(m["link_gb_s"], color=colour, lw=0.8, alpha=0.5)
-        ax.text(grid[-1], m["link_gb_s"] * 0.985, f"{m['link_name']}: {m['link_gb_s']:g} GB/s per direction",
-                fontsize=7, color=colour, ha="right", va="top")
+        (dots,) = ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
+                          label=f"{cases[0]['as_measured']} (model: {system})")
+        sweep_handles.append(dots)
+        ax.plot(grid, m["simple"], "--", color=colour, lw=1.2)
+        ax.plot(grid, m["course"], ":", color=colour, lw=1.6)
+        rates.setdefault((m["link_name"], m["link_gb_s"]), colour)
+    for (name, gb_s), colour in rates.items():
+        ax.axhline(gb_s, color=colour, lw=0.8, alpha=0.5)
+        ax.text(grid[0], gb_s + 8, f"{name}: {gb_s:g} GB/s per direction", fontsize=9, color=colour,
+                ha="left", va="bottom")  # on the left, where every sweep is still near zero
     ax.set_xscale("log", base=2)
     ticks = [2.0**k for k in range(10, 35, 5)]
     ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
@@ -306,7 +365,14 @@ def draw_sweeps(ax, sweeps, grid, model):
     ax.set_ylabel("busbw, GB/s per direction")
     ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=6.5, loc="upper left")
+    kinds = [Line2D([], [], color="0.3", marker="o", ls="", ms=7, label="measured"),
+             Line2D([], [], color="0.3", ls="--", lw=1.2, label="simple ring model, spec bandwidth"),
+             Line2D([], [], color="0.3", ls=":", lw=1.6, label="course model, achievable bandwidth")]
+    sweeps_legend = ax.legend(handles=sweep_handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                              frameon=False, title="measured sweep (colour)", title_fontsize=9)
+    ax.add_artist(sweeps_legend)
+    sweeps_legend.set_clip_on(False)  # add_artist clips to the Axes; this legend sits under them
+    ax.legend(handles=kinds, fontsize=9, loc="center left", bbox_to_anchor=(0.0, 0.62))
     return ax
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import style, units
+from .. import style, topology, units
 
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
-_MEMORY_COLOURS = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple",
-                   "activations": "tab:gray"}
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")   # colours: style.MEMORY_COLOURS
 
 
 def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
@@ -26,7 +24,7 @@ def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
         for i, (name, s, e) in enumerate(sched["comm"]):
             ax.barh(y0, (e - s) * ms, left=s * ms, height=0.8, color="tab:orange" if i % 2 else "tab:red",
                     edgecolor="white")
-            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=7, color="white")
+            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=8, color="white")
         end_b, end = sched["backward_end_s"] * ms, sched["step_s"] * ms
         ax.plot([end_b, end_b], [y0 - 0.5, y0 + 1.5], color="black", lw=1, ls=":")
         if end > end_b:
@@ -39,7 +37,7 @@ def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
     ax.set_xlabel("time in the step, ms")
     ax.set_ylim(-1.2, 4.6)
     ax.set_xlim(left=-0.02 * ms * total_s)
-    ax.set_title(f"forward (green), backward in {buckets} bucket-sized pieces (blue), bucket all-reduces "
+    ax.set_title(f"forward (green), backward in {buckets} bucket-sized pieces (blue),\nbucket all-reduces "
                  f"(red/orange): {units.format_time(comm_s)} of communication", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return ax
@@ -47,12 +45,11 @@ def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
 
 def draw_zero_memory(ax, rows, params, gpus, capacity_bytes=None):
     """Stacked bars of model-state memory per GPU for ZeRO 0-3 (``rows`` from ``zero_table``), bytes sent on top."""
-    colours = {"weights": "tab:green", "gradients": "tab:orange", "optimizer": "tab:purple"}
     x = np.arange(4)
     bottom = np.zeros(4)
-    for part, colour in colours.items():
+    for part in MEMORY_PARTS[:3]:  # model states: weights, gradients, optimizer
         vals = np.array([r[part] for r in rows]) / units.GB
-        ax.bar(x, vals, bottom=bottom, color=colour, label=part)
+        ax.bar(x, vals, bottom=bottom, color=style.colour("memory", part), label=part)
         bottom += vals
     for i, r in enumerate(rows):
         ax.text(i, bottom[i], f"{r['total'] / units.GB:.3g} GB\nsends {r['ratio_to_ddp']:.2g}x DDP",
@@ -85,10 +82,10 @@ def draw_dp_ring(ax, topo, order, leaves, info, system_name, link_name, nodes, r
             ax.annotate("", xy=(x2, y2 + 0.35), xytext=(x1, y1 + 0.35),
                         arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.6,
                                     "connectionstyle": "arc3,rad=-0.4"})
-    ax.set_title(f"DP ring {ring} over {nodes} x {system_name}: blue hops on {link_name} (through the NVSwitch), "
+    ax.set_title(f"DP ring {ring} over {nodes} x {system_name}:\nblue hops on {link_name} (through the NVSwitch), "
                  f"red hops leave the node on one rail.\nThis ring's slowest link: "
                  f"{units.format_bandwidth(info['one_ring'])}; {info['rings']} rings, one per rail, use every NIC.",
-                 fontsize=9)
+                 fontsize=topology.readable_points(ax.figure))
     return ax
 
 
@@ -112,7 +109,7 @@ def draw_zero3_ladder(ax, rows, ptdp):
     ax.set_ylim(0, max(max(r["model"] for r in rows), max(r["measured"] for r in ptdp)) * 1.15)
     ax.set_title("GPT-3 175B with ZeRO-3 alone: the model vs measurement", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=8, loc="lower left")
     return ax
 
 
@@ -152,7 +149,8 @@ def draw_scaling(axes, r):
 
     stacks, bottom = {}, np.zeros(4)
     for i, part in enumerate(MEMORY_PARTS):
-        stacks[part] = ax2.bar(range(4), r.memory_gb[:, i], bottom=bottom, color=_MEMORY_COLOURS[part], label=part)
+        stacks[part] = ax2.bar(range(4), r.memory_gb[:, i], bottom=bottom, color=style.colour("memory", part),
+                               label=part)
         bottom = bottom + r.memory_gb[:, i]
     (stage,) = ax2.bar([r.zero], [bottom[r.zero]], fill=False, edgecolor="black", lw=1.5)
     usable = ax2.axhline(r.usable_gb, color="black", ls="--", lw=1, label="usable memory")

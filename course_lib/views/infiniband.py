@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import units
+from .. import style, units
 
-TRANSPORT_COLOURS = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:red"}
+TRANSPORT_COLOURS = style.TRANSPORT_COLOURS
 
 
 def draw_model_vs_measured(ax, rows):

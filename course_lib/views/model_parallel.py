@@ -19,21 +19,37 @@ class ScheduleView:
 
     Built once on ``ax`` (times divided by ``scale``); :meth:`update` moves the boxes (one collection)
     and the micro-batch labels (a pool of reused texts), or shows a note where there is no schedule.
+    Text is sized to read at 8 pt once the figure is shrunk to the notebook's 7.5 in; a box gets its
+    micro-batch number only where the number fits inside it, and a GPU row its name where rows are
+    tall enough (else every n-th row).
     """
 
     def __init__(self, ax, scale=1.0, unit_label="time units"):
         import matplotlib.pyplot as plt
         from matplotlib.collections import PolyCollection
         from matplotlib.patches import Patch
+        from matplotlib.transforms import ScaledTranslation
         self.ax, self.scale, self._labels = ax, scale, []
+        self.size = 8.0 * max(1.0, ax.figure.get_figwidth() / 7.5)  # points, before the notebook shrinks it
         self._blues, self._oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
         self._boxes = ax.add_collection(PolyCollection([], edgecolors="white", linewidths=0.5), autolim=False)
-        self._note = ax.text(0.5, 0.5, "", ha="center", va="center", transform=ax.transAxes, visible=False)
+        self._note = ax.text(0.5, 0.5, "", ha="center", va="center", transform=ax.transAxes, visible=False,
+                             fontsize=self.size)
         handles = [Patch(color=self._blues(0.65), label="forward"), Patch(color=self._oranges(0.65), label="backward"),
                    Patch(fc="white", ec="0.6", label="idle (bubble)")]
-        self._legend = ax.legend(handles=handles, fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.09), ncol=3,
-                                 frameon=False)
-        ax.set_xlabel(unit_label)
+        # the legend on the x label's line, right of the label (which sits on the left): clear of each other
+        below_ticks = ax.transAxes + ScaledTranslation(0, -(1.4 * self.size + 9) / 72, ax.figure.dpi_scale_trans)
+        self._legend = ax.legend(handles=handles, fontsize=self.size, loc="upper right", bbox_to_anchor=(1.0, 0.0),
+                                 bbox_transform=below_ticks, ncol=3, frameon=False, borderaxespad=0.0,
+                                 borderpad=0.0, handlelength=1.5, columnspacing=1.0)
+        ax.set_xlabel(unit_label, fontsize=self.size, loc="left")
+        ax.tick_params(axis="x", labelsize=self.size)
+
+    def _points_per_unit(self, sched):
+        """Points per time unit across and per GPU row down, at the limits :meth:`update` sets."""
+        box = self.ax.get_position()
+        fig_w, fig_h = self.ax.figure.get_size_inches()
+        return (72 * box.width * fig_w / (sched.makespan / self.scale * 1.01), 72 * box.height * fig_h / sched.stages)
 
     def update(self, sched, note=""):
         """Show ``sched`` (a ``pipeline_schedule`` result), or ``note`` where ``sched`` is None."""
@@ -44,8 +60,13 @@ class ScheduleView:
         ax.title.set_visible(shown)
         ops = sched.ops if shown else []
         label = shown and sched.micro_batches * sched.interleave <= 32 and sched.stages <= 16
+        if label:  # the narrowest box must hold the longest number (digits about 0.64 em wide), a row its height
+            across, down = self._points_per_unit(sched)
+            narrowest = min(o.end - o.start for o in ops) / self.scale * across
+            label = (narrowest >= 0.64 * self.size * len(str(sched.micro_batches)) + 2
+                     and 0.8 * down >= 1.2 * self.size)
         while label and len(self._labels) < len(ops):
-            self._labels.append(ax.text(0, 0, "", ha="center", va="center", fontsize=6.5))
+            self._labels.append(ax.text(0, 0, "", ha="center", va="center", fontsize=self.size))
         for i, text in enumerate(self._labels):
             text.set_visible(label and i < len(ops))
         if not shown:
@@ -64,12 +85,14 @@ class ScheduleView:
                                     color="black" if o.kind == "B" else "white")
         self._boxes.set_verts(boxes)
         self._boxes.set_facecolor(colours)
-        ax.set_yticks(range(sched.stages), [f"GPU {d}" for d in range(sched.stages)], fontsize=7)
+        every = max(1, int(np.ceil(1.3 * self.size / self._points_per_unit(sched)[1])))  # GPU rows named
+        rows = range(0, sched.stages, every)
+        ax.set_yticks(rows, [f"GPU {d}" for d in rows], fontsize=self.size)
         ax.set_ylim(sched.stages - 0.5, -0.5)
         ax.set_xlim(0, sched.makespan / scale * 1.01)
         ax.set_title(f"{sched.name}: p={sched.stages}, m={sched.micro_batches}; bubble {sched.bubble_fraction:.3f} "
-                     f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f}); GPU 0 holds "
-                     f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=8.5)
+                     f"of the ideal time (formula (p-1)/(v m) = {sched.formula:.3f});\nGPU 0 holds "
+                     f"{sched.peak_in_flight[0]:.3g} micro-batches of activations", fontsize=self.size)
 
 
 def draw_schedule(ax, sched, scale=1.0, unit_label="time units"):
@@ -98,7 +121,7 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
         x, y = r["local"], r["node"]
         ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec="0.3", lw=0.8))
         ax.text(x + 0.5, y + 0.5, f"rank {r['rank']}\nTP{r['tp_rank']} DP{r['dp_rank']}", ha="center", va="center",
-                fontsize=6.5)
+                fontsize=8)
     for r in ranks:  # outline each TP group
         if r["tp_rank"] == 0:
             x, y = r["local"], r["node"]
@@ -113,9 +136,9 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     ax.set_xlim(-1.4, g + 0.1)
     ax.set_ylim(nodes + 0.1, -0.1)
     ax.set_axis_off()
-    ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {system_name}, Megatron rank order (thick boxes: TP groups)\n"
-                 + "\n".join(lines), fontsize=8)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
+    ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {system_name},\nMegatron rank order (thick boxes: TP groups)\n"
+                 + "\n".join(lines), fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
     return ax
 
 
@@ -302,15 +325,19 @@ def draw_validation(ax, rows):
 
 
 def draw_tp_crossing(left, right, series, model_name, right_title):
-    """Left: TP comm/compute against the TP degree per system (``series`` from ``tp_crossing_series``);
-    right: TFLOP/s per GPU (hollow: does not fit). Grey: beyond one node."""
+    """``left`` (drawn on top by plot_tp_crossing): TP comm/compute against the TP degree per system
+    (``series`` from ``tp_crossing_series``); ``right`` (below it): TFLOP/s per GPU (hollow: does not
+    fit). Grey: beyond one node. In ``left``, colour = system and line style = which link, each with
+    its own legend."""
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
-    colours = ("tab:blue", "tab:red", "tab:green", "tab:purple")
+    colours = style.SERIES_COLOURS
+    systems = []
     for i, (sid, s) in enumerate(series.items()):
         c, g = colours[i % len(colours)], s["gpus_per_node"]
-        left.plot(s["inside"], s["nvlink"], "o-", color=c, label=f"{s['name']}: NVLink")
-        left.plot(s["outside"], s["all_nics"], "s--", color=c, label="  beyond the node, all NICs carry the ring (model)")
-        left.plot(s["outside"], s["own_share"], "^:", color=c, label="  beyond the node, one NIC share per GPU")
+        systems.append(left.plot(s["inside"], s["nvlink"], "o-", color=c, label=s["name"])[0])
+        left.plot(s["outside"], s["all_nics"], "s--", color=c)
+        left.plot(s["outside"], s["own_share"], "^:", color=c)
         rows = s["scan"]
         right.plot([r["tp"] for r in rows], [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
         for r in rows:
@@ -328,11 +355,15 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
     left.axhline(1.0, color="black", lw=0.8)
     left.set_ylabel("TP communication / compute")
     left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
-    left.legend(fontsize=6.5, loc="upper left")
+    links = [Line2D([], [], color="0.3", marker="o", ls="-", label="inside the node: NVLink"),
+             Line2D([], [], color="0.3", marker="s", ls="--", label="beyond: all NICs carry the ring (model)"),
+             Line2D([], [], color="0.3", marker="^", ls=":", label="beyond: one NIC share per GPU")]
+    left.add_artist(left.legend(handles=systems, fontsize=8, loc="lower right"))
+    left.legend(handles=links, fontsize=8, loc="upper left")
     right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
     right.set_title(right_title, fontsize=9)
     right.set_ylim(bottom=0)
-    right.legend(fontsize=7, loc="lower left")
+    right.legend(fontsize=8, loc="lower left")
 
 
 # ---------------------------------------------------------------- tables (HTML)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import style, units
+from .. import style, topology, units
 from ..widgets import html_table, show_html
 
-RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
+RING_COLOURS = style.RING_COLOURS
 
 
 # ---------------------------------------------------------------- the mesh explorer
@@ -24,7 +24,7 @@ def draw_mesh(ax, m):
     (every,) = ax.plot(counts, m.all_links_s, "s-", color="tab:blue",
                        label="enough rings to use every link (= an NVSwitch port)")
     (refs,) = ax.plot([2] * len(m.references), [t for _, t in m.references], "^", color="tab:gray")
-    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=7, color="0.3")
+    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=8, color="0.3")
              for label, t in m.references]
     (chosen,) = ax.plot([], [], "D", color="tab:red", ms=8, zorder=5, label="your choice")
     mark = ax.axvline(m.gpus, color="tab:red", ls=":", lw=1)
@@ -37,7 +37,7 @@ def draw_mesh(ax, m):
     ax.xaxis.set_major_locator(FixedLocator(counts))
     ax.set_xlim(counts[0] - 0.5, counts[-1] + 0.5)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center right", fontsize=7)
+    ax.legend(loc="center right", fontsize=8)
 
     def update(m):
         one.set_ydata(m.one_ring_s)
@@ -75,7 +75,7 @@ def draw_rings(ax, topo, rings, title=None):
         pts = [topo.pos[g] for g in list(ring) + [ring[0]]]
         ax.plot([x + dx for x, _ in pts], [y + dx for _, y in pts], "-", lw=2, color=RING_COLOURS[k % len(RING_COLOURS)],
                 alpha=0.85, label=f"ring {k + 1}", zorder=2.5)
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.legend(loc="lower right", fontsize=topology.readable_points(ax.figure), frameon=False)
     if title:
         ax.set_title(title)
     return ax
@@ -83,20 +83,22 @@ def draw_rings(ax, topo, rings, title=None):
 
 def draw_measurements(ax, rows, efficiency):
     """Bars of measured / spec per published case (``rows`` of ``measurements``) and the model's efficiency."""
-    labels = [f"{r['system'].split(' (')[0]}: {r['kind'].split(',')[0]}" for r in rows]
+    import textwrap
+    labels = [textwrap.fill(f"{r['system'].split(' (')[0]}: {r['kind'].split(',')[0]}", 34, break_on_hyphens=False)
+              for r in rows]
     y = np.arange(len(rows))
     ax.barh(y, [r["ratio"] for r in rows], color="tab:green", alpha=0.8)
-    for i, r in enumerate(rows):
-        ax.text(r["ratio"] + 0.01, i, f"{r['measured_gb_s']:g} of {r['spec_gb_s']:g} GB/s {r['direction']}",
-                va="center", fontsize=7)
+    for i, r in enumerate(rows):  # inside the bar, where there is room for it at 8 pt
+        ax.text(0.02, i, f"{r['measured_gb_s']:g} of {r['spec_gb_s']:g} GB/s {r['direction']}",
+                va="center", fontsize=8, color="white")
     ax.axvline(1.0, color="black", lw=1)
     ax.axvline(efficiency, color="tab:red", ls="--", lw=1, label=f"course model: {efficiency:.0%} of spec")
-    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1.45)
+    ax.set_xlim(0, 1.3)
     ax.set_xlabel("measured / spec (same direction convention)")
     ax.set_title("NVLink: what published measurements reach")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="lower right", fontsize=8)
     return ax
 
 

@@ -5,6 +5,8 @@ model number itself. :func:`draw_fabric` returns an updater that moves the same 
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .. import style, units
@@ -16,15 +18,17 @@ GB = units.GB
 # ---------------------------------------------------------------- the fabric explorer
 
 def _fabric_titles(s):
-    return (f"All-reduce of {units.format_bytes(s.nbytes)}, {s.link_gb_s:.3g} GB/s per GPU per direction",
-            f"Bisection (dotted: a mesh no GPU has the links for, > {s.max_links + 1} GPUs)")
+    return (f"All-reduce of {units.format_bytes(s.nbytes)},\n{s.link_gb_s:.3g} GB/s per GPU per direction",
+            f"Bisection (dotted: a mesh no GPU\nhas the links for, > {s.max_links + 1} GPUs)")
 
 
 def draw_fabric(axes, s):
     """Mesh vs switch vs PCIe tree (``s``: a ``FabricSeries``): all-reduce time (left) and bisection
     (right) against GPU count, your GPU count marked. Returns ``update(s)`` for later events."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
     left, right = axes
+    size = 8.5 * max(1.0, left.figure.get_figwidth() / 7.5)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
     counts, cut = s.counts, s.buildable
     lines = {
         "switch_ring": left.plot(counts, s.switch_ring, "o-", color="tab:orange",
@@ -48,13 +52,21 @@ def draw_fabric(axes, s):
         a.xaxis.set_major_locator(FixedLocator(counts))
         a.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         a.xaxis.set_minor_formatter(NullFormatter())
-        a.set_xlabel("GPUs")
+        a.set_xlabel("GPUs", fontsize=size)
+        a.tick_params(axis="both", labelsize=size)
         a.grid(True, which="major", alpha=0.3)
     style.time_axis(left, "y")  # plain tick labels ("10 ms"): mathtext powers of ten cost more to draw
     right.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:,.0f}" if y >= 1 else f"{y:g}"))
-    left.set_ylabel("all-reduce time")
-    right.set_ylabel("bisection, GB/s per direction")
-    legend = left.legend(fontsize=6.5, loc="upper left")  # one legend: the right panel uses the same colours
+    left.set_ylabel("all-reduce time", fontsize=size)
+    right.set_ylabel("bisection, GB/s per direction", fontsize=size)
+    # one legend for both panels (the same colours), under their x labels: a figure legend, so the panels'
+    # layout leaves it out, and the explorer's shell grows the figure to show it (a notebook crops to it)
+    fig = left.figure
+    under = (blended_transform_factory(fig.transFigure, left.transAxes)
+             + ScaledTranslation(0, -(2.6 * size + 8) / 72, fig.dpi_scale_trans))
+    legend = fig.legend(handles=[lines[k] for k in ("switch_ring", "switch_nvls", "mesh_ok", "tree")], fontsize=size,
+                        loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=under, ncol=2, frameon=False,
+                        borderaxespad=0.0)
 
     def update(s):
         i = list(s.counts).index(s.gpus)
@@ -72,7 +84,7 @@ def draw_fabric(axes, s):
             dot.set_data([s.gpus] * len(ys), ys)
         legend.get_texts()[-1].set_text(f"PCIe Gen{s.pcie_generation} tree, ring")
         for a, title in zip((left, right), _fabric_titles(s)):
-            a.set_title(title, fontsize=8)
+            a.set_title(title, fontsize=size)
             a.relim()
             a.autoscale_view()
 
@@ -92,8 +104,8 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
         if s["nvls"] is not None:
             left.plot(s["grid"], s["nvls"] / GB, "-", color=colour, lw=1.5, label="model, NVLS")
         left.axhline(s["line_rate"] / GB, color=colour, ls=":", lw=1)
-        left.text(s["grid"][-1], s["line_rate"] / GB + 6, f"{gpu} line rate {s['line_rate'] / GB:.0f} GB/s per direction",
-                  color=colour, fontsize=7, ha="right")
+        left.text(s["grid"][0], s["line_rate"] / GB + 6, f"{gpu} line rate {s['line_rate'] / GB:.0f} GB/s per direction",
+                  color=colour, fontsize=8, ha="left")  # on the left, where the sweeps are still near zero
     left.set_xscale("log", base=2)
     ticks = [2**10, 2**15, 2**20, 2**25, 2**30, 2**33]
     left.set_xticks(ticks, [units.format_bytes(t, binary=True, digits=2) for t in ticks])
@@ -102,31 +114,31 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
     left.set_title("8 GPUs: A100 (no NVLS) and H200 (NVLS), Azure sweeps", fontsize=9)
     left.set_ylim(0, 560)
     left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=7, loc="upper left")
+    left.legend(fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.36))
     g = [r["gpus"] for r in rows]
     right.plot(g, [r["measured_ring"] / GB for r in rows], "s", color="tab:gray", label="measured, ring")
     right.plot(g, [r["measured_nvls"] / GB for r in rows], "o", color="tab:red", label="measured, NVLS")
     right.plot(g, [r["model_ring"] / GB for r in rows], "--", color="tab:gray", label="model, ring")
     right.plot(g, [r["model_nvls"] / GB for r in rows], "-", color="tab:red", label="model, NVLS")
     right.axhline(line_rate / GB, color="black", ls=":", lw=1)
-    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=7)
+    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=8)
     right.set_xlabel("GPUs in the all-reduce (one H100 node)")
     right.set_ylabel("busbw, GB/s")
     right.set_title("busbw vs GPU count, 2-4 GB (nccl issue 1455)", fontsize=9)
     right.set_ylim(0, 560)
     right.grid(True, alpha=0.3)
-    right.legend(fontsize=7, loc="lower right")
+    right.legend(fontsize=8, loc="lower right")
 
 
 def draw_topologies(axes, topologies, titles=None, **draw_kwargs):
-    """Draw each ``topology.Topology`` on its Axes; ``titles`` (or None: the topology's own, at 8 pt)."""
+    """Draw each ``topology.Topology`` on its Axes; ``titles`` (or None: the topology's own). Text keeps the
+    size Topology.draw chose for the figure's width, so it reads at 8.5 pt or more in the notebook."""
     for k, (ax, topo) in enumerate(zip(np.atleast_1d(axes), topologies)):
         topo.draw(ax=ax, **draw_kwargs)
-        if titles is None:
-            ax.title.set_fontsize(8)
-        else:
-            ax.set_title(titles[k], fontsize=8)
-            ax.legend(loc="center right", fontsize=7, frameon=False)
+        if titles is not None:  # wrapped to the panel's width, as Topology.draw wraps its own
+            size = ax.title.get_fontsize()
+            chars = max(24, int(ax.get_window_extent().width * 72 / ax.figure.dpi / (0.55 * size)))
+            ax.set_title("\n".join(textwrap.fill(line, chars) for line in titles[k].split("\n")), fontsize=size)
 
 
 # ---------------------------------------------------------------- tables

@@ -17,7 +17,7 @@ def draw_generations(ax, rows, claims, lanes):
     ax.bar(gens - 0.2, per, width=0.4, color="tab:blue", label="per direction")
     ax.bar(gens + 0.2, 2 * per, width=0.4, color="tab:blue", alpha=0.35, label="bidirectional (both added)")
     for g, v in zip(gens, per):
-        ax.text(g - 0.2, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
+        ax.text(g - 0.2, v, f"{v:.3g}", ha="center", va="bottom", fontsize=8)
     ax.plot([g - 0.2 for g in claims], list(claims.values()), "x", color="tab:red", markersize=9, mew=2,
             label="source text's 'bidirectional' figure")
     ax.set_xticks(gens, [f"Gen{g}" for g in gens])
@@ -39,7 +39,7 @@ def draw_lanes(ax, lanes, by_generation):
     ax.set_ylabel("GB/s per direction")
     ax.set_title("Generation x lanes: each generation doubles, each doubling of lanes doubles")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, ncol=2)
     return ax
 
 
@@ -54,7 +54,7 @@ def draw_published(ax, specs, rows, yours=()):
     rng = np.random.default_rng(0)  # the same horizontal jitter on every drawing
     for m in rows:
         marker, colour = styles[m["memory"]]
-        label = m["memory"] + (": other socket, all GPUs at once, both directions at once, or kernel copies"
+        label = m["memory"] + (": other socket, all GPUs, both directions, or kernel copies"
                                if m["special"] else ", one GPU, one direction")
         x = m["generation"] + rng.uniform(-0.3, 0.3)
         ax.errorbar(x, m["gb_s_mid"], yerr=[[m["gb_s_mid"] - m["gb_s_low"]], [m["gb_s_high"] - m["gb_s_mid"]]],
@@ -68,7 +68,7 @@ def draw_published(ax, specs, rows, yours=()):
     ax.set_ylabel("GB/s per direction")
     ax.set_title("Achievable vs spec: published bandwidthTest / nvbandwidth / busGrind copies")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left")
     return ax
 
 
@@ -86,7 +86,7 @@ def draw_switch(ax, curves, mode_labels, mode, gpus, title):
     ax.set_ylabel("time (every GPU moves the payload at once)")
     style.time_axis(ax, "y")  # plain tick labels ("100 ms"): mathtext powers of ten cost more to draw
     ax.grid(True, which="major", alpha=0.3)
-    legend = ax.legend(fontsize=7, loc="upper left")
+    legend = ax.legend(fontsize=8, loc="upper left")
     handles, texts = legend.get_lines(), legend.get_texts()
 
     def update(curves, mode, gpus, title):
@@ -110,8 +110,14 @@ def draw_offload(ax, curve, link_gb_s, label):
     Returns ``update(curve, link_gb_s, label)``, which moves the same artists."""
     (line,) = ax.plot(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
     (refs,) = ax.plot([r[1] for r in curve["references"]], [r[2] for r in curve["references"]], "o", color="tab:gray")
-    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", xytext=(4, 4), fontsize=7)
-             for name, gb_s, t in curve["references"]]
+    # neighbours along the falling line alternate above-right and below-left of their points, so their
+    # names never meet; the fastest link's name goes below-left, inside the Axes
+    order = sorted(range(len(curve["references"])), key=lambda k: curve["references"][k][1])
+    below = {k for i, k in enumerate(order) if i % 2 or i == len(order) - 1}
+    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", fontsize=8,
+                         xytext=(-5, -5) if k in below else (4, 4), ha="right" if k in below else "left",
+                         va="top" if k in below else "bottom")
+             for k, (name, gb_s, t) in enumerate(curve["references"])]
     (mark,) = ax.plot([], [], "D", color="tab:red", label="your link")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -7,6 +7,8 @@ planner explorer's plot: drawn once, then updated in place on every slider event
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .. import style, units
@@ -22,20 +24,26 @@ def mark(ok) -> str:
 
 class BreakdownView:
     """Stacked bars: the step time of up to ``rows`` ranked layouts split into compute, bubble and exposed
-    traffic, each bar labelled with its tokens/s per GPU. Built once; :meth:`update` moves the bars."""
+    traffic, each bar labelled with its tokens/s per GPU. Built once; :meth:`update` moves the bars.
+    Text is sized to read at 8 pt once the figure is shrunk to the notebook's 7.5 in."""
 
     def __init__(self, ax, rows=6):
         from matplotlib.collections import PolyCollection
         from matplotlib.patches import Patch
+        from matplotlib.transforms import ScaledTranslation
         self.ax, self.rows = ax, rows
+        self.size = 8.0 * max(1.0, ax.figure.get_figwidth() / 7.5)  # points, before the notebook shrinks it
         self._bars = ax.add_collection(PolyCollection([], edgecolors="none"), autolim=False)
-        self._values = [ax.text(0, 0, "", va="center", fontsize=7) for _ in range(rows)]
+        self._values = [ax.text(0, 0, "", va="center", fontsize=self.size) for _ in range(rows)]
         self._note = ax.text(0.5, 0.5, "no layout fits in GPU memory:\nadd GPUs or pick a GPU with more memory",
-                             ha="center", va="center", transform=ax.transAxes, visible=False)
+                             ha="center", va="center", transform=ax.transAxes, visible=False, fontsize=self.size)
         handles = [Patch(color=colour, label=part) for part, colour in BREAKDOWN_COLOURS.items()]
-        self._legend = ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-                                 ncol=5, frameon=False)
-        ax.set_xlabel("seconds per step")
+        # under the x label (a fixed distance in points, whatever the Axes' height)
+        below = ax.transAxes + ScaledTranslation(0, -(2.8 * self.size + 10) / 72, ax.figure.dpi_scale_trans)
+        self._legend = ax.legend(handles=handles, fontsize=self.size, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                                 bbox_transform=below, ncol=3, frameon=False, borderaxespad=0.0)
+        ax.set_xlabel("seconds per step", fontsize=self.size)
+        ax.tick_params(axis="x", labelsize=self.size)
 
     def update(self, ranked, title=""):
         """Show ``ranked`` (Estimates, best first; at most ``rows`` of them) under ``title``."""
@@ -44,7 +52,9 @@ class BreakdownView:
         (ax.set_axis_on if n else ax.set_axis_off)()
         self._note.set_visible(not n)
         self._legend.set_visible(bool(n))
-        ax.set_title(title, fontsize=9)
+        # wrapped to about the Axes' width (the layout gives the tick labels the left third or so)
+        chars = int(0.62 * 72 * ax.figure.get_figwidth() / (0.5 * self.size))
+        ax.set_title(textwrap.fill(title, chars), fontsize=self.size)
         polys, colours, totals = [], [], []
         for row, e in enumerate(ranked):
             y, left, parts = n - 1 - row, 0.0, e.breakdown()
@@ -63,9 +73,9 @@ class BreakdownView:
         if not n:
             return
         ax.set_yticks(np.arange(n)[::-1], [f"{e.layout}, mb {e.micro_batch}, {e.recompute}" for e in ranked],
-                      fontsize=7)
+                      fontsize=self.size)
         ax.set_ylim(-0.6, n - 0.4)
-        ax.set_xlim(0, max(totals) * 1.25)
+        ax.set_xlim(0, max(totals) * 1.4)  # room for the tokens/s label after the longest bar
 
 
 def draw_breakdown(ax, ranked, title=""):
@@ -78,13 +88,14 @@ def draw_systems(axes, rails, h200, nvl72, gb200):
     """Left: the ``rails`` fat tree of DGX H200 nodes (``h200``: its System); right: the ``nvl72`` NVLink
     domain (``gb200``: its System). Titles give the links per direction."""
     from .. import topology
+    size = topology.readable_points(axes[0].figure)  # reads at 8.5 pt once the figure is shrunk to the notebook
     topology.draw_rails(rails, ax=axes[0])
-    axes[0].set_title(f"2 x DGX H200: 8 GPUs per node on NVSwitch ({h200.gpu_link.per_direction / units.GB:.0f} GB/s "
-                      f"per direction each),\none {h200.nic.name} NIC per GPU to leaf k, one colour per rail "
-                      f"({h200.nic.per_direction / units.GB:.0f} GB/s per direction)", fontsize=9)
+    axes[0].set_title(f"2 x DGX H200: 8 GPUs per node on NVSwitch\n({h200.gpu_link.per_direction / units.GB:.0f} GB/s "
+                      f"per direction each); one {h200.nic.name} NIC per\nGPU to leaf k, one colour per rail "
+                      f"({h200.nic.per_direction / units.GB:.0f} GB/s per direction)", fontsize=size)
     nvl72.draw(ax=axes[1], show_bandwidth=False)
-    axes[1].set_title(f"GB200 NVL72: {gb200.gpus_per_node} GPUs in one NVLink domain\n"
-                      f"({gb200.gpu_link.per_direction / units.GB:.0f} GB/s per direction per GPU)", fontsize=9)
+    axes[1].set_title(f"GB200 NVL72: {gb200.gpus_per_node} GPUs in\none NVLink domain\n"
+                      f"({gb200.gpu_link.per_direction / units.GB:.0f} GB/s per direction\nper GPU)", fontsize=size)
     for ax in axes:
         if ax.get_legend() is not None:
             ax.get_legend().remove()
