@@ -137,7 +137,8 @@ cl.draw_ring_steps(ranks=4)
 plt.show()
 
 # %% [markdown]
-# Follow chunk `c0` of rank 1: it starts as rank 1's own data, travels right, gathers a contribution at
+# Follow chunk `c0` of rank 1: it starts as rank 1's own data, travels one row down each step (from the
+# last rank back to rank 0), gathers a contribution at
 # every rank, and after $p-1=3$ steps lands, complete, on rank 0. The same happens to every chunk at once.
 # The simulation behind the picture confirms it:
 

@@ -143,10 +143,10 @@ for sid in ("dgx-a100", "dgx-h100"):
 # as computing, every layer. And this traffic cannot be hidden easily: each all-reduce sits between two
 # matrix multiplications that need its result.
 #
-# The left panel below draws the ratio against $t$. Inside a node the ratio grows as $t-1$; beyond the
+# The top panel below draws the ratio against $t$. Inside a node the ratio grows as $t-1$; beyond the
 # node (grey) two bounds: the dotted line gives each GPU only its own share of the NICs; the dashed line
 # lets **every NIC of the node carry the TP ring at once**, which is what `course_lib.parallel` assumes. The
-# right panel is the model's throughput with PP and DP fixed (so the GPU count grows with $t$).
+# bottom panel is the model's throughput with PP and DP fixed (so the GPU count grows with $t$).
 
 # %%
 mp.plot_tp_crossing("gpt3-175b", ("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_batches=192);
