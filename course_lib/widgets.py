@@ -139,8 +139,10 @@ def grow_to_fit(fig, pad_in=0.05) -> None:
     if max(left, bottom, right, top) <= 2 * pad_in:
         return
     new_w, new_h = w + left + right, h + bottom + top
-    for ax in fig.axes:
-        p = ax.get_position()
+    # every position is read before any is set: a twin Axes (twinx) moves with its sibling, so moving
+    # them one after the other would move the pair twice
+    placed = [(ax, ax.get_position()) for ax in fig.axes]
+    for ax, p in placed:
         ax.set_position([(p.x0 * w + left) / new_w, (p.y0 * h + bottom) / new_h, p.width * w / new_w,
                          p.height * h / new_h])
     fig.set_size_inches(new_w, new_h)

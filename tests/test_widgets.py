@@ -54,3 +54,24 @@ def test_plain_text_keeps_a_monospace_tables_columns():
 def test_plain_text_drops_inline_tags_without_stray_spaces():
     assert widgets.plain_text("step <b>4.9 s</b>, MFU <i>43%</i>; a &lt; b") == "step 4.9 s, MFU 43%; a < b"
     assert widgets.plain_text("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>") == "a b\nc d"
+
+
+def test_grow_to_fit_moves_a_twin_axes_pair_once():
+    """A twinx pair moves together; grow_to_fit must not move it twice (Axes keep their size in inches)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(4, 3))
+    twin = ax.twinx()
+    line, = ax.plot([0, 1])
+    ax.legend([line], ["x"], loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    before = ax.get_position()
+    w, h = fig.get_size_inches()
+    widgets.grow_to_fit(fig)
+    after = ax.get_position()
+    w2, h2 = fig.get_size_inches()
+    assert h2 > h                                                   # it grew for the legend below
+    assert after.height * h2 == pytest.approx(before.height * h)    # the Axes kept its height in inches
+    assert after.width * w2 == pytest.approx(before.width * w)
+    assert twin.get_position().bounds == pytest.approx(after.bounds)
+    plt.close(fig)
