@@ -397,7 +397,7 @@ def plot_model_vs_measured(ax=None, rows=None):
     import matplotlib.pyplot as plt
     rows = model_vs_measured() if rows is None else rows
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.2))
+        _, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.2))
     return views.draw_model_vs_measured(ax, rows)
 
 
@@ -524,7 +524,7 @@ def validation_failure_plot(rows=None, role="test"):
             sweeps.setdefault(r["sweep"], []).append(r)
     sweeps = [(name, sorted(rs, key=lambda r: r["nodes"]))
               for name, rs in sorted(sweeps.items()) if len({x["nodes"] for x in rs}) > 1]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7.5, 8.4))
     views.draw_validation_ratios(ax, by_regime, worst, role)
     views.draw_node_sweeps(ax2, sweeps)
     fig.tight_layout()

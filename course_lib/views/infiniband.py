@@ -29,7 +29,7 @@ def draw_model_vs_measured(ax, rows):
     ax.invert_yaxis()
     ax.set_xlabel("all-reduce busbw, GB/s (per direction, nccl-tests definition)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Multi-node all-reduce: published measurements vs models")
     return ax
 
@@ -74,18 +74,20 @@ def draw_validation_ratios(ax, by_regime, worst, role):
         if rs:
             ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
                        label=f"{name} ({len(rs)})", alpha=0.8)
-    for r in worst:
-        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+    for i, r in enumerate(worst):  # alternate above and below; names of large sizes end at their point
+        right = r["nbytes"] > 2**24
+        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=8, ha="right" if right else "left",
+                    xytext=(-4 if right else 4, 4 if i % 2 == 0 else -11), textcoords="offset points")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_ylim(0.12, 6)
+    ax.set_ylim(0.12, 9)
     ticks = [2.0**k for k in range(0, 35, 5)]
-    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=7)
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=8)
     _ratio_ticks(ax, (0.25, 0.5, 1, 2, 4))
     ax.set_xlabel("all-reduce size (nccl-tests size column)")
     ax.set_ylabel("predicted / measured busbw")
     ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower right", ncol=3)
+    ax.legend(fontsize=8, loc="lower right", ncol=3)
     return ax
 
 
@@ -118,7 +120,7 @@ def draw_node_sweeps(ax, sweeps, named=4):
     ax.set_xlabel("nodes")
     ax.set_ylabel("measured / predicted busbw")
     ax.set_title(f"{len(sweeps)} node-count sweeps against the model", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower left")
+    ax.legend(fontsize=8, loc="lower left")
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -145,7 +147,7 @@ def draw_cliff(ax, r):
     (ring,) = ax.plot(r.gpus, r.ring_busbw_gb_s, "s--", color="tab:blue", ms=4,
                       label="across nodes: pipelined rings (NCCL-like)")
     boundary = ax.axvline(r.gpus_per_node, color="0.4", ls=":", lw=1)
-    note = ax.text(r.gpus_per_node, 0.02, " node boundary", fontsize=7, color="0.3", transform=ax.get_xaxis_transform())
+    note = ax.text(r.gpus_per_node, 0.02, " node boundary", fontsize=8, color="0.3", transform=ax.get_xaxis_transform())
     nvlink = ax.axhline(r.nvlink_gb_s, color="tab:green", ls=":", lw=1)
     nics = ax.axhline(r.injection_gb_s, color="tab:blue", ls=":", lw=1)
     (job,) = ax.plot(r.nodes * r.gpus_per_node, r.busbw_gb_s, "D", color="black", ms=9, zorder=5, label=_job_label(r))
@@ -160,7 +162,7 @@ def draw_cliff(ax, r):
     def make_legend(r):
         intra.set_visible(r.gpus_per_node > 1)  # one GPU per node: nothing inside the node
         lines = [line for line in (intra, hier, ring, job) if line.get_visible()]
-        legend["box"] = ax.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="best")
+        legend["box"] = ax.legend(lines, [line.get_label() for line in lines], fontsize=8, loc="best")
         legend["intra"] = intra.get_visible()
 
     def limits():
