@@ -103,3 +103,15 @@ def time_axis(ax, axis="y", *, log=False):
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     target.set_major_formatter(FuncFormatter(lambda v, _: units.format_time(v) if v > 0 else "0"))
     return ax
+
+
+def name_points_along(ax, points, fontsize=8):
+    """Name points that lie along a falling line, (name, x, y) each: neighbours alternate above-right and
+    below-left of their points, so their names never meet; the rightmost name goes below-left, inside the
+    Axes. Returns the annotations (a view moves them on later events)."""
+    order = sorted(range(len(points)), key=lambda k: points[k][1])
+    below = {k for i, k in enumerate(order) if i % 2 or i == len(order) - 1}
+    return [ax.annotate(name, (x, y), textcoords="offset points", fontsize=fontsize,
+                        xytext=(-5, -5) if k in below else (4, 4), ha="right" if k in below else "left",
+                        va="top" if k in below else "bottom")
+            for k, (name, x, y) in enumerate(points)]

@@ -60,14 +60,7 @@ def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
     curve_label, chosen_label, title = _labels(c)
     (curve,) = ax.loglog(c["speeds_gb_s"], c["times_s"], color=style.colour("algorithm", "ring"), label=curve_label)
     refs = ax.plot([r[1] for r in c["references"]], [r[2] for r in c["references"]], "o", color="tab:gray")[0]
-    # neighbours along the falling line alternate above-right and below-left of their points, so their
-    # names never meet; the fastest link's name goes below-left, inside the Axes
-    order = sorted(range(len(c["references"])), key=lambda k: c["references"][k][1])
-    below = {k for i, k in enumerate(order) if i % 2 or i == len(order) - 1}
-    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", fontsize=8,
-                         xytext=(-5, -5) if k in below else (4, 4), ha="right" if k in below else "left",
-                         va="top" if k in below else "bottom")
-             for k, (name, gb_s, t) in enumerate(c["references"])]
+    notes = style.name_points_along(ax, c["references"])
     (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color="tab:red", label=chosen_label)
     style.decorate(ax, title=title, xlabel="link bandwidth per GPU, GB/s per direction",
                    ylabel="time per step", fontsize=9)

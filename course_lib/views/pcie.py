@@ -110,14 +110,7 @@ def draw_offload(ax, curve, link_gb_s, label):
     Returns ``update(curve, link_gb_s, label)``, which moves the same artists."""
     (line,) = ax.plot(curve["speeds_gb_s"], curve["times_s"], color=style.colour("link", "pcie"), label=label)
     (refs,) = ax.plot([r[1] for r in curve["references"]], [r[2] for r in curve["references"]], "o", color="tab:gray")
-    # neighbours along the falling line alternate above-right and below-left of their points, so their
-    # names never meet; the fastest link's name goes below-left, inside the Axes
-    order = sorted(range(len(curve["references"])), key=lambda k: curve["references"][k][1])
-    below = {k for i, k in enumerate(order) if i % 2 or i == len(order) - 1}
-    notes = [ax.annotate(name, (gb_s, t), textcoords="offset points", fontsize=8,
-                         xytext=(-5, -5) if k in below else (4, 4), ha="right" if k in below else "left",
-                         va="top" if k in below else "bottom")
-             for k, (name, gb_s, t) in enumerate(curve["references"])]
+    notes = style.name_points_along(ax, curve["references"])
     (mark,) = ax.plot([], [], "D", color="tab:red", label="your link")
     ax.set_xscale("log")
     ax.set_yscale("log")
