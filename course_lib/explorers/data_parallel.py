@@ -469,8 +469,8 @@ def scaling_view(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap) -> Scaling
 
 
 def _axes(fig):
-    """Step time (with its efficiency twin) and memory side by side."""
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1], "wspace": 0.35})
+    """Step time (with its efficiency twin) above, memory per GPU below: one column at notebook width."""
+    ax1, ax2 = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.5, 1]})
     return [ax1, ax2, ax1.twinx()]
 
 
@@ -514,5 +514,5 @@ def dp_scaling_explorer(model="megatron-1.7b", gpus=64, link_gb_s=50.0, zero=0, 
                                           description="sequences per GPU"),
         "overlap": w.Checkbox(value=bool(overlap), description="overlap communication with the backward pass"),
     }
-    return explorer(_draw, controls, readout=_readout, figsize=(11, 4.4), axes=_axes,
+    return explorer(_draw, controls, readout=_readout, figsize=(7.5, 6.6), axes=_axes,
                     title="Data parallelism: step time, scaling efficiency, memory per GPU")

@@ -121,9 +121,11 @@ def _scaling_title(r):
 
 def draw_scaling(axes, r):
     """The explorer's figure for a ``ScalingView`` result ``r``: step time (compute + exposed DP
-    communication) and scaling efficiency per GPU count, memory per GPU per ZeRO stage. Returns
-    ``update(r)``, which moves the same artists to another result."""
+    communication) and scaling efficiency per GPU count above, memory per GPU per ZeRO stage below
+    (one column, read at notebook width). Returns ``update(r)``, which moves the same artists to
+    another result."""
     from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import offset_copy
 
     ax1, ax2, twin = axes
     x = np.log2(r.gpus)
@@ -132,20 +134,21 @@ def draw_scaling(axes, r):
     (comm,) = ax1.plot(x, r.comm_s, "_", color="black", ms=14, mew=2, label="DP comm if nothing hidden")
     boundary = np.log2(r.gpus_per_node) + 0.5
     ax1.axvline(boundary, color="0.4", ls=":", lw=1)
-    ax1.text(boundary + 0.05, 0.66, "node\nboundary", fontsize=7, color="0.3", va="bottom",
-                    transform=ax1.get_xaxis_transform())
+    ax1.text(boundary + 0.08, 0.665, "node boundary", fontsize=8, color="0.3", va="bottom",
+             transform=ax1.get_xaxis_transform())
     (chosen,) = ax1.bar([x[r.selected]], [r.step_s[r.selected]], width=0.8, fill=False, edgecolor="black", lw=1.5)
-    ax1.set_xticks(x, [str(g) for g in r.gpus], fontsize=7)
-    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)")
-    ax1.set_ylabel("step time, s")
+    ax1.set_xticks(x, [str(g) for g in r.gpus], fontsize=9)
+    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)", fontsize=9)
+    ax1.set_ylabel("step time, s", fontsize=9)
     (eff,) = twin.plot(x, 100 * r.efficiency, "o-", color="tab:green", ms=4, label="scaling efficiency")
     twin.set_ylim(0, 155)
     twin.set_yticks([0, 20, 40, 60, 80, 100])
-    twin.set_ylabel("scaling efficiency, %", color="tab:green")
+    twin.tick_params(axis="y", labelsize=9)
+    twin.set_ylabel("scaling efficiency, %", color="tab:green", fontsize=9)
     handles, labels = ax1.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
-    ax1.legend(handles + extra[0], labels + extra[1], fontsize=7, loc="upper left", ncol=2)
-    ax1.set_title(_scaling_title(r), fontsize=9)
+    ax1.legend(handles + extra[0], labels + extra[1], fontsize=8, loc="upper left", ncol=2)
+    ax1.set_title(_scaling_title(r), fontsize=10)
 
     stacks, bottom = {}, np.zeros(4)
     for i, part in enumerate(MEMORY_PARTS):
@@ -154,13 +157,15 @@ def draw_scaling(axes, r):
         bottom = bottom + r.memory_gb[:, i]
     (stage,) = ax2.bar([r.zero], [bottom[r.zero]], fill=False, edgecolor="black", lw=1.5)
     usable = ax2.axhline(r.usable_gb, color="black", ls="--", lw=1, label="usable memory")
-    ax2.set_xticks(range(4), ["Z0", "Z1", "Z2", "Z3"])
-    ax2.set_ylabel("memory per GPU, GB")
-    # At a fixed place, clear of 5-digit tick labels: the layout is made once, at the first result.
-    ax2.yaxis.set_label_coords(-0.17, 0.5)
-    ax2.tick_params(axis="y", labelsize=8)
-    ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=9)
-    ax2.legend(fontsize=6, loc="upper right")
+    ax2.set_xticks(range(4), ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"], fontsize=9)
+    ax2.set_ylabel("memory per GPU, GB", fontsize=9)
+    ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=10)
+    ax2.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: bars and line stay clear
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="y", labelsize=9)
+        # Both y labels at one fixed place, clear of 5-digit tick labels: the layout is made once, at the
+        # first result, so a label placed automatically would move into the figure's edge later.
+        ax.yaxis.set_label_coords(0, 0.5, transform=offset_copy(ax.transAxes, ax.figure, x=-0.5, units="inches"))
 
     def limits(r):
         ax1.set_ylim(0, 1.55 * max(r.step_s.max(), r.comm_s.max()))
@@ -182,7 +187,7 @@ def draw_scaling(axes, r):
         chosen.set_x(x[r.selected] - 0.4)
         chosen.set_height(r.step_s[r.selected])
         eff.set_ydata(100 * r.efficiency)
-        ax1.set_title(_scaling_title(r), fontsize=9)
+        ax1.set_title(_scaling_title(r), fontsize=10)
         bottom = np.zeros(4)
         for i, part in enumerate(MEMORY_PARTS):
             for bar, b, h in zip(stacks[part], bottom, r.memory_gb[:, i]):
@@ -192,7 +197,7 @@ def draw_scaling(axes, r):
         stage.set_x(r.zero - 0.4)
         stage.set_height(bottom[r.zero])
         usable.set_ydata([r.usable_gb, r.usable_gb])
-        ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=9)
+        ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=10)
         limits(r)
 
     return update
