@@ -257,6 +257,22 @@ def test_explorer_moves_its_artists_instead_of_making_new_ones():
     plt.close("all")
 
 
+def test_explorer_reads_at_notebook_width_one_panel_above_the_other():
+    ex = dp.dp_scaling_explorer()
+    ax1, ax2, twin = ex.axes
+    assert ex.figure.get_figwidth() <= 7.5 + 1e-9
+    assert ax2.get_position().y1 < ax1.get_position().y0 and twin.get_position().bounds == ax1.get_position().bounds
+    # the largest model on two GPUs: 5-digit tick labels stay clear of the y labels, which stay in the figure
+    ex.render(model=ex.controls["model"].options[-1][1], gpus=2, seqs_per_gpu=16, link_gb_s=1.0)
+    renderer = ex.figure.canvas.get_renderer()
+    for ax in (ax1, ax2):
+        label = ax.yaxis.label.get_window_extent(renderer)
+        ticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels() if t.get_text()]
+        assert max(len(t.get_text()) for t in ax.get_yticklabels()) >= 4
+        assert label.x0 >= 0 and all(label.x1 <= box.x0 for box in ticks), ax.get_ylabel()
+    plt.close("all")
+
+
 def test_ring_leaves_name_the_rail_of_each_crossing():
     topo = topology.rail_fat_tree("dgx-h100", 2)
     order = dp.ring_order(2, 8, ring=3)
