@@ -84,8 +84,6 @@ KNOWN_FAILURES: dict[str, str] = {
 KNOWN_EXPLORER_FAILURES: dict[str, str] = {
     "data_parallel.dp_scaling_explorer":
         "46 texts under 8 pt on its 11 in wide figure (smallest 4.1 pt); two panels and a twin axis need a new layout",
-    "model_parallel.layout_explorer":
-        "74 texts under 8 pt on its 11.6 in wide figure (smallest 3.9 pt), heat-map cell labels included",
 }
 
 
