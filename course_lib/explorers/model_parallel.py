@@ -439,8 +439,8 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     """Sliders: GPUs, NIC Gb/s, NVLink GB/s, TP, PP, micro-batches; dropdowns: model, system, recomputation.
 
     Top: every TP x PP layout of the cluster (MFU, memory, fit); below it, side by side, the selected
-    layout's step time split and memory per GPU, all from ``parallel.estimate``. Changing the system resets the link sliders
-    to the catalog's values.
+    layout's step time split and memory per GPU, all from ``parallel.estimate``. Changing the system
+    resets the link sliders to the catalog's values.
     """
     import ipywidgets as w
     model_id = validate.choice("model_id", model_id, GRID_MODELS)
