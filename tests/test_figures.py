@@ -82,10 +82,6 @@ KNOWN_FAILURES: dict[str, str] = {
 
 # Explorer figures (each ``*_explorer`` at its defaults) that still fail: "module.explorer": "what fails".
 KNOWN_EXPLORER_FAILURES: dict[str, str] = {
-    "infiniband.cliff_explorer":
-        "5 texts under 8 pt (smallest 6.6 pt): its 7 pt legend and node-boundary note on an 8 in wide figure",
-    "model_parallel.layout_explorer":
-        "74 texts under 8 pt on its 11.6 in wide figure (smallest 3.9 pt), heat-map cell labels included",
 }
 
 

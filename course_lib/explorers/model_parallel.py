@@ -438,9 +438,9 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
                     recompute_mode="full recomputation (Megatron 2021)"):
     """Sliders: GPUs, NIC Gb/s, NVLink GB/s, TP, PP, micro-batches; dropdowns: model, system, recomputation.
 
-    Left: every TP x PP layout of the cluster (MFU, memory, fit); right: the selected layout's step time
-    split and memory per GPU, all from ``parallel.estimate``. Changing the system resets the link sliders
-    to the catalog's values.
+    Top: every TP x PP layout of the cluster (MFU, memory, fit); below it, side by side, the selected
+    layout's step time split and memory per GPU, all from ``parallel.estimate``. Changing the system
+    resets the link sliders to the catalog's values.
     """
     import ipywidgets as w
     model_id = validate.choice("model_id", model_id, GRID_MODELS)
@@ -473,7 +473,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     }
 
     return explorer(_grid_draw, controls, readout=_grid_readout, title="TP x PP x DP for one cluster",
-                    figsize=(11.5, 5.0), axes=views.layout_axes, follow={"system": _catalog_links})
+                    figsize=(7.5, 5.2), axes=views.layout_axes, follow={"system": _catalog_links})
 
 
 # ---------------------------------------------------------------- the schedule explorer

@@ -132,7 +132,7 @@ def _job_label(r):
 
 
 def _cliff_title(r):
-    return (f"All-reduce of {units.format_bytes(r.nbytes)}: NVLink {r.nvlink_gb_s:.3g} GB/s per GPU (dotted green), "
+    return (f"All-reduce of {units.format_bytes(r.nbytes)}: NVLink {r.nvlink_gb_s:.3g} GB/s per GPU (dotted green),\n"
             f"NICs {r.injection_gb_s:.3g} GB/s per node (dotted blue)")
 
 

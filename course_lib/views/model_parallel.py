@@ -142,35 +142,39 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     return ax
 
 
+LAYOUT_POINTS = 8.0  # every text of the layout explorer: its figure is the notebook's 7.5 in, so 8 pt reads at 8 pt
+
+
 def layout_axes(fig):
-    """The layout explorer's Axes: the heat map on the left; the selected layout's time and memory bars on the right."""
-    outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.25)
-    right = outer[1].subgridspec(2, 1, hspace=1.5)
-    return [fig.add_subplot(outer[0]), fig.add_subplot(right[0]), fig.add_subplot(right[1])]
+    """The layout explorer's Axes: the heat map across the top; below it, side by side, the selected
+    layout's step time (left) and memory per GPU (right)."""
+    grid = fig.add_gridspec(2, 2, height_ratios=[2.2, 1])  # spacing left to tight_layout (set spacing opts out)
+    return [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
 
 
 class LayoutView:
     """The layout explorer's three Axes, drawn once and then updated in place (:meth:`update`).
 
-    Left (``heat``): every TP x PP layout of a grid as one image (brighter = higher MFU, grey: does not
-    fit, hatched: impossible) with one reused label per cell; right: the selected layout's step-time
-    split (``top``) and memory per GPU (``bottom``). Only a grid of another shape rebuilds the heat map.
+    ``heat`` (across the top): every TP x PP layout of a grid as one image (brighter = higher MFU,
+    grey: does not fit, hatched: impossible) with one reused label per cell; below it the selected
+    layout's step-time split (``step``) and memory per GPU (``memory``), each with its key underneath.
+    Only a grid of another shape rebuilds the heat map. Every text is LAYOUT_POINTS.
     """
 
-    def __init__(self, heat, top, bottom):
-        self.heat, self.top, self.bottom = heat, top, bottom
+    def __init__(self, heat, step, memory):
+        self.heat, self.step, self.memory = heat, step, memory
         self._shape = None
-        self._step_bars, self._step_legend = _bar_row(top, BREAKDOWN_COLOURS, "seconds per step")
-        self._mem_bars, self._mem_legend = _bar_row(bottom, MEMORY_COLOURS, "GB per GPU (red line: usable memory)")
-        self._usable = bottom.axvline(0.0, color="red", lw=1.5)
+        self._step_bars, self._step_legend = _bar_row(step, BREAKDOWN_COLOURS, "seconds per step")
+        self._mem_bars, self._mem_legend = _bar_row(memory, MEMORY_COLOURS, "GB per GPU (red line: usable)")
+        self._usable = memory.axvline(0.0, color="red", lw=1.5)
         self._notes = [a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
-                              transform=a.transAxes, fontsize=8, visible=False) for a in (top, bottom)]
+                              transform=a.transAxes, fontsize=LAYOUT_POINTS, visible=False) for a in (step, memory)]
 
     def _build_heat(self, tps, pps):
         """Image, cell borders, hatching, one label per cell and the red frame for a grid of this shape."""
         from matplotlib.collections import PolyCollection
         from matplotlib.patches import Rectangle
-        ax = self.heat
+        ax, size = self.heat, LAYOUT_POINTS
         for artist in [*ax.texts, *ax.collections, *ax.patches]:
             artist.remove()
         rows, cols = len(tps), len(pps)
@@ -179,17 +183,17 @@ class LayoutView:
                                         autolim=False)
         self._hatch = ax.add_collection(PolyCollection([], facecolors="white", edgecolors="0.85", hatch="//"),
                                         autolim=False)
-        self._labels = {(t, p): ax.text(j + 0.5, i + 0.5, "", ha="center", va="center", fontsize=7)
+        self._labels = {(t, p): ax.text(j + 0.5, i + 0.5, "", ha="center", va="center", fontsize=size)
                         for i, t in enumerate(tps) for j, p in enumerate(pps)}
         self._frame = ax.add_patch(Rectangle((0, 0), 1, 1, fc="none", ec="red", lw=2.5))
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
-        ax.set_xticks(np.arange(cols) + 0.5, [str(p) for p in pps])
-        ax.set_yticks(np.arange(rows) + 0.5, [str(t) for t in tps])
-        ax.set_xlabel("pipeline stages PP")
-        ax.set_ylabel("tensor parallel TP")
-        ax.set_title("MFU, GB per GPU (brighter: faster; grey: too big;\nhatched: impossible; red: selected)",
-                     fontsize=8)
+        ax.set_xticks(np.arange(cols) + 0.5, [str(p) for p in pps], fontsize=size)
+        ax.set_yticks(np.arange(rows) + 0.5, [str(t) for t in tps], fontsize=size)
+        ax.set_xlabel("pipeline stages PP", fontsize=size, labelpad=2)
+        ax.set_ylabel("tensor parallel TP", fontsize=size)
+        ax.set_title("each cell: MFU, GB per GPU (brighter: faster; grey: too big; hatched: impossible; "
+                     "red: selected)", fontsize=size)
         self._shape = (tuple(tps), tuple(pps))
 
     def update(self, choice):
@@ -216,7 +220,7 @@ class LayoutView:
                     label.set(text=f"{e.mfu:.0%}, {mem:.0f}", color="white" if shade < 0.6 else "black")
                 else:
                     rgba[i, j] = (0.8, 0.8, 0.8, 1.0)
-                    label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color="0.35")
+                    label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color="0.3")
         self._cells.set_facecolor(rgba.reshape(-1, 4))
         self._hatch.set_verts(invalid)
         framed = (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]
@@ -226,27 +230,27 @@ class LayoutView:
         self._update_selected(choice.selected)
 
     def _update_selected(self, e):
-        for ax, note in zip((self.top, self.bottom), self._notes):
+        for ax, note in zip((self.step, self.memory), self._notes):
             (ax.set_axis_on if e is not None else ax.set_axis_off)()
             note.set_visible(e is None)
         for artist in [*self._step_bars.values(), *self._mem_bars.values(), self._usable, self._step_legend,
-                       self._mem_legend, self.top.title, self.bottom.title]:
+                       self._mem_legend, self.step.title, self.memory.title]:
             artist.set_visible(e is not None)
         if e is None:
             return
         parts = e.breakdown()
         total = _set_bars(self._step_bars, self._step_legend,
                           {name: parts.get(name, 0.0) for name in BREAKDOWN_COLOURS}, units.format_time)
-        self.top.set_xlim(0, total * 1.05)
-        self.top.set_title(f"{e.layout}: step {units.format_time(e.step_time_s)}, bubble (p-1)/m = "
-                           f"{e.bubble_fraction:.3f}", fontsize=8)
+        self.step.set_xlim(0, total * 1.05)
+        self.step.set_title(f"{e.layout}\nstep {units.format_time(e.step_time_s)}, bubble (p-1)/m = "
+                            f"{e.bubble_fraction:.3f}", fontsize=LAYOUT_POINTS)
         gb = units.GB
         used = _set_bars(self._mem_bars, self._mem_legend, {name: e.memory[name] / gb for name in MEMORY_COLOURS},
                          lambda v: f"{v:.1f} GB")
         self._usable.set_xdata([e.memory["usable"] / gb] * 2)
-        self.bottom.set_xlim(0, max(used, e.memory["capacity"] / gb) * 1.05)
-        self.bottom.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable: "
-                              f"{'fits' if e.fits else 'does NOT fit'}", fontsize=8)
+        self.memory.set_xlim(0, max(used, e.memory["capacity"] / gb) * 1.05)
+        self.memory.set_title(f"memory {e.memory['total'] / gb:.1f} GB of {e.memory['usable'] / gb:.0f} GB usable:"
+                              f"\n{'fits' if e.fits else 'does NOT fit'}", fontsize=LAYOUT_POINTS)
 
 
 def _square(x, y):
@@ -255,19 +259,20 @@ def _square(x, y):
 
 
 class _Key:
-    """A legend as plain artists: a square and a text per entry, in two columns under the Axes. A Legend lays
-    its boxes out again on every draw; these texts only change their strings."""
+    """A legend as plain artists: a square and a text per entry, one column under the Axes' x label.
+    A Legend lays its boxes out again on every draw; these texts only change their strings."""
 
-    def __init__(self, ax, colours, fontsize=6, top=-0.46):
+    def __init__(self, ax, colours, fontsize=LAYOUT_POINTS):
         from matplotlib.transforms import ScaledTranslation
-        rows, self.texts, self.artists = -(-len(colours) // 2), [], []
-        for k, (name, colour) in enumerate(colours.items()):
-            col, row = divmod(k, rows)
-            at = ax.transAxes + ScaledTranslation(0, -row * 1.5 * fontsize / 72, ax.figure.dpi_scale_trans)
-            x = 0.06 + 0.5 * col
-            self.artists += ax.plot([x], [top], "s", ms=fontsize, color=colour, transform=at, clip_on=False)
-            self.texts.append(ax.text(x + 0.03, top, name, transform=at, fontsize=fontsize, va="center",
-                                      clip_on=False))
+        self.texts, self.artists = [], []
+        below_label = 3.6 * fontsize + 8  # points from the Axes' bottom: tick labels and the x label above the key
+        for row, (name, colour) in enumerate(colours.items()):
+            down = -(below_label + row * 1.45 * fontsize) / 72
+            at = ax.transAxes + ScaledTranslation(0, down, ax.figure.dpi_scale_trans)
+            self.artists += ax.plot([0.02], [0], "s", ms=0.9 * fontsize, color=colour, transform=at, clip_on=False)
+            self.texts.append(ax.text(0.02, 0, name, transform=at + ScaledTranslation(fontsize / 72, 0,
+                                                                                       ax.figure.dpi_scale_trans),
+                                      fontsize=fontsize, va="center", clip_on=False))
         self.artists += self.texts
 
     def get_texts(self):
@@ -281,11 +286,12 @@ class _Key:
 def _bar_row(ax, colours, xlabel):
     """One horizontal stacked bar (one Rectangle per part, widths set later) and its key below the Axes."""
     from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few ticks: each label is drawn on every event
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # a few short ticks: each label is drawn on every event
     bars = {name: ax.barh(0, 0.0, color=colour, label=name)[0] for name, colour in colours.items()}
     ax.set_yticks([])
     ax.set_ylim(-0.44, 0.44)
-    ax.set_xlabel(xlabel)
+    ax.tick_params(axis="x", labelsize=LAYOUT_POINTS)
+    ax.set_xlabel(xlabel, fontsize=LAYOUT_POINTS, labelpad=2)
     return bars, _Key(ax, colours)
 
 

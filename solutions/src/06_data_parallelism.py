@@ -141,7 +141,7 @@ for overlap in (True, False):
 # ## 3. Explorer: model size, GPUs, network speed, ZeRO stage
 # Every GPU keeps the same work (sequences per GPU), so the ideal is a flat row of bars (weak scaling).
 # Blue is compute, red the exposed data-parallel communication, the black tick the whole DP communication
-# if nothing were hidden, green the scaling efficiency; the right panel is the memory per GPU of each ZeRO
+# if nothing were hidden, green the scaling efficiency; the lower panel is the memory per GPU of each ZeRO
 # stage at your GPU count. Up to 8 GPUs the ring stays on NVLink; beyond, it crosses the network, where
 # each GPU has its own NIC at the speed you choose. The default is a 100 Gb/s port per GPU:
 

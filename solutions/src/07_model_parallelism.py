@@ -378,9 +378,9 @@ print("\n".join(plan.explanation))
 # Every cell is one layout of your cluster: TP down, PP across, DP the rest. Each pipeline runs $m$
 # micro-batches of one sequence per step (so the global batch is $m \times$ DP, and the bubble of every
 # cell is $(p-1)/m$). A cell shows the model FLOP/s utilisation (MFU) and the memory per GPU; grey cells do
-# not fit, hatched ones are impossible (TP must divide the heads, PP the layers, TP x PP the GPUs). On the
-# right: the selected layout's step time split into compute, bubble and exposed communication, and its
-# memory. Everything comes from `parallel.estimate`. Things to try:
+# not fit, hatched ones are impossible (TP must divide the heads, PP the layers, TP x PP the GPUs). Below
+# the map: the selected layout's step time split into compute, bubble and exposed communication (left),
+# and its memory (right). Everything comes from `parallel.estimate`. Things to try:
 # - TP from 8 to 16 and 32: the tensor-parallel share of the step (orange) jumps as soon as TP leaves the node;
 # - the NIC speed from 200 down to 25 Gb/s: TP 8 x PP 16 loses a few percent (only pipeline and data-parallel
 #   traffic use the NICs); select TP 16 x PP 8 and do it again: it loses more than half;
