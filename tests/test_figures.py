@@ -73,10 +73,6 @@ ARGUMENTS = {
 # Explorer figures (the views' authors' modules) that still fail, measured when this test was written:
 # "function": "what fails". Strict xfail: a fixed one fails here until its entry is removed.
 KNOWN_FAILURES: dict[str, str] = {
-    "course_lib.explorers.model_parallel.plot_validation":
-        "5 texts under 8 pt at notebook width (smallest 7.0 pt)",
-    "course_lib.explorers.planner.plot_published_comparison":
-        "7 texts under 8 pt at notebook width (smallest 7.5 pt)",
 }
 
 

@@ -435,7 +435,7 @@ def plot_published_comparison(rows=None, ax=None):
     """Predicted / published for each run, with the +-20% band."""
     import matplotlib.pyplot as plt
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3.2))
+        _, ax = plt.subplots(figsize=(7.5, 3.4))
     return views.draw_published_comparison(ax, published_comparison() if rows is None else rows)
 
 

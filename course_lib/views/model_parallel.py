@@ -326,7 +326,7 @@ def draw_validation(ax, rows):
     ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
     ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left")
     return ax
 
 
