@@ -267,7 +267,9 @@ _PLUGIN_CHECKS = {
            "fi_info -p efa lists the devices",
     "slingshot": "NCCL_DEBUG=INFO should name NET/OFI with the cxi provider, not NET/Socket",
 }
+_PLUGIN_CHECKS["efa_p6"] = _PLUGIN_CHECKS["efa"]
 _PLUGIN_CHECKS["efa_v1"] = _PLUGIN_CHECKS["efa"] + "; NCCL_PROTO=simple (the plugin sets it on first-generation EFA)"
+NATIVE_FABRICS = ("infiniband", "roce", "ethernet_tcp")  # NCCL's own NET/IB and NET/Socket, no plugin
 
 
 def compare_advice(rows, nodes, fabric=None) -> list[str]:

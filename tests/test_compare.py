@@ -65,3 +65,14 @@ def test_predict_takes_a_fabric_kind_and_a_protocol(capsys):
     ll = json.loads(_run(capsys, "predict", "all_reduce", "--system", "dgx-h100", "-b", "1G", "-e", "1G",
                          "--proto", "LL", "--json"))
     assert ll["rows"][0]["protocol"] == "LL" and ll["rows"][0]["busbw_gb_s"] < 145   # NCCL's Hopper LL cap, 141 GB/s
+
+
+def test_every_plugin_fabric_kind_gets_its_plugin_checks():
+    """A fabric kind NCCL reaches through a net plugin is advised about its plugin, not NET/IB."""
+    from course_lib import costmodel
+    for kind in costmodel.fabric_kind_ids():
+        advice = " ".join(cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric=kind))
+        if kind in cp.NATIVE_FABRICS:
+            assert kind not in cp._PLUGIN_CHECKS
+        else:
+            assert "plugin" in advice.lower() or "NET/OFI" in advice, kind
