@@ -71,7 +71,6 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced
     coll = collectives.get(collective)
     if algorithm not in coll.system_algorithms:
         return None
-    f = replace(f, net_bw_node=f.net_bw_node * node_decline(N))  # measured fall with node count
     if f.net_algorithms and algorithm in ("ring", "tree", "nvls") and algorithm not in f.net_algorithms:
         return None  # the fabric's required NCCL settings rule it out (e.g. TCPXO: NCCL_NVLS_ENABLE=0)
     p = g * N
@@ -173,6 +172,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
     protocol = validate.choice("protocol", protocol, ("auto",) + PROTOCOLS)
     f = fabric(sys_, achievable, nics_per_node, network)
+    if N > 1:
+        f = replace(f, net_bw_node=f.net_bw_node * node_decline(N))  # the measured fall with node count
     required = f.required_protocol
     if protocol == "auto" and required:
         protocol = required  # the fabric's stack sets NCCL_PROTO for every collective (e.g. first-generation EFA)
@@ -182,13 +183,14 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
         return _single_node(coll.id, n, g, f, name, protocol) if N == 1 else \
             _multi_node(coll.id, n, g, N, f, name, protocol, forced)
 
-    def one(name):
-        t = raw(name)
-        if t is None:
-            return None
+    def best(t):  # {protocol: seconds} or TwoLevelPhases -> (seconds, protocol names) per size
         if isinstance(t, TwoLevelPhases):
             return np.broadcast_to(t.time_s, n.shape), np.full(n.shape, "Simple")
         return _best(t, n.shape)
+
+    def one(name):
+        t = raw(name)
+        return None if t is None else best(t)
 
     phases = None
     if algorithm == "auto":
@@ -201,7 +203,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t
-        time_s, protos = _best(t, n.shape) if not isinstance(t, TwoLevelPhases) else one(algorithm)
+        time_s, protos = best(t)
         time_s = np.asarray(time_s, dtype=float).copy()
         chosen = np.full(n.shape, algorithm)
         label, order = algorithm, [algorithm]
