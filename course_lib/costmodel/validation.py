@@ -55,8 +55,7 @@ def validation_table(cases=None) -> list[dict]:
     for case in published()["cases"] if cases is None else cases:
         pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
-                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"),
-                       protocol=case.get("protocol") or "auto")
+                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
         c = evidence.compare(case["id"], float(pred.busbw[0]),
                              evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
