@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
+from .costmodel import ranges
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -413,30 +414,51 @@ def format_regimes(cells, title) -> str:
     return "\n".join(lines)
 
 
+def format_coverage(rows) -> str:
+    """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage, as text lines."""
+    def share(c):
+        return f"{'-':>12}" if c["coverage"] is None else f"{c['covered']:>3}/{c['checked']:<3} {c['coverage']:>4.0%}"
+    lines = [f"# ranges (measured/predicted, central {ranges.SHARE:.0%} of the TEST cases of a regime: size band x "
+             f"scale x fabric family; none with fewer than {ranges.MIN_CASES} cases or {ranges.MIN_SOURCES} sources) "
+             "and how often a range held a case it did not see: leaving out that case, or every case of its source",
+             f"#  {'regime':<42} {'cases':>5} {'srcs':>4} {'range':>11}  {'left out: case':>14} {'source':>12}"]
+    for r in rows:
+        rng = f"{r['low']:.2f}-{r['high']:.2f}" if r["low"] is not None else "too few"
+        lines.append(f"   {r['regime']:<42} {r['cases']:>5} {r['sources']:>4} {rng:>11}  "
+                     f"{share(r['by_case']):>14} {share(r['by_source']):>12}")
+    return "\n".join(lines)
+
+
 def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
+    coverage = costmodel.coverage_by_regime()
     if args.json:
         print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
-                         "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in ("fit", "test")},
-                         "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows)},
-                         indent=2))
+                         "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in costmodel.ROLES},
+                         "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows),
+                         "ranges": coverage}, indent=2))
         return 0
     print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
-    print(f"# {'case':<30} {'role':<4} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
+    print(f"# {'case':<30} {'role':<8} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
           f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
     for r in rows:
-        print(f"  {r['id']:<30} {r['role']:<4} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
+        print(f"  {r['id']:<30} {r['role']:<8} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
               f"{r['algorithm'] + '/' + r['protocol']:>13} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
               f"{r['ratio']:>6.2f}  {r['source']}")
-    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['test_cases']} test) from "
-          f"{summary['sources']} sources; >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
+    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['informed_cases']} informed, "
+          f"{summary['test_cases']} test) from {summary['sources']} sources. fit: set a constant; informed: looked at "
+          "while making a structural choice; both are shown but left out of every test figure. Sources: --json")
+    print(f"# TEST cases only: >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
           f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
-          f"within 50% ({summary['small_share']:.0%}). Sources: --json")
+          f"within 50% ({summary['small_share']:.0%})")
     for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
-                        ("test", "TEST set (never used to set a constant): by regime")):
+                        ("informed", "INFORMED set (looked at while making a structural choice; not independent): "
+                                     "by regime"),
+                        ("test", "TEST set (never used to set or choose anything): by regime")):
         print(format_regimes(costmodel.validation_by_regime(rows, role), title))
-    print("# goals on the TEST set (issue 14):")
+    print(format_coverage(coverage))
+    print("# goals on the TEST set:")
     for g in costmodel.validation_goals(rows):
         miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
         print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
@@ -446,12 +468,13 @@ def _validation(args) -> int:
     for s in study:
         print(f"   {s['sweep'][:40]:<40} {s['fabric']:<11} NCCL {(s['nccl'] or '?').split()[0][:12]:<12} "
               f"nodes {s['nodes'][0]}-{s['nodes'][-1]} "
-              f"(from {s['from_nodes']})  {s['residual_per_doubling']:.2f}  fit cases: {s['fit_cases']}")
+              f"(from {s['from_nodes']})  {s['residual_per_doubling']:.2f}  fit/informed cases: "
+              f"{s['fit_cases']}/{s['informed_cases']}")
     if study:
-        res = sorted(s["residual_per_doubling"] for s in study if not s["fit_cases"])
+        res = sorted(s["residual_per_doubling"] for s in study if not s["fit_cases"] and not s["informed_cases"])
         decline = costmodel.node_decline_constants()
         print(f"# the model's decline: x{decline['per_doubling']} per doubling beyond {decline['from_nodes']} nodes "
-              f"(fit on {decline['source']}); the {len(res)} sweeps without fit cases then fall "
+              f"(fit on {decline['source']}); the {len(res)} sweeps without fit or informed cases then fall "
               f"{res[0]:.2f}-{res[-1]:.2f} per doubling beyond it, median {res[len(res) // 2]:.2f} (chapter 05)")
     return 0
 

@@ -15,7 +15,7 @@ from . import datafiles, hardware, parallel, validate
 
 @lru_cache(maxsize=1)
 def published() -> dict:
-    """The parsed ``data/published_tp_scans.json``: TP scans with their sources, split fit / test."""
+    """The parsed ``data/published_tp_scans.json``: TP scans with their sources, split fit / informed."""
     return datafiles.load("published_tp_scans.json")
 
 
@@ -81,10 +81,10 @@ def fall(rows, scan_id, tp_from=8, tp_to=16) -> dict:
 def scan_summary(rows=None) -> str:
     """The TP-scan validation as text: one line per point, then the TP 8 -> 16 and 8 -> 32 falls per scan."""
     rows = scan_table() if rows is None else _check_rows(rows)
-    lines = [f"{'scan':<14} {'split':<5} {'TP':>3} {'mb':>4} {'nodes':<6} {'measured':>9} {'model':>9} "
+    lines = [f"{'scan':<14} {'split':<8} {'TP':>3} {'mb':>4} {'nodes':<6} {'measured':>9} {'model':>9} "
              f"{'meas/anchor':>11} {'model/anchor':>12} {'ratio':>6} {'TP share':>8}"]
     for r in rows:
-        lines.append(f"{r['scan']:<14} {r['split']:<5} {r['tp']:>3} {r['micro_batch']:>4} "
+        lines.append(f"{r['scan']:<14} {r['split']:<8} {r['tp']:>3} {r['micro_batch']:>4} "
                      f"{'across' if r['crosses_nodes'] else 'inside':<6} {r['measured']:>9.0f} {r['predicted']:>9.0f} "
                      f"{r['measured_rel']:>11.2f} {r['predicted_rel']:>12.2f} {r['ratio']:>6.2f} {r['tp_share']:>8.0%}")
     for sid in dict.fromkeys(r["scan"] for r in rows):
@@ -96,5 +96,5 @@ def scan_summary(rows=None) -> str:
                              f"(model / measured fall = {f['factor']:.2f})")
     lines.append("measured and model tokens/s per GPU; /anchor: divided by the scan's value at TP 8 (inside one node); "
                  "ratio = model/anchor over meas/anchor (above 1: the model falls less steeply). "
-                 "fit scans were looked at to choose the cross-node pricing, test scans were not.")
+                 "fit scans were looked at to choose the cross-node pricing; informed scans to choose P5's EFA efficiency.")
     return "\n".join(lines)

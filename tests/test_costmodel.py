@@ -118,25 +118,27 @@ def test_validation_against_published_measurements():
 
 
 def test_goals_on_the_test_set_are_pinned():
-    """Issue 14's goals, measured on cases never used to set a constant; the floors are today's shares.
+    """Issue 14's goals, measured on the test cases alone (never used to set a constant or make a choice).
 
-    On 205 test cases >= 128 MiB (61 before the node-count sweeps of 15 more sources were added) the
-    first goal sits just under 80%: the misses are named in chapter 05.
+    On 176 test cases >= 128 MiB (205 before issue 24 moved 18 informed cases and 11 duplicates out of the
+    test set) the first goal sits at 78%, under 80%: the misses are named in chapter 05.
     """
     rows = cm.validation_table()
     goals = {g["name"]: g for g in cm.validation_goals(rows)}
-    pinned = {">= 128 MiB within 20%": (0.79, 200), "1-128 MiB within 35%": (0.70, 40),
+    pinned = {">= 128 MiB within 20%": (0.78, 170), "1-128 MiB within 35%": (0.70, 40),
               "< 1 MiB within 50%": (0.96, 35)}
     for name, (floor, cases) in pinned.items():
         g = goals[name]
         assert g["cases"] >= cases and g["share"] >= floor, (name, g)
     assert goals["1-128 MiB within 35%"]["met"] and goals["< 1 MiB within 50%"]["met"]
     sweeps = goals["node-count sweeps within 35%"]
-    assert len(sweeps["sweeps"]) >= 30 and sweeps["share"] >= 0.87       # 154 of 176 today
+    assert len(sweeps["sweeps"]) >= 25 and sweeps["share"] >= 0.87       # 122 of 139 test cases today
     # misses explained in chapter 05: an untuned A100 RoCE 100G cluster (100 -> 40 GB/s from 2 to 6 nodes),
-    # Slingshot's small messages on Polaris, a shared fabric's congestion (Azure), the playbook's 256 MB sweep
-    for miss in ("a100-roce-100g-6node-169", "hf-playbook-allreduce-256MB-64node", "polaris-a100-8node-1M"):
+    # Slingshot's small messages on Polaris, a shared fabric's congestion (Azure); the playbook's 256 MB
+    # sweep misses too, but it informed P5's EFA figure, so it is not a test case
+    for miss in ("a100-roce-100g-6node-169", "polaris-a100-8node-1M", "jz-azure-ndh100v5-8G-64node-sl0"):
         assert miss in sweeps["misses"]
+    assert not any(m.startswith("hf-playbook-") for m in sweeps["misses"])
     # the physical bound: NVLS algbw never above the per-direction NVLink rate
     for system in ("dgx-h100", "dgx-b200", "gb200-nvl72"):
         pred = cm.predict("all_reduce", 2**34, system, algorithm="nvls")
@@ -201,9 +203,9 @@ def test_fabric_kinds_are_sourced_and_selectable():
 
 def test_validation_by_regime_splits_fit_and_test():
     rows = cm.validation_table()
-    assert all(r["role"] in ("fit", "test") for r in rows)
+    assert {r["role"] for r in rows} == set(cm.ROLES) == {"fit", "informed", "test"}
     assert all("role" in c for c in cm.published()["cases"])       # every case says which set it is in
-    for role in ("fit", "test"):
+    for role in cm.ROLES:
         cells = cm.validation_by_regime(rows, role)
         assert sum(c["cases"] for c in cells) == sum(1 for r in rows if r["role"] == role)
         for c in cells:
@@ -232,7 +234,8 @@ def test_tcpxo_is_set_from_fit_cases_and_keeps_nccl_to_ring_and_tree():
     fit = {c["id"]: c for c in cm.published()["cases"] if c["role"] == "fit"}
     assert row["efficiency_source"] == row["latency_source"] == "dstack-a3mega"
     assert {"dstack-a3mega-ag-8M", "dstack-a3mega-ag-8G"} <= set(fit)
-    assert all(c["role"] == "test" for c in cm.published()["cases"] if c["id"].startswith("a3mega-2node-"))
+    # the shipped A3 Mega run was never fit; its 1 and 8 GiB cases shaped tcpxo's two-node tree (informed)
+    assert all(c["role"] in ("test", "informed") for c in cm.published()["cases"] if c["id"].startswith("a3mega-2node-"))
     assert cm.system_fabric_kind("gcp-a3-mega") == "tcpxo"
     for c in ("dstack-a3mega-ag-8M", "dstack-a3mega-ag-8G"):   # the fit reproduces its own cases
         r = cm.validation_table([fit[c]])[0]

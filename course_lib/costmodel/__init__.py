@@ -25,8 +25,9 @@ it stops being true:
 The package, one module per idea (lowest first): ``efficiencies`` (sourced efficiencies and
 latencies), ``flat`` (alpha-beta on one link: ``collective_time``, algbw/busbw, the two-level
 all-reduce and two-tier all-to-all), ``fabrics`` (``fabric``: what a system offers), ``nccl``
-(NCCL's ring, tree and NVLS per protocol), ``prediction`` (``predict``) and ``validation``
-(against published measurements). Every public name is importable from ``course_lib.costmodel``.
+(NCCL's ring, tree and NVLS per protocol), ``prediction`` (``predict``), ``validation``
+(against published measurements) and ``ranges`` (how far published runs in a prediction's regime sat
+from the model). Every public name is importable from ``course_lib.costmodel``.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from .flat import (TwoLevelPhases, algbw, busbw, busbw_factor, collective_time, 
 from .nccl import (PROTOCOLS, double_binary_tree_load, node_decline, node_decline_constants,  # noqa: F401
                    pipeline_fill_bytes, protocol_table, tree_net_rate)
 from .prediction import Prediction, predict, predict_algorithms  # noqa: F401
-from .validation import (GOALS, SCALE_REGIMES, SIZE_REGIMES, case_system, node_sweep_study, published,  # noqa: F401
-                         scale_regime, size_regime, validation_by_regime, validation_goals, validation_summary,
-                         validation_table)
+from .validation import (GOALS, ROLES, SCALE_REGIMES, SIZE_REGIMES, case_system, node_sweep_study,  # noqa: F401
+                         published, rows_of_role, scale_regime, size_regime, validation_by_regime, validation_goals,
+                         validation_summary, validation_table)
+from .ranges import Range, Regime, coverage_by_regime, range_for, ranges_for, regime  # noqa: F401
