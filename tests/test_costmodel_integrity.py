@@ -1,0 +1,178 @@
+"""Fit / informed / test integrity of the published collective cases, and the ranges built on the test cases."""
+import fnmatch
+import json
+import re
+
+import numpy as np
+import pytest
+
+from course_lib import costmodel as cm
+from course_lib import datafiles
+from course_lib.costmodel import ranges
+
+DERIVATION_FILES = ("efficiency.json", "fabrics.json")
+
+
+def _derivations(node, where=""):
+    """(place, text) of every string under a key that holds a derivation, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, str) and "derivation" in key:
+                yield f"{where}.{key}", value
+            yield from _derivations(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _derivations(value, f"{where}[{i}]")
+
+
+def _all_derivations():
+    return [(f"{name}{place}", text) for name in DERIVATION_FILES
+            for place, text in _derivations(datafiles.load(name))]
+
+
+def named_cases(text, case_ids) -> set:
+    """Case ids a derivation names as evidence: written out, or matched by a glob such as a-*-32G-tree.
+
+    A mention the derivation itself labels a test (``test case(s) ...`` up to the next ``)``, ``;`` or
+    sentence end: a check of the constant, not a source of it) is not evidence.
+    """
+    text = re.sub(r"test cases?\b[^;)]*?(?:[;)]|\.(?:\s|$)|$)", " ", text)
+    named = {cid for cid in case_ids if re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", text)}
+    for pattern in re.findall(r"[\w.-]*\*[\w.*-]*", text):
+        if "-" in pattern:
+            named |= set(fnmatch.filter(case_ids, pattern))
+    return named
+
+
+def test_named_cases_finds_ids_and_globs():
+    ids = ["a-1node-x", "a-2node-x", "b-1node"]
+    assert named_cases("fit cases a-*-x and b-1node", ids) == {"a-1node-x", "a-2node-x", "b-1node"}
+    assert named_cases("a-1node-xy is another case", ids) == set()
+    assert named_cases("fit on b-1node; checked on (test cases a-*-x). Then a-2node-x", ids) == {"b-1node", "a-2node-x"}
+
+
+def test_no_derivation_is_a_placeholder():
+    found = _all_derivations()
+    assert len(found) >= 20
+    for place, text in found:
+        assert len(text.split()) >= 6 and not re.search(r"placeholder|\btodo\b|\btbd\b|xxx", text, re.I), place
+
+
+def test_no_derivation_names_a_test_case():
+    """A case a derivation cites was looked at while setting or choosing something: it cannot be a test case."""
+    roles = {c["id"]: c["role"] for c in cm.published()["cases"]}
+    cited = {}
+    for place, text in _all_derivations():
+        for cid in named_cases(text, list(roles)):
+            cited.setdefault(cid, place)
+    assert len(cited) >= 10                     # the derivations do name their cases
+    wrong = {cid: place for cid, place in cited.items() if roles[cid] == "test"}
+    assert not wrong, f"derivations name test cases: {wrong}"
+
+
+def test_roles_are_three_and_informed_cases_say_what_they_informed():
+    cases = cm.published()["cases"]
+    assert {c["role"] for c in cases} == set(cm.ROLES)
+    for c in cases:
+        assert (c["role"] == "informed") == bool(c.get("informed")), c["id"]
+        assert (c["role"] == "fit") >= bool(c.get("fit_for")), c["id"]
+    informed = {c["id"] for c in cases if c["role"] == "informed"}
+    assert {"p4dn-efa-2node-1G", "a3mega-2node-8589934592", "together-slinky-b200-4node-32G-nvls",
+            "hf-playbook-allreduce-256MB-64node"} <= informed
+
+
+def test_duplicates_and_the_memory_note_are_dropped_not_tested():
+    data = cm.published()
+    ids = {c["id"] for c in data["cases"]}
+    dropped = {d["id"]: d for d in data["dropped"]}
+    assert {"h100-ring-2140", "h100-nvls-2140", "h100-node-8G", "h100-node-nvls", "hgx-h100-1node-309",
+            "azure-h200-8G"} <= set(dropped)
+    assert not ids & set(dropped) and all(d["why"] and d["same_as"] for d in dropped.values())
+    assert "together-slinky-memory" not in datafiles.bibliography()
+    assert not any(c["source"] == "together-slinky-memory" for c in data["cases"])
+    # no test case repeats a fit case's measurement (same source, system, collective, nodes, size, algorithm, busbw)
+    key = lambda c: (c["source"], c["system"], c["collective"], c.get("nodes", 1), c["nbytes"], c["algorithm"],
+                     c["busbw_gb_s"])
+    fit = {key(c) for c in data["cases"] if c["role"] == "fit"}
+    assert not [c["id"] for c in data["cases"] if c["role"] == "test" and key(c) in fit]
+
+
+def test_every_fit_case_quotes_its_source_and_says_where():
+    for c in cm.published()["cases"]:
+        if c["role"] == "fit":
+            assert c.get("quote") and c.get("where"), c["id"]
+
+
+def test_an_assumed_fabric_figure_is_not_labelled_fit():
+    for kind, row in cm.fabrics_data()["fabrics"].items():
+        if str(row.get("efficiency_derivation", "")).startswith("assumed"):
+            assert row.get("role") == "assumed", kind
+
+
+def test_headline_and_goals_count_test_cases_only():
+    rows = cm.validation_table()
+    s = cm.validation_summary(rows)
+    test = [r for r in rows if r["role"] == "test"]
+    assert s["test_cases"] == len(test) and s["cases"] == s["fit_cases"] + s["informed_cases"] + s["test_cases"]
+    assert s["large"] == sum(1 for r in test if r["nbytes"] >= 2**28)
+    goal = cm.validation_goals(rows)[0]
+    assert goal["cases"] == sum(1 for r in test if r["nbytes"] >= 2**27)
+    informed = {r["id"] for r in rows if r["role"] == "informed"}
+    assert not informed & set(cm.validation_goals(rows)[-1]["misses"])
+
+
+# ---------------------------------------------------------------- ranges
+
+def test_regime_is_size_band_scale_and_fabric_family():
+    assert cm.regime(2**33, 1, "dgx-h100") == cm.Regime(">= 128 MiB", "1 node", "NVSwitch")
+    assert cm.regime(2**20, 2, "aws-p5").family == "plugin network"
+    assert cm.regime(2**10, 64, "dgx-h100") == cm.Regime("< 1 MiB", "> 16 nodes", "InfiniBand/RoCE")
+    assert cm.regime(2**30, 4, "dgx-h100", network="ethernet_tcp").family == "TCP sockets"
+    with pytest.raises(ValueError, match="nodes"):
+        cm.regime(8, 0, "dgx-h100")
+
+
+def test_a_range_is_the_central_share_of_its_test_cases():
+    rng = cm.range_for(2**33, 1, "dgx-h100")
+    ratios = ranges.regime_ratios()[rng.regime]
+    assert rng.known and rng.cases == len(ratios) >= ranges.MIN_CASES
+    inside = np.mean([rng.low <= x <= rng.high for x in ratios])
+    assert inside == pytest.approx(ranges.SHARE, abs=0.1)
+    assert rng.busbw(100.0) == pytest.approx((100 * rng.low, 100 * rng.high))
+    assert rng.time(10.0) == pytest.approx((10 / rng.high, 10 / rng.low))
+    assert "published runs in this regime measured" in rng.describe() and f"of {rng.cases} test cases" in rng.describe()
+    with pytest.raises(ValueError, match="ratios"):
+        ranges.spread([1.0])
+
+
+def test_a_regime_with_too_few_cases_says_so_instead_of_a_range():
+    rng = cm.range_for(2**24, 64, "dgx-h100")         # mid sizes on many InfiniBand nodes: no published test run
+    assert not rng.known and rng.busbw(1.0) is None and rng.holds(1.0) is None
+    assert "too few published test runs" in rng.describe()
+
+
+def test_ranges_use_test_cases_only():
+    counted = sum(len(v) for v in ranges.regime_ratios().values())
+    assert counted == sum(1 for r in cm.validation_table() if r["role"] == "test")
+
+
+def test_coverage_is_checked_on_cases_left_out():
+    rows = cm.coverage_by_regime()
+    assert sum(r["cases"] for r in rows) == sum(len(v) for v in ranges.regime_ratios().values())
+    checked = [r for r in rows if r["by_case"]["coverage"] is not None]
+    assert len(checked) >= 5
+    for r in rows:
+        for way in ("by_case", "by_source"):
+            c = r[way]
+            assert 0 <= c["covered"] <= c["checked"] <= r["cases"]
+        if r["low"] is None:
+            assert r["by_case"]["checked"] == 0
+    # the stricter check never sees more cases than leaving out one case does
+    assert all(r["by_source"]["checked"] <= r["by_case"]["checked"] for r in rows)
+
+
+def test_validation_json_carries_the_ranges(capsys):
+    from course_lib.__main__ import main
+    assert main(["validation", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["by_regime"]) == set(cm.ROLES) and out["ranges"]
