@@ -64,37 +64,85 @@ def _count(coll, nbytes, ranks, dtype):
     return coll.elements(nbytes, ranks, TYPE_SIZES[dtype]).astype(np.int64)
 
 
-def format_table(pred: costmodel.Prediction, dtype="float") -> str:
-    """The prediction as nccl-tests-style lines (header lines start with '#')."""
+def prediction_ranges(pred: costmodel.Prediction, system, network=None) -> list:
+    """One ``costmodel.Range`` per size of ``pred`` on ``system`` (fabric kind ``network``), or None per size
+    where the prediction uses spec bandwidth (ranges are measured against the achievable model)."""
+    if not pred.achievable:
+        return [None] * len(pred.nbytes)
+    return costmodel.ranges_for(pred.nbytes, pred.nodes, system, network)
+
+
+def _span(low, high) -> str:
+    return f"{low:.3g}-{high:.3g}"
+
+
+def range_lines(ranges) -> list[str]:
+    """'# range:' lines, one per regime of a sweep's ``ranges`` (``prediction_ranges``), in size order."""
+    if all(r is None for r in ranges):
+        return ["# range: none with --spec (the published runs are measured against the achievable model)"]
+    seen = dict.fromkeys(r for r in ranges if r is not None)
+    return [f"# range: {r.describe()}" for r in seen]
+
+
+def format_table(pred: costmodel.Prediction, dtype="float", system=None, network=None) -> str:
+    """The prediction as nccl-tests-style lines (header lines start with '#').
+
+    system (and network, a fabric kind): the system ``pred`` was made for; given, each row also shows the
+    busbw range published runs in its regime measured (``costmodel.range_for``), and the table ends with
+    one line per regime saying where that range comes from.
+    """
+    ranges = prediction_ranges(pred, system, network) if system is not None else None
+    extra = f" {'busbw range':>13}" if ranges else ""
     lines = [f"# course_lib cost model: {pred.collective} on {pred.system}, {pred.nodes} node(s) x "
              f"{pred.gpus_per_node} GPUs = {pred.ranks} ranks, algorithm {pred.algorithm}, "
              f"{'achievable' if pred.achievable else 'spec'} bandwidth",
-             "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them",
-             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}  algo/proto",
+             "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them"
+             + ("; busbw range: what published runs in the same regime measured (GB/s; see '# range:')" if ranges else ""),
+             "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}"
+             f"  algo/proto{extra}",
              f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"]
     coll = collectives.get(pred.collective)
     counts = _count(coll, pred.nbytes, pred.ranks, dtype)
     redop, root = coll.reduction or "none", "0" if coll.has_root else "-1"
     for i, n in enumerate(pred.nbytes):
-        lines.append(f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {redop:>6} "
-                     f"{root:>6} {pred.time_s[i] * 1e6:>10.2f} "
-                     f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}/{pred.protocols[i]}")
+        line = (f" {int(n):>12d} {counts[i]:>12d} {dtype:>8} {redop:>6} "
+                f"{root:>6} {pred.time_s[i] * 1e6:>10.2f} "
+                f"{pred.algbw[i] / units.GB:>8.2f} {pred.busbw[i] / units.GB:>8.2f}  {pred.algorithms[i]}/{pred.protocols[i]}")
+        if ranges:
+            band = ranges[i].busbw(pred.busbw[i] / units.GB) if ranges[i] is not None else None
+            line += f" {(_span(*band) if band else '-'):>13}"
+        lines.append(line)
     for note in pred.notes:
         lines.append(f"# note: {note}")
     if pred.ranks == 1:
         lines.append("# note: one rank: no byte crosses a link, so busbw is 0 (bus bandwidth is undefined here); "
                      "the time is the call's fixed cost alone, so algbw is not a link's rate either")
+    if ranges:
+        lines += range_lines(ranges)
     return "\n".join(lines)
 
 
-def _to_json(pred: costmodel.Prediction) -> dict:
+def _range_json(rng, busbw_gb_s):
+    """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band, or why none."""
+    if rng is None:
+        return {"known": False, "why": "spec bandwidth: ranges are measured against the achievable model"}
+    out = {"regime": str(rng.regime), "cases": rng.cases, "sources": rng.sources, "known": rng.known,
+           "describe": rng.describe()}
+    if rng.known:
+        low, high = rng.busbw(busbw_gb_s)
+        out.update(ratio_low=rng.low, ratio_high=rng.high, busbw_low_gb_s=low, busbw_high_gb_s=high)
+    return out
+
+
+def _to_json(pred: costmodel.Prediction, ranges) -> dict:
     return {"collective": pred.collective, "system": pred.system, "nodes": pred.nodes,
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
-                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al), "protocol": str(pr)}
-                     for n, t, a, b, al, pr in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw, pred.algorithms,
-                                                   pred.protocols)],
+                      "busbw_gb_s": float(b / units.GB), "algorithm": str(al), "protocol": str(pr),
+                      "range": _range_json(rng, float(b / units.GB))}
+                     for n, t, a, b, al, pr, rng in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw,
+                                                        pred.algorithms, pred.protocols, ranges)],
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
@@ -112,9 +160,9 @@ def _predict(args) -> int:
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics,
                              network=args.fabric, protocol=args.proto)
     if args.json:
-        print(cli.dumps(_to_json(pred)))
+        print(cli.dumps(_to_json(pred, prediction_ranges(pred, sys_, args.fabric))))
     else:
-        print(format_table(pred, args.datatype))
+        print(format_table(pred, args.datatype, system=sys_, network=args.fabric))
     return 0
 
 
@@ -336,6 +384,20 @@ def compare_advice(rows, nodes, fabric=None) -> list[str]:
     return out
 
 
+UNUSUAL_FLAGS = {"range": "  <-- unusual: outside the range", "fixed": "  <-- beyond 0.67-1.5 (no range here)", None: ""}
+
+
+def unusual(ratio, rng):
+    """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) lies outside the
+    regime's range ``rng``; ``"fixed"`` where the regime has no range and ``ratio`` is beyond 0.67-1.5 (a
+    fallback); None where it is not unusual or has no ratio."""
+    if ratio is None:
+        return None
+    if rng is not None and rng.known:
+        return None if rng.holds(1 / ratio) else "range"
+    return "fixed" if (ratio > 1.5 or ratio < 0.67) else None
+
+
 def _compare(args) -> int:
     text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
     try:
@@ -356,8 +418,9 @@ def _compare(args) -> int:
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
                              nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
+    ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = []
-    for r, t, b, al, pr in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols):
+    for r, t, b, al, pr, rng in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols, ranges):
         measured = _finite(r["busbw"])
         ratio = None
         if _finite(r["time_us"]) and t > 0:
@@ -368,7 +431,8 @@ def _compare(args) -> int:
             ratio = _finite(evidence.ratio(b / units.GB, measured))
         out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
                     "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
-                    "algorithm": str(al), "protocol": str(pr)})
+                    "algorithm": str(al), "protocol": str(pr), "range": _range_json(rng, float(b / units.GB)),
+                    "unusual": unusual(ratio, rng)})
     advice = compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
     if args.json:
@@ -388,12 +452,25 @@ def _compare(args) -> int:
     def cell(value, width, digits=2):
         return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
-    print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6}  algo/proto")
-    for r in out:
-        flag = "  <-- " if r["ratio"] is not None and (r["ratio"] > 1.5 or r["ratio"] < 0.67) else ""
+    print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6} "
+          f"{'meas/pred':>9} {'range':>9}  algo/proto")
+    for r, rng in zip(out, ranges):
+        flag = UNUSUAL_FLAGS[r["unusual"]]
+        inverse = None if r["ratio"] is None else 1 / r["ratio"]
+        span = f"{rng.low:.2f}-{rng.high:.2f}" if rng is not None and rng.known else "-"
         print(f" {r['size']:>12d} {cell(r['measured_time_us'], 10)} {cell(r['predicted_time_us'], 10)} "
-              f"{cell(r['measured_busbw'], 10)} {cell(r['predicted_busbw'], 10)} {cell(r['ratio'], 6)}  "
-              f"{r['algorithm']}/{r['protocol']}{flag}")
+              f"{cell(r['measured_busbw'], 10)} {cell(r['predicted_busbw'], 10)} {cell(r['ratio'], 6)} "
+              f"{cell(inverse, 9)} {span:>9}  {r['algorithm']}/{r['protocol']}{flag}")
+    print("# ratio = predicted / measured busbw; meas/pred = its inverse, set against the range: what published runs "
+          "in the same regime measured, as a multiple of the model")
+    for line in range_lines(ranges):
+        print(line)
+    odd = [r for r in out if r["unusual"]]
+    if odd:
+        print(f"# unusual: {len(odd)} of {len(out)} sizes measured outside the range published runs in their regime "
+              "fall in (or, with no range, beyond 0.67-1.5): look there first")
+    else:
+        print("# unusual: none: every size is where published runs in its regime measured")
     for line in advice:
         print(f"# advice: {line}")
     if not advice:

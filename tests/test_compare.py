@@ -76,3 +76,23 @@ def test_every_plugin_fabric_kind_gets_its_plugin_checks():
             assert kind not in cp._PLUGIN_CHECKS
         else:
             assert "plugin" in advice.lower() or "NET/OFI" in advice, kind
+
+
+def test_compare_marks_sizes_outside_their_regimes_range(capsys):
+    from course_lib import costmodel
+    data = json.loads(_run(capsys, "compare", str(SAMPLE), "--system", "gcp-a3-mega", "--json"))
+    for r in data["rows"]:
+        rng = costmodel.range_for(r["size"], 2, "gcp-a3-mega")
+        assert r["range"]["known"] == rng.known
+        if rng.known:   # unusual exactly when measured/predicted is outside the regime's range
+            assert (r["unusual"] == "range") == (not rng.low <= 1 / r["ratio"] <= rng.high), r["size"]
+        else:           # no range: the fixed thresholds, said to be a fallback
+            assert r["unusual"] in (None, "fixed") and (r["unusual"] == "fixed") == (not 0.67 <= r["ratio"] <= 1.5)
+    rows = {r["size"]: r for r in data["rows"]}
+    assert rows[2**24]["unusual"] == "range"          # 16 MiB: 0.30 of the model, below 0.38-0.99
+    assert rows[2**27]["unusual"] == "range"          # 128 MiB: 0.64 of the model, below 0.78-1.42
+    assert rows[2**33]["unusual"] is None
+    text = _run(capsys, "compare", str(SAMPLE), "--system", "gcp-a3-mega")
+    assert "<-- unusual: outside the range" in text and "# range: >= 128 MiB, 2 nodes, plugin network" in text
+    odd = sum(1 for r in data["rows"] if r["unusual"])
+    assert f"# unusual: {odd} of {len(data['rows'])} sizes" in text and text.count("  <-- ") == odd

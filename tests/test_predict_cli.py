@@ -73,3 +73,25 @@ def test_validation_command_prints_every_case_with_its_ratio(capsys):
     data = json.loads(capsys.readouterr().out)
     assert len(data["cases"]) == len(rows)
     assert all(c["source"]["url"].startswith("https://") for c in data["cases"])
+
+
+def test_predict_shows_each_rows_range_and_where_it_comes_from(capsys):
+    from course_lib import costmodel
+
+    assert cli.main(["predict", "all_reduce", "--system", "aws-p5", "--nodes", "2", "-b", "8", "-e", "8G", "-f", "1024"]) == 0
+    out = capsys.readouterr().out
+    big = costmodel.range_for(2**33, 2, "aws-p5")
+    assert big.known and f"# range: {big.describe()}" in out
+    assert "too few published test runs in this regime" in out               # small sizes on 2 EFA nodes: no range
+    row = next(line for line in out.splitlines() if line.split() and line.split()[0] == str(2**33))
+    busbw = float(row.split()[7])
+    low, high = (float(x) for x in row.split()[-1].split("-"))
+    assert low == pytest.approx(busbw * big.low, rel=0.01) and high == pytest.approx(busbw * big.high, rel=0.01)
+    small = next(line for line in out.splitlines() if line.split() and line.split()[0] == "8")
+    assert small.split()[-1] == "-"
+    assert cli.main(["predict", "all_reduce", "--system", "dgx-h100", "--nodes", "64", "-b", "1G", "-e", "1G", "--json"]) == 0
+    rng = json.loads(capsys.readouterr().out)["rows"][0]["range"]
+    assert rng["known"] and rng["regime"] == ">= 128 MiB, > 16 nodes, InfiniBand/RoCE"
+    assert rng["busbw_low_gb_s"] < rng["busbw_high_gb_s"]
+    assert cli.main(["predict", "all_reduce", "--system", "dgx-h100", "-b", "1G", "-e", "1G", "--spec"]) == 0
+    assert "# range: none with --spec" in capsys.readouterr().out
