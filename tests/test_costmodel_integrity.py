@@ -176,3 +176,29 @@ def test_validation_json_carries_the_ranges(capsys):
     assert main(["validation", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["by_regime"]) == set(cm.ROLES) and out["ranges"]
+
+
+def test_step_range_scales_only_the_exposed_communication():
+    from types import SimpleNamespace as NS
+    t = NS(kind="data parallel", crosses_nodes=True, group_size=64, bytes_per_call=2**30, exposed_s=0.2)
+    idle = NS(kind="pipeline", crosses_nodes=True, group_size=64, bytes_per_call=2**20, exposed_s=0.0)
+    est = NS(step_time_s=1.0, nodes=8, traffic=[t, idle])
+    rng = cm.range_for(2**30, 8, "dgx-h100")
+    r = cm.step_range(est, "dgx-h100")
+    assert r["known"] and r["low_s"] == pytest.approx(0.8 + 0.2 / rng.high) and r["high_s"] == pytest.approx(0.8 + 0.2 / rng.low)
+    mid = NS(kind="tensor parallel", crosses_nodes=True, group_size=64, bytes_per_call=2**24, exposed_s=0.1)
+    r = cm.step_range(NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
+    assert not r["known"] and r["missing"] == ["tensor parallel"] and "no range" in cm.step_phrase(
+        NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
+
+
+def test_explorer_readouts_carry_the_range_of_their_regime():
+    from course_lib.explorers import data_parallel, infiniband, planner, your_cluster
+    texts = [your_cluster._readout(4, 2, 25.0), infiniband._readout(2, 8, 400.0, 450.0, 8, 1.0, True),
+             data_parallel._readout("megatron-1.7b", 64, 50.0, 0, 1, True),
+             planner._readout("llama2-70b", "dgx-h200", 1024, 50.0, 450.0, 1024, 2.0)]
+    for text in texts:
+        assert any(k in text for k in ("x of the model", "spread of published", "no range", "too few published")), text
+    rng = cm.range_for(2**30, 2, infiniband._config(8, 8, 400.0, 450.0))
+    assert f"{rng.low:.2f}-{rng.high:.2f}x of the model" in texts[1]
+    assert "spec bandwidth" in infiniband._readout(2, 8, 400.0, 450.0, 8, 1.0, False)

@@ -43,4 +43,5 @@ from .prediction import Prediction, predict, predict_algorithms  # noqa: F401
 from .validation import (GOALS, ROLES, SCALE_REGIMES, SIZE_REGIMES, case_system, node_sweep_study,  # noqa: F401
                          published, rows_of_role, scale_regime, size_regime, validation_by_regime, validation_goals,
                          validation_summary, validation_table)
-from .ranges import Range, Regime, coverage_by_regime, range_for, ranges_for, regime  # noqa: F401
+from .ranges import (Range, Regime, coverage_by_regime, range_for, range_phrase, ranges_for, regime,  # noqa: F401
+                     step_phrase, step_range)

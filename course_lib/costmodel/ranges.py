@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import hardware, validate
+from .. import hardware, units, validate
 from .efficiencies import system_fabric_kind
 from .validation import SCALE_REGIMES, case_system, published, scale_regime, validation_table
 
@@ -193,3 +193,52 @@ def coverage_by_regime() -> list[dict]:
                 row["by_source"] = _left_out(pairs, by_source=True)
                 out.append(row)
     return out
+
+
+def range_phrase(predicted_gb_s, rng: Range) -> str:
+    """For a readout: 'published runs in this regime (R) measured 0.62-1.05x of the model (80% of 41 test cases):
+    232-393 GB/s' around a predicted busbw (GB/s), or why the regime has no range."""
+    if not rng.known:
+        return (f"too few published test runs in this regime ({rng.regime}: {rng.cases} from {rng.sources} "
+                "source(s)) for a range")
+    low, high = rng.busbw(predicted_gb_s)
+    return (f"published runs in this regime ({rng.regime}) measured {rng.low:.2f}-{rng.high:.2f}x of the model "
+            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s")
+
+
+def step_range(estimate, system, network=None) -> dict:
+    """The range of a training step's time: its exposed communication scaled by the range of each traffic kind.
+
+    estimate: a ``parallel`` estimate (``step_time_s``, ``nodes`` and ``traffic``, each with ``kind``,
+    ``crosses_nodes``, ``group_size``, ``bytes_per_call`` and ``exposed_s``). Compute and the pipeline bubble
+    are taken as priced; each kind's exposed time t becomes t / high .. t / low of the range of its regime
+    (its message size, the nodes its group spans, ``system``'s fabric). Returns low_s, high_s (None where a
+    kind with exposed time has no range), known, and missing (the kinds without a range).
+    """
+    sys_ = hardware.resolve_system(system)
+    step = float(estimate.step_time_s)
+    low = high = step
+    missing = []
+    for t in estimate.traffic:
+        if t.exposed_s <= 0 or t.bytes_per_call <= 0:
+            continue
+        nodes = max(2, -(-t.group_size // sys_.gpus_per_node)) if t.crosses_nodes else 1
+        rng = range_for(t.bytes_per_call, min(nodes, estimate.nodes) if t.crosses_nodes else 1, sys_, network)
+        if not rng.known:
+            missing.append(t.kind)
+            continue
+        low += t.exposed_s / rng.high - t.exposed_s
+        high += t.exposed_s / rng.low - t.exposed_s
+    known = not missing
+    return {"step_s": step, "low_s": low if known else None, "high_s": high if known else None, "known": known,
+            "missing": missing}
+
+
+def step_phrase(estimate, system, network=None) -> str:
+    """The step time with its range, for a readout: 'step 1.2 s (published collectives in these regimes: 1.1-1.4 s)'."""
+    r = step_range(estimate, system, network)
+    if r["known"]:
+        return (f"step {units.format_time(r['step_s'])} (with the spread of published collective runs in the "
+                f"regimes of its exposed communication: {units.format_time(r['low_s'])} to {units.format_time(r['high_s'])})")
+    return (f"step {units.format_time(r['step_s'])} (no range: too few published test runs for the regime of its "
+            f"{', '.join(sorted(set(r['missing'])))} traffic)")

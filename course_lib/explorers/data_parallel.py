@@ -487,8 +487,8 @@ def _readout(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
     where = (f"inside one node over {base.gpu_link.name}" if gpus <= base.gpus_per_node
              else f"across nodes: each GPU's NIC at {link_gb_s:.3g} GB/s per direction")
     mem = e.memory
-    return (f"{escape(e.model)} on {gpus} GPUs, ZeRO-{zero}, {seqs_per_gpu} sequence(s) per GPU: step "
-            f"<b>{units.format_time(e.step_time_s)}</b> = compute {units.format_time(e.compute_s)} + exposed "
+    return (f"{escape(e.model)} on {gpus} GPUs, ZeRO-{zero}, {seqs_per_gpu} sequence(s) per GPU: "
+            f"{costmodel.step_phrase(e, base)} = compute {units.format_time(e.compute_s)} + exposed "
             f"communication {units.format_time(e.dp_exposed_s)} (of {units.format_time(comm)}; "
             f"{'overlapped' if overlap else 'not overlapped'}); scaling efficiency <b>{100 * eff:.1f}%</b>; "
             f"the DP ring runs {where}. Memory per GPU <b>{mem['total'] / units.GB:.1f} GB</b> of "

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .. import datafiles, evidence, hardware, parallel, topology, units, validate
+from .. import costmodel, datafiles, evidence, hardware, parallel, topology, units, validate
 from ..views import planner as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider, show_html
 
@@ -514,7 +514,8 @@ def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t)
     return (f"Best of {p.searched} layouts: <b>{b.layout}</b>, micro-batch {b.micro_batch}, ZeRO-{b.zero}, "
             f"recompute {b.recompute}; memory {b.memory['total'] / units.GB:.0f} of "
             f"{b.memory['usable'] / units.GB:.0f} GB usable; <b>{b.tokens_per_s_per_gpu:,.0f} tokens/s per GPU</b>, "
-            f"MFU {b.mfu:.0%}, bubble {b.bubble_fraction:.1%}. {tokens_t:.3g}T tokens: <b>{n['days']:.1f} days</b> "
+            f"MFU {b.mfu:.0%}, bubble {b.bubble_fraction:.1%}; {costmodel.step_phrase(b, sys_)}. "
+            f"{tokens_t:.3g}T tokens: <b>{n['days']:.1f} days</b> "
             f"{views.mark(ok['days'])} (brief: {brief.max_days:g}), <b>{n['gpu_hours'] / 1e6:.2f} M GPU-hours</b> "
             f"{views.mark(ok['gpu_hours'])} (brief: {brief.max_gpu_hours / 1e6:g} M), {gpus:,} GPUs {views.mark(ok['gpus'])} "
             f"on {nodes} node(s){partial}. {links}. Reduced search (micro-batch 1-2, ZeRO-1, interleave 1-2, TP up "

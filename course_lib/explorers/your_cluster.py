@@ -96,9 +96,10 @@ def _readout(nodes, nics_per_node, nic_gbit_s):
     one = costmodel.predict("all_reduce", 2**30, example_system()).busbw[0]
     many = costmodel.predict("all_reduce", 2**30, scaled(nics_per_node, nic_gbit_s), nodes=nodes)
     share = many.busbw[0] / one
+    rng = costmodel.range_for(2**30, nodes, scaled(nics_per_node, nic_gbit_s))
     return (f"1 GiB all-reduce: one box {one / units.GB:.3g} GB/s busbw; {nodes} box(es) with {nics_per_node} x "
             f"{nic_gbit_s:.3g} Gb/s RoCE per box: <b>{many.busbw[0] / units.GB:.3g} GB/s</b> ({share:.0%} of one box, "
-            f"{many.algorithms[0]})")
+            f"{many.algorithms[0]}); {costmodel.range_phrase(many.busbw[0] / units.GB, rng)}")
 
 
 def scaling_explorer(nodes=4, nics_per_node=2, nic_gbit_s=25.0):
