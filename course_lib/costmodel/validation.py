@@ -1,4 +1,4 @@
-"""The model against published nccl-tests measurements: per case, per regime, and issue 14's goals."""
+"""The model against published nccl-tests measurements: per case, per regime, and the accuracy goals on the test set."""
 from __future__ import annotations
 
 from functools import lru_cache

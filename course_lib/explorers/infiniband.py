@@ -519,17 +519,15 @@ def validation_failure_plot(rows=None, role="test"):
     """Where the model stops being true: predicted / measured busbw of every published case by size
     (colour: node count), and the node-count sweeps, measured vs predicted busbw (GB/s per direction).
 
-    rows: ``costmodel.validation_table()`` rows (default: all); role: ``test`` (default), ``fit`` or ``all``.
-    Returns the figure.
+    rows: ``costmodel.validation_table()`` rows (default: all); role: ``test`` (default), ``fit``,
+    ``informed`` or ``all``. Both panels show that role's cases only. Returns the figure.
     """
     import matplotlib.pyplot as plt
-    rows = costmodel.validation_table() if rows is None else rows
-    role = validate.choice("role", role, ("fit", "test", "all"))
-    chosen = [r for r in rows if role == "all" or r["role"] == role]
+    rows, chosen = costmodel.rows_of_role(rows, role)
     by_regime = [(name, [r for r in chosen if r["scale_regime"] == name]) for name, _, _ in costmodel.SCALE_REGIMES]
     worst = sorted(chosen, key=lambda r: -abs(np.log(r["ratio"])))[:4]
     sweeps: dict = {}
-    for r in rows:
+    for r in chosen:
         if r.get("sweep"):
             sweeps.setdefault(r["sweep"], []).append(r)
     sweeps = [(name, sorted(rs, key=lambda r: r["nodes"]))
