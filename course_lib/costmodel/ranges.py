@@ -148,7 +148,8 @@ def _enough(pairs) -> bool:
 
 def ranges_for(nbytes, nodes, system, network=None) -> list[Range]:
     """``range_for`` for each size of a sweep ``nbytes`` (bytes)."""
-    return [range_for(n, nodes, system, network) for n in np.atleast_1d(np.asarray(nbytes, dtype=float))]
+    sizes = [validate.non_negative("nbytes", n) for n in np.atleast_1d(np.asarray(nbytes, dtype=object))]
+    return [range_for(n, nodes, system, network) for n in sizes]
 
 
 def _left_out(pairs, by_source) -> dict:
@@ -198,6 +199,9 @@ def coverage_by_regime() -> list[dict]:
 def range_phrase(predicted_gb_s, rng: Range) -> str:
     """For a readout: 'published runs in this regime (R) measured 0.62-1.05x of the model (80% of 41 test cases):
     232-393 GB/s' around a predicted busbw (GB/s), or why the regime has no range."""
+    predicted_gb_s = validate.non_negative("predicted_gb_s", predicted_gb_s)
+    if not isinstance(rng, Range):
+        raise ValueError(f"rng must be a costmodel.Range (from range_for); got {rng!r}")
     if not rng.known:
         return (f"too few published test runs in this regime ({rng.regime}: {rng.cases} from {rng.sources} "
                 "source(s)) for a range")
