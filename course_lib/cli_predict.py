@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
-from .costmodel import ranges
+from .costmodel import ranges as regime_ranges
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -385,16 +385,17 @@ def compare_advice(rows, nodes, fabric=None) -> list[str]:
 
 
 UNUSUAL_FLAGS = {"range": "  <-- unusual: outside the range", "fixed": "  <-- beyond 0.67-1.5 (no range here)", None: ""}
+_NO_RANGE_NOTE = "; sizes whose regime has no range are judged by the fixed 0.67-1.5"
 
 
 def unusual(ratio, rng):
-    """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) lies outside the
-    regime's range ``rng``; ``"fixed"`` where the regime has no range and ``ratio`` is beyond 0.67-1.5 (a
-    fallback); None where it is not unusual or has no ratio."""
+    """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) is unusual for
+    the regime's range ``rng`` (``Range.unusual``); ``"fixed"`` where the regime has no range and ``ratio`` is
+    beyond 0.67-1.5 (a fallback); None where it is not unusual or has no ratio."""
     if ratio is None:
         return None
     if rng is not None and rng.known:
-        return None if rng.holds(1 / ratio) else "range"
+        return "range" if rng.unusual(1 / ratio) else None
     return "fixed" if (ratio > 1.5 or ratio < 0.67) else None
 
 
@@ -418,9 +419,9 @@ def _compare(args) -> int:
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
                              nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
-    ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
+    row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = []
-    for r, t, b, al, pr, rng in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols, ranges):
+    for r, t, b, al, pr, rng in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols, row_ranges):
         measured = _finite(r["busbw"])
         ratio = None
         if _finite(r["time_us"]) and t > 0:
@@ -454,7 +455,7 @@ def _compare(args) -> int:
 
     print(f"#{'size':>12} {'meas time':>10} {'pred time':>10} {'meas busbw':>10} {'pred busbw':>10} {'ratio':>6} "
           f"{'meas/pred':>9} {'range':>9}  algo/proto")
-    for r, rng in zip(out, ranges):
+    for r, rng in zip(out, row_ranges):
         flag = UNUSUAL_FLAGS[r["unusual"]]
         inverse = None if r["ratio"] is None else 1 / r["ratio"]
         span = f"{rng.low:.2f}-{rng.high:.2f}" if rng is not None and rng.known else "-"
@@ -463,14 +464,16 @@ def _compare(args) -> int:
               f"{cell(inverse, 9)} {span:>9}  {r['algorithm']}/{r['protocol']}{flag}")
     print("# ratio = predicted / measured busbw; meas/pred = its inverse, set against the range: what published runs "
           "in the same regime measured, as a multiple of the model")
-    for line in range_lines(ranges):
+    for line in range_lines(row_ranges):
         print(line)
     odd = [r for r in out if r["unusual"]]
+    no_range = _NO_RANGE_NOTE if any(r is None or not r.known for r in row_ranges) else ""
     if odd:
-        print(f"# unusual: {len(odd)} of {len(out)} sizes measured outside the range published runs in their regime "
-              "fall in (or, with no range, beyond 0.67-1.5): look there first")
+        print(f"# unusual: {len(odd)} of {len(out)} sizes measured outside the range of published runs in their "
+              f"regime, by more than {regime_ranges.NEAR_MODEL:.0%} from the model{no_range}: look there first")
     else:
-        print("# unusual: none: every size is where published runs in its regime measured")
+        print(f"# unusual: none: every size is inside its regime's range or within {regime_ranges.NEAR_MODEL:.0%} of the "
+              f"model{no_range}")
     for line in advice:
         print(f"# advice: {line}")
     if not advice:
@@ -495,8 +498,8 @@ def format_coverage(rows) -> str:
     """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage, as text lines."""
     def share(c):
         return f"{'-':>12}" if c["coverage"] is None else f"{c['covered']:>3}/{c['checked']:<3} {c['coverage']:>4.0%}"
-    lines = [f"# ranges (measured/predicted, central {ranges.SHARE:.0%} of the TEST cases of a regime: size band x "
-             f"scale x fabric family; none with fewer than {ranges.MIN_CASES} cases or {ranges.MIN_SOURCES} sources) "
+    lines = [f"# ranges (measured/predicted, central {regime_ranges.SHARE:.0%} of the TEST cases of a regime: size band x "
+             f"scale x fabric family; none with fewer than {regime_ranges.MIN_CASES} cases or {regime_ranges.MIN_SOURCES} sources) "
              "and how often a range held a case it did not see: leaving out that case, or every case of its source",
              f"#  {'regime':<42} {'cases':>5} {'srcs':>4} {'range':>11}  {'left out: case':>14} {'source':>12}"]
     for r in rows:

@@ -202,3 +202,10 @@ def test_explorer_readouts_carry_the_range_of_their_regime():
     rng = cm.range_for(2**30, 2, infiniband._config(8, 8, 400.0, 450.0))
     assert f"{rng.low:.2f}-{rng.high:.2f}x of the model" in texts[1]
     assert "spec bandwidth" in infiniband._readout(2, 8, 400.0, 450.0, 8, 1.0, False)
+
+
+def test_unusual_means_outside_the_range_and_not_near_the_model():
+    rng = cm.Range(cm.Regime(">= 128 MiB", "1 node", "NVSwitch"), 40, 10, 0.90, 1.00)
+    assert rng.unusual(1.01) is False          # just above a range that ends at 1.00: within 5% of the model
+    assert rng.unusual(1.10) is True and rng.unusual(0.80) is True and rng.unusual(0.95) is False
+    assert cm.Range(rng.regime, 3, 1, None, None).unusual(0.5) is None

@@ -25,6 +25,8 @@ SIZE_BANDS = (("< 1 MiB", 0, 2**20), ("1-128 MiB", 2**20, 2**27), (">= 128 MiB",
 SHARE = 0.80        # the range holds the central 80% of a regime's test cases (10th to 90th percentile)
 MIN_CASES = 8       # fewer test cases than this: no range, the regime says it has too few
 MIN_SOURCES = 3     # ... or cases from fewer sources than this: one cluster's runs are that cluster, not a regime
+NEAR_MODEL = 0.05   # the course's choice: within 5% of the model a run is never called unusual (nccl-tests' own
+                    # run-to-run spread is a few percent, and a narrow range can end just short of 1.00)
 RDMA_KINDS = ("infiniband", "roce")   # NCCL's own NET/IB transport
 SOCKET_KINDS = ("ethernet_tcp",)      # NCCL's own NET/Socket; every other kind goes through a net plugin
 FAMILIES = ("NVSwitch", "other GPU links", "InfiniBand/RoCE", "plugin network", "TCP sockets")
@@ -121,6 +123,13 @@ class Range:
     def holds(self, ratio) -> bool | None:
         """Whether a measured / predicted ``ratio`` lies inside the range (None where there is no range)."""
         return None if not self.known else bool(self.low <= ratio <= self.high)
+
+    def unusual(self, ratio) -> bool | None:
+        """Whether a measured / predicted ``ratio`` is unusual for its regime: outside the range and more than
+        ``NEAR_MODEL`` from the model (None where there is no range)."""
+        if not self.known:
+            return None
+        return bool(not self.holds(ratio) and abs(ratio - 1.0) > NEAR_MODEL)
 
     def describe(self) -> str:
         """One sentence: what published runs in this regime measured against the model, or that there are too few."""

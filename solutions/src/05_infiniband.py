@@ -395,8 +395,9 @@ for r in costmodel.coverage_by_regime():
 # range drawn from a few dozen runs is narrower than the truth, and a new cluster can differ from every
 # cluster the course has seen. Where the source check cannot be made at all, the range rests on three
 # or four sources and deserves less trust. So a range is a guide to what is *usual*, not a promise, and
-# `compare` marks a size of your own log as **unusual** when it falls outside its regime's range
-# (falling back to the fixed 0.67-1.5 only where a regime has no range).
+# `compare` marks a size of your own log as **unusual** when it falls outside its regime's range and
+# is not within a few percent of the model (falling back to the fixed 0.67-1.5 only where a regime has
+# no range).
 #
 # **Why a cluster sits where it does.** Inside one regime, clusters differ by more than the model's
 # error. Four test cases from the same regime (128 MiB and up, more than 16 nodes, InfiniBand):
