@@ -47,6 +47,9 @@ def test_sample_counts_meet_the_issue():
     assert len(d.sample_names("ibstat")) >= 2
     assert len(d.sample_names("nvlink_status")) >= 2
     assert len(d.sample_names("smi_pcie")) >= 1
+    for kind in ("rdma_link", "iblinkinfo", "nccl_topo", "nccl_tests"):  # issue 25: two public samples at least
+        assert len(d.sample_names(kind)) >= 2, kind
+    assert sum(d.sample_sources()[n]["url"].find("rccl") > 0 for n in d.sample_names("nccl_tests")) >= 2
 
 
 @pytest.mark.parametrize("name", d.sample_names())
@@ -151,7 +154,7 @@ def test_topo_damaged_copies_name_the_line(damaged, message):
 # ---------------------------------------------------------------- NCCL_DEBUG=INFO
 
 def test_nccl_socket_fallback():
-    log = nccl_log.parse(text("nccl_socket_fallback_gcp.log"))
+    log = nccl_log.parse(text("nccl_log_gcp_vm.log"))
     assert log.nccl_version == "2.19.3+cuda12.3" and log.nranks == 1
     assert log.transports == ("NET/Socket",) and log.network == "Socket"
     assert log.socket_fallback and log.ib_missing and log.ib_devices == ()
@@ -164,7 +167,7 @@ def test_nccl_channels_p2p_ipc_and_socket():
 
 
 def test_nccl_roce_ib_without_gdr():
-    log = nccl_log.parse(text("nccl_ib_roce_gdr_disabled.log"))
+    log = nccl_log.parse(text("nccl_log_16_ranks_mlx5.log"))
     assert log.nranks == 16 and log.network == "IB" and log.transports == ("NET/IB",)
     assert log.ib_devices == ("mlx5_0:1", "mlx5_1:1") and log.ib_link_layers == ("RoCE",)
     assert log.gdr is False and log.gdr_disabled_hcas == ("mlx5_0", "mlx5_1") and not log.socket_fallback
@@ -204,15 +207,15 @@ def test_nccl_reordered_lines_read_the_same():
 
 
 @pytest.mark.parametrize("damaged, message", [
-    (lambda: text("nccl_socket_fallback_gcp.log").replace("NCCL version 2.19.3", "NCCL version two"),
+    (lambda: text("nccl_log_gcp_vm.log").replace("NCCL version 2.19.3", "NCCL version two"),
      r"line 5: expected an NCCL version such as 2.19.3\+cuda12.3, got 'two\+cuda12.3'"),
     (lambda: text("nccl_socket_p2p_ipc_channels.log")[:text("nccl_socket_p2p_ipc_channels.log").index("NET/Socket/3") + 7],
      r"line 8: expected a channel .* with a known transport .*got 'NET/Soc'"),
     (lambda: cut("nccl_socket_p2p_ipc_channels.log", 15) + "<cluster_name>:924:1152 [5] NCCL INFO Channel 00/0 : 13[5] -> 12[4] vi",
      r"line 16: expected 'via TRANSPORT' after the channel's ranks"),
-    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("nranks 16", "nranks sixteen"),
+    (lambda: text("nccl_log_16_ranks_mlx5.log").replace("nranks 16", "nranks sixteen"),
      r"line 4: expected a whole number of ranks after 'nranks', got 'sixteen'"),
-    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "mlx5_0"),
+    (lambda: text("nccl_log_16_ranks_mlx5.log").replace("[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "mlx5_0"),
      r"line 1: expected IB devices such as '\[0\]mlx5_0:1/IB'"),
     (lambda: text("nccl_nvls_ib_sharp.log").replace("Using network IBext_v8", "Using network Carrier pigeon"),
      r"line 16: expected a network name .*got 'Carrier pigeon'"),

@@ -35,7 +35,12 @@ KEYS = {"topo": {"gpus", "nics", "gpu_pairs", "nv_counts"},
         "ibstat": {"ports"},
         "nvlink_status": {"gpus", "links_per_gpu", "gb_s_per_link"},
         "smi_pcie": {"gpus"},
-        "lspci_acs": {"bridges", "acs_enabled", "redirecting"}}
+        "lspci_acs": {"bridges", "acs_enabled", "redirecting"},
+        "rdma_link": {"ports"},
+        "iblinkinfo": {"cas", "switches", "ports", "active", "down", "rates", "aggregation_nodes", "links"},
+        "nccl_topo": {"form", "gpus", "nvlinks_per_gpu", "nvswitch", "nets", "max_bw_gb_s", "truncated"},
+        "nccl_tests": {"tool", "collective", "collective_from", "ranks", "ranks_from", "hosts", "sizes",
+                       "nccl_version", "failed_before_first_size", "last_words", "refused_rows", "failures"}}
 
 
 def test_every_sample_inspects_with_the_issue_keys(capsys):
@@ -46,6 +51,9 @@ def test_every_sample_inspects_with_the_issue_keys(capsys):
         assert r["kind"] == diagnostics.sample_sources()[name]["kind"]
         assert KEYS[r["kind"]] <= set(r), name
         assert r["findings"], name
+        assert isinstance(r["skipped_lines"], list), name
+        if "nccl_version" in r:
+            assert r["nccl_version"] is not None, name  # "not in the file", never None
         if r["kind"] == "ibstat":
             assert all(set(p) == {"ca", "port", "rate_gbps", "link_layer", "state"} for p in r["ports"])
         if r["kind"] == "topo":
@@ -56,21 +64,21 @@ def test_every_sample_inspects_with_the_issue_keys(capsys):
 def test_findings_give_reasons(capsys):
     by = {r["file"].split(":", 1)[1]: r for r in run_json(
         capsys, "topo_5gpu_workstation_sys_node_phb.txt", "topo_dgx_a100_nic_legend.txt",
-        "nccl_socket_fallback_gcp.log", "nvlink_v100_inactive.txt", "ibstat_mlx4_two_ports_down.txt",
-        "nccl_ofi_aws_efa.log", "nccl_ib_roce_gdr_disabled.log")}
+        "nccl_log_gcp_vm.log", "nvlink_v100_inactive.txt", "ibstat_mlx4_two_ports_down.txt",
+        "nccl_ofi_aws_efa.log", "nccl_log_16_ranks_mlx5.log")}
     joined = {k: "\n".join(v["findings"]) for k, v in by.items()}
     assert ("GPU0-GPU1 is SYS (4 such pairs): P2P crosses the CPU socket link; keep TP groups within GPU0 and GPU1-4"
             in joined["topo_5gpu_workstation_sys_node_phb.txt"])
     assert "mlx5_8 shares no PCIe switch with any GPU (closest: SYS)" in joined["topo_dgx_a100_nic_legend.txt"]
     assert "mlx5_0 (GPU0-1, PXB)" in joined["topo_dgx_a100_nic_legend.txt"]
     assert "NCCL used NET/Socket: no IB transport loaded (the log says 'NET/IB : No device found')" in joined[
-        "nccl_socket_fallback_gcp.log"]
-    assert "expect at most the Ethernet line rate, about 12.5 GB/s per direction" in joined["nccl_socket_fallback_gcp.log"]
+        "nccl_log_gcp_vm.log"]
+    assert "expect at most the Ethernet line rate, about 12.5 GB/s per direction" in joined["nccl_log_gcp_vm.log"]
     assert "GPU3 has 4 of 6 NVLinks active (inactive: link 3, link 5)" in joined["nvlink_v100_inactive.txt"]
     assert "mlx4_0 port 1: Down, InfiniBand, 10 Gb/s = 1.25 GB/s per direction; NCCL cannot use" in joined[
         "ibstat_mlx4_two_ports_down.txt"]
     assert "provider tcp;ofi_rxm: that is TCP, not EFA RDMA" in joined["nccl_ofi_aws_efa.log"]
-    assert "GPUDirect RDMA is disabled for mlx5_0, mlx5_1" in joined["nccl_ib_roce_gdr_disabled.log"]
+    assert "GPUDirect RDMA is disabled for mlx5_0, mlx5_1" in joined["nccl_log_16_ranks_mlx5.log"]
 
 
 def test_predicted_busbw_is_the_cost_model_on_the_closest_system(capsys):
@@ -156,10 +164,10 @@ def test_command_line_exit_status_and_single_line(tmp_path):
 
 
 def test_acs_redirect_is_found_and_mangled_lines_are_named(capsys, tmp_path):
-    r = run_json(capsys, "lspci_acsctl_redirect_on.txt")[0]
+    r = run_json(capsys, "lspci_acsctl_server.txt")[0]
     assert (r["kind"], r["bridges"], r["redirecting"]) == ("lspci_acs", 15, 4)
     assert "4 of 15 PCIe bridges redirect peer requests" in r["findings"][0] and "NCCL_P2P_DISABLE" in r["findings"][1]
-    text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+    text = diagnostics.sample_text("lspci_acsctl_server.txt")
     bad = tmp_path / "acs.txt"
     bad.write_text(text.replace("ReqRedir+", "ReqRedir?", 1))
     assert cli.main(["inspect", str(bad)]) == 2

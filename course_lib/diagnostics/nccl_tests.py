@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from .. import collectives, validate
+from . import failures as _failures
 from . import pasted
 
 _MPI_PREFIX = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
@@ -56,6 +57,7 @@ class NcclTestsRun:
     last_words: str | None
     refused_rows: tuple[int, ...]
     command: dict
+    failures: tuple = ()  # failures.Failure found in the output (NCCL WARN lines, "Test NCCL failure ...")
 
     def as_dict(self) -> dict:
         """The dict ``compare`` and the chapters read (rows as dicts of size, time_us, algbw, busbw)."""
@@ -73,7 +75,8 @@ class NcclTestsRun:
                 "hosts": list(self.hosts), "sizes": len(self.rows), "nccl_version": self.nccl_version or "not in the file",
                 "largest_size": big["size"] if big else None, "busbw_at_largest_gb_s": big["busbw"] if big else None,
                 "failed_before_first_size": self.failed_before_first_size, "last_words": self.last_words,
-                "refused_rows": list(self.refused_rows), "env": dict(self.env)}
+                "refused_rows": list(self.refused_rows), "env": dict(self.env),
+                "failures": [f.to_json() for f in self.failures]}
 
 
 def _row(tokens: list[str]):
@@ -104,6 +107,20 @@ def _int(value):
     except ValueError:
         return None
     return n if 0 < n < 10**7 else None
+
+
+def _from_bandwidths(rows, ranks):
+    """The collective whose busbw/algbw factor at ``ranks`` matches the rows' (only where exactly one does)."""
+    factors = sorted(r["busbw"] / r["algbw"] for r in rows if r["algbw"] >= 1.0)
+    if not factors:
+        return None, "not in the file"
+    f = factors[len(factors) // 2]
+    fits = {collectives.get(c).busbw_factor(ranks) for c in collectives.ids()
+            if abs(collectives.get(c).busbw_factor(ranks) - f) < 0.02 * max(f, 1e-9)}
+    names = [c for c in collectives.ids() if collectives.get(c).busbw_factor(ranks) in fits]
+    if len(fits) == 1 and len(names) == 1:
+        return names[0], f"inferred: busbw/algbw = {f:.3g} is {names[0]}'s factor at {ranks} ranks"
+    return None, "not in the file"
 
 
 def parse(text) -> NcclTestsRun:
@@ -170,6 +187,8 @@ def parse(text) -> NcclTestsRun:
         ranks, ranks_from = g * len(cmd["hosts"]), "launcher line (-g x hosts)"
     else:
         ranks, ranks_from = None, "not in the file"
+    if collective is None and ranks and rows:
+        collective, collective_from = _from_bandwidths(rows, ranks)
     if not rows and not header_seen and not refused:
         raise ValueError("text has no nccl-tests result rows (lines starting with size and count) and no "
                          "nccl-tests header")
@@ -177,7 +196,8 @@ def parse(text) -> NcclTestsRun:
                         ranks_from=ranks_from, hosts=tuple(sorted(set(hosts) or set(cmd.get("hosts", [])))),
                         rows=tuple(rows), env=env, nccl_version=version, gpus_per_process=g,
                         failed_before_first_size=not rows and header_seen, last_words=None if rows else last_words,
-                        refused_rows=tuple(refused), command=cmd)
+                        refused_rows=tuple(refused), command=cmd,
+                        failures=tuple(_failures.find(enumerate(p.text.split("\n"), start=1))))
 
 
 def parse_nccl_tests(text) -> dict:

@@ -122,7 +122,7 @@ for name in ("nccl_socket_p2p_ipc_channels.log", "nccl_p2p_cumem_channels.log", 
 # **Drill A: NCCL fell back to TCP sockets.** A cloud VM with 8 GPUs (NVIDIA/nccl issue 1267):
 
 # %%
-fallback = diagnostics.sample_text("nccl_socket_fallback_gcp.log")
+fallback = diagnostics.sample_text("nccl_log_gcp_vm.log")
 for no, line in enumerate(fallback.splitlines(), start=1):
     print(f"{no:>2}  {line}")
 
@@ -154,7 +154,7 @@ print(f"\n2 x DGX H100, 1 GiB all-reduce busbw: 8 x NDR {rdma.busbw[0] / units.G
 # of `lspci -vvv`:
 
 # %%
-acs_text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+acs_text = diagnostics.sample_text("lspci_acsctl_server.txt")
 print(acs_text)
 print(format_report(inspect_text(acs_text, "lspci -vvv | grep ACSCtl")))
 
@@ -298,7 +298,7 @@ importlib.reload(course_lib.grading).grade("09.2", far_nic)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 09.3** (1 point, *diagnose*). Read `diagnostics.sample_text("nccl_ib_roce_gdr_disabled.log")`
+# **Exercise 09.3** (1 point, *diagnose*). Read `diagnostics.sample_text("nccl_log_16_ranks_mlx5.log")`
 # (16 ranks over RoCE, NVIDIA/nccl issue 1537). What costs this job bandwidth? Store the letter in
 # `roce_log_problem`.
 #
