@@ -234,7 +234,7 @@ def _read_network(scan: _Scan, no: int, body: str) -> None:
         scan.recognised += 1
     if "NVLS multicast support is available" in body:
         scan.nvls, scan.recognised = True, scan.recognised + 1
-    m = _NVLS_CHANNELS.search(body)
+    m = _NVLS_CHANNELS.search(body) if "nvls channels" in body else None
     if m and int(m.group(1)) > 0:
         scan.nvls = True
     if "Loaded collnet plugin" in body:

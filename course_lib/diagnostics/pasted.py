@@ -77,7 +77,8 @@ def is_command(line: str) -> str | None:
 def command_facts(commands: list[str]) -> dict:
     """What command lines say about an nccl-tests run: test, sizes, -g, processes, hosts, NCCL_ variables."""
     out: dict = {}
-    for cmd in commands:
+    named = [c for c in commands if _PERF.search(c)]
+    for cmd in named or commands:  # a launcher line that names the test speaks for it, not `mpirun hostname`
         m = _PERF.search(cmd)
         if m and "test" not in out:
             out["test"] = m.group(1)
