@@ -83,6 +83,9 @@ def _specials(bases: dict[str, str]) -> list[tuple[str, str]]:
         ("4 MiB nccl-tests run", (run * (FOUR_MIB // len(run) + 1))[:FOUR_MIB]),
         ("4 MiB of 'a a a'", ("a " * (FOUR_MIB // 2))),
         ("4 MiB of digits", "7" * FOUR_MIB),
+        ("4 MiB of carriage returns", "\r" * FOUR_MIB),
+        ("4 MiB of escape-code starts", "\x1b[" * (FOUR_MIB // 2)),
+        ("4 MiB of prompts", "user@host:~$ " * (FOUR_MIB // 13)),
     ]
 
 
@@ -148,6 +151,7 @@ def _every_reader(label: str, text: str) -> None:
 
 def test_the_fuzz_inputs_are_many_and_seeded():
     assert len(INPUTS) >= 300
+    print(f"{len(INPUTS)} fuzz inputs (seed {SEED})")
     assert [n for n, _ in INPUTS] == [n for n, _ in _inputs()]  # seeded: the same inputs every run
 
 

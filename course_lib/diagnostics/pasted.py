@@ -48,10 +48,12 @@ class Pasted:
 
 
 def clean(text) -> str:
-    """``text`` without a BOM, ANSI escape codes and carriage returns (CRLF and lone CR become LF)."""
+    """``text`` without a BOM, ANSI escape codes and carriage returns (CRLF, CR CR LF and a lone CR become LF)."""
     if not isinstance(text, str):
         raise ValueError(f"text must be the output as a string, got {type(text).__name__}")
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    text = text.lstrip("\ufeff")
+    if "\r" in text:  # CRLF, and CR CR LF from a CRLF text copied once more through Windows
+        text = "\n".join(line.rstrip("\r") for line in text.split("\n")).replace("\r", "\n")
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
