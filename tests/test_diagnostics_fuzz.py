@@ -168,5 +168,6 @@ def test_fuzzed_pastes_read_cleanly_within_a_second(index):
             spent = time.process_time() - start
             slowest = max(slowest, (spent, f"{step.__name__[1:]}: {label}"))
             assert spent < 1.0, f"{step.__name__[1:]} on {label}: {spent:.2f} s"
-        _every_reader(label, text)
+        if len(text) < 2**20:  # every reader on its own; the 4 MiB inputs go through inspect and compare only
+            _every_reader(label, text)
     print(f"slowest of inputs {index}-{index + 31}: {slowest[1]} {slowest[0]:.3f} s")

@@ -29,6 +29,7 @@ _HEADER = re.compile(r"^#?\s*(?:nThread \d+ nGpus|Collective test starting|Using
                      r"NCCL Tests compiled|\s*size\s+count\s+type|\s*bytes\s+N\s+type|\s*\(B\)\s+\(elements\))")
 _FAILURE = re.compile(r"NCCL failure|Test failure|NCCL WARN|Cuda failure|error|Error|failed|Aborted|Killed")
 _WORD = re.compile(r"[A-Za-z_]+")
+_UNKNOWN_TOOL = "nccl-tests or rccl-tests (the output does not say which)"
 
 
 def collective_id(name: str) -> str:
@@ -129,7 +130,7 @@ def parse(text) -> NcclTestsRun:
     collective, collective_from = None, "not in the file"
     hosts, rank_lines, rows, refused, env = [], 0, [], [], {}
     version = ngpus = None
-    tool, header_seen, last_words = "nccl-tests", False, None
+    tool, header_seen, last_words = p.command.get("suite", _UNKNOWN_TOOL), False, None
     for no, raw in enumerate(p.text.split("\n"), start=1):
         line = _MPI_PREFIX.sub(" ", raw).strip() if "[" in raw else raw.strip()
         if not line:
@@ -140,8 +141,10 @@ def parse(text) -> NcclTestsRun:
                 collective, collective_from = collective_id(m.group(1)), "header" if "starting" in line else "trailer"
             except ValueError:
                 pass
-        if "rccl-tests" in line or "RCCL version" in line:
+        if "rccl-tests" in line or "RCCL version" in line or "AMD Instinct" in line:
             tool = "rccl-tests"
+        elif tool == _UNKNOWN_TOOL and ("NCCL" in line or "NVIDIA" in line or "Tesla" in line or "GeForce" in line):
+            tool = "nccl-tests"
         for key, value in _ENV.findall(line):
             env.setdefault(key.lower(), value)
         vm = _VERSION.search(line)

@@ -103,6 +103,8 @@ def command_facts(commands: list[str]) -> dict:
                 out.setdefault(key, [h.split(":")[0] for h in value.split(",") if h])
             elif key is not None:
                 out.setdefault(key, value)
+        if "rccl" in cmd.lower():
+            out.setdefault("suite", "rccl-tests")
         for name, value in _ENV.findall(cmd):
             out.setdefault("env", {}).setdefault(name, value)
     return out
