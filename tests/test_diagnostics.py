@@ -354,6 +354,7 @@ def test_results_are_json_ready():
 
 from course_lib.diagnostics import failures as dfail  # noqa: E402
 from course_lib.diagnostics import pasted  # noqa: E402
+from course_lib.diagnostics import findings  # noqa: E402
 
 PROMPTS = ("user@host:~$ {cmd}", "> {cmd}", "root@pod:/opt# {cmd}", "[root@n01 HPL]# {cmd}", "$ {cmd}")
 NOISE = ("Warning: Permanently added 'node2' (ED25519) to the list of known hosts.", "Hello from rank 0",
@@ -502,3 +503,13 @@ def test_nccl_version_from_any_rank_or_not_in_the_file():
     log = "h2:1:2 [3] NCCL INFO comm 0x5 rank 3 nranks 4 cudaDev 3 - Init COMPLETE\nNCCL version 2.21.5+cuda12.4\n"
     assert d.parse(log)[1].nccl_version == "2.21.5+cuda12.4"
     assert d.parse("h2:1:2 [3] NCCL INFO Using network IB\n")[1].to_json()["nccl_version"] == "not in the file"
+
+
+def test_nvlink_excerpts_that_show_only_some_gpus_say_so():
+    for name, shown in (("nvlink_v100_inactive.txt", [3]), ("nvlink_h800_8_links.txt", [0, 1, 7])):
+        r = d.parse(text(name))[1]
+        assert r.to_json()["gpu_indices"] == shown and r.excerpt, name
+        assert any("the output shows only" in f for f in findings.nvlink_findings(r)), name
+    # the shipped A100 copy lost the reporter's '......' line: GPUs 0-1 alone cannot be told from a 2-GPU node
+    assert not d.parse(text("nvlink_a100_12_links.txt"))[1].excerpt
+    assert d.parse(text("nvlink_a100_12_links.txt") + "\t......\n")[1].excerpt

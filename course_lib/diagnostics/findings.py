@@ -190,6 +190,10 @@ def nvlink_findings(s: NvlinkStatus) -> list[str]:
                        f"{', '.join(f'link {k}' for k in g.inactive)}): {active_bw:.4g} GB/s per direction instead "
                        f"of {len(g.links) * (rate or 0):.4g}; a link that does not train points to the GPU board, "
                        f"the NVSwitch tray or its connector (see nvidia-smi nvlink -e)")
+    shown = [g.index for g in s.gpus]
+    if s.excerpt:  # GPUs left out before, between or after the ones shown
+        out.append(f"the output shows only {', '.join(f'GPU{i}' for i in shown)}: the other GPUs were left out "
+                   f"of this copy, so nothing here says whether their links are active")
     full = [g for g in s.gpus if not g.inactive]
     if full and rate is not None:
         links = len(full[0].links)
