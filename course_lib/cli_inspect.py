@@ -1,8 +1,9 @@
 """``python -m course_lib inspect FILE...``: read nvidia-smi, ibstat and NCCL outputs, print findings.
 
-Each file's kind is detected (``nvidia-smi topo -m``, ``nvidia-smi nvlink -s``, ``nvidia-smi -q``,
-``ibstat``/``ibv_devinfo``/``ibstatus``, ``NCCL_DEBUG=INFO``); the findings say what the output
-means and why. For a topology matrix it also predicts the all-reduce busbw on the closest
+Each file's kind is detected from its body (``nvidia-smi topo -m``, ``nvidia-smi nvlink -s``, ``nvidia-smi -q``,
+``ibstat``/``ibv_devinfo``/``ibstatus``, ``rdma link``, ``iblinkinfo``, ``NCCL_DEBUG=INFO`` with its failures,
+NCCL's topology dump, nccl-tests/rccl-tests); a prompt, colour codes and launcher lines pasted with it are
+skipped and listed. The findings say what the output means and why. For a topology matrix it also predicts the all-reduce busbw on the closest
 catalog system. ``--json`` prints a list with one object per file. ``--sample NAME`` reads a
 shipped sample (``--list-samples`` names them).
 """
@@ -17,7 +18,8 @@ from .diagnostics import system as _system
 def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     """Detect, parse and explain outputs of one machine, given as ``(label, text)`` pairs.
 
-    One dict per item: ``{"file", "kind", <kind's keys>, "findings"}``; a topology matrix also
+    One dict per item: ``{"file", "kind", <kind's keys>, "findings", "skipped_lines"}`` (``skipped_lines``:
+    the prompt, command and launcher lines the reader left out, each with its line number and why); a topology matrix also
     gets ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too),
     on ``system`` (a ``hardware.System``, e.g. from a system file) when given, else on the closest
     catalog system.
@@ -25,13 +27,14 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     parsed = []
     for label, text in items:
         try:
-            parsed.append((label, *diagnostics.parse(text)))
+            parsed.append((label, *diagnostics.parse(text), diagnostics.read(text).skipped_json()))
         except ValueError as exc:
             raise ValueError(f"{label}: {exc}") from None
-    nvlink_status = next((r for _, kind, r in parsed if kind == "nvlink_status"), None)
+    nvlink_status = next((r for _, kind, r, _ in parsed if kind == "nvlink_status"), None)
     out = []
-    for label, kind, result in parsed:
-        obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result)}
+    for label, kind, result, skipped in parsed:
+        obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result),
+               "skipped_lines": skipped}
         if kind == "topo":
             obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status, system)
             if system is not None:
@@ -56,6 +59,10 @@ def _read(path: str) -> str:
 def format_report(obj: dict) -> str:
     """One file's findings as indented text."""
     lines = [f"{obj['file']}: {obj['kind']}"]
+    if obj.get("skipped_lines"):
+        lines.append(f"  (skipped {len(obj['skipped_lines'])} line(s) that are not the output: "
+                     + "; ".join(f"line {s['line']} {s['why']}" for s in obj["skipped_lines"][:3])
+                     + (" ..." if len(obj["skipped_lines"]) > 3 else "") + ")")
     lines += [f"  - {f}" for f in obj["findings"]]
     pred = obj.get("predicted_all_reduce")
     if pred:

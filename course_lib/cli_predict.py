@@ -7,12 +7,11 @@ prints measured vs predicted per size, with the ratio predicted/measured.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
 from .costmodel import ranges as regime_ranges
+from .diagnostics import nccl_tests
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -146,9 +145,7 @@ def _to_json(pred: costmodel.Prediction, ranges) -> dict:
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
-def _collective_arg(text):
-    name = text.lower().replace("alltoall", "all_to_all").removesuffix("_perf")
-    return validate.choice("collective", name, collectives.ids())
+_collective_arg = nccl_tests.collective_id  # all_reduce_perf, allreduce, AllReduce -> all_reduce
 
 
 def _predict(args) -> int:
@@ -168,64 +165,8 @@ def _predict(args) -> int:
 
 # ---------------------------------------------------------------- compare
 
-_RANK_RE = re.compile(r"#\s*Rank\s+\d+.*?\bon\s+(\S+)\s+device")
-_ENV_RE = re.compile(r"\bNCCL_(ALGO|PROTO)\s*=\s*([A-Za-z0-9_,^]+)")
-_NCCL_VERSION_RE = re.compile(r"(?:NCCL version|nccl-library=)\s*([0-9][0-9.]*)")
-
-
-def parse_nccl_tests(text) -> dict:
-    """Parse nccl-tests output: rows of size, time (us), algbw and busbw (GB/s), out-of-place and in-place.
-
-    Returns ``{"collective", "ranks", "hosts", "rows": [{"size", "time_us", "algbw", "busbw"}], "env",
-    "nccl_version", "gpus_per_process"}``; the out-of-place column is used. ``env`` holds NCCL_ALGO /
-    NCCL_PROTO found in the file (a command line or NCCL_DEBUG output). Works with and without the
-    ``root`` column and MPI ``[0]`` prefixes.
-    """
-    if not isinstance(text, str):
-        raise ValueError("text must be the contents of an nccl-tests output file (str)")
-    collective, hosts, ranks, rows, env, version, ngpus = None, [], 0, [], {}, None, None
-    for raw in text.splitlines():
-        line = re.sub(r"\[\d+(?:,\d+)?\](?:<stdout>:)?", " ", raw).strip()
-        m = re.search(r"Collective test starting:\s*(\w+)", line) or re.search(r"build/(\w+?)_perf", line)
-        if m and collective is None:
-            try:
-                collective = _collective_arg(m.group(1))
-            except ValueError:
-                pass
-        for key, value in _ENV_RE.findall(line):
-            env.setdefault(key.lower(), value)
-        vm = _NCCL_VERSION_RE.search(line)
-        if vm and version is None:
-            version = vm.group(1).rstrip(".")
-        gm = re.search(r"\bnGpus\s+(\d+)", line)
-        if gm and ngpus is None:
-            ngpus = int(gm.group(1))
-        rm = _RANK_RE.search(line)
-        if rm:
-            ranks += 1
-            hosts.append(rm.group(1))
-            continue
-        if not line or line.startswith("#"):
-            continue
-        tokens = line.split()
-        if len(tokens) < 6 or not (tokens[0].isdigit() and tokens[1].isdigit()):
-            continue
-        rest = [t for t in tokens[3:] if not re.fullmatch(r"[A-Za-z_]+", t) or t == "N/A"]
-        nums = []
-        for t in rest:
-            try:
-                nums.append(float(t))
-            except ValueError:
-                nums.append(float("nan"))
-        if len(nums) in (5, 9):  # root column present
-            nums = nums[1:]
-        if len(nums) < 3:
-            continue
-        rows.append({"size": int(tokens[0]), "time_us": nums[0], "algbw": nums[1], "busbw": nums[2]})
-    if not rows:
-        raise ValueError("text has no nccl-tests result rows (lines starting with size and count)")
-    return {"collective": collective, "ranks": ranks or None, "hosts": sorted(set(hosts)), "rows": rows,
-            "env": env, "nccl_version": version, "gpus_per_process": ngpus}
+# the nccl-tests reader lives in diagnostics (one reader for pasted text); compare and the chapters use it from here too
+parse_nccl_tests = nccl_tests.parse_nccl_tests
 
 
 def ranks_from_bandwidths(collective, rows):
@@ -258,6 +199,16 @@ def _finite(value):
     return value if np.isfinite(value) else None
 
 
+def _per_node(parsed) -> int | None:
+    """Nodes from the launcher line (``-np 16 -npernode 8`` -> 2), or None."""
+    cmd = parsed.get("command", {})
+    try:
+        procs, per_node = int(cmd["processes"]), int(cmd["processes_per_node"])
+    except (KeyError, ValueError):
+        return None
+    return procs // per_node if 0 < per_node <= procs and procs % per_node == 0 else None
+
+
 def compare_assumptions(parsed, sys_, args) -> dict:
     """What compare assumes about the run, and where each value came from (file, flag, inferred, guessed)."""
     out = {}
@@ -267,6 +218,8 @@ def compare_assumptions(parsed, sys_, args) -> dict:
         out["nodes"] = (args.nodes, "flag --nodes")
     elif parsed["hosts"]:
         out["nodes"] = (len(parsed["hosts"]), f"file: {len(parsed['hosts'])} host name(s) in the rank lines")
+    elif _per_node(parsed):
+        out["nodes"] = (_per_node(parsed), "file: launcher line (processes / processes per node)")
     elif "file" in (sys_.raw or {}):
         out["nodes"] = (systemfile.nodes_default(sys_), "system file (the log has no rank lines)")
     else:
@@ -275,7 +228,8 @@ def compare_assumptions(parsed, sys_, args) -> dict:
     if args.ngpus:
         out["gpus_per_node"] = (args.ngpus, "flag -g")
     elif ranks_in_file:
-        out["gpus_per_node"] = (max(1, ranks_in_file // nodes), f"file: {ranks_in_file} rank lines / {nodes} node(s)")
+        out["gpus_per_node"] = (max(1, ranks_in_file // nodes),
+                                f"file: {ranks_in_file} ranks ({parsed.get('ranks_from', 'rank lines')}) / {nodes} node(s)")
     elif inferred:
         out["gpus_per_node"] = (max(1, min(sys_.gpus_per_node, inferred // nodes)),
                                 f"inferred: busbw/algbw in the file implies {inferred} ranks; / {nodes} node(s)")
@@ -402,10 +356,15 @@ def unusual(ratio, rng):
 def _compare(args) -> int:
     text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
     try:
-        parsed = parse_nccl_tests(text)
+        run = nccl_tests.parse(text)
     except ValueError:
         raise ValueError(f"file {args.file!r} has no nccl-tests result rows (lines starting with size and count); "
                          "pass the text that an nccl-tests run printed") from None
+    if not run.rows:
+        said = f"; it printed last: {run.last_words}" if run.last_words else ""
+        raise ValueError(f"file {args.file!r}: the run failed before its first size (header only){said}; "
+                         "python -m course_lib inspect FILE explains the failure")
+    parsed = run.as_dict()
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")

@@ -83,10 +83,11 @@ def _rtx4090_ports_per_node() -> int:
 @lru_cache(maxsize=None)
 def _rtx4090_predicted_over_measured() -> float:
     """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
-    from . import cli_predict, costmodel, units
+    from . import costmodel, units
+    from .diagnostics import nccl_tests
     systems = PACKAGE / "data" / "systems"
     box = _rtx4090_box()
-    measured = cli_predict.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
+    measured = nccl_tests.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
     row = next(r for r in measured["rows"] if r["size"] == 2**30)
     return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
 

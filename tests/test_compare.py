@@ -26,13 +26,35 @@ def test_sample_is_read_as_two_nodes_of_eight_and_names_its_guesses(capsys):
 
 def test_log_without_rank_lines_is_not_silently_one_node(tmp_path, capsys):
     text = SAMPLE.read_text(encoding="utf-8")
-    bare = "\n".join(l for l in text.splitlines() if "Rank" not in l)
+    bare = "\n".join(l for l in text.splitlines() if "Rank" not in l and "-np" not in l)
     f = tmp_path / "bare.txt"
     f.write_text(bare)
     out = _run(capsys, "compare", str(f), "--system", "dgx-h100")
     assert "GUESSED: the file has no rank lines; pass --nodes" in out
     assert "inferred: busbw/algbw in the file implies 16 ranks" in out
     assert "guessed, not read from the file: nodes" in out
+
+
+def test_headerless_run_takes_collective_ranks_and_nodes_from_its_launcher_line(tmp_path, capsys):
+    """A wrapper printed no '# Collective test starting' and no rank lines: the mpirun line still says it all."""
+    text = SAMPLE.read_text(encoding="utf-8")
+    bare = "\n".join(l for l in text.splitlines() if "Rank" not in l and "Collective test" not in l)
+    f = tmp_path / "wrapped.txt"
+    f.write_text(bare)
+    data = json.loads(_run(capsys, "compare", str(f), "--system", "dgx-h100", "--json"))
+    assert data["collective"] == "all_reduce" and data["nodes"] == 2 and data["gpus_per_node"] == 8
+    assert "launcher line" in data["assumed"]["nodes"]["from"]
+    assert "16 ranks (launcher line (-np x -g))" in data["assumed"]["gpus_per_node"]["from"]
+
+
+def test_a_header_only_run_is_diagnosed_not_refused(tmp_path, capsys):
+    text = SAMPLE.read_text(encoding="utf-8")
+    head = text[:text.index("#       size")] + "node-1: Test NCCL failure common.cu:1279 'remote process exited'\n"
+    f = tmp_path / "header_only.txt"
+    f.write_text(head)
+    assert main(["compare", str(f), "--system", "dgx-h100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "failed before its first size" in err and "remote process exited" in err
 
 
 def test_ranks_from_bandwidths_and_forced_algorithm_in_the_file():

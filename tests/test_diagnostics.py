@@ -47,6 +47,9 @@ def test_sample_counts_meet_the_issue():
     assert len(d.sample_names("ibstat")) >= 2
     assert len(d.sample_names("nvlink_status")) >= 2
     assert len(d.sample_names("smi_pcie")) >= 1
+    for kind in ("rdma_link", "iblinkinfo", "nccl_topo", "nccl_tests"):  # issue 25: two public samples at least
+        assert len(d.sample_names(kind)) >= 2, kind
+    assert sum(d.sample_sources()[n]["url"].find("rccl") > 0 for n in d.sample_names("nccl_tests")) >= 2
 
 
 @pytest.mark.parametrize("name", d.sample_names())
@@ -151,7 +154,7 @@ def test_topo_damaged_copies_name_the_line(damaged, message):
 # ---------------------------------------------------------------- NCCL_DEBUG=INFO
 
 def test_nccl_socket_fallback():
-    log = nccl_log.parse(text("nccl_socket_fallback_gcp.log"))
+    log = nccl_log.parse(text("nccl_log_gcp_vm.log"))
     assert log.nccl_version == "2.19.3+cuda12.3" and log.nranks == 1
     assert log.transports == ("NET/Socket",) and log.network == "Socket"
     assert log.socket_fallback and log.ib_missing and log.ib_devices == ()
@@ -164,7 +167,7 @@ def test_nccl_channels_p2p_ipc_and_socket():
 
 
 def test_nccl_roce_ib_without_gdr():
-    log = nccl_log.parse(text("nccl_ib_roce_gdr_disabled.log"))
+    log = nccl_log.parse(text("nccl_log_16_ranks_mlx5.log"))
     assert log.nranks == 16 and log.network == "IB" and log.transports == ("NET/IB",)
     assert log.ib_devices == ("mlx5_0:1", "mlx5_1:1") and log.ib_link_layers == ("RoCE",)
     assert log.gdr is False and log.gdr_disabled_hcas == ("mlx5_0", "mlx5_1") and not log.socket_fallback
@@ -204,15 +207,15 @@ def test_nccl_reordered_lines_read_the_same():
 
 
 @pytest.mark.parametrize("damaged, message", [
-    (lambda: text("nccl_socket_fallback_gcp.log").replace("NCCL version 2.19.3", "NCCL version two"),
+    (lambda: text("nccl_log_gcp_vm.log").replace("NCCL version 2.19.3", "NCCL version two"),
      r"line 5: expected an NCCL version such as 2.19.3\+cuda12.3, got 'two\+cuda12.3'"),
     (lambda: text("nccl_socket_p2p_ipc_channels.log")[:text("nccl_socket_p2p_ipc_channels.log").index("NET/Socket/3") + 7],
      r"line 8: expected a channel .* with a known transport .*got 'NET/Soc'"),
     (lambda: cut("nccl_socket_p2p_ipc_channels.log", 15) + "<cluster_name>:924:1152 [5] NCCL INFO Channel 00/0 : 13[5] -> 12[4] vi",
      r"line 16: expected 'via TRANSPORT' after the channel's ranks"),
-    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("nranks 16", "nranks sixteen"),
+    (lambda: text("nccl_log_16_ranks_mlx5.log").replace("nranks 16", "nranks sixteen"),
      r"line 4: expected a whole number of ranks after 'nranks', got 'sixteen'"),
-    (lambda: text("nccl_ib_roce_gdr_disabled.log").replace("[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "mlx5_0"),
+    (lambda: text("nccl_log_16_ranks_mlx5.log").replace("[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "mlx5_0"),
      r"line 1: expected IB devices such as '\[0\]mlx5_0:1/IB'"),
     (lambda: text("nccl_nvls_ib_sharp.log").replace("Using network IBext_v8", "Using network Carrier pigeon"),
      r"line 16: expected a network name .*got 'Carrier pigeon'"),
@@ -345,3 +348,168 @@ def test_results_are_json_ready():
     for name in d.sample_names():
         _, result = d.parse(text(name))
         json.dumps(result.to_json())
+
+
+# ---------------------------------------------------------------- pasted text (issue 25)
+
+from course_lib.diagnostics import failures as dfail  # noqa: E402
+from course_lib.diagnostics import pasted  # noqa: E402
+from course_lib.diagnostics import findings  # noqa: E402
+
+PROMPTS = ("user@host:~$ {cmd}", "> {cmd}", "root@pod:/opt# {cmd}", "[root@n01 HPL]# {cmd}", "$ {cmd}")
+NOISE = ("Warning: Permanently added 'node2' (ED25519) to the list of known hosts.", "Hello from rank 0",
+         "node01 slots=8", "+ ulimit -l unlimited")
+OMPI_BOX = ("-" * 74 + "\nWARNING: There was an error initializing an OpenFabrics device.\n\n  Local host:   node01\n"
+            + "-" * 74)
+
+
+def _facts(obj):
+    """A result's JSON without line numbers (the dressed copy has more lines before the output)."""
+    if isinstance(obj, dict):
+        return {k: _facts(v) for k, v in obj.items() if k not in ("line", "refused_rows")}
+    if isinstance(obj, list):
+        return [_facts(v) for v in obj]
+    return obj
+
+
+def _dressed(name, prompt):
+    """A sample as a terminal paste: a prompt and command, launcher noise, colour codes, CRLF and a BOM."""
+    body = text(name)
+    coloured = "\n".join(f"\x1b[1m{line}\x1b[0m" if i % 3 == 0 and line else line
+                         for i, line in enumerate(body.split("\n")))
+    head = "\n".join(NOISE) + "\n" + OMPI_BOX + "\n" + prompt.format(cmd="some-tool --flag") + "\n"
+    return "\ufeff" + (head + coloured).replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("name", d.sample_names())
+@pytest.mark.parametrize("prompt", PROMPTS[:3])
+def test_a_dressed_paste_reads_as_the_bare_sample(name, prompt):
+    """Prompt, launcher noise, an Open MPI box, colour codes, CRLF and a BOM change nothing in what is read."""
+    kind, bare = d.parse(text(name))
+    dressed = _dressed(name, prompt)
+    assert d.detect(dressed) == kind
+    kind2, result = d.parse(dressed)
+    assert kind2 == kind and _facts(result.to_json()) == _facts(bare.to_json()), name
+    skipped = d.read(dressed).skipped_json()
+    assert [s["why"] for s in skipped][:4] == ["ssh warning", "launcher greeting", "hostfile line",
+                                                "prompt or command line"]
+    assert any(s["why"] == "Open MPI message" for s in skipped)
+
+
+def test_pasted_keeps_what_the_command_line_says():
+    p = pasted.read("\x1b[32muser@login:~$\x1b[0m mpirun -np 16 -npernode 8 -H a:8,b:8 -x NCCL_ALGO=Ring "
+                    "./build/all_gather_perf -b 1K -e 8G -f 2 -g 1 -n 50\r\n# nThread 1 nGpus 1\r\n")
+    assert p.command == {"processes": "16", "processes_per_node": "8", "hosts": ["a", "b"], "test": "all_gather",
+                         "min_bytes": "1K", "max_bytes": "8G", "factor": "2", "gpus_per_process": "1",
+                         "env": {"NCCL_ALGO": "Ring"}}
+    assert p.text.split("\n")[1] == "# nThread 1 nGpus 1" and p.skipped[0][0] == 1
+    assert pasted.read("./run.sh -t all_gather\n  8  2  float none -1 1.0 0.0 0.0 0").command["test"] == "all_gather"
+    assert pasted.read("./build/all_reduce_perf -t 2 -g 4\n").command["test"] == "all_reduce"  # -t 2: threads
+
+
+def test_a_header_line_starting_with_hash_is_output_not_a_prompt():
+    assert pasted.read("# nThread 1 nGpus 8 minBytes 8\n#  Rank  0 Group 0").skipped == ()
+
+
+# ---------------------------------------------------------------- new readers
+
+def test_rdma_link_roce_and_soft_roce():
+    two = d.parse(text("rdma_link_mlx5_two_ports.txt"))[1].to_json()["ports"]
+    assert [(p["device"], p["port"], p["state"], p["netdev"], p["link_layer"]) for p in two] == [
+        ("mlx5_0", 1, "ACTIVE", "p1p1", "Ethernet"), ("mlx5_1", 1, "ACTIVE", "p1p2", "Ethernet")]
+    (rxe,) = d.parse(text("rdma_link_rxe0.txt"))[1].to_json()["ports"]
+    assert rxe["soft_roce"] and rxe["device"] == "rxe_0"
+    with pytest.raises(ValueError, match=r"line 1: expected DEVICE/PORT"):
+        d.rdma_link.parse("link mlx5_0/x state ACTIVE")
+
+
+def test_iblinkinfo_rates_down_ports_and_switches():
+    edr = d.parse(text("iblinkinfo_edr_sb7700.txt"))[1].to_json()
+    assert (edr["cas"], edr["switches"], edr["active"], edr["down"]) == (2, 1, 4, 16)
+    assert edr["rates"] == ["4X EDR"]
+    assert {l["remote"] for l in edr["links"] if l["type"] == "Switch" and l["state"] == "Active"} == {
+        "n01 HCA-1", "n02 HCA-1"}
+    qdr = d.parse(text("iblinkinfo_is5035_excerpt.txt"))[1].to_json()
+    assert (qdr["cas"], qdr["active"], qdr["rates"]) == (3, 3, ["4X QDR"])
+    line = "0x0002c903000e0b72 \"  node HCA-1\"  5  1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0002c9 4 17[  ] \"sw\""
+    (l,) = d.iblinkinfo.parse(line).links
+    assert (l.node, l.port, l.rate_gbps, l.remote) == ("node HCA-1", 1, 103.125, "sw")
+
+
+def test_nccl_topology_xml_and_log():
+    a100 = d.parse(text("nccl_topo_a100_4gpu.xml"))[1].to_json()
+    assert (a100["form"], a100["gpus"], a100["nvlinks_per_gpu"], a100["nvswitch"], a100["truncated"]) == (
+        "xml", 1, [8], True, True)
+    h200 = d.parse(text("nccl_topo_log_h200_vm.log"))[1].to_json()
+    assert (h200["form"], h200["gpus"], h200["max_bw_gb_s"], h200["total_bw_gb_s"], h200["nvswitch"]) == (
+        "log", 3, 48.0, 370.8, True)
+    assert [n["speed_gbit_s"] for n in h200["nets"]] == [400.0] * 3
+    with pytest.raises(ValueError, match="maxBw"):
+        d.nccl_topo.parse("x NCCL INFO + PCI[12.0] - GPU/3000 (0)")
+
+
+def test_nccl_tests_without_header_header_only_and_rccl():
+    mi250 = d.parse(text("rccl_tests_mi250x_no_header.txt"))[1]
+    assert (mi250.collective, mi250.collective_from, mi250.ranks, len(mi250.rows)) == (
+        "all_reduce", "launcher line", 16, 8)
+    tail = d.parse(text("rccl_tests_broadcast_tail.txt"))[1]
+    assert (tail.collective, tail.collective_from) == ("broadcast", "trailer")
+    mi300 = d.parse(text("rccl_tests_mi300x_8gpu.txt"))[1]
+    assert mi300.tool == "rccl-tests" and mi300.collective == "all_reduce" and "inferred" in mi300.collective_from
+    p100 = d.parse(text("nccl_tests_8gpu_p100.txt"))[1]
+    assert p100.failed_before_first_size and p100.ranks == 8 and p100.collective == "all_reduce"
+    assert p100.last_words == "NCCL failure all_reduce.cu:95 'unhandled cuda error'"
+    assert [f.kind for f in p100.failures] == ["cuda_error"] and p100.failures[0].code == 1
+
+
+def test_damaged_rows_are_refused_never_passed_on():
+    rows = ("         8             2     float     sum      -1    -1.00    0.00    0.00      0\n"
+            "        16             4     float     sum      -1      nan    0.00    0.00      0\n"
+            "        32             8     float     sum      -1    10.00     inf    0.00      0\n"
+            "        64            16     float     sum      -1    10.00    0.01    0.01      0\n")
+    run = d.nccl_tests.parse(rows)
+    assert [r["size"] for r in run.rows] == [64] and run.refused_rows == (1, 2, 3)
+
+
+# ---------------------------------------------------------------- failures
+
+def test_failures_name_the_ends_the_code_and_the_next_command():
+    (ib,) = d.parse(text("nccl_log_kp_ddp_worker.log"))[1].failures
+    assert (ib.kind, ib.host, ib.gpu, ib.peer, ib.code, ib.count) == (
+        "ib_completion_error", "kp-ddp-worker-0", "4", "10.216.210.236", 6, 3)
+    assert "IBV_WC_RETRY_EXC_ERR" in ib.detail and "vendor err 129" in ib.detail
+    line = dfail.finding(ib, ("RoCE",))
+    for word in ("ibstat", "rdma link", "ibv_rc_pingpong", "NCCL_IB_GID_INDEX", "MTU", "NCCL error code 6"):
+        assert word in line
+    (qp,) = d.parse(text("nccl_log_hai_a100.log"))[1].failures
+    assert (qp.kind, qp.code, qp.count, qp.detail) == ("ibv_call_failed", 2, 3, "ibv_create_qp failed")
+    (wd,) = d.parse(text("torch_log_four_ranks.log"))[1].failures
+    assert wd.kind == "watchdog_timeout" and "rank 1, rank 0, rank 2" in wd.detail and "600 s" in wd.detail
+    kinds = [f.kind for f in d.parse(text("nccl_log_shm_ubuntu.log"))[1].failures]
+    assert kinds == ["shm_error", "system_error"]
+
+
+def test_failure_device_and_port_come_from_the_hosts_net_ib_line():
+    log = ("h1:10:20 [0] NCCL INFO NET/IB : Using [0]mlx5_3:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+           "h1:10:20 [0] NCCL INFO comm 0x5 rank 3 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+           "h1:10:30 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+           "error 12, opcode 0, len 0, vendor err 129\n")
+    (f,) = d.parse(log)[1].failures
+    assert (f.device, f.port, f.peer) == ("mlx5_3", "1", "10.0.0.2")
+    assert "device mlx5_3, port 1" in dfail.finding(f)
+
+
+def test_nccl_version_from_any_rank_or_not_in_the_file():
+    log = "h2:1:2 [3] NCCL INFO comm 0x5 rank 3 nranks 4 cudaDev 3 - Init COMPLETE\nNCCL version 2.21.5+cuda12.4\n"
+    assert d.parse(log)[1].nccl_version == "2.21.5+cuda12.4"
+    assert d.parse("h2:1:2 [3] NCCL INFO Using network IB\n")[1].to_json()["nccl_version"] == "not in the file"
+
+
+def test_nvlink_excerpts_that_show_only_some_gpus_say_so():
+    for name, shown in (("nvlink_v100_inactive.txt", [3]), ("nvlink_h800_8_links.txt", [0, 1, 7])):
+        r = d.parse(text(name))[1]
+        assert r.to_json()["gpu_indices"] == shown and r.excerpt, name
+        assert any("the output shows only" in f for f in findings.nvlink_findings(r)), name
+    # the shipped A100 copy lost the reporter's '......' line: GPUs 0-1 alone cannot be told from a 2-GPU node
+    assert not d.parse(text("nvlink_a100_12_links.txt"))[1].excerpt
+    assert d.parse(text("nvlink_a100_12_links.txt") + "\t......\n")[1].excerpt

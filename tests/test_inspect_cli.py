@@ -35,7 +35,12 @@ KEYS = {"topo": {"gpus", "nics", "gpu_pairs", "nv_counts"},
         "ibstat": {"ports"},
         "nvlink_status": {"gpus", "links_per_gpu", "gb_s_per_link"},
         "smi_pcie": {"gpus"},
-        "lspci_acs": {"bridges", "acs_enabled", "redirecting"}}
+        "lspci_acs": {"bridges", "acs_enabled", "redirecting"},
+        "rdma_link": {"ports"},
+        "iblinkinfo": {"cas", "switches", "ports", "active", "down", "rates", "aggregation_nodes", "links"},
+        "nccl_topo": {"form", "gpus", "nvlinks_per_gpu", "nvswitch", "nets", "max_bw_gb_s", "truncated"},
+        "nccl_tests": {"tool", "collective", "collective_from", "ranks", "ranks_from", "hosts", "sizes",
+                       "nccl_version", "failed_before_first_size", "last_words", "refused_rows", "failures"}}
 
 
 def test_every_sample_inspects_with_the_issue_keys(capsys):
@@ -46,6 +51,9 @@ def test_every_sample_inspects_with_the_issue_keys(capsys):
         assert r["kind"] == diagnostics.sample_sources()[name]["kind"]
         assert KEYS[r["kind"]] <= set(r), name
         assert r["findings"], name
+        assert isinstance(r["skipped_lines"], list), name
+        if "nccl_version" in r:
+            assert r["nccl_version"] is not None, name  # "not in the file", never None
         if r["kind"] == "ibstat":
             assert all(set(p) == {"ca", "port", "rate_gbps", "link_layer", "state"} for p in r["ports"])
         if r["kind"] == "topo":
@@ -56,21 +64,21 @@ def test_every_sample_inspects_with_the_issue_keys(capsys):
 def test_findings_give_reasons(capsys):
     by = {r["file"].split(":", 1)[1]: r for r in run_json(
         capsys, "topo_5gpu_workstation_sys_node_phb.txt", "topo_dgx_a100_nic_legend.txt",
-        "nccl_socket_fallback_gcp.log", "nvlink_v100_inactive.txt", "ibstat_mlx4_two_ports_down.txt",
-        "nccl_ofi_aws_efa.log", "nccl_ib_roce_gdr_disabled.log")}
+        "nccl_log_gcp_vm.log", "nvlink_v100_inactive.txt", "ibstat_mlx4_two_ports_down.txt",
+        "nccl_ofi_aws_efa.log", "nccl_log_16_ranks_mlx5.log")}
     joined = {k: "\n".join(v["findings"]) for k, v in by.items()}
     assert ("GPU0-GPU1 is SYS (4 such pairs): P2P crosses the CPU socket link; keep TP groups within GPU0 and GPU1-4"
             in joined["topo_5gpu_workstation_sys_node_phb.txt"])
     assert "mlx5_8 shares no PCIe switch with any GPU (closest: SYS)" in joined["topo_dgx_a100_nic_legend.txt"]
     assert "mlx5_0 (GPU0-1, PXB)" in joined["topo_dgx_a100_nic_legend.txt"]
     assert "NCCL used NET/Socket: no IB transport loaded (the log says 'NET/IB : No device found')" in joined[
-        "nccl_socket_fallback_gcp.log"]
-    assert "expect at most the Ethernet line rate, about 12.5 GB/s per direction" in joined["nccl_socket_fallback_gcp.log"]
+        "nccl_log_gcp_vm.log"]
+    assert "expect at most the Ethernet line rate, about 12.5 GB/s per direction" in joined["nccl_log_gcp_vm.log"]
     assert "GPU3 has 4 of 6 NVLinks active (inactive: link 3, link 5)" in joined["nvlink_v100_inactive.txt"]
     assert "mlx4_0 port 1: Down, InfiniBand, 10 Gb/s = 1.25 GB/s per direction; NCCL cannot use" in joined[
         "ibstat_mlx4_two_ports_down.txt"]
     assert "provider tcp;ofi_rxm: that is TCP, not EFA RDMA" in joined["nccl_ofi_aws_efa.log"]
-    assert "GPUDirect RDMA is disabled for mlx5_0, mlx5_1" in joined["nccl_ib_roce_gdr_disabled.log"]
+    assert "GPUDirect RDMA is disabled for mlx5_0, mlx5_1" in joined["nccl_log_16_ranks_mlx5.log"]
 
 
 def test_predicted_busbw_is_the_cost_model_on_the_closest_system(capsys):
@@ -156,10 +164,10 @@ def test_command_line_exit_status_and_single_line(tmp_path):
 
 
 def test_acs_redirect_is_found_and_mangled_lines_are_named(capsys, tmp_path):
-    r = run_json(capsys, "lspci_acsctl_redirect_on.txt")[0]
+    r = run_json(capsys, "lspci_acsctl_server.txt")[0]
     assert (r["kind"], r["bridges"], r["redirecting"]) == ("lspci_acs", 15, 4)
     assert "4 of 15 PCIe bridges redirect peer requests" in r["findings"][0] and "NCCL_P2P_DISABLE" in r["findings"][1]
-    text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+    text = diagnostics.sample_text("lspci_acsctl_server.txt")
     bad = tmp_path / "acs.txt"
     bad.write_text(text.replace("ReqRedir+", "ReqRedir?", 1))
     assert cli.main(["inspect", str(bad)]) == 2
@@ -197,3 +205,63 @@ def test_a_system_file_that_disagrees_with_the_matrix_is_named(capsys):
     assert "8 NIC(s) that share a PCIe switch with a GPU but rtx4090x4-p2p counts 1" in text
     assert "the matrix shows NVLink but rtx4090x4-p2p's GPU link is PCIe Gen4 x16" in text
     assert not any("rtx4090x4-p2p" in f and "matrix" in f for f in box["findings"])  # 4 PCIe GPUs: it fits
+
+
+# ---------------------------------------------------------------- issue 25: pasted outputs and failures
+
+FAILURE_LOGS = {  # sample -> words its FAILED line must hold (kind, ends, code, next command)
+    "nccl_log_kp_ddp_worker.log": ("ib completion error", "kp-ddp-worker-0 (GPU 4) and peer 10.216.210.236",
+                                   "NCCL error code 6", "ibv_rc_pingpong", "NCCL_IB_GID_INDEX", "MTU", "rdma link"),
+    "nccl_log_hai_a100.log": ("ibv call failed", "hai-a100-3 (GPU 4)", "ibv_create_qp failed", "NCCL error code 2",
+                              "ulimit -l"),
+    "torch_log_four_ranks.log": ("watchdog timeout", "ALLREDUCE SeqNum 808", "rank 1, rank 0, rank 2",
+                                 "600 s", "py-spy"),
+    "nccl_log_shm_ubuntu.log": ("shm error", "ubuntu (GPU 0)", "/dev/shm", "NCCL error code 2", "--ipc=host"),
+    "nccl_tests_4gpu_docker.txt": ("system error", "fastmoe", "NCCL error code 2", "NCCL_DEBUG=INFO"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILURE_LOGS))
+def test_a_failure_log_names_what_failed_where_and_what_to_run(capsys, name):
+    (r,) = run_json(capsys, name)
+    failed = [f for f in r["findings"] if f.startswith("FAILED")]
+    assert failed and r["findings"][0] == failed[0], name  # the failure comes first
+    for word in FAILURE_LOGS[name]:
+        assert word in failed[0], (name, word)
+    assert "Usually:" in failed[0] and "Next:" in failed[0]
+
+
+def test_a_pasted_file_with_prompt_and_colours_reads_like_the_sample(tmp_path, capsys):
+    """A terminal copy: prompt, ANSI colour codes and CRLF, as `nvidia-smi topo -m` prints to a TTY."""
+    name = "topo_4x_h100_nv6_nic_rows.txt"
+    body = diagnostics.sample_text(name)
+    f = tmp_path / "pasted.txt"
+    f.write_bytes(("user@host:~$ nvidia-smi topo -m\r\n" + body.replace("GPU0", "\x1b[4mGPU0", 1)
+                   .replace("\n", "\x1b[0m\r\n", 1).replace("\n", "\r\n")).encode())
+    assert cli.main(["inspect", "--json", str(f)]) == 0
+    (pasted,) = json.loads(capsys.readouterr().out)
+    (bare,) = run_json(capsys, name)
+    assert pasted["findings"] == bare["findings"]
+    assert pasted["skipped_lines"] == [{"line": 1, "text": "user@host:~$ nvidia-smi topo -m",
+                                        "why": "prompt or command line"}]
+    assert cli.main(["inspect", str(f)]) == 0
+    assert "(skipped 1 line(s) that are not the output: line 1 prompt or command line)" in capsys.readouterr().out
+
+
+def test_header_only_and_headerless_runs_are_read_not_refused(capsys):
+    p100, mi250 = run_json(capsys, "nccl_tests_8gpu_p100.txt", "rccl_tests_mi250x_no_header.txt")
+    assert p100["failed_before_first_size"] and p100["last_words"].endswith("'unhandled cuda error'")
+    assert p100["skipped_lines"][0]["text"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 8")
+    assert (mi250["collective"], mi250["collective_from"], mi250["ranks"]) == ("all_reduce", "launcher line", 16)
+    assert mi250["nccl_version"] == "not in the file"
+
+
+def test_the_readme_documents_every_kinds_json_keys(capsys):
+    """Each kind's row of the README's inspect table names every top-level key its --json objects carry."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", readme, re.M)}
+    assert set(diagnostics.KINDS) <= set(rows)
+    for r in run_json(capsys, *diagnostics.sample_names()):
+        keys = set(r) - {"file", "kind", "findings", "skipped_lines"}
+        documented = set(re.findall(r"`(\w+)`", rows[r["kind"]]))
+        assert keys <= documented, (r["kind"], keys - documented)

@@ -6,6 +6,7 @@ link rates come from the hardware catalog, never typed here.
 from __future__ import annotations
 
 from .. import hardware, units
+from . import failures as _failures
 from .ibstat import LINK_LAYERS, IbStatus
 from .nccl_log import NcclLog
 from .nvlink import NvlinkStatus
@@ -95,8 +96,8 @@ def topo_findings(t: TopoMatrix) -> list[str]:
 
 def nccl_findings(log: NcclLog) -> list[str]:
     """Findings for an NCCL_DEBUG=INFO log: which transports carried the data, and what that costs."""
-    out = []
-    head = [f"NCCL {log.nccl_version}" if log.nccl_version else "NCCL version not in this log"]
+    out = [_failures.finding(f, log.ib_link_layers) for f in log.failures]
+    head = [f"NCCL {log.nccl_version}" if log.nccl_version else "NCCL version: not in the file"]
     if log.nranks:
         head.append(f"{log.nranks} rank(s)" + (f" on {log.nnodes} node(s)" if log.nnodes else ""))
     out.append(", ".join(head) + "; transports: " + (", ".join(log.transports) or "none named"))
@@ -189,6 +190,10 @@ def nvlink_findings(s: NvlinkStatus) -> list[str]:
                        f"{', '.join(f'link {k}' for k in g.inactive)}): {active_bw:.4g} GB/s per direction instead "
                        f"of {len(g.links) * (rate or 0):.4g}; a link that does not train points to the GPU board, "
                        f"the NVSwitch tray or its connector (see nvidia-smi nvlink -e)")
+    shown = [g.index for g in s.gpus]
+    if s.excerpt:  # GPUs left out before, between or after the ones shown
+        out.append(f"the output shows only {', '.join(f'GPU{i}' for i in shown)}: the other GPUs were left out "
+                   f"of this copy, so nothing here says whether their links are active")
     full = [g for g in s.gpus if not g.inactive]
     if full and rate is not None:
         links = len(full[0].links)
@@ -228,8 +233,112 @@ def acs_findings(s) -> list[str]:
             "NCCL_P2P_DISABLE=1 is the slow workaround (NCCL falls back to SHM through host memory)"]
 
 
+def rdma_link_findings(r) -> list[str]:
+    """Findings for ``rdma link``: which ports are up, RoCE or InfiniBand, Soft-RoCE."""
+    out = []
+    for p in r.ports:
+        layer = {"Ethernet": f"Ethernet (RoCE) on netdev {p.netdev}", "InfiniBand": "InfiniBand"}.get(
+            p.link_layer, "link layer not shown")
+        line = f"{p.device} port {p.port}: {p.state}, {p.physical_state or 'physical state not shown'}, {layer}"
+        if p.state != "ACTIVE":
+            line += ("; NCCL cannot use a port that is not ACTIVE: check the cable and the switch port (ip link show "
+                     f"{p.netdev}; ethtool {p.netdev})" if p.netdev else "; check the cable, the switch port and the "
+                     "subnet manager (ibstat)")
+        if p.soft_roce:
+            line += ("; rxe/siw is software RDMA (Soft-RoCE/iWARP) on an ordinary NIC: NCCL can use it, but at TCP-class "
+                     "bandwidth and latency and without GPUDirect RDMA")
+        elif p.link_layer == "Ethernet":
+            line += "; NCCL reaches RoCE through NET/IB: set NCCL_IB_GID_INDEX to the port's RoCE v2 GID (show_gids)"
+        out.append(line)
+    out.append("rdma link prints no rate: ibstat (or ethtool NETDEV) gives each port's speed")
+    return out
+
+
+def iblinkinfo_findings(f) -> list[str]:
+    """Findings for iblinkinfo: links up and down, their rates, links trained below the best, SHARP nodes."""
+    up = [l for l in f.links if l.state == "Active"]
+    down = [l for l in f.links if l.state != "Active"]
+    out = [f"{len(f.nodes('CA'))} CA(s) and {len(f.nodes('Switch'))} switch(es) listed; {len(up)} port(s) Active, "
+           f"{len(down)} not"]
+    rated = [l for l in up if l.rate_gbps]
+    if rated:
+        best = max(l.rate_gbps for l in rated)
+        kinds = sorted({(l.width, l.lane_gbps, l.generation) for l in rated}, key=lambda k: -(k[0] * k[1]))
+        out.append("active links run at " + ", ".join(
+            f"{w}X {g or ''} ({w} lanes x {s} Gb/s = {w * s:g} Gb/s signalling, about "
+            f"{units.format_bandwidth(units.gbit_to_gbyte(w * s * (0.8 if s <= 10 else 64 / 66)) * units.GB)} of data)"
+            for w, s, g in kinds))
+        slow = [l for l in rated if l.rate_gbps < best - 1e-9]
+        if slow:
+            l = slow[0]
+            out.append(f"{len(slow)} active link(s) run below the fastest (e.g. {l.node} port {l.port}: {l.width}X at "
+                       f"{l.lane_gbps:g} Gb/s per lane): a link trained down; reseat or replace the cable, check the "
+                       f"port with ibportstate and mlxlink")
+    if down:
+        sw = [l for l in down if l.node_type == "Switch"]
+        if sw and len(sw) == len(down):
+            out.append(f"the {len(down)} ports that are not Active are switch ports ({down[0].state}/"
+                       f"{down[0].physical_state}): nothing cabled, unless a node is missing from the CA list")
+        else:
+            ca = next((l for l in down if l.node_type != "Switch"), down[0])
+            out.append(f"{ca.node} port {ca.port} is {ca.state}/{ca.physical_state}: NCCL cannot use it; check its cable "
+                       f"and run ibstat on that host")
+    agg = [n for n in f.nodes("CA") if "Aggregation Node" in n]
+    if agg:
+        out.append(f"{len(agg)} SHARP aggregation node(s) ({agg[0]}): the switches can reduce in the network "
+                   f"(NCCL_COLLNET_ENABLE=1 with the SHARP plugin)")
+    return out
+
+
+def nccl_topo_findings(t) -> list[str]:
+    """Findings for NCCL's topology (XML dump or the System lines of a log)."""
+    out = [f"NCCL's topology ({t.form}): {t.gpus} GPU(s), {len(t.nets)} network port(s), {t.cpus} CPU node(s)"
+           + ("; the pasted dump is cut short, so counts are a lower bound" if t.truncated else "")]
+    if t.nvlinks_per_gpu:
+        links = sorted(set(t.nvlinks_per_gpu))
+        out.append(f"NVLinks per GPU: {', '.join(map(str, links))}" + ("; they end at NVSwitches" if t.nvswitch
+                                                                         else "; GPU to GPU (no NVSwitch named)"))
+    elif t.nvswitch:
+        out.append("the GPUs reach an NVSwitch (NVS node)")
+    if t.link_bw_gb_s:
+        out.append("link bandwidths NCCL assumes (GB/s per direction): " +
+                   ", ".join(f"{k} {v:g}" for k, v in sorted(t.link_bw_gb_s.items())))
+    if t.max_bw_gb_s is not None:
+        out.append(f"maxBw {t.max_bw_gb_s:g} GB/s, totalBw {t.total_bw_gb_s:g} GB/s: maxBw is the best bandwidth NCCL "
+                   "found from one GPU to the network or its peers, an upper bound for its rings and trees")
+    if t.nets:
+        speeds = sorted({n["speed_gbit_s"] for n in t.nets})
+        no_gdr = [n["name"] for n in t.nets if n["gdr"] is False]
+        out.append(f"network ports: {', '.join(n['name'] for n in t.nets)} at {', '.join(f'{v:g}' for v in speeds)} "
+                   "Gb/s" + (f"; GPUDirect RDMA off (gdr=0) on {', '.join(no_gdr)}: traffic is staged through host "
+                             "memory (nvidia_peermem, ACS)" if no_gdr else ""))
+    return out
+
+
+def nccl_tests_findings(r) -> list[str]:
+    """Findings for an nccl-tests / rccl-tests output: what ran, where the facts came from, or how it failed."""
+    what = r.collective or "collective not in the file"
+    ranks = f"{r.ranks} rank(s) ({r.ranks_from})" if r.ranks else "ranks: not in the file"
+    out = [_failures.finding(f) for f in r.failures]
+    out += [f"{r.tool}: {what} ({r.collective_from}), {ranks}"
+           + (f" on {len(r.hosts)} host(s)" if r.hosts else "")
+           + f"; NCCL version: {r.nccl_version or 'not in the file'}"]
+    if r.failed_before_first_size:
+        out.append("the run failed before its first size: the header was printed, no result row"
+                   + (f"; it printed last: {r.last_words}" if r.last_words else "; nothing after the header"))
+    elif r.rows:
+        big = max(r.rows, key=lambda row: row["size"])
+        out.append(f"{len(r.rows)} size(s) up to {units.format_bytes(big['size'], binary=True)}: busbw "
+                   f"{big['busbw']:g} GB/s at the largest (python -m course_lib compare FILE sets it beside the model)")
+    if r.refused_rows:
+        out.append(f"{len(r.refused_rows)} row(s) refused: a time or bandwidth that is negative or not a number "
+                   f"(lines {', '.join(map(str, r.refused_rows[:5]))}): the copy is damaged there")
+    return out
+
+
 FINDERS = {"topo": topo_findings, "lspci_acs": acs_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,
-           "nvlink_status": nvlink_findings, "smi_pcie": pcie_findings}
+           "nvlink_status": nvlink_findings, "smi_pcie": pcie_findings, "rdma_link": rdma_link_findings,
+           "iblinkinfo": iblinkinfo_findings, "nccl_topo": nccl_topo_findings, "nccl_tests": nccl_tests_findings}
 
 
 def findings(kind: str, result) -> list[str]:

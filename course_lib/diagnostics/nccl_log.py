@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import failures as _failures
 from .common import fail, lines
 
 TRANSPORTS = ("CollNet", "NET/IB", "NET/OFI", "NET/Socket", "NVLS", "P2P", "SHM")
@@ -62,13 +63,15 @@ class NcclLog:
     trees: int  # distinct tree channels seen
     pxn: bool
     warnings: tuple[str, ...]
+    failures: tuple = ()  # failures.Failure, in the order they first appear
 
     def to_json(self) -> dict:
-        return {"nccl_version": self.nccl_version, "nranks": self.nranks, "nnodes": self.nnodes,
+        return {"nccl_version": self.nccl_version or "not in the file", "nranks": self.nranks, "nnodes": self.nnodes,
                 "transports": list(self.transports), "channel_transports": dict(self.channel_transports),
                 "network": self.network, "ib_devices": list(self.ib_devices), "gdr": self.gdr,
                 "socket_fallback": self.socket_fallback, "ofi_provider": self.ofi_provider,
-                "nvls_available": self.nvls_available, "rings": self.rings, "trees": self.trees, "pxn": self.pxn}
+                "nvls_available": self.nvls_available, "rings": self.rings, "trees": self.trees, "pxn": self.pxn,
+                "failures": [f.to_json() for f in self.failures]}
 
 
 def _family(detail: str) -> str | None:
@@ -231,14 +234,14 @@ def _read_network(scan: _Scan, no: int, body: str) -> None:
         scan.recognised += 1
     if "NVLS multicast support is available" in body:
         scan.nvls, scan.recognised = True, scan.recognised + 1
-    m = _NVLS_CHANNELS.search(body)
+    m = _NVLS_CHANNELS.search(body) if "nvls channels" in body else None
     if m and int(m.group(1)) > 0:
         scan.nvls = True
     if "Loaded collnet plugin" in body:
         scan.collnet, scan.recognised = True, scan.recognised + 1
 
 
-def _result(scan: _Scan) -> NcclLog:
+def _result(scan: _Scan, failures=()) -> NcclLog:
     """The NcclLog of a finished scan."""
     families = set(scan.families)
     if scan.nvls:
@@ -253,7 +256,7 @@ def _result(scan: _Scan) -> NcclLog:
                    gdr=gdr, gdr_disabled_hcas=tuple(dict.fromkeys(scan.gdr_off)), socket_fallback=socket_fallback,
                    ib_missing=scan.ib_missing, ofi_provider=scan.provider, nvls_available=scan.nvls,
                    collnet_plugin=scan.collnet, rings=len(scan.rings), trees=len(scan.trees), pxn=scan.pxn,
-                   warnings=tuple(scan.warnings))
+                   warnings=tuple(scan.warnings), failures=tuple(failures))
 
 
 def parse(text) -> NcclLog:
@@ -271,7 +274,8 @@ def parse(text) -> NcclLog:
         _read_graphs(scan, body)
         _read_ib(scan, no, body)
         _read_network(scan, no, body)
-    if scan.recognised == 0:
+    found = _failures.find(numbered)
+    if scan.recognised == 0 and not found:
         raise fail(1, "an NCCL_DEBUG=INFO log (lines with 'NCCL INFO' or 'NCCL version')",
                    numbered[0][1].strip() if numbered else None)
-    return _result(scan)
+    return _result(scan, found)

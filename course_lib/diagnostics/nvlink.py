@@ -37,6 +37,12 @@ class NvlinkGpu:
 @dataclass(frozen=True)
 class NvlinkStatus:
     gpus: tuple[NvlinkGpu, ...]
+    elided: bool = False  # the copy has lines of dots standing for GPUs left out
+
+    @property
+    def excerpt(self) -> bool:
+        """Only some GPUs shown: dots stand for left-out GPUs, or the indices do not run 0, 1, 2 ..."""
+        return self.elided or [g.index for g in self.gpus] != list(range(len(self.gpus)))
 
     @property
     def links_per_gpu(self) -> int:
@@ -50,7 +56,8 @@ class NvlinkStatus:
         return rates.most_common(1)[0][0] if rates else None
 
     def to_json(self) -> dict:
-        return {"gpus": len(self.gpus), "links_per_gpu": self.links_per_gpu, "gb_s_per_link": self.gb_s_per_link,
+        return {"gpus": len(self.gpus), "gpu_indices": [g.index for g in self.gpus], "excerpt": self.excerpt,
+                "links_per_gpu": self.links_per_gpu, "gb_s_per_link": self.gb_s_per_link,
                 "per_gpu": [{"gpu": g.index, "name": g.name, "active": g.active, "inactive": g.inactive}
                             for g in self.gpus]}
 
@@ -67,9 +74,11 @@ def parse(text) -> NvlinkStatus:
             gpus.append(NvlinkGpu(cur[0], cur[1], tuple(cur[2])))
 
     numbered = lines(text)
+    elided = False
     for no, raw in numbered:
         line = raw.strip()
         if not line or is_elision(line):
+            elided = elided or bool(line)
             continue
         m = _GPU.match(line)
         if m:
@@ -97,4 +106,4 @@ def parse(text) -> NvlinkStatus:
     close()
     if not gpus:
         raise fail(1, "'GPU n: NAME (UUID: ...)' followed by its links", numbered[0][1] if numbered else None)
-    return NvlinkStatus(gpus=tuple(gpus))
+    return NvlinkStatus(gpus=tuple(gpus), elided=elided)

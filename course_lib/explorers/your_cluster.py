@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import cli_predict, costmodel, hardware, units, validate
+from .. import costmodel, hardware, units, validate
+from ..diagnostics import nccl_tests
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 SYSTEMS = Path(hardware.__file__).resolve().parent / "data" / "systems"
@@ -30,8 +31,8 @@ def example_system() -> hardware.System:
 
 @lru_cache(maxsize=1)
 def measured_run() -> dict:
-    """The published all_reduce_perf rows of that machine (``cli_predict.parse_nccl_tests``)."""
-    return cli_predict.parse_nccl_tests(EXAMPLE_RUN.read_text(encoding="utf-8"))
+    """The published all_reduce_perf rows of that machine (``nccl_tests.parse_nccl_tests``)."""
+    return nccl_tests.parse_nccl_tests(EXAMPLE_RUN.read_text(encoding="utf-8"))
 
 
 def scaled(nics_per_node: int, nic_gbit_s: float, fabric: str = "roce") -> hardware.System:

@@ -7,8 +7,8 @@
 # **After this chapter you can**
 # - read `nvidia-smi topo -m` and choose tensor-parallel groups and GPU–NIC pairs from it;
 # - read an `NCCL_DEBUG=INFO` log line by line: version, ranks, network, transports, GPUDirect RDMA;
-# - diagnose three common failures from real, published outputs: NCCL falling back to TCP sockets,
-#   peer-to-peer blocked by PCIe ACS, and a NIC that sits far from every GPU;
+# - diagnose four failures from real, published outputs, one of them a run that crashed, and say what to
+#   run next;
 # - describe a machine the catalog does not know in a small TOML file, predict its all-reduce, and
 #   compare the prediction with the machine's own nccl-tests output.
 #
@@ -23,7 +23,7 @@
 # %matplotlib inline
 from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, units
 from course_lib.cli_inspect import format_report, inspect_text, inspect_texts
-from course_lib.diagnostics import acs, local, topo
+from course_lib.diagnostics import acs, local, nccl_tests, topo
 
 # %% [markdown]
 # ## 1. The topology matrix: who talks to whom, over what
@@ -49,13 +49,12 @@ work = diagnostics.sample_text("topo_5gpu_workstation_sys_node_phb.txt")
 print(work)
 t5 = topo.parse(work)
 print("GPU pairs by path:", t5.pair_counts())
-print("GPUs grouped by CPU socket (NUMA):", t5.socket_groups())
 
 # %% [markdown]
 # **Tensor parallelism** all-reduces activations in every layer (chapter 07): its group should be the GPUs
-# with the best paths between them. Here GPU0 sits alone on socket 1; every pair with GPU0 is `SYS`. A
-# 4-way TP group of GPU1-4 stays on one socket, and inside it GPU1-2 and GPU3-4 are `PHB` pairs (closer
-# than the `NODE` pairs between them), so a 2-way group would be GPU1-2 or GPU3-4.
+# with the best paths between them. A group with a `SYS` pair pays the socket link in every layer, so the
+# first rule is to keep a TP group on one socket; inside it, the closest pairs (`PIX` before `PHB` before
+# `NODE`) make the best 2-way groups. Exercise 09.1 asks you to apply this to the matrix above.
 #
 # Now a DGX A100 as published, with its NIC legend: eight GPUs on NVSwitch (every pair `NV12`) and ten
 # Mellanox NICs. What matters for the network is which NIC each GPU reaches without crossing the CPU
@@ -115,19 +114,30 @@ for name in ("nccl_socket_p2p_ipc_channels.log", "nccl_p2p_cumem_channels.log", 
     print(format_report(inspect_text(diagnostics.sample_text(name), name)), end="\n\n")
 
 # %% [markdown]
-# ## 3. Three failure drills
+# ## 3. Four failure drills
 #
-# Each drill is a real output from a real machine. Read it first, decide what is wrong, then run `inspect`.
+# Each drill is a real output from a real machine. Read it first and write your diagnosis in one line in
+# the answer cell under it (not graded: it is for you); then run the `inspect` cell and compare.
 #
-# **Drill A: NCCL fell back to TCP sockets.** A cloud VM with 8 GPUs (NVIDIA/nccl issue 1267):
+# **Drill A.** A cloud VM with 8 GPUs (NVIDIA/nccl issue 1267) prints this at start-up:
 
 # %%
-fallback = diagnostics.sample_text("nccl_socket_fallback_gcp.log")
-for no, line in enumerate(fallback.splitlines(), start=1):
-    print(f"{no:>2}  {line}")
+fallback = diagnostics.sample_text("nccl_log_gcp_vm.log")
+print(fallback)
 
 # %% [markdown]
-# No RDMA device was found, so NCCL took `NET/Socket` over the VM's Ethernet interface. Every byte between
+# **Your diagnosis:** which network will NCCL use between nodes, and why? What will that cost?
+#
+# <details><summary>A hint, if you are stuck</summary>
+#
+# Look for the lines that start with `NET/`: which transport found nothing, and which one was chosen?
+# </details>
+
+# %%
+my_diagnosis_a = ""  # one line, in your words
+
+# %% [markdown]
+# Now `inspect`'s diagnosis. No RDMA device was found, so NCCL took `NET/Socket` over the VM's Ethernet interface. Every byte between
 # nodes now goes through the kernel's TCP stack, copied through host memory by CPU threads. How bad is it?
 # At best the port's line rate; compare the prediction for two DGX H100 nodes on eight NDR ports with the
 # same nodes limited to one 100 Gb/s port (ring algorithm, as with `NCCL_ALGO=RING`, so that every byte
@@ -146,16 +156,24 @@ print(f"\n2 x DGX H100, 1 GiB all-reduce busbw: 8 x NDR {rdma.busbw[0] / units.G
 # AWS EFA, GPUDirect-TCPX(O) on Google Cloud A3), and check the next log says `Using network IB` (or the
 # plugin's name) instead of `Socket`.
 #
-# **Drill B: peer-to-peer blocked by PCIe ACS.** PCIe Access Control Services (ACS) let a bridge force
-# traffic between two devices below it up to the root complex, where the IOMMU checks it. Good for
-# isolating virtual machines; on a bare-metal GPU server it sends every GPU-to-GPU write through the CPU, and
-# NCCL's P2P transport slows down, fails with errors such as illegal memory accesses, or hangs. The NCCL
-# troubleshooting guide asks for ACS off. The reporter of NVIDIA/nccl issue 629 posted the `ACSCtl` lines
-# of `lspci -vvv`:
+# **Drill B.** PCIe Access Control Services (ACS) let a bridge force traffic between two devices below it
+# up to the root complex, where the IOMMU checks it. Good for isolating virtual machines; on a bare-metal
+# GPU server it sends every GPU-to-GPU write through the CPU, and NCCL's P2P transport slows down, fails
+# with errors such as illegal memory accesses, or hangs. The NCCL troubleshooting guide asks for ACS off.
+# The reporter of NVIDIA/nccl issue 629, whose job died with an illegal memory access, posted the
+# `ACSCtl` lines of `lspci -vvv`:
 
 # %%
-acs_text = diagnostics.sample_text("lspci_acsctl_redirect_on.txt")
+acs_text = diagnostics.sample_text("lspci_acsctl_server.txt")
 print(acs_text)
+
+# %% [markdown]
+# **Your diagnosis:** does ACS stand in the way of GPU peer-to-peer here? Which of the seven flags decide it?
+
+# %%
+my_diagnosis_b = ""  # one line, in your words
+
+# %%
 print(format_report(inspect_text(acs_text, "lspci -vvv | grep ACSCtl")))
 
 # %% [markdown]
@@ -163,10 +181,46 @@ print(format_report(inspect_text(acs_text, "lspci -vvv | grep ACSCtl")))
 # the BIOS, or clear it on the bridges with `setpci`, or boot with `iommu=pt`; confirm with the log
 # (`via P2P/IPC` rather than `via SHM`). `NCCL_P2P_DISABLE=1` makes a hanging job run, slowly, over `SHM`.
 #
-# **Drill C: a NIC far from its GPU.** In the DGX A100 matrix of section 1, two of the ten NICs are `SYS`
-# from every GPU. Sending GPU data through them crosses the socket link, and GPUDirect RDMA between them
-# and any GPU is slow or refused (`NCCL_NET_GDR_LEVEL`, chapter 05). They are the storage and management
-# ports; compute traffic belongs on the eight NICs that share a PCIe switch with GPUs.
+# **Drill C.** Go back to the DGX A100 matrix of section 1. Which NICs would you keep off the GPUs'
+# traffic, and why? Decide before you open the answer.
+#
+# <details><summary>Answer</summary>
+#
+# The two NICs that are `SYS` from every GPU (`inspect` named them above). Sending GPU data through them
+# crosses the socket link, and GPUDirect RDMA between them and any GPU is slow or refused
+# (`NCCL_NET_GDR_LEVEL`, chapter 05). They are the storage and management ports; compute traffic belongs on
+# the eight NICs that share a PCIe switch with GPUs.
+# </details>
+#
+# **Drill D: a run that failed.** A Kubernetes data-parallel job died a few minutes in; one worker's log,
+# as posted to NVIDIA/nccl issue 1405:
+
+# %%
+failed = diagnostics.sample_text("nccl_log_kp_ddp_worker.log")
+print(failed)
+
+# %% [markdown]
+# **Your diagnosis:** what failed, between which two ends, and what would you run first? (`status=12` is an
+# InfiniBand work-completion status; the `-> 6` lines are NCCL's error code climbing its call stack.)
+
+# %%
+my_diagnosis_d = ""  # one line, in your words
+
+# %%
+print(format_report(inspect_text(failed, "worker log")))
+
+# %% [markdown]
+# Status 12 is `IBV_WC_RETRY_EXC_ERR`: the NIC resent and gave up, because the two NICs cannot reach each
+# other or the path drops packets, and NCCL reports it as error 6 (a remote error). The GIDs are IPv6 GIDs
+# (RoCE v2), so the first suspects are the GID index (`NCCL_IB_GID_INDEX`), the route between the two
+# subnets and the MTU; `ibv_rc_pingpong` between the two hosts tells a broken path from a congested one.
+# A run can also fail before it measures anything; nccl-tests then prints its header and stops, and
+# `inspect` says so and names the last thing it printed:
+
+# %%
+print(format_report(inspect_text(diagnostics.sample_text("nccl_tests_4gpu_docker.txt"), "all_reduce_perf in Docker")))
+
+# %% [markdown]
 #
 # ## 4. Describe a machine in a file, and predict it
 #
@@ -215,12 +269,12 @@ with tempfile.TemporaryDirectory() as folder:
 
 # %%
 measured_text = (SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text()
-measured = cli_predict.parse_nccl_tests(measured_text)
+measured = nccl_tests.parse_nccl_tests(measured_text)
 sizes = [row["size"] for row in measured["rows"]]
 predicted = costmodel.predict("all_reduce", sizes, box)
-print(f"{'size (B)':>12} {'measured busbw':>15} {'predicted busbw':>16} {'pred/meas':>10}")
+print(f"{'size (B)':>12} {'measured busbw':>15} {'predicted busbw':>16}")
 for row, busbw in zip(measured["rows"], predicted.busbw):
-    print(f"{row['size']:>12} {row['busbw']:>12.2f} GB/s {busbw / units.GB:>11.2f} GB/s {busbw / units.GB / row['busbw']:>10.3f}")
+    print(f"{row['size']:>12} {row['busbw']:>12.2f} GB/s {busbw / units.GB:>11.2f} GB/s")
 
 # %% [markdown]
 # Scale the box out: how many boxes, how many NIC ports per box (RoCE), how fast each port. The black
@@ -233,7 +287,8 @@ your_cluster.scaling_explorer()
 
 # %% [markdown]
 # The model (PCIe Gen4 x16 at 31.5 GB/s per direction, times the course's PCIe efficiency 0.83, chapter 04's
-# ring) lands within 2% of the measurement. That is a *good* machine. When your own ratio is far above 1,
+# ring) lands close to the measurement at large sizes (exercise 09.7 asks how close). That is a *good*
+# machine. When your own ratio is far above 1,
 # the comparison points at what to check: a link trained down (`nvidia-smi -q`, PCIe section), peer-to-peer
 # off (section 3, drill B), GPUs on two sockets (`SYS` pairs), or NICs in the wrong place.
 #
@@ -277,30 +332,32 @@ importlib.reload(course_lib.grading).grade("09.1", largest_tp_without_sys)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 09.2** (1 point, *diagnose*). In the DGX A100 matrix, which NIC should **not** carry GPU
-# traffic because it shares no PCIe switch with any GPU? Store the letter in `far_nic`.
+# **Exercise 09.2** (1 point, *diagnose*). Read another machine's matrix, one this chapter never showed:
+# `diagnostics.sample_text("topo_h800_nv8_nic_legend_clipped.txt")` (8 x H800 with four NICs; the published
+# copy is clipped, so the NIC paths are the rows at the bottom). Which GPU has a NIC behind its **own** PCIe
+# switch, so that its GPUDirect RDMA traffic never crosses a host bridge? Store the letter in `gpu_with_own_nic`.
 #
-# - **A.** `mlx5_0`
-# - **B.** `mlx5_3`
-# - **C.** `mlx5_8`
-# - **D.** `mlx5_6`
+# - **A.** GPU0
+# - **B.** GPU2
+# - **C.** GPU3
+# - **D.** GPU5
 
 # %% nbgrader={"grade": false, "grade_id": "ex09-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-far_nic = "C"
+gpu_with_own_nic = "C"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex09-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.2", far_nic)
+checks.check("09.2", gpu_with_own_nic)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.2", far_nic)
+importlib.reload(course_lib.grading).grade("09.2", gpu_with_own_nic)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 09.3** (1 point, *diagnose*). Read `diagnostics.sample_text("nccl_ib_roce_gdr_disabled.log")`
-# (16 ranks over RoCE, NVIDIA/nccl issue 1537). What costs this job bandwidth? Store the letter in
-# `roce_log_problem`.
+# **Exercise 09.3** (1 point, *diagnose*). Read a log this chapter never inspected,
+# `diagnostics.sample_text("nccl_log_16_ranks_mlx5.log")` (16 ranks, NVIDIA/nccl issue 1537), line by line as
+# in section 2. What costs this job bandwidth? Store the letter in `roce_log_problem`.
 #
 # - **A.** NCCL fell back to TCP sockets.
 # - **B.** GPUDirect RDMA is disabled: NIC traffic is staged through host memory.
@@ -336,13 +393,15 @@ importlib.reload(course_lib.grading).grade("09.4", fallback_line)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 09.5** (1 point, *diagnose*). In drill B's `lspci` output, how many bridges redirect peer
-# requests (`ReqRedir+` or `CmpltRedir+`)? Store the count in `redirecting_bridges`. `acs.parse` reads the
-# lines; count them yourself or from its result.
+# **Exercise 09.5** (1 point, *diagnose*). You fix drill B's server with `setpci`, one flag at a time. How
+# many flags must you turn from `+` to `-`, over all bridges, so that no bridge blocks GPU peer-to-peer any
+# more (and no flag that does not block it is touched)? Store the count in `redirecting_bridges`.
+# `acs.parse(acs_text).bridges` gives each bridge's flags as `(name, on)` pairs.
 
 # %% nbgrader={"grade": false, "grade_id": "ex09-5-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-redirecting_bridges = sum(bridge.redirects for bridge in acs.parse(acs_text).bridges)
+redirecting_bridges = sum(on for bridge in acs.parse(acs_text).bridges for name, on in bridge.flags
+                          if name in acs.REDIRECT)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex09-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -470,6 +529,28 @@ importlib.reload(course_lib.grading).grade("09.8", my_cluster_busbw_gb_s)
 # Peer-to-peer off (the log shows `via SHM`; `lspci` shows ACS redirect on, drill B) and a link trained
 # down (`nvidia-smi -q` PCIe section: current generation or width below the maximum under load).
 # </details>
+
+# %% [markdown]
+# ## Score yourself
+# `checks.check_all(globals(), chapter="09")` scores every exercise of the notebook without showing any
+# answer.
+
+# %%
+_ = checks.check_all(globals(), chapter="09")
+
+# %% [markdown]
+# ## Takeaways
+# - `nvidia-smi topo -m` names the path between every pair of devices: keep tensor-parallel groups off `SYS`
+#   pairs, and pair each GPU with a NIC behind its own PCIe switch (`PIX`/`PXB`) for GPUDirect RDMA.
+# - An `NCCL_DEBUG=INFO` log says which network NCCL chose (`Using network ...`), over which ports
+#   (`NET/IB : Using ...`), whether GPUDirect RDMA is on, and how each channel moves data (`P2P`, `SHM`,
+#   `NET/...`): read it before you read a bandwidth.
+# - Falling back to `NET/Socket`, GPUDirect RDMA disabled, and ACS redirect on are silent: the job runs,
+#   only slower. A failed run is loud: find the first `WARN`, its two ends and the NCCL error code, then
+#   run `ibstat`/`rdma link` and `ibv_rc_pingpong` between those two hosts.
+# - `inspect` reads pasted outputs as they are (prompts, colours, launcher lines) and `compare` sets a
+#   measured nccl-tests run beside the model; a ratio far from 1 points at the outputs above.
+# - A machine the catalog lacks fits in a small TOML file, and the same model then predicts it.
 
 # %% [markdown]
 # ## Further reading

@@ -1,0 +1,218 @@
+"""nccl-tests and rccl-tests outputs: the result rows, the collective, the ranks, and runs that failed.
+
+A run's output may lack its header (a wrapper script or an MPI launcher printed only the rows):
+the collective then comes from the launcher line (``all_reduce_perf -b 1K ...``, ``-t all_gather``)
+or from the closing ``# Collective test concluded: ...`` line, the ranks from the ``# Rank`` lines,
+else from ``-np`` x ``-g`` on the command line. A run that stops after its header failed before its
+first size: ``failed_before_first_size`` says so and ``last_words`` holds what was printed last.
+A row whose time or bandwidth is negative or not a finite number (a damaged copy) is refused and
+counted in ``refused_rows``, never passed on. Times in us; algbw and busbw in GB/s (1e9 B/s), as
+nccl-tests prints them; the out-of-place columns are used.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .. import collectives, validate
+from . import failures as _failures
+from . import pasted
+
+_MPI_PREFIX = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
+_RANK = re.compile(r"#?\s*Rank\s+\d+(?:\s+Group\s+\d+)?(?:\s+Pid\s+\d+)?\s+on\s+(\S+)\s+device\b")
+_ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*=\s*([A-Za-z0-9_,^]+)")
+_VERSION = re.compile(r"(?:NCCL version|nccl-library=|RCCL version)\s*([0-9]+\.[0-9]+\.[0-9]+)")
+_NGPUS = re.compile(r"\bnGpus\s+(\d+)")
+_STARTING = re.compile(r"Collective test (?:starting|concluded):\s*(\w+)")
+_HEADER = re.compile(r"^#?\s*(?:nThread \d+ nGpus|Collective test starting|Using devices|rccl-tests: Version|"
+                     r"NCCL Tests compiled|\s*size\s+count\s+type|\s*bytes\s+N\s+type|\s*\(B\)\s+\(elements\))")
+_FAILURE = re.compile(r"NCCL failure|Test failure|NCCL WARN|Cuda failure|error|Error|failed|Aborted|Killed")
+_WORD = re.compile(r"[A-Za-z_]+")
+_UNKNOWN_TOOL = "nccl-tests or rccl-tests (the output does not say which)"
+
+
+def collective_id(name: str) -> str:
+    """``all_reduce_perf`` / ``alltoall`` / ``AllGather`` -> the course's collective id (ValueError if none)."""
+    text = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", str(name)).lower()
+    text = text.replace("alltoall", "all_to_all").replace("allreduce", "all_reduce").replace("allgather", "all_gather")
+    text = text.replace("reducescatter", "reduce_scatter").removesuffix("_perf").removesuffix("_perf_mpi")
+    return validate.choice("collective", text, collectives.ids())
+
+
+@dataclass(frozen=True)
+class NcclTestsRun:
+    """One nccl-tests / rccl-tests output (see the module docstring); ``*_from`` say where a value was read."""
+
+    tool: str
+    collective: str | None
+    collective_from: str
+    ranks: int | None
+    ranks_from: str
+    hosts: tuple[str, ...]
+    rows: tuple[dict, ...]
+    env: dict
+    nccl_version: str | None
+    gpus_per_process: int | None
+    failed_before_first_size: bool
+    last_words: str | None
+    refused_rows: tuple[int, ...]
+    command: dict
+    failures: tuple = ()  # failures.Failure found in the output (NCCL WARN lines, "Test NCCL failure ...")
+
+    def as_dict(self) -> dict:
+        """The dict ``compare`` and the chapters read (rows as dicts of size, time_us, algbw, busbw)."""
+        return {"collective": self.collective, "ranks": self.ranks, "hosts": list(self.hosts),
+                "rows": [dict(r) for r in self.rows], "env": dict(self.env), "nccl_version": self.nccl_version,
+                "gpus_per_process": self.gpus_per_process, "ranks_from": self.ranks_from,
+                "collective_from": self.collective_from, "tool": self.tool,
+                "failed_before_first_size": self.failed_before_first_size, "last_words": self.last_words,
+                "refused_rows": list(self.refused_rows), "command": dict(self.command)}
+
+    def to_json(self) -> dict:
+        big = max(self.rows, key=lambda r: r["size"]) if self.rows else None
+        return {"tool": self.tool, "collective": self.collective or "not in the file",
+                "collective_from": self.collective_from, "ranks": self.ranks, "ranks_from": self.ranks_from,
+                "hosts": list(self.hosts), "sizes": len(self.rows), "nccl_version": self.nccl_version or "not in the file",
+                "largest_size": big["size"] if big else None, "busbw_at_largest_gb_s": big["busbw"] if big else None,
+                "failed_before_first_size": self.failed_before_first_size, "last_words": self.last_words,
+                "refused_rows": list(self.refused_rows), "env": dict(self.env),
+                "failures": [f.to_json() for f in self.failures]}
+
+
+def _row(tokens: list[str]):
+    """(size, time_us, algbw, busbw) of a result row's tokens, or None where the line is not a row;
+    ``"refused"`` where it is a row whose numbers are damaged (negative or not finite)."""
+    if len(tokens) < 6 or not (tokens[0].isdigit() and tokens[1].isdigit()) or len(tokens[0]) > 20:
+        return None
+    rest = [t for t in tokens[3:] if not _WORD.fullmatch(t) or t == "N/A"]
+    nums = []
+    for t in rest:
+        try:
+            nums.append(float(t))
+        except ValueError:
+            nums.append(float("nan"))
+    if len(nums) in (5, 9):  # the root column
+        nums = nums[1:]
+    if len(nums) < 3:
+        return None
+    time_us, algbw, busbw = nums[:3]
+    if not all(math.isfinite(v) and v >= 0 for v in (time_us, algbw, busbw)):
+        return "refused"
+    return int(tokens[0]), time_us, algbw, busbw
+
+
+def _int(value):
+    try:
+        n = int(str(value))
+    except ValueError:
+        return None
+    return n if 0 < n < 10**7 else None
+
+
+def _from_bandwidths(rows, ranks):
+    """The collective whose busbw/algbw factor at ``ranks`` matches the rows' (only where exactly one does)."""
+    factors = sorted(r["busbw"] / r["algbw"] for r in rows if r["algbw"] >= 1.0)
+    if not factors:
+        return None, "not in the file"
+    f = factors[len(factors) // 2]
+    fits = {collectives.get(c).busbw_factor(ranks) for c in collectives.ids()
+            if abs(collectives.get(c).busbw_factor(ranks) - f) < 0.02 * max(f, 1e-9)}
+    names = [c for c in collectives.ids() if collectives.get(c).busbw_factor(ranks) in fits]
+    if len(fits) == 1 and len(names) == 1:
+        return names[0], f"inferred: busbw/algbw = {f:.3g} is {names[0]}'s factor at {ranks} ranks"
+    return None, "not in the file"
+
+
+def parse(text) -> NcclTestsRun:
+    """Read an nccl-tests / rccl-tests output; ValueError when it has neither result rows nor a header."""
+    p = pasted.read(text)
+    collective, collective_from = None, "not in the file"
+    hosts, rank_lines, rows, refused, env = [], 0, [], [], {}
+    version = ngpus = None
+    tool, header_seen, last_words = p.command.get("suite", _UNKNOWN_TOOL), False, None
+    for no, raw in enumerate(p.text.split("\n"), start=1):
+        line = _MPI_PREFIX.sub(" ", raw).strip() if "[" in raw else raw.strip()
+        if not line:
+            continue
+        m = _STARTING.search(line)
+        if m and collective is None:
+            try:
+                collective, collective_from = collective_id(m.group(1)), "header" if "starting" in line else "trailer"
+            except ValueError:
+                pass
+        if "rccl-tests" in line or "RCCL version" in line or "AMD Instinct" in line:
+            tool = "rccl-tests"
+        elif tool == _UNKNOWN_TOOL and ("NCCL" in line or "NVIDIA" in line or "Tesla" in line or "GeForce" in line):
+            tool = "nccl-tests"
+        for key, value in _ENV.findall(line):
+            env.setdefault(key.lower(), value)
+        vm = _VERSION.search(line)
+        if vm and version is None:
+            version = vm.group(1)
+        if ngpus is None and "nGpus" in line:
+            gm = _NGPUS.search(line)
+            ngpus = int(gm.group(1)) if gm else None
+        if "Rank" in line:
+            found = _RANK.findall(line)
+            if found:
+                rank_lines += len(found)
+                hosts.extend(found)
+                header_seen = True
+                continue
+        if _HEADER.match(line):
+            header_seen = True
+            continue
+        if line.startswith("#"):
+            continue
+        r = _row(line.split()) if line[:1].isdigit() or line[:1] == " " or line[0].isdigit() else None
+        if r == "refused":
+            refused.append(no)
+        elif r is not None:
+            rows.append({"size": r[0], "time_us": r[1], "algbw": r[2], "busbw": r[3]})
+        elif _FAILURE.search(line) or header_seen:
+            last_words = line[:300]
+    cmd = p.command
+    if collective is None and "test" in cmd:
+        try:
+            collective, collective_from = collective_id(cmd["test"]), "launcher line"
+        except ValueError:
+            pass
+    for name, value in cmd.get("env", {}).items():
+        if name in ("NCCL_ALGO", "NCCL_PROTO"):
+            env.setdefault(name[5:].lower(), value)
+    g = ngpus or _int(cmd.get("gpus_per_process"))
+    if rank_lines:
+        ranks, ranks_from = rank_lines, "rank lines"
+    elif _int(cmd.get("processes")):
+        ranks, ranks_from = _int(cmd["processes"]) * (g or 1), "launcher line (-np" + (" x -g)" if g else ")")
+    elif g and cmd.get("hosts"):
+        ranks, ranks_from = g * len(cmd["hosts"]), "launcher line (-g x hosts)"
+    else:
+        ranks, ranks_from = None, "not in the file"
+    if collective is None and ranks and rows:
+        collective, collective_from = _from_bandwidths(rows, ranks)
+    if not rows and not header_seen and not refused:
+        raise ValueError("text has no nccl-tests result rows (lines starting with size and count) and no "
+                         "nccl-tests header")
+    return NcclTestsRun(tool=tool, collective=collective, collective_from=collective_from, ranks=ranks,
+                        ranks_from=ranks_from, hosts=tuple(sorted(set(hosts) or set(cmd.get("hosts", [])))),
+                        rows=tuple(rows), env=env, nccl_version=version, gpus_per_process=g,
+                        failed_before_first_size=not rows and header_seen, last_words=None if rows else last_words,
+                        refused_rows=tuple(refused), command=cmd,
+                        failures=tuple(_failures.find(enumerate(p.text.split("\n"), start=1))))
+
+
+def parse_nccl_tests(text) -> dict:
+    """``parse(text).as_dict()`` for a run with result rows; ValueError when it has none.
+
+    Keys: collective, ranks, hosts, rows ([{size, time_us, algbw, busbw}]), env (NCCL_ALGO / NCCL_PROTO found
+    in the file), nccl_version, gpus_per_process, and where collective and ranks came from.
+    """
+    if not isinstance(text, str):
+        raise ValueError("text must be the contents of an nccl-tests output file (str)")
+    run = parse(text)
+    if not run.rows:
+        said = f"; it printed last: {run.last_words}" if run.last_words else ""
+        raise ValueError(f"text has no nccl-tests result rows: the run failed before its first size{said}")
+    return run.as_dict()
