@@ -3,8 +3,9 @@
 ``read_text`` refuses, with one ``ValueError`` line naming the file and what to pass instead, a
 file that is missing or unreadable, one that is not a regular file (a FIFO would wait forever for
 a writer, a device may never end, a directory has no text: refused before it is opened), one
-larger than the most read, and one that is not text (a zero byte, or bytes that are not UTF-8). It never holds more than ``max_bytes`` + 1 bytes, so a
-multi-gigabyte file given by mistake costs nothing. The path is quoted as ``repr`` shows it, so a
+larger than the most read, and one that is not text (a zero byte, or bytes that are not UTF-8).
+It never holds more than ``max_bytes`` + 1 bytes, so a multi-gigabyte file given by mistake costs
+nothing. The path is quoted as ``repr`` shows it, so a
 name with a newline in it still gives one line.
 """
 from __future__ import annotations

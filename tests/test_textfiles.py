@@ -63,7 +63,8 @@ def test_fifos_and_devices_are_refused_before_they_are_opened(tmp_path, monkeypa
     real_open = os.open
     monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
     monkeypatch.setattr(builtins, "open", lambda path, *a, **k: opened.append(path) or io_open(path, *a, **k))
-    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device"), ("/dev/null", "a character device")):
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device"),
+                       ("/dev/null", "a character device")):
         with pytest.raises(ValueError) as info:
             textfiles.read_text(path, 10, "log", what="a log")
         assert str(info.value) == f"log {str(path)!r} is {kind}, not a regular file; pass a log"
