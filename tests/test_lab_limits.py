@@ -99,7 +99,9 @@ def test_a_process_limit_is_refused_up_front_for_a_user(monkeypatch):
                                                    r"more ranks .* this user already runs 40 processes and threads\): "
                                                    r"raise it, e.g. ulimit -u 4096"):
         limits.check(8, "/tmp")
-    limits.check(2, "/tmp")  # 40 + 2 x 6 + 2 fits
+    limits.check(2, "/tmp")  # 40 + 2 x 4 + 2 fits
+    with pytest.raises(limits.LabLimitError):
+        limits.check(2, "/tmp", threads=8)  # 40 + 2 x 11 + 2 does not
 
 
 @pytest.mark.parametrize("error, start", [

@@ -338,7 +338,7 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
     ctx = mp.get_context(start_method)
     root = temp_root()
     clean_stale_folders(root)
-    _check_limits(ranks, root)
+    _check_limits(ranks, root, threads)
     procs = []
     watcher = None
     workdir = None

@@ -20,8 +20,9 @@ from .processes import _stat_fields
 
 LAUNCHER_FDS_PER_RANK = 2   # multiprocessing keeps both ends of a pipe per child until it is closed
 RANK_FDS_PER_PEER = 3       # gloo's sockets per peer (measured in a rank after an all-reduce: 17, 35 and 59
-RANK_FDS_BASE = 16          # open files at 2, 8 and 16 ranks: 3 per peer + 6 + the inherited ones; 10 spare)
-THREADS_PER_RANK = 6        # the rank, gloo's loop, torch's pools (measured: 4 at threads=1)
+RANK_FDS_BASE = 8           # open files at 2, 8 and 16 ranks: 3 per peer + 6 + the inherited ones; 2 spare)
+THREADS_PER_RANK = 4        # the rank's threads at threads=1 (measured: main, gloo's loop and workers); each
+                            # torch thread beyond the first adds one
 MIN_FREE_BYTES = 2**20      # a run's folder: the store, small logs and results
 
 _FIX_LATER = "before starting Jupyter (or the shell that runs this)"
@@ -159,9 +160,9 @@ def temp_root() -> str:
     return root
 
 
-def check(ranks: int, root: str) -> None:
-    """Refuse, before anything starts, a launch of ``ranks`` that the open-file or process limit, or the
-    room left in ``root``, cannot take: ``LabLimitError``, one line."""
+def check(ranks: int, root: str, threads: int = 1) -> None:
+    """Refuse, before anything starts, a launch of ``ranks`` (each with ``threads`` torch threads) that
+    the open-file or process limit, or the room left in ``root``, cannot take: ``LabLimitError``, one line."""
     limit = _soft_limit("RLIMIT_NOFILE")
     if limit is not None:
         needed = fds_needed(ranks, open_fds())
@@ -170,7 +171,7 @@ def check(ranks: int, root: str) -> None:
     limit = _soft_limit("RLIMIT_NPROC")
     if limit is not None and hasattr(os, "getuid") and os.getuid() != 0:  # root is not held to it
         running = _user_threads()
-        if running and running + THREADS_PER_RANK * ranks + 2 > limit:
+        if running and running + (THREADS_PER_RANK + threads - 1) * ranks + 2 > limit:
             raise LabLimitError(_process_line(ranks, limit, running))
     free = _free_bytes(root)
     if free is not None and free < MIN_FREE_BYTES:
