@@ -428,6 +428,42 @@ def test_the_sweep_never_kills_a_process_that_reused_a_recorded_pid(tmp_path):
         sleeper.wait()
 
 
+_LEADER = """
+import os, subprocess
+os.setpgid(0, 0)
+print(subprocess.Popen(["sleep", "60"]).pid, flush=True)
+"""
+
+
+def test_the_sweep_kills_what_a_dead_rank_left_in_its_process_group(tmp_path):
+    """The rank is gone, its subprocess lives on in the rank's process group (in this session, started
+    after the rank): that one is the run's, and the sweep kills it."""
+    import subprocess
+
+    from course_lib.lab import processes
+
+    leader = subprocess.Popen([sys.executable, "-c", _LEADER], stdout=subprocess.PIPE, text=True)
+    start = processes.start_time(leader.pid)  # alive or a zombie: the pid is still the leader's
+    orphan = int(leader.stdout.readline())
+    leader.wait()
+    try:
+        folder = tmp_path / f"course_lab_{_dead_pid()}_rank"
+        folder.mkdir()
+        (folder / processes.OWNER_FILE).write_text(f"{_dead_pid()} 1 {os.getsid(0)}\n")
+        (folder / processes.PIDS_FILE).write_text(f"{leader.pid} {start}\n")
+        assert not _gone(orphan)
+        assert launch.clean_stale_folders(str(tmp_path)) == [str(folder)]
+        deadline = time.monotonic() + 2
+        while not _gone(orphan) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(orphan)
+    finally:
+        try:
+            os.kill(orphan, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 _KILLED_KERNEL = """
 import sys, time
 from course_lib import lab

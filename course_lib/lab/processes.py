@@ -50,9 +50,10 @@ def start_time(pid: int) -> int | None:
     """When process ``pid`` started (``/proc/<pid>/stat`` field 22, clock ticks since boot), None if gone.
 
     A pid and its start time name one process for good: the pair is what a run's folder records, so a
-    pid reused by another process later is never taken for one of the run's."""
+    pid reused by another process later is never taken for one of the run's. (A zombie still holds its
+    pid, so it has its start time until it is reaped.)"""
     fields = _stat_fields(pid)
-    return int(fields[19]) if fields and fields[0] != "Z" else None
+    return int(fields[19]) if fields else None
 
 
 def _signal_exact(pid, start):
@@ -98,7 +99,10 @@ def _kill_group(pid, start, session):
     one, each checked again by its own start time. Nothing is killed without a start time (not Linux)."""
     if start is None:
         return
-    if start_time(pid) == start:
+    now = start_time(pid)
+    if now is not None and now != start:  # reused: Linux reuses a pid only once no group of that id is left
+        return
+    if now == start:
         try:
             os.killpg(pid, signal.SIGKILL)
         except (OSError, ValueError, AttributeError):
