@@ -57,13 +57,23 @@ lab-instructor: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
 		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
 
-# Start one chapter again: make reset-notebook NB=01_pcie (the old copy is kept as work/NB.ipynb.bak).
+# Start one chapter again: make reset-notebook NB=01_pcie. NB must be a chapter of course.toml (its
+# number_slug), nothing else: no path, so nothing outside work/ is ever moved. The old copy is kept as
+# work/NB.ipynb.bak, or .bak.1, .bak.2, ... when that is taken: a backup is never overwritten.
+CHAPTERS := $(shell awk -F'"' '/^number *=/ {n = $$2} /^slug *=/ {print n "_" $$2}' course.toml)
+NB_CHAPTER = $(if $(filter 1,$(words $(NB))),$(filter $(CHAPTERS),$(NB)))
+NB_QUOTED = '$(subst ','\'',$(NB))'
+
 reset-notebook:
-	@test -n "$(NB)" || { echo "error: NB must name a chapter, e.g. make reset-notebook NB=01_pcie" >&2; exit 2; }
-	@test -f "notebooks/$(NB).ipynb" || { echo "error: NB must be one of: $(basename $(notdir $(wildcard notebooks/*.ipynb))); got $(NB)" >&2; exit 2; }
-	@mkdir -p $(WORK)
-	@if test -e "$(WORK)/$(NB).ipynb"; then mv "$(WORK)/$(NB).ipynb" "$(WORK)/$(NB).ipynb.bak" && echo "kept your old copy as $(WORK)/$(NB).ipynb.bak"; fi
-	@cp "notebooks/$(NB).ipynb" "$(WORK)/" && echo "$(WORK)/$(NB).ipynb is a fresh copy of notebooks/$(NB).ipynb"
+	@$(if $(NB_CHAPTER),true,echo 'error: NB must be one of the chapters in course.toml: $(CHAPTERS); got '$(NB_QUOTED) >&2; exit 2)
+	@mkdir -p "$(WORK)"
+	@set -e; old="$(WORK)/$(NB_CHAPTER).ipynb"; \
+	if test -e "$$old" || test -L "$$old"; then \
+		bak="$$old.bak"; n=0; \
+		while test -e "$$bak" || test -L "$$bak"; do n=$$((n + 1)); bak="$$old.bak.$$n"; done; \
+		mv -n "$$old" "$$bak"; test ! -e "$$old"; echo "kept your old copy as $$bak"; \
+	fi; \
+	cp "notebooks/$(NB_CHAPTER).ipynb" "$(WORK)/" && echo "$$old is a fresh copy of notebooks/$(NB_CHAPTER).ipynb"
 
 # Chromium for the browser test is a system package: installed only when asked (make browser-deps) or
 # in CI (CI=true, as CI services and .ci/run set it). Without it the browser test skips and says how.

@@ -1,6 +1,6 @@
 """Stop drill for the lab launcher (``course_lib.lab.run``): interrupts, launch times, a killed kernel.
 
-Run: PYTHONPATH=$PWD python benchmarks/lab_stop_drill.py [--tries 40] [--launches 30] [--ranks 8]
+Run: PYTHONPATH=$PWD python benchmarks/lab_stop_drill.py [--tries 40] [--loop 40] [--launches 30] [--ranks 8]
 
 A *driver* process stands in for the Jupyter kernel: it imports torch and the lab once, runs in a
 session of its own, and launches on request. The drill, from outside, does what Jupyter does:
@@ -10,9 +10,15 @@ session of its own, and launches on request. The drill, from outside, does what 
    group) at a delay drawn uniformly from 0-0.25 s after the call began. *stopped*: the call raised
    KeyboardInterrupt; *lost*: it ran on (returned, or raised nothing within the 5 s); *misreported*:
    it raised a rank failure instead. After each try the driver counts its live children.
-2. **Launch time.** ``--launches`` launches of ``ranks`` ranks that join the process group and
+2. **Stop in a loop of launches** (``--loop`` tries, 0 to skip). The driver runs a cell's
+   ``while True: lab.run(quick)`` (ranks that join and return at once) and the drill sends SIGINT at a
+   delay drawn uniformly from 0-``LOOP_SPREAD_S`` s, so the Stop lands anywhere in a launch: forking,
+   waiting, or cleaning up after a launch that has finished. *stopped*: the loop ended with
+   KeyboardInterrupt; *lost*: it ran on for ``LOOP_GRACE_S`` s more. CI runs a few tries
+   (tests/test_lab_launch.py); run 40 or more here.
+3. **Launch time.** ``--launches`` launches of ``ranks`` ranks that join the process group and
    return at once: median, 90th percentile and how many took more than 4 s.
-3. **Kernel kill.** The driver launches 2 ranks that each start a ``sleep`` subprocess, then the
+4. **Kernel kill.** The driver launches 2 ranks that each start a ``sleep`` subprocess, then the
    drill SIGKILLs the driver alone. 2 s later it counts the processes left in the driver's session
    and the ``course_lab_*`` folders left in the driver's private TMPDIR, then runs one more launch in
    a fresh driver with the same TMPDIR and counts the folders again.
@@ -33,6 +39,8 @@ import tempfile
 import time
 
 FN_SECONDS = 5.0
+LOOP_SPREAD_S = 1.0
+LOOP_GRACE_S = 10.0
 
 
 # ---------------------------------------------------------------- driver (the "kernel")
@@ -74,6 +82,21 @@ def _driver():
                 except lab.RankError as err:
                     out["outcome"] = "misreported"
                     out["detail"] = str(err).splitlines()[0]
+                out["elapsed_s"] = time.monotonic() - start
+                time.sleep(0.3)
+                out["children_left"] = len(live_children())
+            elif cmd["op"] == "loop":
+                start = time.monotonic()
+                print(json.dumps({"started": True}), flush=True)
+                launches = 0
+                try:
+                    while time.monotonic() - start < cmd["seconds"]:
+                        lab.run(_quick, ranks=cmd["ranks"], timeout=60, echo=False)
+                        launches += 1
+                    out["outcome"] = "lost"
+                except KeyboardInterrupt:
+                    out["outcome"] = "stopped"
+                out["launches"] = launches
                 out["elapsed_s"] = time.monotonic() - start
                 time.sleep(0.3)
                 out["children_left"] = len(live_children())
@@ -154,6 +177,31 @@ def stop_drill(tries, ranks, seed=1):
     return counts
 
 
+def loop_drill(tries, ranks, seed=2):
+    """Stops pressed at random moments of a loop of launches; returns {"stopped": n, "lost": n, "late": n}."""
+    rng = random.Random(seed)
+    driver = Driver()
+    counts = {"stopped": 0, "lost": 0, "late": 0}
+    launches, left = [], 0
+    for _ in range(tries):
+        delay = rng.uniform(0.0, LOOP_SPREAD_S)
+        driver.send(op="loop", ranks=ranks, seconds=LOOP_SPREAD_S + LOOP_GRACE_S)
+        assert driver.read()["started"]
+        time.sleep(delay)
+        os.killpg(driver.proc.pid, signal.SIGINT)
+        out = driver.read()
+        counts[out["outcome"]] += 1
+        left += out.get("children_left", 0)
+        launches.append(out.get("launches", 0))
+    driver.close()
+    print(f"loop drill: {tries} tries, SIGINT to the kernel's process group at U(0, {LOOP_SPREAD_S:g}) s into a "
+          f"loop of {ranks}-rank launches ({_load()}): stopped {counts['stopped']}, "
+          f"lost {counts['lost'] + counts['late']}, (loop ran on: {counts['lost']}, interrupt raised only after "
+          f"the loop: {counts['late']}); launches finished before the Stop: median "
+          f"{statistics.median(launches):g}, max {max(launches)}; children left after the tries: {left}")
+    return counts
+
+
 def launch_times(launches, ranks):
     driver = Driver()
     times = []
@@ -215,6 +263,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tries", type=int, default=40)
+    parser.add_argument("--loop", type=int, default=40, help="tries of the loop-of-launches Stop drill (0: skip)")
     parser.add_argument("--launches", type=int, default=30)
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--skip", default="", help="comma list of parts to skip: stop,launch,kill")
@@ -226,11 +275,17 @@ def main():
     print(f"course_lib from {os.path.dirname(course_lib.__file__)}")
     if "stop" not in skip:
         stop_drill(args.tries, args.ranks)
+    if args.loop > 0:
+        counts = loop_drill(args.loop, args.ranks)
+        lost = counts["lost"] + counts["late"]
+    else:
+        lost = 0
     if "launch" not in skip:
         launch_times(args.launches, args.ranks)
     if "kill" not in skip:
         kernel_kill()
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

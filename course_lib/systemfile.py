@@ -251,17 +251,61 @@ def _read_network(p, where, data, gpus, source) -> tuple[int, str, hardware.Link
 
 
 MAX_FILE_BYTES = 2**20  # a system description is a few lines of TOML
+MAX_NESTING = 32        # arrays and inline tables inside each other; a system file needs 3
+
+
+def toml_nesting(text: str) -> int:
+    """How deep arrays and inline tables nest in TOML ``text`` (brackets and braces outside strings and
+    comments; a table header counts 1 or 2), read without parsing, so a file nested thousands deep
+    costs a loop, not the parser's recursion."""
+    depth = deepest = i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith(('"""', "'''"), i):
+            quote = text[i:i + 3]
+            end = i + 3
+            while True:
+                end = text.find(quote, end)
+                if end < 0 or quote == "'''" or text[end - 1] != "\\":
+                    break
+                end += 1
+            i = n if end < 0 else end + 3
+            continue
+        elif c in "\"'":
+            end = i + 1
+            while end < n and text[end] not in (c, "\n"):
+                end += 2 if c == '"' and text[end] == "\\" else 1
+            i = end
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+        i += 1
+    return deepest
 
 
 def _read_toml(path) -> tuple[Path, str, dict]:
-    """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary or non-TOML file."""
+    """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary, too deeply nested
+    or non-TOML file."""
     text = textfiles.read_text(path, MAX_FILE_BYTES, "system file",
                                what="the path of a TOML system description (see course_lib/data/systems/)")
     p = Path(path)
+    nesting = toml_nesting(text)
+    if nesting > MAX_NESTING:
+        raise ValueError(f"system file {p}: arrays or tables nest {nesting} deep, more than the {MAX_NESTING} "
+                         "a system description may use; pass a TOML system description (see course_lib/data/systems/)")
     try:
         return p, text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"system file {p}: not valid TOML: {exc}") from None
+    except RecursionError:  # nesting the count above missed (it reads brackets, not TOML)
+        raise ValueError(f"system file {p}: nested too deeply to read; pass a TOML system description "
+                         "(see course_lib/data/systems/)") from None
 
 
 def load_system(path) -> hardware.System:

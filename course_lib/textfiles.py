@@ -1,14 +1,29 @@
 """The one reader of a learner's text file: a saved log, a command's output, a system description.
 
 ``read_text`` refuses, with one ``ValueError`` line naming the file and what to pass instead, a
-file that is missing or unreadable, one larger than the most read, and one that is not text (a
-zero byte, or bytes that are not UTF-8). It never holds more than ``max_bytes`` + 1 bytes, so a
-multi-gigabyte file given by mistake costs nothing. The path is quoted as ``repr`` shows it, so a
+file that is missing or unreadable, one that is not a regular file (a FIFO would wait forever for
+a writer, a device may never end, a directory has no text: refused before it is opened), one
+larger than the most read, and one that is not text (a zero byte, or bytes that are not UTF-8).
+It never holds more than ``max_bytes`` + 1 bytes, so a multi-gigabyte file given by mistake costs
+nothing. The path is quoted as ``repr`` shows it, so a
 name with a newline in it still gives one line.
 """
 from __future__ import annotations
 
+import os
+import stat
+
 from . import units
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file ("a FIFO (named pipe)", ...), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
 def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file") -> str:
@@ -22,7 +37,14 @@ def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file
         raise ValueError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
     shown = repr(str(path))
     try:
-        with open(path, "rb") as fh:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind:  # checked before opening: opening a FIFO blocks until someone writes to it
+            raise ValueError(f"{name} {shown} is {kind}, not a regular file; pass {what}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as fh:
+            kind = _not_regular(os.fstat(fh.fileno()).st_mode)  # swapped for another kind since the check
+            if kind:
+                raise ValueError(f"{name} {shown} is {kind}, not a regular file; pass {what}")
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise ValueError(f"{name} {shown} cannot be read ({exc.strerror or exc}); pass {what}") from None

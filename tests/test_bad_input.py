@@ -58,16 +58,25 @@ CASES = {
         (["compare", "{big}", "--system", "dgx-h100"], "file"),
         (["compare", "{text}", "--system", "dgx-h100"], "file"),
         (["compare", "{log}", "--system", "dgx-h100", "--nodes", "-3"], "--nodes"),
+        (["compare", "{fifo}", "--system", "dgx-h100"], "not a regular file"),
+        (["compare", "{tmp}", "--system", "dgx-h100"], "not a regular file"),
+        (["compare", "/dev/zero", "--system", "dgx-h100"], "not a regular file"),
     ],
     "python -m course_lib predict all_reduce --system-file my_machine.toml -b 1M -e 1G": [
         (["predict", "all_reduce", "--system-file", "{missing}", "-b", "1M", "-e", "1G"], "system"),
         (["predict", "all_reduce", "--system-file", "{binary}", "-b", "1M", "-e", "1G"], "system"),
         (["predict", "all_reduce", "--system-file", "{text}", "-b", "1M", "-e", "1G"], "system"),
+        (["predict", "all_reduce", "--system-file", "{fifo}", "-b", "1M", "-e", "1G"], "not a regular file"),
+        (["predict", "all_reduce", "--system-file", "/dev/zero", "-b", "1M", "-e", "1G"], "not a regular file"),
+        (["predict", "all_reduce", "--system-file", "{deep}", "-b", "1M", "-e", "1G"], "nest 500 deep"),
     ],
     "python -m course_lib inspect --local": [(["inspect", "--local", "--json=1"], "--json")],
     "python -m course_lib inspect topo.txt nccl_debug.log": [
         (["inspect", "{missing}"], "no_such_thing"),
         (["inspect", "{binary}"], "binary.bin"),
+        (["inspect", "{fifo}"], "not a regular file"),
+        (["inspect", "{tmp}"], "not a regular file"),
+        (["inspect", "/dev/zero"], "not a regular file"),
     ],
     "python -m course_lib predict all_reduce --system gcp-a3-mega --nodes 2 --fabric roce -b 1M -e 1G": [
         (["predict", "all_reduce", "--system", "gcp-a3-mega", "--nodes", "2", "--fabric", "ib", "-b", "1M", "-e", "1G"],
@@ -155,7 +164,9 @@ def paths(tmp_path_factory):
                                  "     time   algbw   busbw #wrong\n"
                                  "     1048576        262144     float     sum      -1    60.00   17.48   30.58      0"
                                  "    60.00   17.48   30.58      0\n")
-    return {"missing": str(tmp / "no_such_thing"), "binary": str(tmp / "binary.bin"), "big": str(tmp / "big.log"),
+    os.mkfifo(tmp / "pipe")  # no writer ever comes: opening it to read would wait forever
+    (tmp / "deep.toml").write_text("[system]\nid = 'x'\nnote = " + "[" * 500 + "]" * 500 + "\n")
+    return {"fifo": str(tmp / "pipe"), "deep": str(tmp / "deep.toml"), "missing": str(tmp / "no_such_thing"), "binary": str(tmp / "binary.bin"), "big": str(tmp / "big.log"),
             "text": str(tmp / "notes.txt"), "log": str(tmp / "run.log"), "course": str(tmp / "course"),
             "tmp": str(tmp)}
 

@@ -109,3 +109,72 @@ def test_errors_carry_the_name_they_are_given_not_a_relabelled_prefix():
         bench._config([64], None, "float32", 0, 0, 8)
     assert bench._config([64], None, "float32", 0, 1, 8, "all_to_all")["algorithms"] == ("builtin", "pairwise")
     assert bench._config([64], None, "float32", 0, 1, 8)["algorithms"] == ("builtin", "ring")
+
+
+def _failing_at(numel_over, slow=False):
+    """The all-reduce collective with an operation that raises (or, ``slow``, all-reduces 20000 times)
+    once the buffer holds more than ``numel_over`` elements: a later size of a sweep goes wrong."""
+    import dataclasses
+
+    import torch.distributed as dist
+
+    real = bench.COLLECTIVES["all_reduce"]
+
+    def op(name, pipeline):
+        fn = real.op(name, pipeline)
+
+        def run(out, inp):
+            if out.numel() > numel_over:
+                if not slow:
+                    raise RuntimeError("deliberate failure at the second size")
+                for _ in range(20000):
+                    dist.all_reduce(out)
+            fn(out, inp)
+        return run
+
+    return dataclasses.replace(real, op=op)
+
+
+def test_rows_are_streamed_and_kept_when_a_later_size_fails(monkeypatch, capsys):
+    monkeypatch.setitem(bench.COLLECTIVES, "all_reduce", _failing_at(256))
+    heard = []
+    with pytest.raises(bench.SweepIncomplete) as info:
+        bench.sweep(sizes=["1K", "4K"], ranks=(2,), warmup=0, iters=1, timeout=60, on_row=heard.append)
+    assert [(r["size"], r["algorithm"]) for r in info.value.result.rows] == [(1024, "builtin"), (1024, "ring")]
+    assert heard == info.value.result.rows
+    assert str(info.value).startswith("2 ranks: rank ") and "deliberate failure at the second size" in str(info.value)
+    assert str(info.value).endswith("(1 of 2 sizes of 2 ranks measured)") and "\n" not in str(info.value)
+    assert bench.main(["-b", "1K", "-e", "4K", "-n", "1", "-w", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == bench.HEADER and [line.split()[0] for line in out.splitlines()[1:]] == ["1024"] * 2
+    assert len(err.splitlines()) == 1 and err.startswith("error: 2 ranks: rank ") and "Traceback" not in err
+
+
+def test_a_sweep_too_slow_for_its_timeout_is_called_slow_with_its_figures(monkeypatch):
+    monkeypatch.setitem(bench.COLLECTIVES, "all_reduce", _failing_at(256, slow=True))
+    with pytest.raises(bench.SweepIncomplete) as info:
+        bench.sweep(sizes=["1K", "4K"], ranks=(2,), algorithms="builtin", warmup=0, iters=3, timeout=5)
+    line = str(info.value)
+    assert line.startswith("2 ranks did not finish within 5 s: slow, not a deadlock (2 ranks on "), line
+    assert "2 steps per operation" in line and "1 of 2 sizes of 2 ranks measured" in line and "deadlock:" not in line
+    assert "give it more time (--timeout) or use fewer ranks (--ranks)" in line
+    assert len(info.value.result.rows) == 1
+
+
+def test_many_ranks_on_few_cores_are_announced_with_their_steps(monkeypatch):
+    monkeypatch.setattr(bench, "_cores", lambda: 2)
+    assert bench.oversubscription_note(2, "all_reduce", ("builtin",)) is None
+    note = bench.oversubscription_note(64, "all_reduce", ("builtin", "ring"))
+    assert note.startswith("note: 64 ranks share ") and "up to 126 steps" in note
+    assert bench.steps_per_op("all_reduce", ("naive",), 8) == 2
+
+
+def test_a_slow_size_is_announced_with_an_estimate_from_its_first_operations():
+    config = {"warmup": 2, "iters": 5, "collective": "all_reduce", "algorithms": ("builtin", "ring")}
+    probe = {"size": 1024, "ranks": 64, "seconds_per_op": {"builtin": 0.5, "ring": 23.0}}
+    assert bench.size_seconds(probe["seconds_per_op"], 1024, 2, 5) == pytest.approx(5 * 0.5 * 1 + 5 * 23.0)
+    assert bench.size_seconds({"builtin": 1e-4}, 1024, 2, 5) == pytest.approx(7 * 20 * 1e-4)
+    line = bench._slow_size_note(probe, config, seconds_left=100)
+    assert line == ("note: 64 ranks, 1 KiB: 23 s per operation (ring, 126 steps); this size takes about 118 s, "
+                    "more than the 100 s the timeout leaves: raise --timeout, or use fewer ranks")
+    assert bench._slow_size_note({**probe, "seconds_per_op": {"builtin": 1e-4}}, config, 100) is None

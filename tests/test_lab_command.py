@@ -118,10 +118,21 @@ def test_reset_notebook_restores_one_chapter_and_keeps_the_old_copy(tmp_path):
     assert (work / "01_pcie.ipynb").read_bytes() == (ROOT / "notebooks" / "01_pcie.ipynb").read_bytes()
     assert (work / "01_pcie.ipynb.bak").read_text() == "mine"
     assert (work / "02_nvlink.ipynb").read_text() == "also mine"
-    for bad in ([], ["NB=99_nothing"]):
+    (work / "01_pcie.ipynb").write_text("mine, second try")
+    for _ in range(2):  # every reset keeps a backup of its own: .bak, then .bak.1, .bak.2
+        assert _make("reset-notebook", "NB=01_pcie", f"WORK={work}").returncode == 0
+    assert (work / "01_pcie.ipynb.bak").read_text() == "mine"
+    assert (work / "01_pcie.ipynb.bak.1").read_text() == "mine, second try"
+    assert (work / "01_pcie.ipynb.bak.2").read_bytes() == (ROOT / "notebooks" / "01_pcie.ipynb").read_bytes()
+    before = {p: p.stat().st_mtime_ns for p in (ROOT / "solutions").glob("*.ipynb")}
+    for bad in ([], ["NB=99_nothing"], ["NB=../solutions/00_why_communication"], ["NB=01_pcie 02_nvlink"],
+                ["NB=%"], ["NB=x';touch pwned;'"]):
         refused = _make("reset-notebook", *bad, f"WORK={work}")
         assert refused.returncode == 2
-        assert refused.stderr.startswith("error: NB must"), refused.stderr
+        shown = "error: NB must be one of the chapters in course.toml: 00_why_communication"
+        assert refused.stderr.startswith(shown), refused.stderr
+    assert {p: p.stat().st_mtime_ns for p in (ROOT / "solutions").glob("*.ipynb")} == before
+    assert not (ROOT / "pwned").exists() and not (ROOT / "solutions" / "00_why_communication.ipynb.bak").exists()
 
 
 def test_lab_instructor_serves_the_whole_repository():

@@ -222,6 +222,71 @@ def test_a_deadlock_says_every_rank_waited():
     assert info.value.stalled == [0, 1]
 
 
+def _spin(rank, world_size):
+    while True:
+        pass
+
+
+def test_ranks_that_spin_without_waiting_are_not_called_a_deadlock():
+    with pytest.raises(lab.RankTimeout) as info:
+        lab.run(_spin, ranks=2, timeout=2, echo=False)
+    assert info.value.kind == "busy", str(info.value)
+    assert "deadlock" in str(info.value) and "not a deadlock" in str(info.value)
+    assert "_spin" in str(info.value)
+
+
+def _busy_collectives(rank, world_size):
+    t = torch.ones(4)
+    while True:
+        dist.all_reduce(t)
+
+
+def test_ranks_still_communicating_at_the_timeout_are_called_slow_not_deadlocked():
+    with pytest.raises(lab.RankTimeout) as info:
+        lab.run(_busy_collectives, ranks=2, timeout=2, echo=False)
+    assert info.value.kind == "slow", str(info.value)
+    assert "slow, not a deadlock" in str(info.value) and sum(info.value.cpu_ticks.values()) > 2
+
+
+def _reports_then_fails(rank, world_size):
+    lab.launch.report({"step": 1, "rank": rank})
+    if rank == 1:
+        raise ValueError("after the report")
+    dist.barrier()
+
+
+def test_values_reported_before_a_failure_reach_the_launcher():
+    got = []
+    with pytest.raises(lab.RankError, match="after the report"):
+        lab.run(_reports_then_fails, ranks=2, timeout=30, echo=False, progress=lambda r, v: got.append((r, v)))
+    assert sorted(got) == [(0, {"step": 1, "rank": 0}), (1, {"step": 1, "rank": 1})]
+
+
+def _flood(rank, world_size, lines):
+    for i in range(lines):
+        print(f"line {i} " + "x" * 40)
+    raise RuntimeError("after the flood")
+
+
+def test_rank_output_is_bounded_in_the_log_and_in_the_kernel(monkeypatch, capsys):
+    """Past the cap a rank's log says what it dropped; the kernel keeps the last KEEP_LINES lines."""
+    from course_lib.lab import rank_process
+
+    monkeypatch.setattr(rank_process, "MAX_LOG_BYTES", 50_000)
+    monkeypatch.setattr(launch, "KEEP_LINES", 100)
+    with pytest.raises(lab.RankError, match="after the flood") as info:
+        lab.run(_flood, ranks=1, timeout=60, args=(5000,), init=False)
+    out = capsys.readouterr().out.splitlines()
+    printed = [line for line in out if line.startswith("[rank 0] line ")]
+    assert 900 < len(printed) < 1100  # 50 kB of 50-byte lines
+    assert any("further output is dropped and counted" in line for line in out)
+    dropped = next(line for line in out if "of this rank's output were dropped" in line)
+    assert int(dropped.split("[rank 0] [")[1].split()[0]) == 5000 - len(printed)
+    tail = info.value.output.splitlines()
+    assert tail[0].startswith("[") and "earlier lines of rank 0 not kept: the kernel keeps the last 100" in tail[0]
+    assert len(tail) == 101 and tail[-1] == dropped[len("[rank 0] "):]
+
+
 def test_parse_stack_reads_the_main_thread_of_a_faulthandler_dump():
     text = ("main thread 0x7f01\n"
             "Thread 0x00007f02 (most recent call first):\n  File \"/t/x.py\", line 3 in helper\n\n"
@@ -273,18 +338,130 @@ def test_an_interrupt_during_the_forks_is_held_then_raised():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_stale_folders_of_dead_launchers_are_removed(tmp_path):
+def _dead_pid():
     import subprocess
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = tmp_path / f"course_lab_{dead.pid}_abc"
+    return dead.pid
+
+
+def _interrupting_cleanup(monkeypatch):
+    real = launch._kill_all
+
+    def kill_all(procs):
+        os.kill(os.getpid(), signal.SIGINT)  # a Stop pressed while a finished launch cleans up
+        time.sleep(0.05)
+        real(procs)
+
+    monkeypatch.setattr(launch, "_kill_all", kill_all)
+
+
+def test_a_stop_during_the_cleanup_of_a_finished_launch_is_raised_after_it(monkeypatch):
+    _interrupting_cleanup(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        lab.run(_sum_ranks, ranks=2, timeout=30, args=(1,), echo=False)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_stop_during_cleanup_does_not_hide_the_error_already_on_its_way(monkeypatch):
+    _interrupting_cleanup(monkeypatch)
+    with pytest.raises(lab.RankError, match="deliberate"):
+        lab.run(_raise_on_one, ranks=2, timeout=30, echo=False)
+
+
+def test_the_stop_drill_loses_no_stop_in_a_loop_of_launches():
+    """The drill's loop mode (benchmarks/lab_stop_drill.py --loop): Stops pressed at random moments of a
+    loop of launches, each one must end the loop. A few tries here; the benchmark runs 40 or more."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "lab_stop_drill.py"), "--loop", "6",
+                          "--ranks", "2", "--skip", "stop,launch,kill"], capture_output=True, text=True,
+                         timeout=100, env=dict(os.environ, PYTHONPATH=root))
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("loop drill:"))
+    assert "6 tries" in line and " lost 0," in line, out.stdout
+
+
+def test_stale_folders_of_dead_launchers_are_removed(tmp_path):
+    stale = tmp_path / f"course_lab_{_dead_pid()}_abc"
     stale.mkdir()
     (stale / "rank0.log").write_text("x")
     mine = tmp_path / f"course_lab_{os.getpid()}_def"
     mine.mkdir()
     assert launch.clean_stale_folders(str(tmp_path)) == [str(stale)]
     assert not stale.exists() and mine.exists()
+
+
+def test_the_sweep_never_kills_a_process_that_reused_a_recorded_pid(tmp_path):
+    """A dead run's folder records its launcher and a rank by pid and start time; both pids are now held
+    by an unrelated ``sleep`` (its start time differs): the folder goes, the sleep lives."""
+    import subprocess
+
+    from course_lib.lab import processes
+
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)  # leads a group of its own, too
+    try:
+        real = processes.start_time(sleeper.pid)
+        assert real is not None
+        reused_rank = tmp_path / f"course_lab_{_dead_pid()}_rank"
+        reused_rank.mkdir()
+        (reused_rank / processes.OWNER_FILE).write_text(f"{_dead_pid()} 1 {os.getsid(0)}\n")
+        (reused_rank / processes.PIDS_FILE).write_text(f"{sleeper.pid} {real - 1}\n")
+        reused_launcher = tmp_path / f"course_lab_{sleeper.pid}_kernel"  # the launcher's pid reused as well
+        reused_launcher.mkdir()
+        (reused_launcher / processes.OWNER_FILE).write_text(f"{sleeper.pid} {real - 1} {os.getsid(0)}\n")
+        (reused_launcher / processes.PIDS_FILE).write_text(f"{sleeper.pid} {real - 1}\n")
+        assert sorted(launch.clean_stale_folders(str(tmp_path))) == sorted([str(reused_rank), str(reused_launcher)])
+        assert not reused_rank.exists() and not reused_launcher.exists()
+        time.sleep(0.1)
+        assert sleeper.poll() is None and processes.start_time(sleeper.pid) == real
+        # the same folder with the sleep's true start time is the run's own rank: it is killed
+        (reused_rank).mkdir()
+        (reused_rank / processes.OWNER_FILE).write_text(f"{_dead_pid()} 1 {os.getsid(sleeper.pid)}\n")
+        (reused_rank / processes.PIDS_FILE).write_text(f"{sleeper.pid} {real}\n")
+        assert launch.clean_stale_folders(str(tmp_path)) == [str(reused_rank)]
+        assert sleeper.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+_LEADER = """
+import os, subprocess
+os.setpgid(0, 0)
+print(subprocess.Popen(["sleep", "60"]).pid, flush=True)
+"""
+
+
+def test_the_sweep_kills_what_a_dead_rank_left_in_its_process_group(tmp_path):
+    """The rank is gone, its subprocess lives on in the rank's process group (in this session, started
+    after the rank): that one is the run's, and the sweep kills it."""
+    import subprocess
+
+    from course_lib.lab import processes
+
+    leader = subprocess.Popen([sys.executable, "-c", _LEADER], stdout=subprocess.PIPE, text=True)
+    start = processes.start_time(leader.pid)  # alive or a zombie: the pid is still the leader's
+    orphan = int(leader.stdout.readline())
+    leader.wait()
+    try:
+        folder = tmp_path / f"course_lab_{_dead_pid()}_rank"
+        folder.mkdir()
+        (folder / processes.OWNER_FILE).write_text(f"{_dead_pid()} 1 {os.getsid(0)}\n")
+        (folder / processes.PIDS_FILE).write_text(f"{leader.pid} {start}\n")
+        assert not _gone(orphan)
+        assert launch.clean_stale_folders(str(tmp_path)) == [str(folder)]
+        deadline = time.monotonic() + 2
+        while not _gone(orphan) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(orphan)
+    finally:
+        try:
+            os.kill(orphan, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 _KILLED_KERNEL = """

@@ -250,3 +250,19 @@ def test_system_file_errors_on_the_cli(cli, capsys, tmp_path):
     assert err.startswith("error: --system-file: system file ") and err.count("\n") == 1
     assert cli(["predict", "all_reduce", "--system", "dgx-h100", "--system-file", str(bad)]) == 2
     assert "argument --system-file: not allowed with argument --system" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["[" * 500 + "]" * 500, "{a = " * 500 + "1" + "}" * 500])
+def test_a_system_file_nested_500_deep_is_one_line_not_a_recursion_error(tmp_path, value):
+    path = tmp_path / "deep.toml"
+    path.write_text(f"[system]\nid = 'x'\nnote = {value}\n")
+    with pytest.raises(ValueError) as info:
+        systemfile.load_system(path)
+    assert "\n" not in str(info.value) and "nest 500 deep" in str(info.value)
+
+
+def test_nesting_is_counted_outside_strings_and_comments():
+    text = ("a = [[1, 2], [3]]  # [[[[[[\n[t]\nb = \"[[[[\\\"[[\"\nc = '[[[['\n"
+            "d = \"\"\"\n[[[[\n\"\"\"\ne = '''[[[[\n'''\nf = {x = [1]}\n")
+    assert systemfile.toml_nesting(text) == 2
+    assert systemfile.toml_nesting("[[tables]]\nx = 1\n") == 2

@@ -26,7 +26,7 @@ def test_refuses_big_and_binary_files_naming_the_file_and_what_to_pass(tmp_path,
 def test_missing_file_directory_and_odd_names_give_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"^file '.*nope' cannot be read \(No such file or directory\); pass a text"):
         textfiles.read_text(tmp_path / "nope", 10)
-    with pytest.raises(ValueError, match=r"cannot be read \(Is a directory\)"):
+    with pytest.raises(ValueError, match=r"is a directory, not a regular file; pass a text file$"):
         textfiles.read_text(tmp_path, 10)
     with pytest.raises(ValueError) as info:
         textfiles.read_text(tmp_path / "two\nlines", 10)
@@ -49,3 +49,26 @@ def test_every_reader_of_a_learners_file_is_the_one_reader(tmp_path, monkeypatch
         with pytest.raises(ValueError, match="stop"):
             read()
     assert calls == [("file", cli_inspect.MAX_FILE_BYTES), ("system file", systemfile.MAX_FILE_BYTES)]
+
+
+def test_fifos_and_devices_are_refused_before_they_are_opened(tmp_path, monkeypatch):
+    """A FIFO would block the reader until someone writes to it (forever), a device may never end:
+    each is refused in one line, without being opened."""
+    import builtins
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
+    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: opened.append(path) or io_open(path, *a, **k))
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device"),
+                       ("/dev/null", "a character device")):
+        with pytest.raises(ValueError) as info:
+            textfiles.read_text(path, 10, "log", what="a log")
+        assert str(info.value) == f"log {str(path)!r} is {kind}, not a regular file; pass a log"
+    assert opened == []
+
+
+io_open = open

@@ -5,10 +5,10 @@
 nccl-tests form; ``calibrate`` fits alpha and beta; ``exercises.check_ring`` grades the
 learner's ring all-reduce.
 """
-from .launch import RankError, RankTimeout, current, init_process_group, run
+from .launch import LabLimitError, RankError, RankTimeout, current, init_process_group, run
 from . import metrics  # noqa: E402
 
-__all__ = ["run", "RankError", "RankTimeout", "current", "init_process_group", "algorithms", "metrics",
+__all__ = ["run", "RankError", "RankTimeout", "LabLimitError", "current", "init_process_group", "algorithms", "metrics",
            "bench", "calibrate", "exercises", "memory"]
 
 

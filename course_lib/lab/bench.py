@@ -25,9 +25,12 @@ differ: one operation in twenty may stall for milliseconds when the scheduler pa
 which moves the mean but not the median. (On GPUs the clock is read once per batch, after a
 synchronize, and every operation gets the batch's average.) Algorithms run interleaved inside
 each repetition (rotating order), so a noisy neighbour slows them all alike and their ratio
-stays fair. Correctness is checked on one more operation from a fresh copy of
-the inputs: they hold small integers, so every algorithm's sum is exact and the correctness
-column compares bits (``#wrong`` counts elements that differ on any rank).
+stays fair. Correctness is checked on the first, untimed operation of each algorithm, run from
+a fresh copy of the inputs: they hold small integers, so every algorithm's sum is exact and the
+correctness column compares bits (``#wrong`` counts elements that differ on any rank). That
+operation also measures how long one takes: where one is slower than ``REP_BUDGET_S`` (many
+ranks on few cores), a repetition times fewer back to back and the warm-up repetitions are
+skipped (the first operation was the warm-up), so a 64-rank sweep ends in minutes, not hours.
 
 Collectives: as in nccl-tests, each one fills one ``Collective`` (name, byte count, inputs with
 their exact expected output, the operation of each algorithm) in ``COLLECTIVES``, and the
@@ -47,6 +50,7 @@ from typing import Callable
 
 from .. import units, validate
 from . import metrics
+from .processes import usable_cores as _cores
 
 DTYPES = ("float32", "float64", "int32", "int64")
 MAX_BYTES = 2 * 2**30
@@ -148,6 +152,33 @@ def batch_for(nbytes) -> int:
     return max(1, min(MAX_BATCH, int(BATCH_BYTES // nbytes)))
 
 
+REP_BUDGET_S = 0.5  # the longest a repetition's batch of one operation should take
+
+
+def _first_ops(ops, names, buf, src, expected, checked, sync, device) -> tuple[dict, list]:
+    """One untimed operation of each of ``names``, from a fresh copy of the inputs: (seconds each took,
+    the slowest rank's; for each of ``checked``, the elements that differ from ``expected`` on any rank)."""
+    import torch
+    import torch.distributed as dist
+
+    took, wrong = [], []
+    for name in names:
+        buf.copy_(src)
+        sync()
+        dist.barrier()
+        start = time.perf_counter()
+        ops[name][0]()
+        sync()
+        took.append(time.perf_counter() - start)
+        if name in checked:
+            wrong.append(int((buf != expected).sum()))
+    slowest = torch.tensor(took, dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    bad = torch.tensor(wrong, dtype=torch.float64, device=device)
+    dist.all_reduce(bad, op=dist.ReduceOp.SUM)
+    return dict(zip(names, slowest.tolist())), [int(x) for x in bad.tolist()]
+
+
 def time_ops(op, batch: int, sync=lambda: None, per_op: bool = True) -> list[float]:
     """Run ``op()`` ``batch`` (>= 1) times back to back; seconds per operation.
 
@@ -177,7 +208,7 @@ def measure(rank: int, world_size: int, sizes, algorithms, dtype="float32", warm
 
 def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="float32", warmup=2, iters=5,
                         pipeline=8, device="cpu", probes=None, custom=None,
-                        collective="all_reduce") -> tuple[list[dict], list[dict]]:
+                        collective="all_reduce", report=None) -> tuple[list[dict], list[dict]]:
     """``measure``, plus other operations timed in the same repetitions as the collective's.
 
     ``probes(count, itemsize)`` returns ``{name: (op, nbytes)}`` for one size (``count``
@@ -187,6 +218,11 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
     probe's list of those per-operation times. ``custom`` ``{name: fn}`` adds algorithms of one's
     own (a learner's ring: ``fn(tensor, rank, world_size)`` for all_reduce, ``fn(output, input,
     rank, world_size)`` for all_to_all), timed and checked like the built-in ones.
+
+    Before a size is timed, one untimed operation of each kind measures how long it takes (the slowest
+    rank's), and a repetition's batch is cut to what fits ``REP_BUDGET_S``: many ranks on few cores
+    make a small all-reduce take seconds, and 20 of them per repetition would take minutes.
+    ``report(dict)``, if given, hears each such measurement (``{"kind": "probe", "seconds_per_op": ...}``).
     """
     import torch
     import torch.distributed as dist
@@ -213,24 +249,22 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
         extra = probes(count, itemsize) if probes else {}
         ops.update({name: (op, batch_for(max(1, size))) for name, (op, size) in extra.items()})
         names = list(ops)
+        per_op, bad = _first_ops(ops, names, buf, src, expected, algorithms, sync, device)
+        ops = {name: (op, max(1, min(batch, int(REP_BUDGET_S / max(per_op[name], 1e-9)))))
+               for name, (op, batch) in ops.items()}
+        if report is not None:
+            report({"kind": "probe", "size": count * itemsize, "ranks": world_size, "seconds_per_op": per_op})
+        size_warmup = 0 if max(per_op.values()) > REP_BUDGET_S else warmup  # the first op warmed up; more: minutes
         times = {name: [] for name in names}
-        for rep in range(warmup + iters):
+        for rep in range(size_warmup + iters):
             shift = rep % len(names)
             for name in names[shift:] + names[:shift]:
                 buf.copy_(src)
                 sync()
                 dist.barrier()
                 elapsed = time_ops(ops[name][0], ops[name][1], sync, per_op=not on_gpu)
-                if rep >= warmup:
+                if rep >= size_warmup:
                     times[name].extend(elapsed)
-        wrong = []
-        for name in algorithms:
-            buf.copy_(src)
-            fns[name](buf, src)
-            sync()
-            wrong.append(int((buf != expected).sum()))
-        bad = torch.tensor(wrong, dtype=torch.float64, device=device)
-        dist.all_reduce(bad, op=dist.ReduceOp.SUM)
         stats = {}
         for name in names:  # one tensor per operation: probes may time a different count per repetition
             slowest = torch.tensor(times[name], dtype=torch.float64, device=device)
@@ -241,10 +275,10 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
             med = statistics.median(stats[name])
             rows.append({"size": size, "count": count, "type": dtype, "ranks": world_size,
                          "algorithm": name, "collective": coll.name, "time_s": med,
-                         "mean_s": statistics.fmean(stats[name]), "times_s": stats[name], "batch": batch,
+                         "mean_s": statistics.fmean(stats[name]), "times_s": stats[name], "batch": ops[name][1],
                          "algbw": metrics.algbw(size, med),
                          "busbw": metrics.busbw(coll.name, size, med, world_size),
-                         "wrong": int(bad[i].item())})
+                         "wrong": bad[i]})
         if extra:
             probe_rows.append({"size": size, "ranks": world_size,
                                **{name: statistics.median(stats[name]) for name in extra},
@@ -253,26 +287,39 @@ def measure_with_probes(rank: int, world_size: int, sizes, algorithms, dtype="fl
 
 
 def _worker(rank, world_size, config):
-    from .launch import current
+    """One rank of a sweep: each size measured in turn; rank 0 hands each size's rows (and the time an
+    operation took, before they are timed) to the launcher as soon as it has them."""
+    from .launch import current, report
 
     info = current()
-    return measure(rank, world_size, device=info.device if info else "cpu", **config)
+    device = info.device if info else "cpu"
+    tell = report if rank == 0 else None
+    rows = []
+    for nbytes in config["sizes"]:
+        size_rows = measure_with_probes(rank, world_size, **dict(config, sizes=[nbytes]), device=device,
+                                        report=tell)[0]
+        if tell:
+            tell({"kind": "rows", "rows": size_rows})
+        rows.extend(size_rows)
+    return rows
 
 
 HEADER = (f"#{'size':>12} {'count':>12} {'type':>8} {'ranks':>5} {'algorithm':>17} "
           f"{'time(us)':>10} {'mean(us)':>10} {'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6}")
 
 
+def format_row(row) -> str:
+    """One row of the table (see ``format_rows``)."""
+    mean = row.get("mean_s", row["time_s"])
+    return (f" {row['size']:>12d} {row['count']:>12d} {row['type']:>8} {row['ranks']:>5d} "
+            f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {mean * 1e6:>10.1f} "
+            f"{row['algbw'] / 1e9:>11.3f} {row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
+
+
 def format_rows(rows) -> str:
     """nccl-tests-style table of benchmark rows: median and mean time per operation (us),
     algbw and busbw from the median (GB/s, SI, per direction)."""
-    lines = [HEADER]
-    for row in rows:
-        mean = row.get("mean_s", row["time_s"])
-        lines.append(f" {row['size']:>12d} {row['count']:>12d} {row['type']:>8} {row['ranks']:>5d} "
-                     f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {mean * 1e6:>10.1f} "
-                     f"{row['algbw'] / 1e9:>11.3f} {row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
-    return "\n".join(lines)
+    return "\n".join([HEADER] + [format_row(row) for row in rows])
 
 
 @dataclass
@@ -354,28 +401,137 @@ def _config(sizes, algorithms, dtype, warmup, iters, pipeline, collective="all_r
             "pipeline": validate.integer(name("pipeline", "pipeline"), pipeline, low=1, high=64)}
 
 
+class SweepIncomplete(RuntimeError):
+    """A sweep that a failure or a timeout stopped: ``result`` holds the rows measured before it (a
+    ``SweepResult``), ``error`` the launcher's error; the message is one line saying what happened."""
+
+    def __init__(self, message: str, result: "SweepResult", error: BaseException):
+        super().__init__(message)
+        self.result, self.error = result, error
+
+
+# the bench's algorithms as the course's registry names them, for their latency steps per operation
+_REGISTRY_IDS = {"all_reduce": {"builtin": "ring", "ring": "ring", "naive": "naive",
+                                "halving_doubling": "halving_doubling", "tree": "binomial_tree"},
+                 "all_to_all": {"builtin": "direct", "pairwise": "direct"}}
+
+
+def steps_per_op(collective: str, algorithms, ranks: int) -> int:
+    """The most latency steps (alpha-beta ``steps(p)``) an operation of ``algorithms`` takes on ``ranks``
+    ranks: each waits for a peer, so on an oversubscribed machine each waits for the scheduler too.
+    gloo's built-in all-reduce is counted as a ring; a learner's own algorithm as the collective's ring."""
+    from .. import collectives
+
+    ids = _REGISTRY_IDS.get(collective, {})
+    fallback = "ring" if collective == "all_reduce" else "direct"
+    return int(max(collectives.terms(collective, ids.get(a, fallback), ranks)[0] for a in algorithms))
+
+
+def _incomplete_line(err, ranks, config, probe, measured, sizes_total) -> str:
+    """The one line a stopped sweep ends with: slow (with the figures), a deadlock, or the rank error."""
+    from .launch import RankTimeout
+
+    done = f"{measured} of {sizes_total} sizes of {ranks} ranks measured"
+    if not isinstance(err, RankTimeout):
+        return f"{ranks} ranks: {str(err).splitlines()[0]} ({done})"
+    steps = steps_per_op(config["collective"], config["algorithms"], ranks)
+    if err.kind == "deadlock":
+        return f"{ranks} ranks did not finish within {err.timeout:g} s ({str(err).split(' s (', 1)[1]}; {done}"
+    if err.kind in ("slow", "unknown", "stalled", "busy") or probe:
+        per_op = ""
+        if probe:
+            name, seconds = max(probe["seconds_per_op"].items(), key=lambda kv: kv[1])
+            per_op = (f", {seconds:.3g} s per operation measured so far ({name}, "
+                      f"{units.format_bytes(probe['size'], binary=True)})")
+        slow = "slow, not a deadlock" if err.kind == "slow" else f"timed out ({err.kind})"
+        return (f"{ranks} ranks did not finish within {err.timeout:g} s: {slow} ({ranks} ranks on {_cores()} "
+                f"cores, {steps} steps per operation{per_op}); {done}; give it more time (--timeout) "
+                "or use fewer ranks (--ranks)")
+    return f"{ranks} ranks: {str(err).splitlines()[0]} ({done})"
+
+
 def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=None, dtype="float32",
           warmup: int = 2, iters: int = 5, pipeline: int = 8, timeout: float = 120,
-          backend: str = "gloo", echo: bool = False, collective: str = "all_reduce") -> SweepResult:
+          backend: str = "gloo", echo: bool = False, collective: str = "all_reduce",
+          on_row=None, on_note=None) -> SweepResult:
     """Benchmark ``collective``'s ``algorithms`` over ``sizes`` (bytes or '16M'; <= 2 GiB) and ``ranks`` counts.
 
     ``collective``: a name in ``COLLECTIVES`` (``all_reduce``, ``all_to_all``); ``algorithms``: some of
     its ``algorithms`` (default: built-in and ring for all_reduce, built-in and pairwise for all_to_all).
     ``warmup`` in [0, 1000] and ``iters`` in [1, 10000] repetitions; ``pipeline`` in [1, 64]
-    sub-chunks for the ring; ``timeout`` (s) per rank count. Returns a ``SweepResult``.
+    sub-chunks for the ring; ``timeout`` (s) per rank count. ``on_row(row)`` hears each row as soon
+    as its size is measured; ``on_note(line)`` a line when a size's first operations show that it
+    will take more than ``SLOW_SIZE_S`` seconds (with the estimate, and whether the timeout leaves
+    room). Returns a ``SweepResult``; a rank failure or a timeout raises ``SweepIncomplete``, whose
+    ``result`` keeps the rows measured before it.
     """
     config = _config(sizes, algorithms, dtype, warmup, iters, pipeline, collective)
     if isinstance(ranks, int):
         ranks = (ranks,)
     ranks = [validate.integer("ranks", r, low=1, high=64) for r in ranks]
     check_memory(max(config["sizes"]), max(ranks), backend)
-    from .launch import run
+    if on_row is not None and not callable(on_row):
+        raise ValueError(f"on_row must be a callable taking one row (a dict) or None, got {on_row!r}")
+    from .launch import RankError, run
 
     result = SweepResult()
     for p in ranks:
-        result.rows.extend(run(_worker, ranks=p, timeout=timeout, args=(config,), backend=backend,
-                               echo=echo)[0])
+        seen = {"probe": None, "sizes": 0, "start": time.monotonic()}
+
+        def progress(rank, value):
+            if value.get("kind") == "probe":
+                seen["probe"] = value
+                line = _slow_size_note(value, config, timeout - (time.monotonic() - seen["start"]))
+                if line and on_note is not None:
+                    on_note(line)
+            elif value.get("kind") == "rows":
+                seen["sizes"] += 1
+                for row in value["rows"]:
+                    result.rows.append(row)
+                    if on_row is not None:
+                        on_row(row)
+
+        try:
+            run(_worker, ranks=p, timeout=timeout, args=(config,), backend=backend, echo=echo, progress=progress)
+        except RankError as err:
+            line = _incomplete_line(err, p, config, seen["probe"], seen["sizes"], len(config["sizes"]))
+            raise SweepIncomplete(line, result, err) from None
     return result
+
+
+SLOW_SIZE_S = 10.0  # a size expected to take longer than this is announced with its estimate
+
+
+def size_seconds(seconds_per_op: dict, size: int, warmup: int, iters: int) -> float:
+    """How long measuring one size takes once its first operations took ``seconds_per_op`` (by name):
+    the repetitions ``measure_with_probes`` then runs, each a batch cut to ``REP_BUDGET_S``."""
+    reps = (0 if max(seconds_per_op.values()) > REP_BUDGET_S else warmup) + iters
+    return sum(t * reps * max(1, min(batch_for(size), int(REP_BUDGET_S / max(t, 1e-9))))
+               for t in seconds_per_op.values())
+
+
+def _slow_size_note(probe, config, seconds_left) -> str | None:
+    est = size_seconds(probe["seconds_per_op"], probe["size"], config["warmup"], config["iters"])
+    if est <= SLOW_SIZE_S:
+        return None
+    name, slowest = max(probe["seconds_per_op"].items(), key=lambda kv: kv[1])
+    room = ("within the time left" if est < seconds_left else
+            f"more than the {max(seconds_left, 0):.0f} s the timeout leaves: raise --timeout, or use fewer ranks")
+    return (f"note: {probe['ranks']} ranks, {units.format_bytes(probe['size'], binary=True)}: {slowest:.3g} s per "
+            f"operation ({name}, {steps_per_op(config['collective'], config['algorithms'], probe['ranks'])} steps); "
+            f"this size takes about {est:.0f} s, {room}")
+
+
+def oversubscription_note(ranks: int, collective: str, algorithms) -> str | None:
+    """One line when ``ranks`` local ranks outnumber this machine's cores (their steps then wait for
+    the scheduler: a small operation may take seconds), else None."""
+    cores = _cores()
+    if ranks <= cores:
+        return None
+    steps = steps_per_op(collective, algorithms, ranks)
+    return (f"note: {ranks} ranks share {cores} cores: an operation takes up to {steps} steps, each waiting for a "
+            "rank the scheduler has parked, so expect small sizes to take far longer than the cost model says; "
+            "fewer operations are timed per repetition when they are slow")
 
 
 def _gpu_free_bytes():
@@ -558,9 +714,20 @@ def main(argv=None) -> int:
         rows = _torchrun(config, args)
         if rows is None:
             return 0
-    else:
-        rows = sweep(ranks=ranks, backend=backend, timeout=args.timeout, **config).rows
-    print(format_rows(rows), flush=True)
+        print(format_rows(rows), flush=True)
+        return 0
+    from .launch import LabLimitError
+
+    note = oversubscription_note(max(ranks), config["collective"], config["algorithms"])
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    print(HEADER, flush=True)
+    try:  # each size's rows are printed as soon as they are measured, and kept when a later size fails
+        sweep(ranks=ranks, backend=backend, timeout=args.timeout, on_row=lambda row: print(format_row(row), flush=True),
+              on_note=lambda line: print(line, file=sys.stderr, flush=True), **config)
+    except (SweepIncomplete, LabLimitError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

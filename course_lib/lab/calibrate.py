@@ -39,7 +39,6 @@ In a notebook::
 """
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import evidence, units, validate
+from .processes import usable_cores as _cores
 
 DEFAULT_SIZES = (1024, 16 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024)
 
@@ -99,13 +99,6 @@ def contention(ranks, cores=None) -> float:
     ranks = validate.integer("ranks", ranks, low=1, high=1_000_000)
     cores = _cores() if cores is None else validate.integer("cores", cores, low=1, high=1_000_000)
     return max(1.0, ranks / cores)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def ring_all_reduce_time(nbytes, ranks, alpha, beta, gamma=0.0, stretch=1.0, overhead=0.0):

@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .. import costmodel, units, validate
+from .processes import usable_cores as _cores
 
 BYTES_PER_FP32 = 4
 MIB = 2**20
@@ -354,14 +355,6 @@ class DDPRun:
         ax.legend(fontsize=8, loc="upper right")
         ax.grid(axis="y", alpha=0.3)
         return ax
-
-
-def _cores() -> int:
-    import os
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def check_memory(width, depth, batch, ranks) -> None:

@@ -35,19 +35,35 @@ Choices, and why:
   started dies with it. Each child asks the kernel to kill it if the parent dies (Linux
   ``PR_SET_PDEATHSIG``) and carries an alarm a little past the timeout; a small watcher
   process (Linux) kills the ranks' groups and removes the run's folder when the parent is
-  killed (a kernel restart). Folders of dead launchers are removed at the next launch.
+  killed (a kernel restart). Folders of dead launchers are removed at the next launch; the
+  processes they name are killed only when provably the run's: the folder records the launcher and
+  each rank as pid *and* start time (``/proc/<pid>/stat`` field 22), a rank is killed only while its
+  pid still has that start time (through a pidfd, so a pid reused in between is not hit), and what
+  it started only while its process group lives on in the launcher's session. A pid since reused by
+  an unrelated process is left alone.
+* **Stop while cleaning up.** A Stop that arrives while a launch that has finished (or failed)
+  cleans up is held until the children are gone, then raised, unless an error is already on its
+  way out: a Stop pressed during a loop of launches is never lost.
+* **Limits.** Open files, processes and room in the temporary folder are checked before anything
+  starts (``limits``); a launch they refuse, or one they stop later, ends in ``LabLimitError``,
+  one line naming the limit and what to do, with nothing left behind.
 * **Output.** Each rank's stdout and stderr (Python and C level) go to a file that the
   parent reads while it waits, printing the new lines of all ranks, each prefixed
   ``[rank r]``, in one write per poll (a line per write made 100k lines take over a minute
-  in Jupyter).
+  in Jupyter). Both are bounded: a rank's log keeps its first ``rank_process.MAX_LOG_BYTES``
+  (4 MiB) of Python output and then counts what it drops, saying so in the log; the kernel keeps
+  the last ``KEEP_LINES`` lines of each rank (``RankError.output``), counting the ones let go. A
+  rank can also hand values to the launcher as it goes (``report``, ``run(progress=...)``).
 
-The launcher is four modules: this one (``run``: start, wait, report), ``rank_process`` (what runs in
-each rank: ``current``, ``init_process_group``), ``processes`` (process groups, the watcher, the
-run's folder, ``live_children``) and ``stalls`` (who stalled at a timeout, ``parse_stack``). Their
+The launcher is five modules: this one (``run``: start, wait, report), ``rank_process`` (what runs in
+each rank: ``current``, ``init_process_group``, ``report``), ``processes`` (process groups, the
+watcher, the run's folder, ``live_children``), ``stalls`` (who stalled at a timeout, whether the
+ranks still moved, ``parse_stack``) and ``limits`` (open files, processes, the temporary folder). Their
 public names are importable from here.
 """
 from __future__ import annotations
 
+import collections
 import multiprocessing as mp
 import os
 import pickle
@@ -60,9 +76,14 @@ import time
 import warnings
 
 from .. import validate
-from .processes import (_PREFIX, _kill_all, _own_process_group, _start_watcher, _stop_watcher,  # noqa: F401
-                        clean_stale_folders, live_children, session_members)
-from .rank_process import MAX_TIMEOUT_S, RankInfo, _child, _loopback_name, current, init_process_group  # noqa: F401
+from .limits import LabLimitError, explain_rank, temp_root  # noqa: F401 (LabLimitError: lab's name for it)
+from .limits import check as _check_limits, explain as _explain_limit
+from .processes import (_PREFIX, PIDS_FILE, _kill_all, _own_process_group, _start_watcher,  # noqa: F401
+                        _stop_watcher, clean_stale_folders, live_children, session_members, start_time,
+                        write_owner)
+from .rank_process import (MAX_TIMEOUT_S, RankInfo, _child, _loopback_name, current, init_process_group,  # noqa: F401
+                           read_reports, report)
+from . import stalls
 from .stalls import _who_stalled, parse_stack  # noqa: F401
 
 MAX_RANKS = 64
@@ -71,6 +92,8 @@ _POLL_S = 0.01
 
 class RankError(RuntimeError):
     """A rank raised or died. ``rank`` is the first rank that failed, ``cause`` a short reason."""
+
+    output: str = ""  # the failed rank's last lines (``KEEP_LINES`` at most), when the run had them
 
     def __init__(self, rank: int, cause: str, detail: str = ""):
         self.rank, self.cause, self.detail = rank, cause, detail
@@ -85,31 +108,75 @@ class RankTimeout(RankError):
 
     ``unfinished`` lists the ranks still running; ``stalled`` those among them that were not
     waiting for a peer (in a send, receive, ``wait`` or collective) when the time ran out, or all
-    of them when none or every one was; ``where`` maps a rank to its innermost Python frame.
+    of them when none or every one was; ``where`` maps a rank to its innermost Python frame;
+    ``cpu_ticks`` to the CPU time (1/100 s) it used while the stacks were taken. ``kind`` says what
+    was seen: ``"deadlock"`` only when every rank waited for a peer and none used CPU (each waits
+    on another: proven stuck); ``"slow"`` when every rank was in a collective but they still used
+    CPU (moving, too slowly for the time given); ``"stalled"`` when some ranks waited for others
+    that did not; ``"busy"`` when none waited for a peer (a loop that never ends, or too little
+    time); ``"never_joined"``; ``"unknown"`` when no stack could be read.
     """
 
     def __init__(self, stalled: list[int], timeout: float, never_joined: list[int] = (),
-                 unfinished: list[int] | None = None, where: dict | None = None):
+                 unfinished: list[int] | None = None, where: dict | None = None,
+                 waiting: list[int] | None = None, moving: bool | None = None, cpu_ticks: dict | None = None):
         self.stalled, self.timeout, self.never_joined = list(stalled), timeout, list(never_joined)
         self.unfinished = list(unfinished) if unfinished is not None else list(stalled)
         self.where = dict(where or {})
-        waiting = [r for r in self.unfinished if r not in self.stalled]
+        self.cpu_ticks = dict(cpu_ticks or {})
+        if waiting is None:
+            waiting = [r for r in self.unfinished if r not in self.stalled]
+        self.waiting = list(waiting)
+        at = _places(self.where)
         if self.never_joined:
-            why = f"ranks {self.never_joined} never joined the process group"
-        elif waiting:
+            self.kind, why = "never_joined", f"ranks {self.never_joined} never joined the process group"
+        elif self.waiting and set(self.waiting) != set(self.unfinished):
             names = ", ".join(f"rank {r}" + (f" at {self.where[r]}" if r in self.where else "")
                               for r in self.stalled)
-            why = f"{names} stalled while ranks {waiting} waited for it"
-            if len(self.stalled) > 1:
-                why = why.replace("waited for it", "waited for them")
+            them = "them" if len(self.stalled) > 1 else "it"
+            self.kind, why = "stalled", f"{names} stalled while ranks {self.waiting} waited for {them}"
+        elif self.where and self.waiting:
+            used = sum(self.cpu_ticks.values())
+            if moving is False:
+                self.kind = "deadlock"
+                why = f"a deadlock: every rank waited for a peer and none moved ({_places(self.where)})"
+            elif moving:
+                self.kind = "slow"
+                why = (f"slow, not a deadlock: every rank was inside a collective and they were still moving "
+                       f"({used / 100:.2f} s of CPU in the last {stalls._SAMPLE_S:g} s, messages waking them); "
+                       "give it more time or use fewer ranks")
+            else:
+                self.kind, why = "unknown", f"every rank waited for a peer: a deadlock, or too slow to tell ({at})"
         elif self.where:
-            why = "a deadlock: every rank waited for a peer (" + "; ".join(
-                f"rank {r} at {w}" for r, w in sorted(self.where.items())) + ")"
+            self.kind = "busy"
+            why = (f"no rank was waiting for a peer, so not a deadlock: still running ({at}); "
+                   "a loop that never ends, or too little time")
         else:
-            why = "a deadlock or too little time"
-        RuntimeError.__init__(self, f"ranks {self.unfinished} did not finish within {timeout:g} s ({why}); "
+            self.kind, why = "unknown", "stuck or too little time: no rank's stack could be read"
+        RuntimeError.__init__(self, f"ranks {rank_list(self.unfinished)} did not finish within {timeout:g} s ({why}); "
                                     "every rank was stopped")
         self.rank, self.cause, self.detail = self.stalled[0], "timeout", ""
+
+
+def rank_list(ranks) -> str:
+    """``[0, 1, 2, 3, 5, 6]`` as ``0-3, 5, 6`` (a run of three or more as a range)."""
+    out, start, prev = [], None, None
+    for r in sorted(ranks) + [None]:
+        if start is not None and r is not None and r == prev + 1:
+            prev = r
+            continue
+        if start is not None:
+            out.append(f"{start}-{prev}" if prev > start + 1 else ", ".join(map(str, range(start, prev + 1))))
+        start = prev = r
+    return ", ".join(out)
+
+
+def _places(where: dict) -> str:
+    """``{rank: place}`` as ``ranks 0-63 at place`` (ranks at one place together), or ``rank 0 at place``."""
+    places: dict = {}
+    for rank, place in sorted(where.items()):
+        places.setdefault(place, []).append(rank)
+    return "; ".join(f"rank{'s' if len(rs) > 1 else ''} {rank_list(rs)} at {place}" for place, rs in places.items())
 
 
 def default_start_method() -> str:
@@ -160,15 +227,31 @@ class _HeldInterrupt:
         return False
 
 
+KEEP_LINES = 1000  # of each rank's output, kept in the kernel (the latest; earlier ones are counted)
+
+
 class _Echo:
-    """Reads the ranks' log files and prints complete new lines, prefixed by rank, in one write per poll."""
+    """Reads the ranks' log files and prints complete new lines, prefixed by rank, in one write per poll.
+
+    Of each rank's lines it keeps the last ``KEEP_LINES`` (``tail``), counting the ones it let go,
+    so a rank that prints for minutes costs the kernel no more memory than one that prints a page.
+    """
 
     def __init__(self, workdir, world_size, enabled):
         self.paths = [os.path.join(workdir, f"rank{r}.log") for r in range(world_size)]
         self.offsets = [0] * world_size
         self.partial = [b""] * world_size
         self.enabled = enabled
-        self.lines: list[list[str]] = [[] for _ in range(world_size)]
+        self.lines = [collections.deque(maxlen=KEEP_LINES) for _ in range(world_size)]
+        self.seen = [0] * world_size
+
+    def tail(self, rank) -> str:
+        """The last lines rank ``rank`` printed, after a line saying how many earlier ones were let go."""
+        kept = list(self.lines[rank])
+        dropped = self.seen[rank] - len(kept)
+        head = [f"[{dropped} earlier lines of rank {rank} not kept: the kernel keeps the last {KEEP_LINES}]"] \
+            if dropped else []
+        return "\n".join(head + kept)
 
     def poll(self, final=False):
         batch = []
@@ -177,7 +260,7 @@ class _Echo:
                 with open(path, "rb") as handle:
                     handle.seek(self.offsets[rank])
                     chunk = handle.read()
-            except FileNotFoundError:
+            except OSError:
                 continue
             if not chunk and not (final and self.partial[rank]):
                 continue
@@ -189,11 +272,11 @@ class _Echo:
                 parts.append(self.partial[rank])
                 self.partial[rank] = b""
             prefix = f"[rank {rank}] "
-            for raw in parts:
-                line = raw.decode("utf-8", "replace")
-                self.lines[rank].append(line)
-                if self.enabled:
-                    batch.append(prefix + line + "\n")
+            lines = [raw.decode("utf-8", "replace") for raw in parts]
+            self.lines[rank].extend(lines)
+            self.seen[rank] += len(lines)
+            if self.enabled:
+                batch.extend(prefix + line + "\n" for line in lines)
         if batch:
             sys.stdout.write("".join(batch))
             sys.stdout.flush()
@@ -216,15 +299,18 @@ def _signal_name(code: int) -> str:
 
 def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: dict | None = None,
         backend: str = "gloo", start_method: str | None = None, threads: int = 1,
-        init: bool = True, echo: bool = True) -> list:
+        init: bool = True, echo: bool = True, progress=None) -> list:
     """Run ``fn(rank, world_size, *args, **kwargs)`` on ``ranks`` local processes; return their results.
 
     ``ranks`` in [1, 64]; ``timeout`` in (0, 3600] seconds for the whole run; ``backend``
     ``"gloo"`` (CPU, 127.0.0.1) or ``"nccl"`` (one GPU per rank); ``start_method`` ``"fork"``
     (notebook functions work; Linux) or ``"spawn"`` (``fn`` must be importable);
     ``threads`` in [1, 64] torch threads per rank; ``init=False`` leaves joining the group
-    to ``fn`` (``init_process_group()``). Raises ``RankError`` naming the failed rank,
-    ``RankTimeout`` past the timeout; every child is gone when it returns or raises.
+    to ``fn`` (``init_process_group()``); ``progress(rank, value)`` is called in this process with each
+    value a rank hands over with ``report(value)``, as it arrives. Raises ``RankError`` naming the failed
+    rank, ``RankTimeout`` past the timeout, ``LabLimitError`` (one line) when a limit of the machine
+    (open files, processes, the temporary folder) stops the launch; every child is gone when it
+    returns or raises.
     """
     ranks = validate.integer("ranks", ranks, low=1, high=MAX_RANKS)
     timeout = validate.number("timeout", timeout, low=0.0, high=MAX_TIMEOUT_S, low_inclusive=False)
@@ -237,6 +323,8 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
         raise ValueError(f"args must be a tuple, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise ValueError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be a callable taking (rank, value) or None, got {progress!r}")
     if start_method not in mp.get_all_start_methods():
         raise ValueError(f"start_method must be one of {mp.get_all_start_methods()} on this platform, "
                          f"got {start_method!r}")
@@ -248,33 +336,60 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
         if not torch.cuda.is_available():
             raise ValueError("backend must be 'gloo' on a machine without CUDA GPUs")
     ctx = mp.get_context(start_method)
-    clean_stale_folders()
-    workdir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}_")
+    root = temp_root()
+    clean_stale_folders(root)
+    _check_limits(ranks, root, threads)
     procs = []
     watcher = None
-    echoer = _Echo(workdir, ranks, echo)
+    workdir = None
+    echoer = None
+    in_flight = True  # an error (or a Stop) is on its way out: a Stop during cleanup is not raised again
     try:
         with _HeldInterrupt() as held, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (Python 3.12+)
-            watcher = _start_watcher(workdir, os.getpid())
-            with open(os.path.join(workdir, "pids"), "a") as pids:
-                for rank in range(ranks):
-                    if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
-                        break
-                    proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
-                                       args=(fn, rank, ranks, args, kwargs or {}, workdir, backend,
-                                             timeout, threads, init, os.getpid()))
-                    proc.start()
-                    procs.append(proc)
-                    _own_process_group(proc.pid)
-                    pids.write(f"{proc.pid}\n")
-                    pids.flush()
-        return _wait(procs, workdir, ranks, timeout, echoer)
+            try:
+                workdir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}_", dir=root)
+                write_owner(workdir)
+                echoer = _Echo(workdir, ranks, echo)
+                watcher = _start_watcher(workdir, os.getpid())
+                with open(os.path.join(workdir, PIDS_FILE), "a") as pids:
+                    for rank in range(ranks):
+                        if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
+                            break
+                        proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
+                                           args=(fn, rank, ranks, args, kwargs or {}, workdir, backend,
+                                                 timeout, threads, init, os.getpid()))
+                        proc.start()
+                        procs.append(proc)
+                        proc.course_start_time = start_time(proc.pid)  # with the pid: this very process
+                        _own_process_group(proc.pid)
+                        pids.write(f"{proc.pid} {proc.course_start_time}\n")
+                        pids.flush()
+            except OSError as exc:  # out of files, processes or room: one line naming the limit
+                limit = _explain_limit(exc, ranks, root)
+                if limit is None:
+                    raise
+                raise limit from None
+        try:
+            results = _wait(procs, workdir, ranks, timeout, echoer, _Reports(workdir, ranks, progress))
+        except RankError as err:
+            err.output = echoer.tail(err.rank)
+            limit = explain_rank(f"{err.cause}\n{err.detail}", ranks, root)
+            if limit is not None:
+                raise limit from None
+            raise
+        in_flight = False
+        return results
     finally:
-        with _HeldInterrupt(reraise=False):  # a second Stop must not leave processes behind
+        # A second Stop must not leave processes behind: it is held while cleaning up, then raised
+        # unless an error (or the first Stop) is already on its way out. Dropping it lost 5-11% of
+        # the Stops pressed during a loop of launches.
+        with _HeldInterrupt(reraise=not in_flight):
             _kill_all(procs)
-            echoer.poll(final=True)
-            shutil.rmtree(workdir, ignore_errors=True)
+            if echoer is not None:
+                echoer.poll(final=True)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
             _stop_watcher(watcher)
 
 
@@ -305,12 +420,30 @@ def _first_failure(procs, workdir, done) -> RankError:
     return min(failures, key=lambda f: (f[0], f[1]))[2]
 
 
-def _wait(procs, workdir, ranks, timeout, echoer):
+class _Reports:
+    """Hands each rank's ``report`` values to ``progress(rank, value)`` as they arrive (nothing without it)."""
+
+    def __init__(self, workdir, world_size, progress):
+        self.paths = [os.path.join(workdir, f"rank{r}.progress") for r in range(world_size)]
+        self.offsets = [0] * world_size
+        self.progress = progress
+
+    def poll(self):
+        if self.progress is None:
+            return
+        for rank, path in enumerate(self.paths):
+            values, self.offsets[rank] = read_reports(path, self.offsets[rank])
+            for value in values:
+                self.progress(rank, value)
+
+
+def _wait(procs, workdir, ranks, timeout, echoer, reports):
     start = time.monotonic()
     results: list = [None] * ranks
     done = [False] * ranks
     while True:
         echoer.poll()
+        reports.poll()
         for rank, proc in enumerate(procs):
             if done[rank] or proc.exitcode is None:
                 continue
@@ -319,18 +452,22 @@ def _wait(procs, workdir, ranks, timeout, echoer):
                 results[rank], done[rank] = payload["value"], True
                 continue
             echoer.poll(final=True)
+            reports.poll()
             raise _first_failure(procs, workdir, done)
         if all(done):
+            reports.poll()
             return results
         if time.monotonic() - start > timeout:
             echoer.poll(final=True)
+            reports.poll()
             absent = [r for r in range(ranks)
                       if not os.path.exists(os.path.join(workdir, f"rank{r}.joined"))]
             if len(absent) == ranks:  # nobody came: the function never joined, or init=True was stuck
                 absent = []
             unfinished = [r for r in range(ranks) if not done[r]]
-            stalled, where = _who_stalled(procs, workdir, unfinished)
+            stalled, where, waiting, went_on, used = _who_stalled(procs, workdir, unfinished)
             if absent:
                 stalled = [r for r in absent if r in unfinished] or stalled
-            raise RankTimeout(stalled, timeout, absent, unfinished=unfinished, where=where)
+            raise RankTimeout(stalled, timeout, absent, unfinished=unfinished, where=where, waiting=waiting,
+                              moving=went_on, cpu_ticks=used)
         time.sleep(_POLL_S)

@@ -16,7 +16,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .. import validate
+from .. import units, validate
 from .processes import _ignore_interrupts_in_child, _own_process_group
 
 MAX_TIMEOUT_S = 3600.0
@@ -52,13 +52,57 @@ def _set_parent_death_signal():
         pass
 
 
+MAX_LOG_BYTES = 4 * 2**20  # of one rank's Python output per run: past it, lines are counted, not written
+
+
+class _CappedLog(io.RawIOBase):
+    """The rank's log (fd 1, which fd 2 shares) as Python writes it: the first ``MAX_LOG_BYTES`` are
+    written, later output is dropped and counted; a line says so when it starts and ``close_note`` how
+    much at the end. (Output written by C code straight to fd 1 or 2 is not counted.)"""
+
+    def __init__(self, fd=1, cap=None):
+        super().__init__()
+        self.fd, self.written, self.dropped_bytes, self.dropped_lines = fd, 0, 0, 0
+        self.cap = MAX_LOG_BYTES if cap is None else cap
+
+    def writable(self):
+        return True
+
+    def _raw(self, data):
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def write(self, data):
+        data = bytes(data)
+        if self.written + len(data) <= self.cap:
+            self._raw(data)
+            self.written += len(data)
+        else:
+            if not self.dropped_bytes:
+                self._raw(f"\n[this rank has printed {units.format_bytes(self.cap, binary=True)}, the most a rank's "
+                          "log keeps; further output is dropped and counted]\n".encode())
+            self.dropped_bytes += len(data)
+            self.dropped_lines += data.count(b"\n")
+        return len(data)
+
+    def close_note(self):
+        if self.dropped_bytes:
+            self._raw(f"[{self.dropped_lines} lines ({self.dropped_bytes} bytes) of this rank's output were "
+                      f"dropped past the {units.format_bytes(self.cap, binary=True)} cap]\n".encode())
+
+
+_LOG: _CappedLog | None = None
+
+
 def _redirect_output(log_path: str):
+    global _LOG
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+    _LOG = _CappedLog(1)
+    sys.stdout = io.TextIOWrapper(_LOG, line_buffering=True)
+    sys.stderr = io.TextIOWrapper(_LOG, line_buffering=True)
 
 
 def _child(fn, rank, world_size, args, kwargs, workdir, backend, timeout, threads, init, parent_pid):
@@ -114,8 +158,39 @@ def _child(fn, rank, world_size, args, kwargs, workdir, backend, timeout, thread
         os.replace(tmp, os.path.join(workdir, f"rank{rank}.result"))
         sys.stdout.flush()
         sys.stderr.flush()
+        if _LOG is not None:
+            _LOG.close_note()
     finally:
         os._exit(code)
+
+
+def report(value) -> None:
+    """In a rank of ``run``: hand ``value`` (picklable) to the launcher now, before the rank returns;
+    ``run(..., progress=f)`` calls ``f(rank, value)`` as it arrives, so what a long run has done is
+    kept even if it fails later. Elsewhere (not a rank of ``run``, e.g. under torchrun) it does nothing."""
+    if _WORKDIR is None or _CURRENT is None:
+        return
+    data = pickle.dumps(value)
+    with open(os.path.join(_WORKDIR, f"rank{_CURRENT.rank}.progress"), "ab") as handle:
+        handle.write(len(data).to_bytes(8, "little") + data)
+
+
+def read_reports(path, offset):
+    """(values, new offset): the complete ``report`` records in ``path`` from byte ``offset`` on."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return [], offset
+    values, at = [], 0
+    while at + 8 <= len(data):
+        size = int.from_bytes(data[at:at + 8], "little")
+        if at + 8 + size > len(data):
+            break  # being written
+        values.append(pickle.loads(data[at + 8:at + 8 + size]))
+        at += 8 + size
+    return values, offset + at
 
 
 def _loopback_name() -> str:

@@ -1,5 +1,13 @@
 """Who stalled when a run times out: every unfinished rank dumps its stack, and the one not
 waiting for a peer (in a send, receive, ``wait`` or collective) is named, with where.
+
+Whether the ranks still move is read from what they do while their stacks are taken (at least
+``_SAMPLE_S``): the CPU time they use (``/proc/<pid>/stat``) and how often their threads wake
+(context switches, ``/proc/<pid>/task/*/status``). Ranks that all wait for a peer, use next to no
+CPU and wake no more than an idle rank does (gloo keeps a thread ticking about 100 times a second)
+are deadlocked: each waits, none can go on. Ranks that all wait for a peer but still use CPU or
+wake for messages are slow, not stuck (many ranks on few cores: each step of a collective waits
+for the scheduler).
 """
 from __future__ import annotations
 
@@ -7,7 +15,12 @@ import os
 import signal
 import time
 
+from .processes import _stat_fields
+
 _STACK_WAIT_S = 1.0
+_SAMPLE_S = 1.0       # the least time over which the ranks' CPU use is read
+IDLE_TICKS = 1        # CPU clock ticks (1/100 s) per rank a waiting rank may use while its stack is dumped
+IDLE_WAKEUPS_S = 200  # context switches per second per rank of a rank that waits (measured: ~100)
 _PEER_CALLS = ("wait(", "send(", "recv(", "barrier(", "all_reduce(", "all_gather", "reduce_scatter",
                "broadcast(", "all_to_all", "gather(", "scatter(", "reduce(", "monitored_barrier(")
 
@@ -61,10 +74,42 @@ def _describe(frames) -> str:
     return f"{func} ({os.path.basename(path)}:{lineno}" + (f": {source}" if source else "") + ")"
 
 
+def cpu_ticks(pid) -> int | None:
+    """User + system CPU time of process ``pid`` and its threads, in clock ticks; None if unknown."""
+    fields = _stat_fields(pid)
+    return int(fields[11]) + int(fields[12]) if fields else None
+
+
+def wakeups(pid) -> int | None:
+    """Context switches of all threads of process ``pid`` so far (Linux); None if unknown."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/status") as handle:
+                for line in handle:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return total
+
+
+def moving(cpu: dict, woke: dict, seconds: float) -> bool:
+    """Whether ranks that each used ``cpu[rank]`` CPU ticks and woke ``woke[rank]`` times in ``seconds``
+    were still doing something (unknown counts as moving: a deadlock is only named when proven)."""
+    if not cpu or not woke:
+        return True
+    idle_cpu = IDLE_TICKS * len(cpu) + 2
+    return sum(cpu.values()) > idle_cpu or max(woke.values()) > IDLE_WAKEUPS_S * max(seconds, 1e-3)
+
+
 def _who_stalled(procs, workdir, unfinished):
-    """Ask every unfinished rank for its stack; return (stalled ranks, {rank: where})."""
+    """Ask every unfinished rank for its stack; return (stalled ranks, {rank: where}, ranks that were
+    waiting for a peer, whether they were moving (``moving``), {rank: CPU ticks used over the sample})."""
+    started = time.monotonic()
+    before = {rank: (cpu_ticks(procs[rank].pid), wakeups(procs[rank].pid)) for rank in unfinished}
     if not hasattr(signal, "SIGUSR1"):
-        return unfinished, {}
+        return unfinished, {}, [], True, {}
     sizes = {}
     for rank in unfinished:
         path = os.path.join(workdir, f"rank{rank}.stack")
@@ -92,8 +137,18 @@ def _who_stalled(procs, workdir, unfinished):
                 if frames:
                     stacks[rank] = frames
         time.sleep(0.01)
+    time.sleep(max(0.0, started + _SAMPLE_S - time.monotonic()))
+    used, woke = {}, {}
+    for rank in unfinished:
+        cpu, wake = cpu_ticks(procs[rank].pid), wakeups(procs[rank].pid)
+        if before[rank][0] is not None and cpu is not None:
+            used[rank] = cpu - before[rank][0]
+        if before[rank][1] is not None and wake is not None:
+            woke[rank] = wake - before[rank][1]
+    went_on = moving(used, woke, time.monotonic() - started)
     where = {rank: _describe(frames) for rank, frames in stacks.items()}
-    stalled = [r for r in unfinished if r in stacks and not _waits_for_peer(stacks[r])]
+    waiting = [r for r in unfinished if r in stacks and _waits_for_peer(stacks[r])]
+    stalled = [r for r in unfinished if r in stacks and r not in waiting]
     if not stalled or len(stalled) == len(unfinished):
         stalled = list(unfinished)
-    return stalled, where
+    return stalled, where, waiting, went_on, used
