@@ -254,7 +254,7 @@ MAX_FILE_BYTES = 2**20  # a system description is a few lines of TOML
 MAX_NESTING = 32        # arrays and inline tables inside each other; a system file needs 3
 
 
-def toml_nesting(text: str) -> int:
+def _toml_nesting(text: str) -> int:
     """How deep arrays and inline tables nest in TOML ``text`` (brackets and braces outside strings and
     comments; a table header counts 1 or 2), read without parsing, so a file nested thousands deep
     costs a loop, not the parser's recursion."""
@@ -295,7 +295,7 @@ def _read_toml(path) -> tuple[Path, str, dict]:
     text = textfiles.read_text(path, MAX_FILE_BYTES, "system file",
                                what="the path of a TOML system description (see course_lib/data/systems/)")
     p = Path(path)
-    nesting = toml_nesting(text)
+    nesting = _toml_nesting(text)
     if nesting > MAX_NESTING:
         raise ValueError(f"system file {p}: arrays or tables nest {nesting} deep, more than the {MAX_NESTING} "
                          "a system description may use; pass a TOML system description (see course_lib/data/systems/)")

@@ -264,5 +264,5 @@ def test_a_system_file_nested_500_deep_is_one_line_not_a_recursion_error(tmp_pat
 def test_nesting_is_counted_outside_strings_and_comments():
     text = ("a = [[1, 2], [3]]  # [[[[[[\n[t]\nb = \"[[[[\\\"[[\"\nc = '[[[['\n"
             "d = \"\"\"\n[[[[\n\"\"\"\ne = '''[[[[\n'''\nf = {x = [1]}\n")
-    assert systemfile.toml_nesting(text) == 2
-    assert systemfile.toml_nesting("[[tables]]\nx = 1\n") == 2
+    assert systemfile._toml_nesting(text) == 2
+    assert systemfile._toml_nesting("[[tables]]\nx = 1\n") == 2
