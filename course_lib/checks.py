@@ -401,7 +401,7 @@ def notebook_chapter(namespace: dict) -> tuple[str | None, str]:
     if len(top) > 1:
         raise ValueError(f"chapter: the exercise variables of chapters {', '.join(top)} are equally defined "
                          f"here; name one, e.g. check_all(globals(), chapter={top[0]!r})")
-    return top[0], f"{best[1]} of its {round(best[1] / best[0])} exercise variables are defined here"
+    return top[0], f"{best[1]} of its {round(best[1] / best[0])} exercise variables defined here"
 
 
 def check_all(namespace: dict, chapter=None) -> list[Result]:

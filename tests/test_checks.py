@@ -294,7 +294,7 @@ def test_check_all_scores_the_chapter_it_is_called_from(capsys):
     results = checks.check_all(dict(solved, __name__="__main__"))
     out = capsys.readouterr().out
     assert {r.exercise[:2] for r in results} == {"00"} and all(r.correct for r in results)
-    assert "Score: 7 / 7" in out and "Chapter 00 (from 6 of its 6 exercise variables" in out
+    assert "Score: 7 / 7" in out and "Chapter 00 (from 6 of its 6 exercise variables defined here)" in out
     # the notebook's name wins over the variables (a chapter 01 notebook that reuses wrong_claim)
     results = checks.check_all({"wrong_claim": "B", "__session__": "/home/me/work/01_pcie.ipynb"})
     assert {r.exercise[:2] for r in results} == {"01"}
@@ -381,3 +381,24 @@ def test_a_choice_says_that_its_first_answer_counts():
     assert "first answer is the one that counts" in first.message
     later = checks.evaluate("00.3", "C", record=True)
     assert later.correct and "keeps your first answer, A" in later.message
+
+
+def test_every_choice_exercise_says_in_the_notebook_that_its_first_answer_counts():
+    import json
+
+    from course_lib import authoring, manifest
+
+    for chapter in manifest.chapters():
+        if not chapter.exercises:
+            continue
+        choices = {i for i, s in checks.exercises(chapter.number).items() if s.get("kind") == "choice"}
+        for path in (chapter.student_notebook, authoring.targets(chapter.source)[0]):
+            cells = json.loads(path.read_text())["cells"]
+            said = set()
+            for index, cell in enumerate(cells):
+                found = authoring.CHECK_RE.search("".join(cell["source"])) if cell["cell_type"] == "code" else None
+                if found and found.group(1) in choices:
+                    above = next(c for c in reversed(cells[:index]) if c["cell_type"] == "markdown")
+                    assert authoring.FIRST_ANSWER_COUNTS in "".join(above["source"]), (path.name, found.group(1))
+                    said.add(found.group(1))
+            assert said == choices, (path.name, choices - said)
