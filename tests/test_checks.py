@@ -252,9 +252,14 @@ def test_one_tolerance_rule_for_self_check_and_grader():
         for answer in (expected * (1 + rtol), top * (1 + rtol) * (1 - 1e-9), top * (1 + rtol) * (1 + 1e-6),
                        expected * (1 - rtol) * (1 - 1e-4), expected * (1 + rtol) * 1.0002):
             answer = math.copysign(answer, expected)
-            assert checks.evaluate(exercise, answer).correct == grading.evaluate(exercise, answer).correct, \
+            interval = (answer / (1 + rtol), answer / (1 - rtol))   # the question "correct?" asks each key
+            assert checks.SealedKey(spec["key"]).within(*interval) == checks.PlainKey(expected).within(*interval), \
                 (exercise, answer)
-        assert checks.PlainKey(expected).within(top * 0.999999, top * 2)   # the edge itself counts, in both
+    expected = float(grading.expected("00.4"))
+    edge = math.exp((checks._cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
+    assert edge > expected * 1.02
+    assert checks.evaluate("00.4", edge).correct and grading.evaluate("00.4", edge).correct
+    assert not checks.evaluate("00.4", edge * 1.0002).correct and not grading.evaluate("00.4", edge * 1.0002).correct
 
 
 @pytest.mark.parametrize("make", [
