@@ -339,11 +339,14 @@ def test_check_and_check_all_pass_the_earlier_answer(capsys):
     assert "follows from your answer to 00.1" in next(r for r in results if r.exercise == "00.2").message
 
 
-def test_the_chain_key_holds_the_ratio_and_no_answer():
-    chain = checks.spec("00.2")["chain"]
-    ratio = float(grading.expected("00.2")) / float(grading.expected("00.1"))
-    assert grading._matches(checks, chain["key"], ratio)
-    assert set(chain) == {"from", "key"} and set(chain["key"]) == {"salt", "sealed"}
+def test_every_chain_key_holds_the_ratio_and_no_answer():
+    chained = {i: s["chain"] for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("chain")}
+    assert {"00.2", "06.2"} <= set(chained)
+    for exercise, chain in chained.items():
+        ratio = float(grading.expected(exercise)) / float(grading.expected(chain["from"]))
+        assert grading._matches(checks, chain["key"], ratio), f"{exercise}: run python -m course_lib.grading seal"
+        assert set(chain) == {"from", "key"} and set(chain["key"]) == {"salt", "sealed"}
+        assert checks.spec(chain["from"])["kind"] == "number" and chain["from"] < exercise
 
 
 def test_rounding_to_one_significant_figure_is_named():
