@@ -38,6 +38,10 @@ STUDENT = ROOT / "notebooks"
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MARKDOWN_STUB = "YOUR ANSWER HERE"
+# Added by the build under the question of every choice exercise (its answer cell's markdown above).
+FIRST_ANSWER_COUNTS = ("*One answer counts: the first one you check. Later answers still get feedback, "
+                       "but your score keeps the first.*")
+CHECK_RE = re.compile(r"""checks\.check\(\s*["'](\d\d\.\w+)["']""")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -117,10 +121,34 @@ def read_source(path: Path):
     return jupytext.read(path, fmt="py:percent")
 
 
+def _choice_ids(stem: str) -> set[str]:
+    """The choice exercises of the chapter ``stem`` (``00_why_communication``), from its exercises file."""
+    import json
+
+    chapter = next((c for c in manifest.chapters() if c.source.stem == stem and c.exercises), None)
+    if chapter is None or not chapter.exercises_path.is_file():
+        return set()
+    data = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
+    return {i for i, s in data.items() if s.get("kind") == "choice"}
+
+
+def _say_first_answer_counts(nb, stem: str):
+    """Append :data:`FIRST_ANSWER_COUNTS` to the markdown cell above each choice exercise's check."""
+    choices = _choice_ids(stem)
+    for index, cell in enumerate(nb.cells):
+        found = CHECK_RE.search(cell.source) if cell.cell_type == "code" else None
+        if not found or found.group(1) not in choices:
+            continue
+        above = next((c for c in reversed(nb.cells[:index]) if c.cell_type == "markdown"), None)
+        if above is not None and FIRST_ANSWER_COUNTS not in above.source:
+            above.source = above.source.rstrip("\n") + "\n\n" + FIRST_ANSWER_COUNTS
+    return nb
+
+
 def render(path: Path) -> tuple[str, str]:
     """(solution notebook JSON, student notebook JSON) for one source file."""
     stem = path.stem
-    solution = _clean(read_source(path), stem)
+    solution = _say_first_answer_counts(_clean(read_source(path), stem), stem)
     student = nbformat.reads(nbformat.writes(solution), as_version=4)
     for cell in student.cells:
         cell.source = to_student_source(cell.source, cell.cell_type)

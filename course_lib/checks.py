@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -66,9 +67,23 @@ COMMON_MISTAKES = {
                 (0.01, "Your answer is 100x too small: give a percentage here, not a fraction.")],
 }
 
-# Per-session state: wrong attempts per exercise (hint level) and the first answer to each choice exercise.
-_ATTEMPTS: dict[str, int] = {}
+# Generic unit slips, for any number exercise: a power of 1000 off (SI prefixes k, M, G, T).
+PREFIXES = {3: "k (1e3)", 6: "M (1e6)", 9: "G (1e9)", 12: "T (1e12)"}
+# What each named mistake is, in a few words: the third hint level's checklist.
+SLIPS = {"bits": "bits vs bytes (1 byte = 8 bits)",
+         "bidirectional": "a per-direction figure vs a bidirectional total (2x)",
+         "gib": "GB (1e9 bytes) vs GiB (2**30 bytes)",
+         "ms": "seconds vs milliseconds", "us": "seconds vs microseconds",
+         "percent": "a fraction vs a percentage"}
+HINT_LEVELS = (("concept", "the idea"), ("formula", "the formula"), ("steps", "the steps"))
+# Shown by ``check`` after a written attempt, never by ``spec``: a student kernel gets no route to them.
+PRIVATE_FIELDS = ("rubric", "model_answer")
+
+# Per-session state: hint level reached per exercise (wrong answers and ``hint`` calls), the first
+# answer to each choice exercise, the last answer checked per exercise (a chained exercise's input).
+_LEVEL: dict[str, int] = {}
 _FIRST_CHOICE: dict[str, str] = {}
+_LAST: dict[str, object] = {}
 _MODE = {"graded": os.environ.get("COURSE_LIB_MODE", "").lower() == "graded"}
 
 
@@ -80,13 +95,14 @@ def set_mode(mode: str) -> None:
 
 def reset() -> None:
     """Forget attempts and first answers (a fresh start of the notebook's exercises)."""
-    _ATTEMPTS.clear()
+    _LEVEL.clear()
     _FIRST_CHOICE.clear()
+    _LAST.clear()
 
 
 @dataclass(frozen=True)
 class Result:
-    """The outcome of one check: ``status`` is 'correct', 'wrong', 'not answered' or 'recorded'."""
+    """The outcome of one check: ``status`` is 'correct', 'wrong', 'not answered', 'recorded' or 'hint'."""
 
     exercise: str
     status: str
@@ -99,12 +115,12 @@ class Result:
         return self.status == "correct"
 
     def __str__(self) -> str:
-        mark = {"correct": "✔", "wrong": "✘", "not answered": "…", "recorded": "✎"}[self.status]
+        mark = {"correct": "✔", "wrong": "✘", "not answered": "…", "recorded": "✎", "hint": "?"}[self.status]
         return f"{mark} Exercise {self.exercise}: {self.message}"
 
     def _repr_html_(self) -> str:
         colour = {"correct": "#1a7f37", "wrong": "#cf222e", "not answered": "#6e7781",
-                  "recorded": "#0550ae"}[self.status]
+                  "recorded": "#0550ae", "hint": "#6e7781"}[self.status]
         from html import escape
         return (f'<div style="color:{colour}; white-space: pre-wrap"><b>Exercise {escape(self.exercise)}</b>: '
                 f'{escape(self.message)}</div>')
@@ -131,15 +147,20 @@ def seal(value, salt: str) -> dict:
     return {"salt": salt, "sealed": _digest(salt, _token(float(value)))}
 
 
-class SealedKey:
-    """Answers questions about a hashed answer: does it lie in [lo, hi]? is it this letter?"""
+class _Key:
+    """The one tolerance rule of self-check and grader alike: an interval [lo, hi] holds the answer when
+    the answer's key cell (:data:`GRID`, 0.02% wide) overlaps it. A sealed key can only ask that, so the
+    grader's plain key asks the same (a plain comparison accepted ~0.01% less than the self-check)."""
 
-    def __init__(self, key: dict):
-        self.salt, self.sealed = key["salt"], key["sealed"]
+    def _holds(self, token: str) -> bool:
+        raise NotImplementedError
+
+    def _holds_cell(self, sign: str, first: int, last: int) -> bool:
+        raise NotImplementedError
 
     def within(self, lo: float, hi: float) -> bool:
         lo, hi = min(lo, hi), max(lo, hi)
-        if lo <= 0 <= hi and _digest(self.salt, "0") == self.sealed:
+        if lo <= 0 <= hi and self._holds("0"):
             return True
         for sign, a, b in (("+", max(lo, 0.0), hi), ("-", max(-hi, 0.0), -lo)):
             if b <= 0:
@@ -147,7 +168,7 @@ class SealedKey:
             first, last = _cell(max(a, b * 1e-300)), _cell(b)
             if last - first > _MAX_CELLS:
                 first = last - _MAX_CELLS
-            if any(_digest(self.salt, f"{sign}{k}") == self.sealed for k in range(first, last + 1)):
+            if self._holds_cell(sign, first, last):
                 return True
         return False
 
@@ -160,21 +181,38 @@ class SealedKey:
             return True
         return False if self.within(value, value * span) else None
 
+
+class SealedKey(_Key):
+    """Answers questions about a hashed answer: does it lie in [lo, hi]? is it this letter?"""
+
+    def __init__(self, key: dict):
+        self.salt, self.sealed = key["salt"], key["sealed"]
+
+    def _holds(self, token):
+        return _digest(self.salt, token) == self.sealed
+
+    def _holds_cell(self, sign, first, last):
+        return any(self._holds(f"{sign}{k}") for k in range(first, last + 1))
+
     def is_choice(self, text: str) -> bool:
         return _digest(self.salt, "choice:" + text) == self.sealed
 
 
-class PlainKey:
+class PlainKey(_Key):
     """The same questions about a known answer (the instructor's key, :mod:`course_lib.grading`)."""
 
     def __init__(self, expected):
         self.expected = expected
 
-    def within(self, lo: float, hi: float) -> bool:
-        return min(lo, hi) <= float(self.expected) <= max(lo, hi)
+    def _token(self):
+        return _token(float(self.expected))
 
-    def below(self, value: float) -> bool:
-        return float(self.expected) < value
+    def _holds(self, token):
+        return self._token() == token
+
+    def _holds_cell(self, sign, first, last):
+        token = self._token()
+        return token[0] == sign and first <= int(token[1:]) <= last
 
     def is_choice(self, text: str) -> bool:
         return str(self.expected).strip().lower() == text
@@ -205,19 +243,35 @@ def chapters() -> list[str]:
     return [c.number for c in manifest.chapters() if c.exercises]
 
 
-def spec(exercise_id) -> dict:
-    """The description of one exercise, e.g. ``spec("00.1")`` (a copy; it holds no answer)."""
+def _raw_spec(exercise_id) -> dict:
     if not isinstance(exercise_id, str) or "." not in exercise_id:
         raise ValueError(f"exercise_id must look like '00.1' (chapter.number), got {exercise_id!r}")
     exercises = _chapter(exercise_id.split(".")[0])
     if exercise_id not in exercises:
         raise ValueError(f"exercise_id {exercise_id!r} is unknown; this chapter has {', '.join(sorted(exercises))}")
-    return json.loads(json.dumps(exercises[exercise_id]))
+    return exercises[exercise_id]
+
+
+def _public(s: dict) -> dict:
+    return json.loads(json.dumps({k: v for k, v in s.items() if k not in PRIVATE_FIELDS}))
+
+
+def spec(exercise_id) -> dict:
+    """The description of one exercise, e.g. ``spec("00.1")`` (a copy; it holds no answer, no rubric and
+    no model answer: those come with ``check`` after a written attempt)."""
+    return _public(_raw_spec(exercise_id))
 
 
 def exercises(chapter) -> dict:
-    """All exercises of a chapter, id -> description."""
-    return json.loads(json.dumps(_chapter(validate.choice("chapter", chapter, chapters()))))
+    """All exercises of a chapter, id -> description (as :func:`spec` gives it)."""
+    return {i: _public(s) for i, s in _chapter(validate.choice("chapter", chapter, chapters())).items()}
+
+
+def _written(exercise_id) -> dict:
+    """A written exercise's rubric and model answer (for ``check`` after an attempt, and the instructor's
+    solutions through ``grading.model_answer``)."""
+    s = _raw_spec(exercise_id)
+    return {"rubric": list(s.get("rubric", [])), "model_answer": s.get("model_answer", "")}
 
 
 def is_unanswered(answer) -> bool:
@@ -227,11 +281,16 @@ def is_unanswered(answer) -> bool:
 
 # ---------------------------------------------------------------- judging
 
-def evaluate(exercise_id, answer, *, key=None, record: bool = False) -> Result:
+_NOT_GIVEN = object()
+
+
+def evaluate(exercise_id, answer, *, key=None, record: bool = False, earlier=_NOT_GIVEN) -> Result:
     """Judge ``answer`` against exercise ``exercise_id`` without printing anything.
 
     ``key``: a :class:`PlainKey` to judge against a known answer (grading); default the sealed key.
     ``record``: count a wrong attempt towards the next hint level and remember a first choice.
+    ``earlier``: for a chained exercise (``"chain": {"from": id}``), the learner's own answer to the
+    exercise it builds on; a later answer that follows from a wrong earlier one is told so.
     """
     s = spec(exercise_id)
     points = float(s.get("points", 1))
@@ -240,15 +299,17 @@ def evaluate(exercise_id, answer, *, key=None, record: bool = False) -> Result:
     kind = s.get("kind", "number")
     if kind in ("number", "choice") and key is None:
         key = SealedKey(s["key"])
+    if record:
+        _LAST[exercise_id] = answer
     try:
         if kind == "number":
-            ok, message = _judge_number(exercise_id, s, answer, key, record)
+            ok, message = _judge_number(exercise_id, s, answer, key, record, earlier)
         elif kind == "choice":
             ok, message = _judge_choice(exercise_id, s, answer, key, record)
         elif kind == "callable":
             ok, message = _judge_callable(s, answer)
         elif kind == "free_text":
-            return _free_text(exercise_id, s, answer, points)
+            return _free_text(exercise_id, answer, points)
         else:
             raise ValueError(f"exercise {exercise_id} has unknown kind {kind!r}")
     except NotImplementedError:
@@ -258,18 +319,50 @@ def evaluate(exercise_id, answer, *, key=None, record: bool = False) -> Result:
     return Result(exercise_id, "correct" if ok else "wrong", message, points if ok else 0.0, points)
 
 
+def _show(result: Result) -> None:
+    try:
+        from IPython.display import display
+        display(result)
+    except ImportError:  # pragma: no cover - IPython ships with the course
+        print(result)
+
+
 def check(exercise_id, answer) -> None:
     """Show feedback on an answer (never raises for a wrong or missing one; never shows the expected value).
 
     Returns None so that, as a cell's last expression, the feedback shows once;
     :func:`evaluate` returns the :class:`Result` for code that needs it.
     """
-    result = evaluate(exercise_id, answer, record=True)
+    s = spec(exercise_id)
+    earlier = _earlier_answer(s["chain"]["from"]) if s.get("chain") else _NOT_GIVEN
+    _show(evaluate(exercise_id, answer, record=True, earlier=earlier))
+
+
+def hint(exercise_id) -> None:
+    """Show the next hint of an exercise without answering it: the idea, then the formula, then the
+    steps (each call, like each wrong answer, moves one level on; the third is the last)."""
+    s = spec(exercise_id)
+    level = min(_LEVEL.get(exercise_id, 0) + 1, len(HINT_LEVELS))
+    last = _LEVEL.get(exercise_id, 0) >= len(HINT_LEVELS)
+    _LEVEL[exercise_id] = level
+    message = f"Hint {level} of {len(HINT_LEVELS)} ({HINT_LEVELS[level - 1][1]}): {_level_text(s, level)}"
+    if last:
+        message += " (That was the last hint; checking an answer names the mistake it finds.)"
+    _show(Result(exercise_id, "hint", message, 0.0, float(s.get("points", 1))))
+
+
+def _earlier_answer(exercise_id):
+    """The learner's current answer to ``exercise_id``: its variable in the notebook's namespace (IPython),
+    else the last answer checked in this session; ``_NOT_GIVEN`` if neither."""
+    variable = spec(exercise_id).get("variable")
     try:
-        from IPython.display import display
-        display(result)
+        from IPython import get_ipython
+        shell = get_ipython()
     except ImportError:  # pragma: no cover - IPython ships with the course
-        print(result)
+        shell = None
+    if shell is not None and variable in getattr(shell, "user_ns", {}):
+        return shell.user_ns[variable]
+    return _LAST.get(exercise_id, _NOT_GIVEN)
 
 
 def grade(exercise_id, answer) -> None:
@@ -279,33 +372,74 @@ def grade(exercise_id, answer) -> None:
         raise AssertionError(str(result))
 
 
-def check_all(namespace: dict, chapter=None) -> list[Result]:
-    """Score every exercise whose variable is defined in ``namespace`` (pass ``globals()``).
+def notebook_chapter(namespace: dict) -> tuple[str | None, str]:
+    """Which chapter a notebook's namespace belongs to, and why: (chapter or None, reason).
 
-    A choice exercise scores its first answer checked in this session. Free-text items are
-    graded by hand and not scored. Prints one line per exercise and a total; returns the results.
+    The rule, in order: (1) the notebook's file name, ``NN_...ipynb`` (IPython's ``__session__``, VS
+    Code's ``__vsc_ipynb_file__`` or Jupyter's ``JPY_SESSION_NAME``); (2) the chapter with the largest
+    share of its exercise variables defined, then the most defined. A tie is no answer: ValueError
+    naming ``chapter``. Variables shared by two chapters (``wrong_claim``) cannot move a chapter whose
+    own are all defined.
+    """
+    numbers = chapters()
+    for path in (namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"),
+                 os.environ.get("JPY_SESSION_NAME")):
+        match = re.match(r"(\d\d)_", Path(path).name) if isinstance(path, str) and path else None
+        if match and match.group(1) in numbers:
+            return match.group(1), f"the notebook's name, {Path(path).name}"
+    shares = {}
+    for number in numbers:
+        variables = [s["variable"] for s in _chapter(number).values() if s.get("variable")]
+        defined = sum(v in namespace for v in variables)
+        if defined:
+            shares[number] = (defined / len(variables), defined)
+    if not shares:
+        return None, ("No exercise variable of any chapter is defined here: run the exercise cells first, "
+                      "or name the chapter: check_all(globals(), chapter='NN').")
+    best = max(shares.values())
+    top = [n for n, share in shares.items() if share == best]
+    if len(top) > 1:
+        raise ValueError(f"chapter: the exercise variables of chapters {', '.join(top)} are equally defined "
+                         f"here; name one, e.g. check_all(globals(), chapter={top[0]!r})")
+    return top[0], f"{best[1]} of its {round(best[1] / best[0])} exercise variables defined here"
+
+
+def check_all(namespace: dict, chapter=None) -> list[Result]:
+    """Score the exercises of one chapter from a notebook's variables (pass ``globals()``).
+
+    ``chapter`` ("00"): default the chapter this notebook belongs to (:func:`notebook_chapter`), so
+    variables another chapter also uses are not scored twice. A choice exercise scores its first answer
+    checked in this session. Free-text items are graded by hand and not scored. Prints one line per
+    exercise and a total; returns the results.
     """
     if not isinstance(namespace, dict):
         raise ValueError("namespace must be a dict of variables, e.g. globals()")
-    keys = [validate.choice("chapter", chapter, chapters())] if chapter is not None else chapters()
+    if chapter is None:
+        chapter, why = notebook_chapter(namespace)
+        if chapter is None:
+            print(why)
+            return []
+        print(f"Chapter {chapter} (from {why}):")
+    else:
+        chapter = validate.choice("chapter", chapter, chapters())
     results = []
-    for key in keys:
-        for exercise_id, s in _chapter(key).items():
-            if chapter is None and s["variable"] not in namespace:
-                continue
-            answer = namespace.get(s["variable"])
-            if s.get("kind") == "free_text":
-                continue
-            if s.get("kind") == "choice" and exercise_id in _FIRST_CHOICE and not _MODE["graded"]:
-                first = _FIRST_CHOICE[exercise_id]
-                result = evaluate(exercise_id, first)
-                if not is_unanswered(answer) and str(answer).strip().lower() != first:
-                    result = Result(exercise_id, result.status,
-                                    f"scored on your first answer ({first.upper()}): {result.message}",
-                                    result.points, result.max_points)
-                results.append(result)
-                continue
-            results.append(evaluate(exercise_id, answer))
+    for exercise_id, s in _chapter(chapter).items():
+        if not s.get("variable") or s.get("kind") == "free_text":
+            continue
+        answer = namespace.get(s["variable"])
+        if s.get("kind") == "choice" and exercise_id in _FIRST_CHOICE and not _MODE["graded"]:
+            first = _FIRST_CHOICE[exercise_id]
+            result = evaluate(exercise_id, first)
+            if not is_unanswered(answer) and str(answer).strip().lower() != first:
+                result = Result(exercise_id, result.status,
+                                f"scored on your first answer ({first.upper()}): {result.message}",
+                                result.points, result.max_points)
+            results.append(result)
+            continue
+        earlier = _NOT_GIVEN
+        if s.get("chain"):
+            earlier = namespace.get(_raw_spec(s["chain"]["from"])["variable"], _NOT_GIVEN)
+        results.append(evaluate(exercise_id, answer, earlier=earlier))
     for r in results:
         print(r)
     got = sum(r.points for r in results)
@@ -335,45 +469,89 @@ def last_figure(value) -> float | None:
     return 10.0 ** (math.floor(math.log10(abs(value))) - figures + 1)
 
 
-def _as_number(answer) -> float:
-    """The answer as a float, or ValueError: real int, float, numpy scalar or numeric str only."""
-    import numpy as np
+class NotReal(ValueError):
+    """An answer that is a number but not a real one (complex)."""
 
-    if isinstance(answer, bool):
+
+def _as_number(answer) -> float:
+    """The answer as a float, by its own exact type's method (a subclass's ``__float__`` is never trusted):
+    int, float, Fraction, Decimal, numeric str, a numpy scalar or 0-d array of a real dtype
+    (``np.longdouble`` too) or a 0-d torch tensor. ``NotReal`` for a complex value; ValueError otherwise."""
+    import decimal
+    import fractions
+
+    kind = type(answer)
+    if kind is bool:
         raise ValueError("a bool")
     if isinstance(answer, float):
-        return float.__float__(answer)         # a subclass's own __float__ is ignored
+        return float.__float__(answer)
     if isinstance(answer, int):
         return float(int.__int__(answer))
-    if type(answer) in (np.float16, np.float32, np.int8, np.int16, np.int32, np.int64,
-                        np.uint8, np.uint16, np.uint32, np.uint64):
-        return float(answer.item())
     if isinstance(answer, str):
         return float(str.__str__(answer))
-    raise ValueError(type(answer).__name__)
+    if kind is complex:
+        raise NotReal(repr(answer))
+    if kind is fractions.Fraction:
+        return int.__truediv__(int.__int__(answer.numerator), int.__int__(answer.denominator))
+    if kind is decimal.Decimal:
+        return math.nan if decimal.Decimal.is_nan(answer) else decimal.Decimal.__float__(answer)
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if numpy is not None and kind in _numpy_scalar_types(numpy):
+        if issubclass(kind, numpy.complexfloating):
+            raise NotReal(repr(complex(answer)))
+        if issubclass(kind, numpy.bool_):
+            raise ValueError("a bool")
+        return float(int(answer)) if issubclass(kind, numpy.integer) else float(answer)
+    if numpy is not None and kind is numpy.ndarray:
+        if answer.ndim != 0:
+            raise ValueError(f"an array of shape {answer.shape}")
+        return _as_number(answer[()])
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
+        if torch.Tensor.dim(answer) != 0:
+            raise ValueError(f"a tensor of shape {tuple(answer.shape)}")
+        return _as_number(torch.Tensor.item(torch.Tensor.detach(answer).cpu()))
+    raise ValueError(kind.__name__)
 
 
-def _judge_number(exercise_id, s, answer, key, record):
+@lru_cache(maxsize=1)
+def _numpy_scalar_types(numpy) -> frozenset:
+    """numpy's own scalar types (np.float64, np.longdouble, np.int8, ...): their methods are numpy's."""
+    return frozenset(t for t in numpy.sctypeDict.values() if isinstance(t, type) and issubclass(t, numpy.generic))
+
+
+def _judge_number(exercise_id, s, answer, key, record, earlier=_NOT_GIVEN):
     unit = s.get("unit", "no unit")
     try:
         value = _as_number(answer)
-    except (TypeError, ValueError):
-        return False, f"Expected a number ({unit}), got {type(answer).__name__}: store a plain float or int."
+    except NotReal as err:
+        return False, (f"Your answer is a complex number, {err}: this quantity ({unit}) is real. If the "
+                       "imaginary part is a rounding leftover, store the real part (.real).")
+    except (TypeError, ValueError) as err:
+        return False, (f"Expected a real number ({unit}), got {err or type(answer).__name__}: store a float or "
+                       "int (a numpy scalar or a 0-d tensor works too).")
     except OverflowError:  # an int beyond a float's range
         return False, f"Your answer is far too large to be this quantity ({unit})."
-    if not math.isfinite(value):
-        return False, "Your answer is not a finite number."
+    if math.isnan(value):
+        return False, ("Your answer is nan (not a number): it usually comes from 0/0 or inf - inf, or a nan "
+                       "in a value it was computed from.")
+    if math.isinf(value):
+        return False, (f"Your answer is {'-' if value < 0 else ''}infinite: a division by zero, or a number "
+                       f"too large for a float? This quantity ({unit}) is finite.")
     if value != 0 and not 1e-200 < abs(value) < 1e200:  # beyond any quantity in the course; the key's
         size = "large" if abs(value) > 1 else "small"        # arithmetic would overflow or underflow
         return False, f"Your answer is far too {size} to be this quantity ({unit})."
     rtol = float(s.get("rtol", 0.02))
 
-    def near(factor, relative, absolute):  # is expected x factor within max(relative, absolute) of the answer?
+    def near(factor, relative, absolute, against=key):  # is expected x factor within max(relative, absolute)?
         width = max(relative * abs(value) / (1 - relative), absolute)
-        return key.within((value - width) / factor, (value + width) / factor)
+        return against.within((value - width) / factor, (value + width) / factor)
 
     if key.within(value / (1 + rtol), value / (1 - rtol) if rtol < 1 else math.inf):
         return True, "Correct."
+    chained, note = _judge_chain(s, value, earlier, rtol)
+    if chained:
+        _count(exercise_id, record)
+        return False, chained
     ulp = None if s.get("integer") else last_figure(value)
     if ulp is not None:
         # A mistake that gives exactly the figures typed (to a twentieth of the last one) beats rounding,
@@ -382,36 +560,128 @@ def _judge_number(exercise_id, s, answer, key, record):
             for factor, hint in _hints(s):
                 if near(factor, 0.0, ulp / 20):
                     _count(exercise_id, record)
-                    return False, hint
+                    return False, hint + note
         if key.within(value - ulp, value + ulp):
             return False, (f"Close, but rounded: your answer shows {significant_figures(value)} significant "
                            f"figure(s) and the check allows {rtol:.1%}. Keep more figures (at least 4), or "
-                           "store the value Python computes instead of typing it.")
+                           "store the value Python computes instead of typing it." + note)
     for factor, hint in _hints(s):
         # rounding cannot explain the answer (above); this mistake does, to the answer's own precision
         if near(factor, rtol, (ulp or 0.0) / 2):
             _count(exercise_id, record)
-            return False, hint
+            return False, hint + note
+    if ulp is not None and significant_figures(value) == 1:
+        first = 10.0 ** math.floor(math.log10(abs(value)))   # one unit of the only figure typed
+        if key.within(value - first / 2, value + first / 2):
+            return False, (f"Close, but rounded to 1 significant figure: a number typed with one figure is only "
+                           f"good to about ±{50 * first / abs(value):.0f}%, and the check allows {rtol:.1%}. "
+                           "Keep at least 4 figures, or store the value Python computes instead of typing it." + note)
     level = _count(exercise_id, record)
     below = key.below(value)
     direction = {True: "too large", False: "too small", None: "off by more than 1000x"}[below]
     text = f"Not yet: your answer is {direction} (the answer is in {unit})."
-    extra = s.get("concept") if level <= 1 else s.get("formula") or s.get("concept")
-    return False, text + (f" {'Idea' if level <= 1 else 'Formula'}: {extra}" if extra else "")
+    if level >= 2 and (s.get("formula") or s.get("concept")):
+        text += f" Formula: {_sentence(s.get('formula') or s.get('concept'))}"
+    elif s.get("concept"):
+        text += f" Idea: {_sentence(s['concept'])}"
+    if level >= len(HINT_LEVELS):
+        text += f" {_how_far(key, value, below)}Steps: {_level_text(s, len(HINT_LEVELS))}"
+    return False, text + note
+
+
+def _sentence(text: str) -> str:
+    return text if text.rstrip().endswith((".", "?", "!")) else text.rstrip() + "."
+
+
+def _judge_chain(s, value, earlier, rtol) -> tuple[str | None, str]:
+    """A chained exercise's answer judged against the learner's own earlier answer, when that one is wrong.
+
+    ``"chain": {"from": "00.1", "key": <sealed ratio later / earlier>}``: the later answer is
+    proportional to the earlier one. Returns (message, "") when the answer follows from the earlier
+    one (or does so up to a named mistake), else (None, a note that the earlier answer is wrong, or "").
+    Neither value is revealed: the key holds only the ratio, sealed.
+    """
+    chain = s.get("chain")
+    if not chain or earlier is _NOT_GIVEN or is_unanswered(earlier):
+        return None, ""
+    source = chain["from"]
+    try:
+        before = _as_number(earlier)
+    except (TypeError, ValueError, OverflowError):
+        return None, ""
+    if not math.isfinite(before) or before == 0 or value == 0 or evaluate(source, earlier).correct:
+        return None, ""
+    name = _raw_spec(source)["variable"]
+    ratio, own = SealedKey(chain["key"]), value / before
+    if ratio.within(own / (1 + rtol), own / (1 - rtol)):
+        return (f"Your answer follows from your answer to {source} ({name}), and that one is not right yet: "
+                f"the method here is right. Fix {source}, then run this cell again."), ""
+    for factor, hint in _hints(s):
+        if ratio.within(own / factor / (1 + rtol), own / factor / (1 - rtol)):
+            return (f"{hint} (Judged against your own {source}, {name}, which is not right yet either: "
+                    "fix both.)"), ""
+    return None, f" (This answer builds on {source}, {name}, which is not right yet: fix that one first.)"
+
+
+def _how_far(key, value, below) -> str:
+    """The third hint level's 'how far': the band of answer / expected, from the sealed key."""
+    if below is None:
+        return ""
+    edges = (1.0, 1.1, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0, 1000.0)
+    for low, high in zip(edges, edges[1:]):
+        lo, hi = (value / high, value / low) if below else (value * low, value * high)
+        if key.within(lo, hi):
+            size = "too large" if below else "too small"
+            band = f"less than {high:g}x" if low == 1 else f"between {low:g}x and {high:g}x"
+            return f"How far: your answer is {band} {size}. "
+    return ""
+
+
+def _level_text(s, level: int) -> str:
+    """The text of hint level 1 (idea), 2 (formula) or 3 (steps; else a checklist of this exercise's slips)."""
+    concept, formula = s.get("concept"), s.get("formula")
+    if level == 1:
+        return concept or formula or "No written hint here: reread the section, then check an answer."
+    if level == 2:
+        return formula or concept or "No formula here: reread the section, then check an answer."
+    if s.get("steps"):
+        return s["steps"]
+    slips = [SLIPS[name] for name in s.get("mistakes", [])]
+    unit = s.get("unit")
+    checklist = "; ".join(slips + ([f"the unit asked, {unit}, and each prefix on the way (k, M, G, T)"]
+                                   if unit else []))
+    return (f"write the formula with its symbols first, then each number with its unit, and compare term by "
+            f"term. Check the usual slips: {checklist}." if checklist else
+            "write each step with its unit and compare it with the section's worked example, term by term.")
 
 
 def _count(exercise_id, record) -> int:
+    """The hint level a wrong answer gets (1, 2, then 3 from the third on), counting it when ``record``."""
     if record:
-        _ATTEMPTS[exercise_id] = _ATTEMPTS.get(exercise_id, 0) + 1
-    return max(1, _ATTEMPTS.get(exercise_id, 0))
+        _LEVEL[exercise_id] = _LEVEL.get(exercise_id, 0) + 1
+    return min(max(1, _LEVEL.get(exercise_id, 0)), len(HINT_LEVELS))
 
 
 def _hints(s):
-    """Exercise-specific hints first (they know what the quantity is), then the named mistakes."""
-    for item in s.get("hints", []):
-        yield float(item["factor"]), item["hint"]
+    """Exercise-specific hints first (they know what the quantity is), then the named mistakes, then
+    the unit slips by a power of 1000 that neither already covers."""
+    listed = [(float(item["factor"]), item["hint"]) for item in s.get("hints", [])]
     for name in s.get("mistakes", []):
-        yield from COMMON_MISTAKES[name]
+        listed += COMMON_MISTAKES[name]
+    yield from listed
+    for exponent in (9, -9, 6, -6, 3, -3, 12, -12):
+        factor = 10.0 ** exponent
+        if not any(abs(f / factor - 1) < 0.01 for f, _ in listed):
+            yield factor, _unit_slip(exponent, s.get("unit", "no unit"))
+
+
+def _unit_slip(exponent: int, unit: str) -> str:
+    size = f"1e{abs(exponent)}"
+    head = f"Your answer is {size} times too {'large' if exponent > 0 else 'small'}: a unit slip. The answer is in {unit}"
+    if abs(exponent) == 9 and "GB" in unit:
+        return head + (": did you leave it in bytes (or bytes/s)? 1 GB = 1e9 bytes." if exponent > 0 else
+                       ": did you divide by 1e9 twice, or give GB where bytes were asked?")
+    return head + f": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
 
 
 def _judge_choice(exercise_id, s, answer, key, record):
@@ -421,14 +691,17 @@ def _judge_choice(exercise_id, s, answer, key, record):
     allowed = s.get("choices")
     if allowed and text not in [str(c).lower() for c in allowed]:
         return False, f"Answer with one of: {', '.join(map(str, allowed))}."
+    note = ""
     if record:
-        _FIRST_CHOICE.setdefault(exercise_id, text)
+        first = _FIRST_CHOICE.setdefault(exercise_id, text)
+        note = (" Your first answer is the one that counts in your score." if first == text else
+                f" Your score keeps your first answer, {first.upper()}: the first answer counts.")
     if _MODE["graded"] and record:
         return None, f"Answer {text.upper()} recorded. In graded mode your first answer counts; feedback comes with the grade."
     if key.is_choice(text):
-        return True, "Correct."
+        return True, "Correct." + note
     hints = {str(k).lower(): v for k, v in s.get("choice_hints", {}).items()}
-    return False, hints.get(text, s.get("concept", "Not this one; reread the section."))
+    return False, hints.get(text, s.get("concept", "Not this one; reread the section.")) + note
 
 
 def _judge_callable(s, answer):
@@ -440,10 +713,11 @@ def _judge_callable(s, answer):
     return bool(outcome[0]), str(outcome[1])
 
 
-def _free_text(exercise_id, s, answer, points):
+def _free_text(exercise_id, answer, points):
     if not isinstance(answer, str) or len(re.findall(r"\w+", answer)) < MIN_WORDS:
         return Result(exercise_id, "not answered", f"{NOT_ANSWERED} (write at least {MIN_WORDS} words)", 0.0, points)
-    rubric = "\n".join(f"  - {item}" for item in s.get("rubric", []))
+    written = _written(exercise_id)
+    rubric = "\n".join(f"  - {item}" for item in written["rubric"])
     return Result(exercise_id, "recorded", (
         "Your answer is recorded; it is graded by hand with this rubric:\n" + rubric +
-        f"\nCompare with a model answer:\n  {s.get('model_answer', '')}"), 0.0, points)
+        f"\nCompare with a model answer:\n  {written['model_answer']}"), 0.0, points)

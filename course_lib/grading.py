@@ -20,6 +20,10 @@ sealed self-check key was made from, and a test fails when the library moves one
 itself part of the answer reads that input from its key entry, never from the package: 09.8's
 reference system file is ``{"model": "09.8", "system_toml": "<TOML text>", "recorded": <number>}``.
 
+A chained exercise (``"chain": {"from": "00.1", "key": ...}``) is proportional to the one it builds on;
+``seal`` writes the sealed ratio of their answers into ``chain.key``, so the self-check can tell a later
+answer that follows from a wrong earlier one without holding either answer.
+
 Exercises files are the ones ``course.toml`` names (:mod:`course_lib.manifest`); grading reads that
 manifest with a fresh copy of ``manifest`` too, so a patched chapter list cannot swap an exercise's spec.
 """
@@ -148,6 +152,13 @@ def expected(exercise_id: str):
     return entry
 
 
+def model_answer(exercise_id: str) -> str:
+    """A written exercise's model answer, for the instructor's solution notebooks. It needs the answer
+    key (the instructor's copy): a student's kernel gets it only from ``checks.check`` after an attempt."""
+    answer_key()  # ValueError where the instructor's key is not
+    return _fresh_checks()._written(exercise_id)["model_answer"]
+
+
 # ---------------------------------------------------------------- fresh modules
 
 def _fresh(module: str):
@@ -228,16 +239,24 @@ def seal_all(write: bool = True, manifest_path=None) -> list[str]:
             value = expected(exercise_id)
             if isinstance(key[exercise_id], dict):
                 key[exercise_id]["recorded"] = value
-            old = s.get("key")
-            if old and _matches(checks, old, value):
-                continue
-            s["key"] = checks.seal(value, secrets.token_hex(8))
-            changed.append(exercise_id)
+            if s.get("chain") and _reseal(checks, s["chain"], value / expected(s["chain"]["from"])):
+                changed.append(f"{exercise_id} (chain)")
+            if _reseal(checks, s, value):
+                changed.append(exercise_id)
         if write:
             path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if write:
         key_path().write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
     return changed
+
+
+def _reseal(checks, holder: dict, value) -> bool:
+    """Seal ``value`` into ``holder["key"]`` unless its key already holds it (the salt is kept then)."""
+    old = holder.get("key")
+    if old and _matches(checks, old, value):
+        return False
+    holder["key"] = checks.seal(value, secrets.token_hex(8))
+    return True
 
 
 def _matches(checks, sealed: dict, value) -> bool:

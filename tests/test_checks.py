@@ -214,10 +214,199 @@ def test_every_chapter_tests_more_than_computation():
 
 
 def test_written_answers_show_the_model_answer_only_after_an_attempt():
-    spec = checks.spec("03.8")
+    written = checks._written("03.8")
     assert checks.evaluate("03.8", None).status == "not answered"
     short = checks.evaluate("03.8", "the switch")
-    assert short.status == "not answered" and spec["model_answer"] not in short.message
+    assert short.status == "not answered" and written["model_answer"] not in short.message
     attempt = " ".join(["the switch gives each pair all its links"] * 3)
     shown = checks.evaluate("03.8", attempt)
-    assert shown.status == "recorded" and spec["model_answer"] in shown.message and spec["rubric"][0] in shown.message
+    assert shown.status == "recorded" and written["model_answer"] in shown.message
+    assert written["rubric"][0] in shown.message
+
+
+# ---------------------------------------------------------------- issue 23 item 3, issue 28 item 7
+
+def test_spec_gives_no_rubric_or_model_answer_to_a_student_kernel():
+    written = [i for c in checks.chapters() for i, s in checks._chapter(c).items() if s.get("kind") == "free_text"]
+    assert written
+    for exercise in written:
+        assert not {"rubric", "model_answer"} & set(checks.spec(exercise)), exercise
+        assert not {"rubric", "model_answer"} & set(checks.exercises(exercise[:2])[exercise]), exercise
+    assert grading.model_answer("03.8") == checks._written("03.8")["model_answer"]   # the instructor's route
+
+
+def test_the_model_answer_route_needs_the_instructors_key(monkeypatch, tmp_path):
+    monkeypatch.setenv(grading.KEY_ENV, str(tmp_path / "none.json"))
+    with pytest.raises(ValueError, match="answer key"):
+        grading.model_answer("03.8")
+
+
+def test_one_tolerance_rule_for_self_check_and_grader():
+    """The self-check can only ask whether the answer's 0.02% key cell overlaps [v/(1+rtol), v/(1-rtol)];
+    the grader asked whether the exact value did, and so said wrong up to one cell beyond the tolerance
+    where the self-check said "Correct.". Both now apply the cell rule: they agree on every answer."""
+    for exercise in NUMERIC:
+        spec = checks.spec(exercise)
+        expected, rtol = float(grading.expected(exercise)), float(spec.get("rtol", 0.02))
+        top = math.exp((checks._cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
+        for answer in (expected * (1 + rtol), top * (1 + rtol) * (1 - 1e-9), top * (1 + rtol) * (1 + 1e-6),
+                       expected * (1 - rtol) * (1 - 1e-4), expected * (1 + rtol) * 1.0002):
+            answer = math.copysign(answer, expected)
+            interval = (answer / (1 + rtol), answer / (1 - rtol))   # the question "correct?" asks each key
+            assert checks.SealedKey(spec["key"]).within(*interval) == checks.PlainKey(expected).within(*interval), \
+                (exercise, answer)
+    expected = float(grading.expected("00.4"))
+    edge = math.exp((checks._cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
+    assert edge > expected * 1.02
+    assert checks.evaluate("00.4", edge).correct and grading.evaluate("00.4", edge).correct
+    assert not checks.evaluate("00.4", edge * 1.0002).correct and not grading.evaluate("00.4", edge * 1.0002).correct
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: __import__("numpy").longdouble(x), lambda x: __import__("numpy").float32(x),
+    lambda x: __import__("numpy").array(x), lambda x: __import__("torch").tensor(x, dtype=__import__("torch").float64),
+    lambda x: __import__("torch").tensor(x, dtype=__import__("torch").float32),
+    lambda x: __import__("fractions").Fraction(x).limit_denominator(10**9), lambda x: __import__("decimal").Decimal(repr(x)),
+], ids=["longdouble", "float32", "ndarray-0d", "tensor-f64", "tensor-f32", "Fraction", "Decimal"])
+def test_any_real_scalar_type_is_an_answer(make):
+    expected = float(grading.expected("00.4"))
+    assert checks.evaluate("00.4", make(expected)).correct
+    assert grading.evaluate("00.4", make(expected)).correct
+    assert not checks.evaluate("00.4", make(expected * 3)).correct
+
+
+@pytest.mark.parametrize("answer, words", [
+    (1 + 2j, "complex"), (float("nan"), "nan (not a number)"), (float("-inf"), "infinite"),
+    ("abc", "real number"), (None, checks.NOT_ANSWERED),
+])
+def test_non_real_or_non_finite_answers_get_a_clear_message(answer, words):
+    assert words in checks.evaluate("00.4", answer).message
+
+
+def test_non_real_numpy_and_torch_values_are_named():
+    import numpy as np
+    import torch
+
+    assert "complex" in checks.evaluate("00.4", np.complex128(25)).message
+    assert "complex" in checks.evaluate("00.4", torch.tensor(25 + 0j)).message
+    assert "shape (2,)" in checks.evaluate("00.4", torch.tensor([25.0, 25.0])).message
+    assert "bool" in checks.evaluate("00.4", np.bool_(True)).message
+
+
+def test_check_all_scores_the_chapter_it_is_called_from(capsys):
+    """A solved chapter 00 (its variables, plus wrong_claim, which 01.4 also uses) scores 7 / 7, not 7 / 8."""
+    solved = {s["variable"]: grading.expected(i) for i, s in checks.exercises("00").items()}
+    results = checks.check_all(dict(solved, __name__="__main__"))
+    out = capsys.readouterr().out
+    assert {r.exercise[:2] for r in results} == {"00"} and all(r.correct for r in results)
+    assert "Score: 7 / 7" in out and "Chapter 00 (from 6 of its 6 exercise variables defined here)" in out
+    # the notebook's name wins over the variables (a chapter 01 notebook that reuses wrong_claim)
+    results = checks.check_all({"wrong_claim": "B", "__session__": "/home/me/work/01_pcie.ipynb"})
+    assert {r.exercise[:2] for r in results} == {"01"}
+
+
+def test_every_chapter_is_found_from_its_own_variables():
+    for chapter in checks.chapters():
+        names = {s["variable"]: None for s in checks.exercises(chapter).values() if s.get("variable")}
+        assert checks.notebook_chapter(names)[0] == chapter
+
+
+def test_check_all_without_a_chapter_it_can_tell(capsys):
+    assert checks.check_all({"x": 1}) == [] and "No exercise variable" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="chapter"):
+        checks.check_all({"wrong_claim": "C"})    # 00.3 and 01.4 share it: a tie is no answer
+
+
+def test_a_chained_answer_is_judged_against_the_learners_own_earlier_answer():
+    e2 = float(grading.expected("00.2"))
+    fp32 = 2 * float(grading.expected("00.1"))      # 00.1 in FP32: twice too large
+    assert "no need to halve" in checks.evaluate("00.2", 2 * e2).message   # alone, the factor looks like this
+    chained = checks.evaluate("00.2", 2 * e2, earlier=fp32)
+    assert chained.status == "wrong" and "follows from your answer to 00.1" in chained.message
+    assert "halve" not in chained.message and "Judged against your own 00.1" in \
+        checks.evaluate("00.2", 2 * e2 * 16, earlier=fp32).message
+    assert checks.evaluate("00.2", e2, earlier=fp32).correct      # right is right whatever 00.1 says
+    # a right 00.1: the usual judging
+    assert "no need to halve" in checks.evaluate("00.2", 2 * e2, earlier=grading.expected("00.1")).message
+
+
+def test_check_and_check_all_pass_the_earlier_answer(capsys):
+    e2, fp32 = float(grading.expected("00.2")), 2 * float(grading.expected("00.1"))
+    checks.check("00.1", fp32)
+    checks.check("00.2", 2 * e2)
+    assert "follows from your answer to 00.1" in capsys.readouterr().out
+    results = checks.check_all({"grad_bytes_13b": fp32, "pcie_exchange_s": 2 * e2}, chapter="00")
+    assert "follows from your answer to 00.1" in next(r for r in results if r.exercise == "00.2").message
+
+
+def test_every_chain_key_holds_the_ratio_and_no_answer():
+    chained = {i: s["chain"] for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("chain")}
+    assert {"00.2", "06.2"} <= set(chained)
+    for exercise, chain in chained.items():
+        ratio = float(grading.expected(exercise)) / float(grading.expected(chain["from"]))
+        assert grading._matches(checks, chain["key"], ratio), f"{exercise}: run python -m course_lib.grading seal"
+        assert set(chain) == {"from", "key"} and set(chain["key"]) == {"salt", "sealed"}
+        assert checks.spec(chain["from"])["kind"] == "number" and chain["from"] < exercise
+
+
+def test_rounding_to_one_significant_figure_is_named():
+    spec = {"unit": "seconds", "rtol": 0.01, "concept": "idea", "formula": "t = n / B"}
+    ok, message = checks._judge_number("99.1", spec, 0.08, checks.PlainKey(0.0817), False)
+    assert not ok and message.startswith("Close, but rounded to 1 significant figure"), message
+    assert "too small" not in message and "t = n / B" not in message
+    ok, message = checks._judge_number("99.1", spec, 0.07, checks.PlainKey(0.0817), False)
+    assert message.startswith("Not yet: your answer is too small")    # 0.07 is no rounding of 0.0817
+
+
+@pytest.mark.parametrize("factor, words", [(1e9, "1e9 times too large: a unit slip"),
+                                           (1e-9, "1e9 times too small: a unit slip"),
+                                           (1e6, "1e6 times too large")])
+def test_unit_slips_by_powers_of_1000_are_named(factor, words):
+    message = checks.evaluate("00.4", float(grading.expected("00.4")) * factor).message
+    assert words in message and "off by more than" not in message
+    if factor == 1e9:
+        assert "bytes" in message
+
+
+def test_a_third_hint_level_and_hints_on_request(capsys):
+    checks.hint("00.4")
+    checks.hint("00.4")
+    checks.hint("00.4")
+    checks.hint("00.4")
+    out = capsys.readouterr().out.splitlines()
+    spec = checks.spec("00.4")
+    assert out[0].endswith(spec["concept"]) and "Hint 1 of 3" in out[0]
+    assert spec["formula"] in out[1] and "Hint 2 of 3" in out[1]
+    assert "Hint 3 of 3 (the steps)" in out[2] and "bits vs bytes" in out[2] and "last hint" in out[3]
+    checks.reset()
+    for level in range(3):
+        message = checks.evaluate("00.2", 1.7 * float(grading.expected("00.2")), record=True).message
+    assert "How far: your answer is between 1.5x and 2x too large" in message and "Steps:" in message
+
+
+def test_a_choice_says_that_its_first_answer_counts():
+    first = checks.evaluate("00.3", "A", record=True)
+    assert "first answer is the one that counts" in first.message
+    later = checks.evaluate("00.3", "C", record=True)
+    assert later.correct and "keeps your first answer, A" in later.message
+
+
+def test_every_choice_exercise_says_in_the_notebook_that_its_first_answer_counts():
+    import json
+
+    from course_lib import authoring, manifest
+
+    for chapter in manifest.chapters():
+        if not chapter.exercises:
+            continue
+        choices = {i for i, s in checks.exercises(chapter.number).items() if s.get("kind") == "choice"}
+        for path in (chapter.student_notebook, authoring.targets(chapter.source)[0]):
+            cells = json.loads(path.read_text())["cells"]
+            said = set()
+            for index, cell in enumerate(cells):
+                found = authoring.CHECK_RE.search("".join(cell["source"])) if cell["cell_type"] == "code" else None
+                if found and found.group(1) in choices:
+                    above = next(c for c in reversed(cells[:index]) if c["cell_type"] == "markdown")
+                    assert authoring.FIRST_ANSWER_COUNTS in "".join(above["source"]), (path.name, found.group(1))
+                    said.add(found.group(1))
+            assert said == choices, (path.name, choices - said)

