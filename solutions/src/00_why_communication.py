@@ -14,6 +14,9 @@
 # Conventions used everywhere: **1 GB = 10⁹ bytes**, **1 Gb/s = 10⁹ bits/s**, and every bandwidth says
 # *per direction* or *bidirectional*. Every hardware number comes from `course_lib.hardware`, whose data
 # file cites a source for each entry.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -273,7 +276,7 @@ _ = checks.check_all(globals(), chapter="00")
 # - Data parallelism all-reduces one gradient per parameter every step: 2 bytes per parameter in BF16,
 #   **140 GB for a 70B model**.
 # - A ring all-reduce sends about **2n bytes per GPU**; time ≈ 2n / B for a bandwidth B per direction.
-# - Over 8 GPUs the same exchange takes ~8 s on PCIe Gen4, ~4 s on Gen5, ~5 s over one NDR NIC per GPU,
+# - Over 8 GPUs the same exchange takes ~8 s on PCIe Gen4, ~4 s on Gen5, ~5 s over one NDR [NIC](../docs/glossary.md#nic) per GPU,
 #   ~0.5 s on H100 NVLink: the interconnect decides whether training is compute-bound or
 #   communication-bound. (A hypothetical: 70B with plain data parallelism does not fit on 8 GPUs.)
 # - Always ask: **bits or bytes? per direction or both directions? GB or GiB?**
@@ -286,7 +289,7 @@ _ = checks.check_all(globals(), chapter="00")
 # | 03 | NVSwitch | how do 8 (or 72) GPUs all talk at full speed? |
 # | 04 | collectives lab | how do all-reduce algorithms work; run and write one on your CPU |
 # | 05 | InfiniBand | what happens when training leaves the box? |
-# | 06 | data parallelism | what DDP sends, and how overlap hides it |
+# | 06 | data parallelism | what [DDP](../docs/glossary.md#ddp) sends, and how overlap hides it |
 # | 07 | model parallelism | tensor and pipeline parallelism, and which link each needs |
 # | 08 | capstone | plan a real training run |
 #

@@ -17,6 +17,9 @@
 # Conventions as always: **1 GB = 10⁹ bytes**, every bandwidth says *per direction* or *bidirectional*, and
 # every hardware number comes from `course_lib.hardware` or from `course_lib/data/nvswitch.json`, which
 # cite their sources.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -147,7 +150,7 @@ _ = nv.draw_chips(["dgx-a100", "dgx-h100"])
 # ### Beyond one box: the NVLink Switch System and NVL72
 # Those 72 extra ports of a DGX H100 (18 cages of 4 NVLinks) were meant for external NVLink switches. NVIDIA
 # announced an NVLink Switch System joining 32 such nodes, 256 H100s, into one NVLink domain with "57.6 TB/s
-# of all-to-all bandwidth". DGX H100 systems shipped with InfiniBand between nodes instead; the 256-GPU
+# of [all-to-all](../docs/glossary.md#all-to-all) bandwidth". DGX H100 systems shipped with InfiniBand between nodes instead; the 256-GPU
 # NVLink Switch System shipped in 2023 as the DGX GH200, 256 Grace Hopper superchips
 # ([NVIDIA's announcement](https://developer.nvidia.com/blog/announcing-nvidia-dgx-gh200-first-100-terabyte-gpu-memory-system/)).
 # The announced DGX H100 design is still a good exercise in port arithmetic: where does that number come
@@ -187,7 +190,7 @@ print("bisection:", units.format_bandwidth(nvl72["bisection"]))
 # > cannot send 900. Evidence: an NCCL maintainer answering a user who expected 900 GB/s from an 8x H100
 # > server: 900 GB/s "is the sum of both directions", and about 370 GB/s per direction is what applications
 # > reach ([nccl issue 1442](https://github.com/NVIDIA/nccl/issues/1442)). Measured ring all-reduces reach
-# > 365-370 GB/s busbw, per direction: 82% of 450 (plausible protocol overhead), an absurd 41% of 900.
+# > 365-370 GB/s [busbw](../docs/glossary.md#busbw), per direction: 82% of 450 (plausible protocol overhead), an absurd 41% of 900.
 #
 # ## 3. In-switch reduction: NVLink SHARP (NVLS)
 # A ring all-reduce makes every GPU send, and receive, $2\frac{p-1}{p}n$ bytes for an $n$-byte buffer:
@@ -364,7 +367,7 @@ for r in nv.nvls_by_gpu_count():
 # %% [markdown]
 # - **NVLS needs big buffers.** On 8 H200s busbw is 432 GB/s at 256 MB and 480 GB/s at 8 GB (per direction). NVLS also
 #   costs more fixed latency than a ring (NCCL's own tuning table charges NVLS 23-25 us, depending on the
-#   version, as its NVLink hardware latency, where a ring with the LL protocol pays a 6.6 us base latency
+#   version, as its NVLink hardware latency, where a ring with the [LL](../docs/glossary.md#nccl-protocols) protocol pays a 6.6 us base latency
 #   and 0.6 us per step; the course model uses NCCL's table, `costmodel.protocol_table()`), so NCCL
 #   uses rings for small messages and NVLS from a few MB (one report: ring up to 1 MB, NVLS from 2 MB,
 #   [nccl-tests issue 309](https://github.com/NVIDIA/nccl-tests/issues/309)).

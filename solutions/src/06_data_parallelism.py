@@ -20,6 +20,9 @@
 # Conventions as always: **1 GB = 10⁹ bytes**, **1 GiB = 2³⁰ bytes**, every bandwidth says *per
 # direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
 # published measurements from `course_lib/data/published_training.json` and `published_dp_scaling.json`.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -66,7 +69,7 @@ print("DDP's default bucket:", dp.DDP_BUCKET_BYTES, "bytes =", units.format_byte
       "=", units.format_bytes(dp.DDP_BUCKET_BYTES, binary=True))
 
 # %% [markdown]
-# Take the chapter's running example, the 7.5-billion-parameter GPT from Megatron-LM's paper (the ZeRO
+# Take the chapter's running example, the 7.5-billion-parameter GPT from Megatron-LM's paper (the [ZeRO](../docs/glossary.md#zero)
 # paper uses the same size), with 16-bit (BF16) gradients on the 8 GPUs of one DGX H100:
 
 # %%
