@@ -52,15 +52,22 @@ for mid in ("mixtral-8x7b", "deepseek-v3", "llama4-scout", "llama3-70b"):
 print(f"{'model':<14} {'experts':>7} {'top-k':>5} {'shared':>6} {'params':>8} {'active':>7} {'ratio':>6}")
 for r in rows:
     print(f"{r[0]:<14} {r[1]!s:>7} {r[2]!s:>5} {r[3]!s:>6} {r[4]:>8} {r[5]:>7} {r[6]:>6}")
+glue = prose.Glue("10")  # numbers the text quotes from the cells
+mixtral, dsv3 = parallel.model("mixtral-8x7b"), parallel.model("deepseek-v3")
+glue("mixtral_params", mixtral.params / 1e9, "{:.0f}B")
+glue("mixtral_active", mixtral.active_params / 1e9, "{:.0f}B")
+glue("dsv3_params", dsv3.params / 1e9, "{:.0f}B")
+glue("dsv3_active", dsv3.active_params / 1e9, "{:.0f}B")
+glue("dsv3_adam_state", dsv3.params * 16 / 1e12, "{:.1f} TB")
 
 # %% [markdown]
 # The model reproduces the published totals (Mixtral 46.7B / 12.9B active, DeepSeek-V3 671B / 37B, Llama 4
 # Scout 109B / 17B with its vision encoder) within a few percent; for DeepSeek-V3 it replaces multi-head
 # latent attention with ordinary attention of the same width (see the note in `models.json`).
 #
-# Two consequences frame the chapter. **Memory** follows the total: DeepSeek-V3's 672B parameters need
-# 16 bytes each with mixed-precision Adam, 10.8 TB. **Compute** follows the active parameters: a training step
-# costs about $6 \times 38\text{B}$ FLOP per token, like a 38B dense model. So the experts must be spread over
+# Two consequences frame the chapter. **Memory** follows the total: DeepSeek-V3's {{dsv3_params}} parameters (the
+# model's count) need 16 bytes each with mixed-precision Adam, {{dsv3_adam_state}}. **Compute** follows the active
+# parameters: a training step costs about 6 × {{dsv3_active}} FLOP per token, like a {{dsv3_active}} dense model. So the experts must be spread over
 # many GPUs (for memory), and each token must travel to the GPUs that hold its experts (for compute).
 
 # %% [markdown]
@@ -113,7 +120,6 @@ for ep in (8, 16, 32, 64):
     a2a_s[ep], link = parallel.all_to_all_time("dgx-h100", 470e6, ep, 1)
     print(f"EP {ep:>2}: {units.format_time(a2a_s[ep]):>9} for 470 MB per rank over {link.name}; "
           f"bottleneck {units.format_bandwidth(parallel.all_to_all_bottleneck_bandwidth('dgx-h100', 470e6, ep))}")
-glue = prose.Glue("10")  # numbers the text quotes from the cells
 dgx = hardware.system("dgx-h100")
 glue("a2a_ep8", a2a_s[8] * 1e3, "{:.2f} ms")
 glue("a2a_ep16", a2a_s[16] * 1e3, "{:.2f} ms")
@@ -424,7 +430,8 @@ _ = checks.check_all(globals(), chapter="10")
 # %% [markdown]
 # ## Takeaways
 # - An MoE layer stores $E$ experts but each token uses $k$ (plus shared experts): parameters follow $E$,
-#   FLOPs follow $k$. Mixtral: 47B stored, 13B active; DeepSeek-V3: 671B and 37B.
+#   FLOPs follow $k$. Mixtral: {{mixtral_params}} stored, {{mixtral_active}} active; DeepSeek-V3: {{dsv3_params}} and
+#   {{dsv3_active}} (the model's counts).
 # - Expert parallelism costs **2 all-to-alls forward and 2 backward** per MoE layer and micro-batch, each of
 #   $\frac{s b}{t} k h \times 2$ bytes per rank, of which $\frac{\text{EP}-1}{\text{EP}}$ leaves the GPU.
 # - Inside an NVLink domain the all-to-all is cheap; across nodes $\frac{\text{EP}-g}{\text{EP}}$ of it rides
