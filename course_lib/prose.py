@@ -253,9 +253,13 @@ def contradictions(markdown: str, glued: list[dict], near: float = 3.0) -> list[
                 if q["family"] == typed["family"] and q["value"] > 0 and \
                         abs(q["value"] * q["scale"] / (typed["value"] * typed["scale"]) - 1) > bound:
                     problems.append(f"says {few.group(0)!r} of {typed['text']!r}, but {q['name']} computes {q['text']!r}")
-    flat = FLAT_RE.search(PLACEHOLDER_RE.sub(" ", markdown))
+    flat = FLAT_RE.search(PLACEHOLDER_RE.sub(lambda m: " " * len(m.group(0)), markdown))  # offsets of markdown
     if flat:
-        for qs in series:
+        # the series the sentence names with its own placeholders, else every series the text describes
+        start = max(markdown.rfind(". ", 0, flat.start()), markdown.rfind("\n\n", 0, flat.start()), 0)
+        ends = [i for i in (markdown.find(". ", flat.end()), markdown.find("\n\n", flat.end())) if i >= 0]
+        named = set(placeholders(markdown[start:min(ends or [len(markdown)])]))
+        for qs in (_series([q for q in glued if q["name"] in named]) if named else series):
             lo, hi = min(qs, key=lambda q: q["value"] * q["scale"]), max(qs, key=lambda q: q["value"] * q["scale"])
             if lo["value"] > 0 and hi["value"] * hi["scale"] / (lo["value"] * lo["scale"]) > 1.15:
                 problems.append(f"says {flat.group(0).strip()!r}, but {hi['name']} = {hi['text']!r} and "

@@ -135,3 +135,11 @@ def test_the_old_contradicting_texts_are_caught(number, anchor, old, expected):
     found = "\n".join(problems)
     for fragment in expected:
         assert fragment in found, f"{chapter.stem}: the old text's {fragment} was not caught:\n{found}"
+
+
+def test_flat_is_judged_on_one_series_only():
+    values = {"weak_16": {"text": "58%", "value": 0.58}, "weak_1024": {"text": "54%", "value": 0.54},
+              "weak_in_node": {"text": "100%", "value": 1.0}, "weak_8": {"text": "100%", "value": 1.0}}
+    text = "falls at the node boundary and then stays almost flat"
+    assert not prose.contradictions(text, prose.quantities(["weak_in_node", "weak_16", "weak_1024"], values))
+    assert prose.contradictions(text, prose.quantities(["weak_8", "weak_16", "weak_1024"], values))

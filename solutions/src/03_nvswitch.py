@@ -23,7 +23,7 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, topology, units
+from course_lib import checks, costmodel, hardware, prose, topology, units
 from course_lib.explorers import nvswitch as nv
 
 # %% [markdown]
@@ -39,9 +39,12 @@ h100 = hardware.nvlink(4)
 print("H100 NVLink:", units.format_bandwidth(h100.per_direction), "=",
       units.format_bandwidth(h100.bidirectional, direction="bidirectional"))
 print("one wire of an 8-GPU full mesh:", units.format_bandwidth(nv.mesh_pair_bandwidth(8, h100.per_direction)))
+glue = prose.Glue("03")  # numbers the text quotes from the cells
+glue("mesh_pair", nv.mesh_pair_bandwidth(8, h100.per_direction) / units.GB, "{:.0f} GB/s")
+glue("gen5_x16", hardware.pcie_link(5, 16).per_direction / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
-# 64 GB/s per direction between two H100s is barely more than a PCIe Gen5 x16 slot. (And 18 links do not
+# {{mesh_pair}} per direction between two H100s is barely more than a PCIe Gen5 x16 slot ({{gen5_x16}}). (And 18 links do not
 # even divide by 7: a real mesh gives some pairs 3 links and others 2.) That is fine while all seven peers
 # are busy at once, and poor whenever the traffic is uneven: a pipeline stage handing activations to the
 # next one, or one GPU fetching a shard from one other GPU.
@@ -67,11 +70,12 @@ print("one wire of an 8-GPU full mesh:", units.format_bandwidth(nv.mesh_pair_ban
 
 # %%
 print("NVSwitch, 8 x H100:", units.format_bandwidth(nv.switch_bisection(8, h100.per_direction)))
+glue("switch_bisection", nv.switch_bisection(8, h100.per_direction) / units.GB, "{:,.0f} GB/s")
 print("full mesh, 8 x H100 links:", units.format_bandwidth(nv.mesh_bisection(8, h100.per_direction)))
 print("PCIe Gen4 tree, 8 GPUs:", units.format_bandwidth(nv.pcie_tree_numbers(8, 4)["bisection"]))
 
 # %% [markdown]
-# The switch's 1,800 GB/s per direction is not a formula typed in: `course_lib.topology` builds the DGX H100
+# The switch's {{switch_bisection}} per direction is not a formula typed in: `course_lib.topology` builds the DGX H100
 # as a graph and finds the narrowest cut by computing maximum flows over every split into halves.
 
 # %%
@@ -206,11 +210,12 @@ print("bisection:", units.format_bandwidth(nvl72["bisection"]))
 # %%
 print("bytes per GPU for 1 GB on 8 GPUs: ring", units.format_bytes(nv.bytes_per_gpu(1e9, 8, "ring")),
       "| NVLS, ideal", units.format_bytes(nv.bytes_per_gpu(1e9, 8, "nvls")))
+glue("nvls_gain_8", nv.bytes_per_gpu(1e9, 8, "ring") / nv.bytes_per_gpu(1e9, 8, "nvls"), "{:.2f}x")
 for sid in ("dgx-a100", "dgx-h100", "gb200-nvl72"):
     print(f"{sid:<12} in-switch reduction: {hardware.system(sid).in_network_reduction}")
 
 # %% [markdown]
-# At 8 GPUs the ideal gain is 1.75x, and it approaches 2x as $p$ grows. A100 systems cannot use it
+# At 8 GPUs the ideal gain is {{nvls_gain_8}}, and it approaches 2x as $p$ grows. A100 systems cannot use it
 # (NVSwitch 2 has no reduction units); H100, H200, B200 and GB200 systems can, within one NVLink domain.
 #
 # How NCCL actually does it is slightly different: each GPU takes a $\frac{1}{p}$ share, asks the switch for
