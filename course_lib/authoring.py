@@ -14,6 +14,10 @@ is the single source of each chapter. ``build()`` writes
 The chapters are those of the course manifest, ``course.toml`` (:mod:`course_lib.manifest`), not
 whatever lies in ``solutions/src``: a new chapter needs its entry there.
 
+Numbers in markdown that the chapter computes are ``{{name}}`` placeholders, filled from the glued
+values its code cells stored (:mod:`course_lib.prose`; ``solutions/src/NN_name.values.json``, written by
+``python -m course_lib.authoring glue [NN ...]``, which executes the chapter and rebuilds).
+
 Both are stored without outputs. ``stale()`` lists generated files that differ
 from what ``build()`` would write (and sources the manifest does not list); a test fails on any. Run
 ``python -m course_lib.authoring build`` (or ``make notebooks``) after editing a source.
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import manifest
+from . import manifest, prose
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "solutions" / "src"
@@ -145,14 +149,71 @@ def _say_first_answer_counts(nb, stem: str):
     return nb
 
 
+def _check_glue(cells, where: str) -> None:
+    """Glued values come from cells both notebooks run: never from a solution or hidden-test block
+    (the student notebook would lack them, or show a solution's value in its prose)."""
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "code":
+            for block in solution_blocks(cell.source) + hidden_blocks(cell.source):
+                if prose.glued_names(block):
+                    raise ValueError(f"{where} cell {index}: glue() inside a solution or hidden-test block; "
+                                     "glue values computed outside them")
+
+
+def fill_placeholders(nb, path: Path):
+    """Replace every ``{{name}}`` of the markdown cells by the chapter's stored glued text."""
+    values = prose.load_values(path.with_suffix(".values.json"))
+    _check_glue(nb.cells, path.name)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            cell.source = prose.fill(cell.source, values, f"{path.name} cell {index}")
+    return nb
+
+
 def render(path: Path) -> tuple[str, str]:
     """(solution notebook JSON, student notebook JSON) for one source file."""
     stem = path.stem
-    solution = _say_first_answer_counts(_clean(read_source(path), stem), stem)
+    solution = fill_placeholders(_say_first_answer_counts(_clean(read_source(path), stem), stem), path)
     student = nbformat.reads(nbformat.writes(solution), as_version=4)
     for cell in student.cells:
         cell.source = to_student_source(cell.source, cell.cell_type)
     return nbformat.writes(solution) + "\n", nbformat.writes(student) + "\n"
+
+
+def glue(numbers=None, manifest_path=None, timeout_s: int = 600) -> list[Path]:
+    """Execute the chapters ``numbers`` (all that glue, by default) and store what they glue in
+    ``solutions/src/<stem>.values.json``; returns the values files written. Run ``build`` after."""
+    import os
+    import tempfile
+
+    from nbclient import NotebookClient
+
+    chapters = manifest.chapters(manifest_path)
+    wanted = [c for c in chapters if (c.number in numbers if numbers else "glue(" in c.source.read_text(encoding="utf-8"))]
+    unknown = set(numbers or ()) - {c.number for c in chapters}
+    if unknown:
+        raise ValueError(f"chapters must be numbers of course.toml; got {', '.join(sorted(unknown))}")
+    written = []
+    for c in wanted:
+        nb = _clean(read_source(c.source), c.source.stem)
+        for cell in nb.cells:  # the prose is not read while executing; the placeholders may be new
+            if cell.cell_type == "markdown":
+                cell.source = prose.PLACEHOLDER_RE.sub("?", cell.source)
+        with tempfile.TemporaryDirectory() as folder:
+            old = {k: os.environ.get(k) for k in (prose.RECORD_ENV, prose.CHECK_ENV)}
+            os.environ[prose.RECORD_ENV], os.environ[prose.CHECK_ENV] = folder, "0"
+            try:
+                NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
+                               resources={"metadata": {"path": str(c.solution_notebook.parent)}}).execute()
+            finally:
+                for k, v in old.items():
+                    os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+            recorded = prose.load_values(Path(folder) / f"{c.number}.json")
+        target = c.source.with_suffix(".values.json")
+        if prose.load_values(target) != recorded:
+            prose.write_values(target, recorded)
+            written.append(target)
+    return written
 
 
 def targets(path: Path) -> tuple[Path, Path]:
@@ -204,9 +265,17 @@ def main(argv=None) -> int:
     from . import cli  # the course's one error path: a usage error is one line, status 2
 
     parser = cli.ArgumentParser(prog="python -m course_lib.authoring", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("command", choices=["build", "check", "glue"],
+                        help="glue: execute chapters and store the numbers their prose shows, then build")
+    parser.add_argument("chapters", nargs="*", help="glue only these chapter numbers (default: every chapter that glues)")
     args = parser.parse_args(argv)
-    if args.command == "build":
+    if args.command == "glue":
+        try:
+            for path in glue(args.chapters or None):
+                print(f"wrote {path.relative_to(ROOT)}")
+        except ValueError as exc:
+            parser.error(str(exc))
+    if args.command in ("build", "glue"):
         for path in build():
             print(f"wrote {path.relative_to(ROOT)}")
         return 0

@@ -10,7 +10,8 @@ Layers, lowest first; a module may import its own layer or lower ones, never a h
     3 costmodel, topology        alpha-beta model, graphs
     4 parallel                   DP/ZeRO/TP/PP memory, traffic, step time, planner
     5 lab, explorers, views,     everything a learner or an instructor touches
-      widgets, style, tables, cli, tools, diagnostics
+      widgets, style, tables, cli, tools, diagnostics, prose (numbers glued into a chapter's text),
+      glossary (the course's terms)
 
 Also: no module of course_lib/explorers imports another explorers module (each chapter stands
 alone), and no model module (layers 0-4) imports matplotlib or ipywidgets at module level
@@ -35,7 +36,7 @@ LAYERS = {
     # layer 5: what learners and instructors touch
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,
-    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5,
+    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5, "prose": 5, "glossary": 5,
 }
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")

@@ -123,7 +123,8 @@ def modern_validation_table() -> list[dict]:
             seq = f" s={case['seq_len']}" if "seq_len" in case else ""
             row.update(config=f"{case['model']} {case['gpus']} GPUs {e.layout} {e.sharding}{seq}",
                        quantity="tokens/s per GPU", measured=float(case["measured_tokens_per_s_per_gpu"]),
-                       predicted=e.tokens_per_s_per_gpu, fits=e.fits)
+                       predicted=e.tokens_per_s_per_gpu, fits=e.fits,
+                       memory_bytes=e.memory["total"], usable_bytes=e.memory["usable"])
         row["ratio"] = row["predicted"] / row["measured"]
         rows.append(row)
     scales = {}

@@ -14,10 +14,13 @@
 # Conventions used everywhere: **1 GB = 10⁹ bytes**, **1 Gb/s = 10⁹ bits/s**, and every bandwidth says
 # *per direction* or *bidirectional*. Every hardware number comes from `course_lib.hardware`, whose data
 # file cites a source for each entry.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, environment, hardware, parallel, units
+from course_lib import checks, costmodel, environment, hardware, parallel, prose, units
 from course_lib.explorers import gradients
 
 # %% [markdown]
@@ -42,10 +45,15 @@ info = environment.show()
 # %%
 grad_bytes_70b = gradients.gradient_bytes(70e9, bytes_per_value=2)
 print("gradients per step:", units.format_bytes(grad_bytes_70b), "=", units.format_bytes(grad_bytes_70b, binary=True))
+glue = prose.Glue("00")  # numbers the text quotes from the cells
+glue("grad_gb", grad_bytes_70b / units.GB, "{:.0f} GB")
+glue("grad_gib", grad_bytes_70b / 2**30, "{:.0f} GiB")
+glue("gib_vs_gb", 2**30 / 1e9 - 1, "{:.0%}")
+glue("ring_sends_gb", 2 * 7 / 8 * grad_bytes_70b / units.GB, "{:.0f} GB")
 
 # %% [markdown]
-# Note the second number: 140 GB is 130 GiB. Tools such as `nvidia-smi` print binary units; vendors'
-# bandwidths are SI. Mixing them costs 7% at the giga scale.
+# Note the second number: {{grad_gb}} is {{grad_gib}}. Tools such as `nvidia-smi` print binary units; vendors'
+# bandwidths are SI. Mixing them costs {{gib_vs_gb}} at the giga scale.
 #
 # **A hypothetical scenario.** Plain data parallelism keeps the whole model state on every GPU: weights,
 # gradients and optimizer state, 16 bytes per parameter with mixed-precision Adam. For 70B parameters that
@@ -67,7 +75,7 @@ print("model state per GPU, plain data parallelism:", units.format_bytes(state_7
 #
 # $$t = 2\frac{p-1}{p}\cdot\frac{n}{B}.$$
 #
-# For $p = 8$ and $n = 140$ GB each GPU sends 245 GB. Over four real links:
+# For $p = 8$ and $n$ = {{grad_gb}} each GPU sends {{ring_sends_gb}}. Over four real links:
 
 # %%
 links = {
@@ -76,17 +84,24 @@ links = {
     "InfiniBand NDR, one NIC per GPU": hardware.network("ib-ndr"),
     "NVLink 4 (H100, 18 links)": hardware.nvlink(4),
 }
+exchange_s = {}
 for name, link in links.items():
-    t = gradients.exchange_time(70e9, 8, link.per_direction)
+    exchange_s[name] = t = gradients.exchange_time(70e9, 8, link.per_direction)
     print(f"{name:<34} {units.format_bandwidth(link.per_direction):>24}  ->  {units.format_time(t)} per step")
 gen4, gen5, nvlink4 = hardware.pcie_link(4, 16), hardware.pcie_link(5, 16), hardware.nvlink(4)
 print(f"NVLink 4 / PCIe Gen4 x16: {nvlink4.per_direction / gen4.per_direction:.1f}x;  "
       f"NVLink 4 / PCIe Gen5 x16, the same generation: {nvlink4.per_direction / gen5.per_direction:.1f}x")
+glue("nvlink_vs_gen4", nvlink4.per_direction / gen4.per_direction, "{:.0f}x")
+glue("nvlink_vs_gen5", nvlink4.per_direction / gen5.per_direction, "{:.0f}x")
+glue("exchange_gen4", exchange_s["PCIe Gen4 x16 (A100's slot)"], "{:.0f} s")
+glue("exchange_gen5", exchange_s["PCIe Gen5 x16 (H100's slot)"], "{:.0f} s")
+glue("exchange_ndr", exchange_s["InfiniBand NDR, one NIC per GPU"], "{:.0f} s")
+glue("exchange_nvlink", exchange_s["NVLink 4 (H100, 18 links)"], "{:.1f} s")
 
 # %% [markdown]
 # A step of a 70B model computes for a few seconds on 8 H100s; over PCIe the gradient exchange alone
-# would take longer than that. How much faster NVLink is depends on what you compare it with: about 14x
-# a Gen4 slot, but about 7x the Gen5 slot an H100 actually sits in. Compare links of the same generation;
+# would take longer than that. How much faster NVLink is depends on what you compare it with: about
+# {{nvlink_vs_gen4}} a Gen4 slot, but about {{nvlink_vs_gen5}} the Gen5 slot an H100 actually sits in. Compare links of the same generation;
 # even then the gap is why GPU servers for training are built around NVLink, and why the rest of this
 # course exists. (Real training overlaps this exchange with computation and shards it across more GPUs;
 # chapters 06 and 07 show how.)
@@ -273,8 +288,8 @@ _ = checks.check_all(globals(), chapter="00")
 # - Data parallelism all-reduces one gradient per parameter every step: 2 bytes per parameter in BF16,
 #   **140 GB for a 70B model**.
 # - A ring all-reduce sends about **2n bytes per GPU**; time ≈ 2n / B for a bandwidth B per direction.
-# - Over 8 GPUs the same exchange takes ~8 s on PCIe Gen4, ~4 s on Gen5, ~5 s over one NDR NIC per GPU,
-#   ~0.5 s on H100 NVLink: the interconnect decides whether training is compute-bound or
+# - Over 8 GPUs the same exchange takes about {{exchange_gen4}} on PCIe Gen4, {{exchange_gen5}} on Gen5, {{exchange_ndr}} over one NDR
+#   [NIC](../docs/glossary.md#nic) per GPU, {{exchange_nvlink}} on H100 NVLink: the interconnect decides whether training is compute-bound or
 #   communication-bound. (A hypothetical: 70B with plain data parallelism does not fit on 8 GPUs.)
 # - Always ask: **bits or bytes? per direction or both directions? GB or GiB?**
 #
@@ -286,7 +301,7 @@ _ = checks.check_all(globals(), chapter="00")
 # | 03 | NVSwitch | how do 8 (or 72) GPUs all talk at full speed? |
 # | 04 | collectives lab | how do all-reduce algorithms work; run and write one on your CPU |
 # | 05 | InfiniBand | what happens when training leaves the box? |
-# | 06 | data parallelism | what DDP sends, and how overlap hides it |
+# | 06 | data parallelism | what [DDP](../docs/glossary.md#ddp) sends, and how overlap hides it |
 # | 07 | model parallelism | tensor and pipeline parallelism, and which link each needs |
 # | 08 | capstone | plan a real training run |
 #

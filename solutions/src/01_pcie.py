@@ -19,6 +19,9 @@
 # *per direction* or *bidirectional*. Link rates come from `course_lib.hardware` (derived from the
 # PCI-SIG transfer rates and encodings); published measurements, CPU lane counts and CPU-GPU NVLink figures
 # come from `course_lib/data/published_pcie.json`, each with its source.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -39,7 +42,7 @@ from course_lib.explorers import pcie
 # |---|---|---|
 # | Gen1, Gen2 | 8b/10b: every byte is sent as 10 bits | 8/10 = 80% |
 # | Gen3, Gen4, Gen5 | 128b/130b: a 2-bit header per 128 bits | 98.5% |
-# | Gen6, Gen7 | FLIT mode: PAM4 signalling (2 bits per symbol), fixed 256-byte FLITs: 236 bytes of transaction-layer packets (TLPs), 6 of link-layer (DLP) messages, 8 of CRC, 6 of forward error correction | 236/256 = 92.2% |
+# | Gen6, Gen7 | [FLIT](../docs/glossary.md#flit) mode: PAM4 signalling (2 bits per symbol), fixed 256-byte FLITs: 236 bytes of transaction-layer packets (TLPs), 6 of link-layer (DLP) messages, 8 of CRC, 6 of forward error correction | 236/256 = 92.2% |
 #
 # The course counts only the TLP bytes as data. Some texts count the 6 DLP bytes too and quote
 # 242/256 = 94.5%, but those carry acknowledgements and flow-control credits, not your data
@@ -121,7 +124,7 @@ print("DGX H100 from the catalog:", dgx.gpus_per_node, "GPUs,", dgx.nics_per_nod
 # %% [markdown]
 # More lanes than the two sockets above have (128, or 160 with a narrower socket link). The answer is the **PCIe switch**: a chip with one upstream port to
 # the CPU (the **uplink**) and several downstream ports (a separate chip in most servers; in a DGX H100 the
-# switch built into each ConnectX-7 NIC plays that part). Devices below it each get a full x16 link, and
+# switch built into each ConnectX-7 [NIC](../docs/glossary.md#nic) plays that part). Devices below it each get a full x16 link, and
 # traffic *between* them turns around in the switch without touching the CPU. The price: everything that
 # goes *up* to the CPU shares the uplink.
 #
@@ -150,7 +153,7 @@ print(f"{rome['cpu']}: {rome['name']}, {rome['gb_s_per_direction']:g} GB/s per d
 # %% [markdown]
 # 128 GB/s per direction, shared by the 4 GPUs of a socket: 32 GB/s each, as much as one Gen4 slot. At
 # Gen4 the cut between the halves runs through the PCIe links (the two switch uplinks, 63 GB/s, in the
-# table's bisection), not through the socket link. An older Cascade Lake server (PCIe Gen3, three UPI links,
+# table's [bisection](../docs/glossary.md#bisection)), not through the socket link. An older Cascade Lake server (PCIe Gen3, three UPI links,
 # `topology.socket_link(3)`) has half that socket link for slots of half the speed.
 #
 # Where the host memory sits matters too. Binding a P100's copies to memory on the *other* socket
@@ -248,7 +251,7 @@ c2c = pcie.cpu_gpu_link("grace-hopper-c2c")
 print(f"NVLink-C2C / PCIe Gen5 x16, per direction: {c2c.per_direction / hardware.pcie_link(5, 16).per_direction:.1f}x")
 
 # %% [markdown]
-# Why would training care about the CPU-GPU link? **Offloading.** ZeRO-Offload keeps the optimizer state
+# Why would training care about the CPU-GPU link? **Offloading.** [ZeRO](../docs/glossary.md#zero)-Offload keeps the optimizer state
 # (FP32 master weights, Adam's two moments: 12 bytes per parameter) in host memory and runs the optimizer
 # step on the CPU. Every step, the FP16 gradients go down to the host and the updated FP16 parameters come
 # back: 2 bytes per parameter each way. For a 13-billion-parameter model on one A100 (PCIe Gen4 x16):

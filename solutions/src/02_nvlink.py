@@ -17,6 +17,9 @@
 # As everywhere in the course: **1 GB = 10⁹ bytes**, and every bandwidth says *per direction* or
 # *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
 # measurements from `course_lib/data/published_nvlink.json` (each with a source).
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -115,7 +118,7 @@ print("1 GB when all 18 links reach the peer (switch):   ", units.format_time(nv
 # > CPU and GPU) with its own links, packets and protocol. A GPU on NVLink reads, writes and performs
 # > atomics directly on a peer's memory; nothing passes through a PCIe root complex or the CPU.
 # > PCIe is still there, doing a different job: every SXM GPU is also a PCIe device, and host-to-GPU
-# > copies, storage and the InfiniBand NICs (GPUDirect RDMA) all use PCIe, not NVLink.
+# > copies, storage and the InfiniBand [NICs](../docs/glossary.md#nic) ([GPUDirect RDMA](../docs/glossary.md#gpudirect-rdma), [RDMA](../docs/glossary.md#rdma)) all use PCIe, not NVLink.
 # >
 # > *Evidence:* the catalog's DGX H100 lists both an NVLink port and a PCIe Gen5 x16 link per GPU
 # > ([DGX H100 user guide](https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html)).
@@ -233,7 +236,7 @@ nv.mesh_explorer()
 # The model divides bytes by spec bandwidth. Real NVLink transfers carry packet headers and flow control,
 # GPU kernels move data in small packets, and the GPU has other internal limits. An NVIDIA maintainer puts
 # the protocol overhead at about 20%: 25 GB/s per link per direction becomes about 20 GB/s with the
-# 128-byte payloads that SMs use ([nccl-tests issue 149](https://github.com/NVIDIA/nccl-tests/issues/149)).
+# 128-byte payloads that [SMs](../docs/glossary.md#sm) use ([nccl-tests issue 149](https://github.com/NVIDIA/nccl-tests/issues/149)).
 # Published measurements, each next to its spec in the same direction convention:
 
 # %%
@@ -256,7 +259,7 @@ print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0
 #   (copy engines) reports more than NCCL (SM kernels) on the same link.
 # - **Message size.** Everything above is for gigabyte buffers. Small messages are dominated by latency
 #   (tens of microseconds per call) and reach a small fraction of the link; chapter 04 measures this.
-# - **In-network reduction.** On NVSwitch systems with NVLink SHARP, all-reduce busbw can exceed the link
+# - **In-network reduction.** On NVSwitch systems with NVLink [SHARP](../docs/glossary.md#sharp), all-reduce [busbw](../docs/glossary.md#busbw) can exceed the link
 #   rate (chapter 03); the 72-GPU GB200 result may include it, as its algorithm is not stated.
 # - **The DGX-1.** We found no published nccl-tests output for a DGX-1 to cite. The model expects about
 #   80% of 150 GB/s, 120 GB/s busbw, and only if the rings of section 5 are used.
@@ -297,7 +300,7 @@ print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0
 # <details><summary>Answer</summary>
 #
 # Yes. A ring only needs links between consecutive GPUs of the ring, and the three rings of section 5 are
-# laid so that they avoid missing pairs. Missing links hurt point-to-point copies and all-to-all, not rings.
+# laid so that they avoid missing pairs. Missing links hurt point-to-point copies and [all-to-all](../docs/glossary.md#all-to-all), not rings.
 # </details>
 #
 # ## Graded exercises

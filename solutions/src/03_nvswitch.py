@@ -17,10 +17,13 @@
 # Conventions as always: **1 GB = 10⁹ bytes**, every bandwidth says *per direction* or *bidirectional*, and
 # every hardware number comes from `course_lib.hardware` or from `course_lib/data/nvswitch.json`, which
 # cite their sources.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, topology, units
+from course_lib import checks, costmodel, hardware, prose, topology, units
 from course_lib.explorers import nvswitch as nv
 
 # %% [markdown]
@@ -36,9 +39,12 @@ h100 = hardware.nvlink(4)
 print("H100 NVLink:", units.format_bandwidth(h100.per_direction), "=",
       units.format_bandwidth(h100.bidirectional, direction="bidirectional"))
 print("one wire of an 8-GPU full mesh:", units.format_bandwidth(nv.mesh_pair_bandwidth(8, h100.per_direction)))
+glue = prose.Glue("03")  # numbers the text quotes from the cells
+glue("mesh_pair", nv.mesh_pair_bandwidth(8, h100.per_direction) / units.GB, "{:.0f} GB/s")
+glue("gen5_x16", hardware.pcie_link(5, 16).per_direction / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
-# 64 GB/s per direction between two H100s is barely more than a PCIe Gen5 x16 slot. (And 18 links do not
+# {{mesh_pair}} per direction between two H100s is barely more than a PCIe Gen5 x16 slot ({{gen5_x16}}). (And 18 links do not
 # even divide by 7: a real mesh gives some pairs 3 links and others 2.) That is fine while all seven peers
 # are busy at once, and poor whenever the traffic is uneven: a pipeline stage handing activations to the
 # next one, or one GPU fetching a shard from one other GPU.
@@ -64,11 +70,12 @@ print("one wire of an 8-GPU full mesh:", units.format_bandwidth(nv.mesh_pair_ban
 
 # %%
 print("NVSwitch, 8 x H100:", units.format_bandwidth(nv.switch_bisection(8, h100.per_direction)))
+glue("switch_bisection", nv.switch_bisection(8, h100.per_direction) / units.GB, "{:,.0f} GB/s")
 print("full mesh, 8 x H100 links:", units.format_bandwidth(nv.mesh_bisection(8, h100.per_direction)))
 print("PCIe Gen4 tree, 8 GPUs:", units.format_bandwidth(nv.pcie_tree_numbers(8, 4)["bisection"]))
 
 # %% [markdown]
-# The switch's 1,800 GB/s per direction is not a formula typed in: `course_lib.topology` builds the DGX H100
+# The switch's {{switch_bisection}} per direction is not a formula typed in: `course_lib.topology` builds the DGX H100
 # as a graph and finds the narrowest cut by computing maximum flows over every split into halves.
 
 # %%
@@ -147,7 +154,7 @@ _ = nv.draw_chips(["dgx-a100", "dgx-h100"])
 # ### Beyond one box: the NVLink Switch System and NVL72
 # Those 72 extra ports of a DGX H100 (18 cages of 4 NVLinks) were meant for external NVLink switches. NVIDIA
 # announced an NVLink Switch System joining 32 such nodes, 256 H100s, into one NVLink domain with "57.6 TB/s
-# of all-to-all bandwidth". DGX H100 systems shipped with InfiniBand between nodes instead; the 256-GPU
+# of [all-to-all](../docs/glossary.md#all-to-all) bandwidth". DGX H100 systems shipped with InfiniBand between nodes instead; the 256-GPU
 # NVLink Switch System shipped in 2023 as the DGX GH200, 256 Grace Hopper superchips
 # ([NVIDIA's announcement](https://developer.nvidia.com/blog/announcing-nvidia-dgx-gh200-first-100-terabyte-gpu-memory-system/)).
 # The announced DGX H100 design is still a good exercise in port arithmetic: where does that number come
@@ -187,7 +194,7 @@ print("bisection:", units.format_bandwidth(nvl72["bisection"]))
 # > cannot send 900. Evidence: an NCCL maintainer answering a user who expected 900 GB/s from an 8x H100
 # > server: 900 GB/s "is the sum of both directions", and about 370 GB/s per direction is what applications
 # > reach ([nccl issue 1442](https://github.com/NVIDIA/nccl/issues/1442)). Measured ring all-reduces reach
-# > 365-370 GB/s busbw, per direction: 82% of 450 (plausible protocol overhead), an absurd 41% of 900.
+# > 365-370 GB/s [busbw](../docs/glossary.md#busbw), per direction: 82% of 450 (plausible protocol overhead), an absurd 41% of 900.
 #
 # ## 3. In-switch reduction: NVLink SHARP (NVLS)
 # A ring all-reduce makes every GPU send, and receive, $2\frac{p-1}{p}n$ bytes for an $n$-byte buffer:
@@ -203,11 +210,12 @@ print("bisection:", units.format_bandwidth(nvl72["bisection"]))
 # %%
 print("bytes per GPU for 1 GB on 8 GPUs: ring", units.format_bytes(nv.bytes_per_gpu(1e9, 8, "ring")),
       "| NVLS, ideal", units.format_bytes(nv.bytes_per_gpu(1e9, 8, "nvls")))
+glue("nvls_gain_8", nv.bytes_per_gpu(1e9, 8, "ring") / nv.bytes_per_gpu(1e9, 8, "nvls"), "{:.2f}x")
 for sid in ("dgx-a100", "dgx-h100", "gb200-nvl72"):
     print(f"{sid:<12} in-switch reduction: {hardware.system(sid).in_network_reduction}")
 
 # %% [markdown]
-# At 8 GPUs the ideal gain is 1.75x, and it approaches 2x as $p$ grows. A100 systems cannot use it
+# At 8 GPUs the ideal gain is {{nvls_gain_8}}, and it approaches 2x as $p$ grows. A100 systems cannot use it
 # (NVSwitch 2 has no reduction units); H100, H200, B200 and GB200 systems can, within one NVLink domain.
 #
 # How NCCL actually does it is slightly different: each GPU takes a $\frac{1}{p}$ share, asks the switch for
@@ -364,7 +372,7 @@ for r in nv.nvls_by_gpu_count():
 # %% [markdown]
 # - **NVLS needs big buffers.** On 8 H200s busbw is 432 GB/s at 256 MB and 480 GB/s at 8 GB (per direction). NVLS also
 #   costs more fixed latency than a ring (NCCL's own tuning table charges NVLS 23-25 us, depending on the
-#   version, as its NVLink hardware latency, where a ring with the LL protocol pays a 6.6 us base latency
+#   version, as its NVLink hardware latency, where a ring with the [LL](../docs/glossary.md#nccl-protocols) protocol pays a 6.6 us base latency
 #   and 0.6 us per step; the course model uses NCCL's table, `costmodel.protocol_table()`), so NCCL
 #   uses rings for small messages and NVLS from a few MB (one report: ring up to 1 MB, NVLS from 2 MB,
 #   [nccl-tests issue 309](https://github.com/NVIDIA/nccl-tests/issues/309)).

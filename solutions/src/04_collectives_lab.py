@@ -19,6 +19,9 @@
 # `"4M"` means 4 MiB, as in nccl-tests), every bandwidth says *per direction* or *bidirectional*.
 # Hardware numbers come from `course_lib.hardware`, published measurements from
 # `course_lib/data/published_collectives.json`, each with its source.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -26,7 +29,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.distributed as dist
 
-from course_lib import checks, costmodel, hardware, lab, units
+from course_lib import checks, costmodel, hardware, lab, prose, units
 from course_lib.explorers import collectives as cl
 
 # %% [markdown]
@@ -49,7 +52,7 @@ cl.show_collectives_table(ranks=8)
 # Three things to notice:
 # - **all-reduce = reduce-scatter + all-gather.** Compare the pictures: after a reduce-scatter rank $r$
 #   holds the summed chunk $r$; an all-gather of those chunks gives every rank the whole sum. The ring
-#   algorithm below does exactly this, and so does ZeRO/FSDP when it splits the all-reduce into its two
+#   algorithm below does exactly this, and so does [ZeRO](../docs/glossary.md#zero)/FSDP when it splits the all-reduce into its two
 #   halves (chapter 06).
 # - **all-to-all** reduces nothing: it is a transpose of pieces, which is why mixture-of-experts layers
 #   are so sensitive to the network: every byte crosses it.
@@ -364,7 +367,7 @@ lab.run(hello_all_reduce, ranks=2, timeout=30)
 
 # %% [markdown]
 # Both ranks end with 1 + 2 = 3 everywhere. On GPUs the same line runs on NCCL: `dist.all_reduce` is the
-# call DDP makes for every gradient bucket (chapter 06).
+# call [DDP](../docs/glossary.md#ddp) makes for every gradient bucket (chapter 06).
 #
 # ### 7.2 Exercise 04.4: write a ring all-reduce (3 points)
 #
@@ -697,6 +700,16 @@ print("\n".join(cl.oversubscription_lines(over, ranks=4, base=2)))
 cl.plot_published()
 plt.show()
 print("\n\n".join(cl.model_failures()))
+glue = prose.Glue("04")  # numbers the text below quotes from the course model's validation
+vrows = [r for r in costmodel.validation_table() if r["collective"] == "all_reduce"]
+mid = [r for r in vrows if r["nodes"] == 1 and 2**20 <= r["nbytes"] < 2**27]
+multi = [r for r in vrows if r["nodes"] > 1]
+glue("mid_worst", max(max(r["ratio"], 1 / r["ratio"]) for r in mid), "{:.1f}x")
+glue("mid_cases", len(mid), "{}")
+glue("multi_lo", min(r["ratio"] for r in multi), "{:.2f}x")
+glue("multi_hi", max(r["ratio"] for r in multi), "{:.2f}x")
+glue("multi_cases", len(multi), "{}")
+glue("multi_within_2x", sum(1 for r in multi if 0.5 <= r["ratio"] <= 2) / len(multi), "{:.0%}")
 
 # %% [markdown]
 # Where the simple model stops being true on GPUs, from the sweeps above and the cost model's own notes:
@@ -704,12 +717,16 @@ print("\n\n".join(cl.model_failures()))
 #    applies a sourced efficiency (`costmodel.efficiency_table()`), the simple model does not.
 # 2. **Small messages** are a fixed launch cost plus per-step latencies that differ between machines by
 #    a factor of about 3; the model gets the shape, not the exact number.
-# 3. **Mid-size messages** (about 1-100 MB): NCCL switches protocols (LL, LL128, Simple) and the number
-#    of channels with the size; the model does not, and is optimistic there by up to about 2x.
+# 3. **Mid-size messages** (about 1-100 MB): NCCL switches [protocols](../docs/glossary.md#nccl-protocols)
+#    (LL, LL128, Simple) and the number of channels with the size. The simple ring model knows neither; the course
+#    model picks both as NCCL's own tables do (chapter 05), and its {{mid_cases}} published one-node cases from 1 to
+#    128 MiB lie within {{mid_worst}} of the measurements.
 # 4. **In-network reduction** (NVLS) lifts busbw *above* the per-direction line rate: the lower bound of
 #    section 4 assumes the ranks add, and here the switch does.
 # 5. **Across nodes**, NCCL's choice of algorithm (its tree on two nodes sends half the data over the
-#    network) and NIC placement put measurements up to 2x away from the model (chapter 05).
+#    network) and [NIC](../docs/glossary.md#nic) placement decide: over the {{multi_cases}} published multi-node all-reduces the course model
+#    predicts from {{multi_lo}} to {{multi_hi}} the measured busbw, {{multi_within_2x}} of them within a factor of two
+#    (chapter 05 says where and why).
 #
 # ## Check your understanding
 # 1. Why does the naive (parameter-server) all-reduce get slower with every rank you add, while the ring

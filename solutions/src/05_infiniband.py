@@ -20,11 +20,15 @@
 # direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
 # published measurements from `course_lib/data/published_multinode.json` and
 # `published_collectives.json`, each with its URL.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, units
+from course_lib import checks, costmodel, hardware, prose, units
 from course_lib.explorers import infiniband as ib
+glue = prose.Glue("05")  # numbers the text below quotes from these cells
 
 # %% [markdown]
 # ## 1. Leaving the box: RDMA and GPUDirect RDMA
@@ -69,9 +73,12 @@ for port in ("ib-ndr", "ib-xdr"):
     link = hardware.network(port)
     fits = "fits in" if link.per_direction <= gen5.per_direction else "does NOT fit in"
     print(f"{link.name}: {link.detail} = {units.format_bandwidth(link.per_direction)} -> {fits} a Gen5 x16 slot")
+glue("pcie5_x16", gen5.per_direction / units.GB, "{:.0f} GB/s")
+glue("ndr_share_of_gen5", hardware.network("ib-ndr").per_direction / gen5.per_direction, "{:.0%}")
+glue("xdr_per_direction", hardware.network("ib-xdr").per_direction / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
-# An NDR port uses 80% of a Gen5 x16 slot; an XDR port needs more than a Gen5 x16 slot can carry, which
+# An NDR port uses {{ndr_share_of_gen5}} of a Gen5 x16 slot; an XDR port needs more than a Gen5 x16 slot can carry, which
 # is why NICs and PCIe generations advance together.
 #
 # ## 2. InfiniBand generations: bits, not bytes
@@ -118,11 +125,19 @@ for sid in ("dgx-a100", "dgx-h100", "dgx-b200"):
     print(f"{s.name}\n   {s.nics_per_node} x {s.nic.detail}: injection {units.format_bandwidth(ib.node_injection(s))};"
           f" NVLink {units.format_bandwidth(ib.node_nvlink(s))}; per GPU {units.format_bandwidth(s.gpu_link.per_direction)}"
           f" NVLink vs {units.format_bandwidth(s.nic_bandwidth_per_gpu)} network -> ratio {ib.intra_inter_ratio(s):.1f}")
+h100 = hardware.system("dgx-h100")
+glue("h100_ratio", ib.intra_inter_ratio(h100), "{:.0f} times")
+glue("h100_ratio_x", ib.intra_inter_ratio(h100), "{:.0f}x")
+glue("h100_nic_per_gpu", h100.nic_bandwidth_per_gpu / units.GB, "{:.0f} GB/s")
+glue("h100_nvlink_per_gpu", h100.gpu_link.per_direction / units.GB, "{:.0f} GB/s")
+glue("h100_injection", ib.node_injection(h100) / units.GB, "{:.0f} GB/s")
+glue("h100_nvlink_node", ib.node_nvlink(h100) / 1e12, "{:.1f} TB/s")
 
 # %% [markdown]
-# On a DGX H100 the network gives each GPU **9 times less** bandwidth than NVLink (50 vs 450 GB/s per
-# direction), and the node as a whole has 400 GB/s of network against 3.6 TB/s of NVLink. Hold on to
-# that ratio: section 5 shows why an all-reduce loses much less than 9x when it leaves the node.
+# On a DGX H100 the network gives each GPU **{{h100_ratio}} less** bandwidth than NVLink ({{h100_nic_per_gpu}} vs
+# {{h100_nvlink_per_gpu}} per direction), and the node as a whole has {{h100_injection}} of network against
+# {{h100_nvlink_node}} of NVLink. Hold on to that ratio: section 5 shows why an all-reduce loses much less than
+# {{h100_ratio_x}} when it leaves the node.
 #
 # Why one NIC per GPU rather than a few fat ones? In the multi-node all-reduce below, every GPU sends
 # *its own* share of the data across the network at the same time. With one NIC per GPU, on the GPU's
@@ -156,7 +171,7 @@ print("node 0 GPU 0 -> node 1 GPU 3 (different rail):", ib.switch_hops(rails, "n
 # one hop; a leaf has only so many ports, so a large cluster repeats the rail leaves per unit (32 DGX H100s
 # per unit in NVIDIA's SuperPOD design), and the same rail between two units climbs leaf → spine → leaf,
 # three switches (`ib.published_multinode()["rail_scope"]`). The drawing above is one unit. When data must
-# reach another rail, NCCL (since 2.12, "PXN") first moves it over NVLink to the GPU that owns the right
+# reach another rail, NCCL (since 2.12, **PXN**) first moves it over NVLink to the GPU that owns the right
 # NIC, instead of crossing the spines.
 #
 # ## 5. The two-level (hierarchical) all-reduce and the cliff
@@ -195,13 +210,32 @@ for name, system in machines.items():
     c = ib.cliff(10e9, system, nodes=2)
     print(f"{name:<30} 1 node {units.format_time(c['one_node_s'])}, 2 nodes: two-level {units.format_time(c['hierarchical_s'])}"
           f" ({c['hierarchical_slowdown']:.2f}x), rings {units.format_time(c['ring_s'])} ({c['ring_slowdown']:.2f}x)")
+    if name == "DGX H100, 8 x NDR":
+        glue("cliff10_hier", c["hierarchical_slowdown"], "{:.1f}x")
+        glue("cliff10_ring", c["ring_slowdown"], "{:.1f}x")
+    if name == "DGX H100 with only 1 NDR NIC":
+        glue("cliff10_1nic_hier", c["hierarchical_slowdown"], "{:.0f}x")
+        glue("cliff10_1nic_ring", c["ring_slowdown"], "{:.0f}x")
+# the explorer below, at its defaults (1 GB per GPU, DGX H100), from 2 nodes to 64
+curve = ib.scaling_curve(1e9, max_nodes=64)
+near, far = ib.cliff(1e9, nodes=2), ib.cliff(1e9, nodes=64)
+print(f"1 GB per GPU, rings: busbw {units.format_bandwidth(curve['ring_busbw'][0])} on {curve['gpus'][0]} GPUs, "
+      f"{units.format_bandwidth(curve['ring_busbw'][-1])} on {curve['gpus'][-1]}; 64 nodes vs 1: two-level "
+      f"{far['hierarchical_slowdown']:.2f}x, rings {far['ring_slowdown']:.2f}x the time")
+glue("ring_busbw_16", curve["ring_busbw"][0] / units.GB, "{:.0f} GB/s")
+glue("ring_busbw_512", curve["ring_busbw"][-1] / units.GB, "{:.0f} GB/s")
+glue("cliff_hier_2", near["hierarchical_slowdown"], "{:.1f}x")
+glue("cliff_ring_2", near["ring_slowdown"], "{:.1f}x")
+glue("cliff_hier_64", far["hierarchical_slowdown"], "{:.1f}x")
+glue("cliff_ring_64", far["ring_slowdown"], "{:.1f}x")
 
 # %% [markdown]
 # > **Myth / fact: "Going past 8 GPUs onto InfiniBand is a performance cliff."**
-# > Half true. Per GPU, bandwidth does drop 9x on a DGX H100 (section 3). But an all-reduce sends only
+# > Half true. Per GPU, bandwidth does drop {{h100_ratio_x}} on a DGX H100 (section 3). But an all-reduce sends only
 # > $1/g$ of the buffer per GPU across the network, so with **one NIC per GPU** the 10 GB all-reduce
-# > above gets about 1.6x slower in the textbook model and about 1.2x with pipelined rings. The cliff is
-# > steep, 6-10x above, when a node has **few NICs**; and it stays steep for traffic that does not shrink
+# > above gets {{cliff10_hier}} slower in the textbook model and {{cliff10_ring}} with pipelined rings on two nodes
+# > (on 64 nodes, {{cliff_hier_64}} and {{cliff_ring_64}} at 1 GB: the network phase also slows with node count,
+# > section 6). The cliff is steep, {{cliff10_1nic_hier}} to {{cliff10_1nic_ring}} above, when a node has **few NICs**; and it stays steep for traffic that does not shrink
 # > by $g$: small, latency-bound messages, all-to-all (mixture-of-experts), point-to-point sends between
 # > pipeline stages, and tensor parallelism, which is why chapter 07 keeps tensor parallelism inside
 # > the NVLink domain.
@@ -209,9 +243,12 @@ for name, system in machines.items():
 # ### Explorer: nodes, GPUs per node, NIC speed, NVLink speed
 # The green curve is one node; red and blue take the job across nodes (textbook two-level and pipelined
 # rings); the black diamond is your job. Things to try:
-# - from 1 node to 2 nodes at the defaults: the drop at the node boundary, then almost flat;
+# - from 1 node to 2 nodes at the defaults: the drop at the node boundary; then, with more nodes, ring busbw
+#   keeps falling, from {{ring_busbw_16}} on 16 GPUs to {{ring_busbw_512}} on 512 (the ring's step latency grows
+#   with its length, and the node-count decline of section 6);
 # - NICs per node from 8 to 1: the real cliff;
-# - NIC speed from 400 (NDR) to 800 Gb/s (XDR): how much of the cliff does it remove?
+# - NIC speed from 400 (NDR) to 800 Gb/s (XDR): how much of the cliff does it remove? (Each NIC reaches its GPU
+#   over PCIe Gen5 x16, {{pcie5_x16}} per direction, less than an XDR port's {{xdr_per_direction}}: the model caps it there.)
 # - size 0.001 GB (1 MB): latency takes over, and more nodes keep costing.
 
 # %%
@@ -253,12 +290,12 @@ print("\n".join(ib.comparison_lines(rows)))
 # 3. **Two nodes are special.** On exactly two nodes NCCL's double binary tree has a single edge
 #    between the nodes, so each byte crosses the network once instead of about twice, and busbw can
 #    reach nearly twice the NICs' rate (two A3 Mega VMs: 339 GB/s over NICs that carry 200). NCCL runs
-#    that tree by default on some fabrics (EFA, Google's TCPXO: `two_node_tree` in the course's fabric
-#    data) and not on others: the InfiniBand and RoCE pairs in the data sit at the NICs' rate, so NCCL
+#    that tree by default on some fabrics ([EFA](../docs/glossary.md#efa), Google's [TCPXO](../docs/glossary.md#tcpxo): `two_node_tree` in the course's fabric
+#    data) and not on others: the InfiniBand and [RoCE](../docs/glossary.md#roce) pairs in the data sit at the NICs' rate, so NCCL
 #    ran the ring there. Forced with `NCCL_ALGO=Tree` the tree halves the network bytes anywhere. Read a
 #    two-node number as a property of the algorithm, not of the wire; NCCL's maintainers advise
 #    `NCCL_ALGO=RING` to measure a network on two nodes.
-# 4. **Configuration beats the model.** A RoCE cluster with PCIe ACS left enabled ran at a fraction of
+# 4. **Configuration beats the model.** A RoCE cluster with PCIe [ACS](../docs/glossary.md#acs) left enabled ran at a fraction of
 #    its link rate (nccl-tests issue 112 in the sources); GPUDirect RDMA disabled, a NIC on the wrong
 #    socket, or the TCP fallback all do the same. The model tells you what to expect; a large shortfall
 #    means something is misconfigured.
@@ -273,38 +310,41 @@ print("\n".join(ib.comparison_lines(rows)))
 # running NCCL's tree by default on two EFA or TCPXO nodes: shown, but not independent of the model, so
 # never counted) or **test** (never used to set or choose anything). Every number below counts test
 # cases only. The model is NCCL's: for each size it takes the
-# fastest of ring, tree and NVLS that NCCL would run there, each with the LL, LL128 or Simple protocol,
+# fastest of ring, tree and NVLS that NCCL would run there, each with the LL, LL128 or Simple [protocol](../docs/glossary.md#nccl-protocols),
 # with NCCL's latency and bandwidth tables. Below: the test cases' predicted / measured busbw by size,
 # coloured by node count, and every node-count sweep against the model.
 
 # %%
-fig = ib.validation_failure_plot()
+vrows = costmodel.validation_table()
+tiny = [r for r in vrows if r["nodes"] == 1 and r["nbytes"] < 2**16]
+glue("tiny_worst", max(max(r["ratio"], 1 / r["ratio"]) for r in tiny), "{:.2f}x")
+fig = ib.validation_failure_plot(vrows)
 for g in costmodel.validation_goals():
     print(f"{g['name']}: {g['within']} of {g['cases']} test cases ({g['share']:.0%})")
 
 # %% [markdown]
 # Where it holds: one node of 8 to 72 GPUs from 1 MiB up (A100, H200, B300, NVL72); InfiniBand
-# fabrics from 128 MiB up, from two nodes to 128; forced ring, tree and NVLS tree on B200 clusters out
+# fabrics from 128 MiB up, from two nodes to 128; forced ring, tree and [NVLS tree](../docs/glossary.md#nvls-tree) on B200 clusters out
 # to 64 nodes. Where it stops being true, and why:
 # - **Small messages: the fixed cost of a call.** Below 64 KiB the time *is* the latency, and the
 #   latency is the machine, not the link: the same 8-GPU all-reduce of 1 KiB takes 45 µs on one cloud
 #   A100 node and 30 µs on an H200 node. The model uses one launch cost (15 µs, the median of three
-#   machines), so it is off by up to ±50% there.
+#   machines), so it is off by up to {{tiny_worst}} there (the worst one-node case below 64 KiB).
 # - **Networks that are not InfiniBand: their own fabric kind.** Each kind (`python -m course_lib
 #   validation` prints them; the numbers live in `fabrics.json`) has an efficiency and a cost per network
 #   step set from *one* published run and tested on the others: Google's TCPXO costs about 25 InfiniBand
-#   hops per step, HPE Slingshot's libfabric path 17 (set on two Alps nodes at 1 MiB), first-generation
+#   hops per step, HPE [Slingshot](../docs/glossary.md#cxi)'s libfabric path 17 (set on two Alps nodes at 1 MiB), first-generation
 #   EFA (p3dn, p4d) reaches 64% of its line rate and runs only NCCL's Simple protocol, because the
 #   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches 96%. P5 sits in between and
 #   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* 64% and says so.
 # - **Mid sizes through software network stacks.** Where every message crosses a plugin (TCPXO,
-#   Slingshot's CXI provider, EFA), the model is 1.5-5x optimistic between 1 and 128 MiB: ALCF Polaris
+#   Slingshot's [CXI](../docs/glossary.md#cxi) provider, EFA), the model is 1.5-5x optimistic between 1 and 128 MiB: ALCF Polaris
 #   (A100, Slingshot) at 1 MiB on 8 nodes measures 1.0 GB/s against the model's 5; two A3 Mega VMs at
 #   16 MiB 32 GB/s against 106. A per-message cost the course does not have (each chunk waits for the
 #   plugin) sets those sizes.
 # - **The tree at scale is bound by the GPU, not the network.** Forced onto B200 nodes with eight
 #   400 Gb/s NICs, NCCL's tree moves about 200 GB/s per node from 4 to 64 nodes, half what the NICs can
-#   carry: at its default 16 SMs the tree needs more SMs than NCCL gives it (NCCL's maintainers, in the
+#   carry: at its default 16 [SMs](../docs/glossary.md#sm) the tree needs more SMs than NCCL gives it (NCCL's maintainers, in the
 #   sources). The model caps the tree's network rate on Hopper and Blackwell at the value one published
 #   sweep sets; the same cluster a day later and two sweeps on another B200 cluster test it (all within 8%).
 # - **Many nodes, and racks of NVL72.** Between NVL72 racks NCCL runs neither NVLS nor NVLS tree, and
@@ -320,14 +360,18 @@ for g in costmodel.validation_goals():
 # node count at large sizes except the ring's step latency. Measured, busbw still falls a little: a
 # B200 cluster on InfiniBand, forced to the ring at 16 GiB, went from 335 GB/s on 4 nodes to 291 on 46.
 # More nodes send the ring's hops through more spine switches, where they meet each other and other
-# jobs' traffic. The course fits that fall on that one sweep, **×0.972 per doubling of the node count
-# beyond 4 nodes** (`node_decline` in `efficiency.json`; fitting the slope only, because the cluster's
+# jobs' traffic. The course fits that fall on that one sweep, **{{node_decline_per_doubling}} per doubling of the
+# node count beyond 4 nodes** (`node_decline` in `efficiency.json`; fitting the slope only, because the cluster's
 # own level is not the point), and tests it on every other published sweep: the cell below divides
 # measured by predicted busbw for each of them and asks what is *left* per doubling beyond the model
 # (1.00: nothing).
 
 # %%
 study = costmodel.node_sweep_study()
+playbook = [r for r in vrows if r["sweep"] == "hf-playbook-allreduce-256MB-nodes" and r["nodes"] >= 4]
+glue("playbook_lo", min(r["ratio"] for r in playbook), "{:.2f}x")
+glue("playbook_hi", max(r["ratio"] for r in playbook), "{:.2f}x")
+glue("node_decline_per_doubling", costmodel.node_decline_constants()["per_doubling"], "×{:.3f}")
 left = sorted(s["residual_per_doubling"] for s in study if not s["fit_cases"] and not s["informed_cases"])
 print(f"{len(left)} test sweeps: what falls beyond the model per doubling, median {left[len(left) // 2]:.2f}, "
       f"range {left[0]:.2f}-{left[-1]:.2f}")
@@ -338,13 +382,14 @@ for s in sorted(study, key=lambda s: s["residual_per_doubling"])[:5]:
 # %% [markdown]
 # The median test sweep has nothing left to explain; the ones that do are conditions, not laws:
 # - **A shared fabric under load.** On 64 Azure ND H100 v5 VMs at 8 GiB busbw fell from 392 GB/s
-#   (8 nodes) to 224; the author blames congestion from other jobs, and adaptive routing changed the
+#   (8 nodes) to 224; the author blames congestion from other jobs, and [adaptive routing](../docs/glossary.md#adaptive-routing) changed the
 #   shape but not the trend. Measured there, the model is 1.4-1.5x optimistic from 16 nodes up.
 # - **An untuned RoCE fabric.** An A100 cluster with eight 100 Gb/s RoCE NICs per node fell from 100 GB/s
 #   on two nodes to 40 on six, 0.58x per doubling beyond the model: drops and hash collisions in a
 #   lossy Ethernet fabric (section 7), which tuned RoCE does not show.
 # - **A mid size on a cloud cluster.** The Ultra-Scale Playbook's 256 MB all-reduce on H100 + EFA falls
-#   from 436 GB/s on one node to 33 on 64, a factor the model misses by 2-9x from 4 nodes up. Its
+#   from 436 GB/s on one node to 33 on 64; from 4 nodes up the model predicts {{playbook_lo}} to {{playbook_hi}}
+#   what was measured. Its
 #   spread is as telling as its median: at 64 nodes the 5th-95th percentile runs from 12.5 to 177 GB/s,
 #   so the median is set by the slowest node of each call, not by the wire. (These runs decided that P5's
 #   EFA figure stays an assumption, so they are **informed** cases: plotted in `validation`, not counted.)
@@ -763,20 +808,23 @@ _ = checks.check_all(globals(), chapter="05")
 #   read GPU memory directly, which is why each GPU gets its own NIC on its own PCIe switch.
 # - InfiniBand ports are quoted in **bits**: EDR/HDR/NDR/XDR = 100/200/400/800 Gb/s = **12.5/25/50/100 GB/s
 #   per direction**. NDR200 is 25 GB/s per direction, not ~100 GB/s.
-# - A DGX H100 injects **400 GB/s per direction** into the network against 3.6 TB/s of NVLink: per GPU,
-#   **9x less**.
+# - A DGX H100 injects **{{h100_injection}} per direction** into the network against {{h100_nvlink_node}} of NVLink:
+#   per GPU, **{{h100_ratio_x}} less**.
 # - Rail-optimised fat trees put NIC *k* of every node on leaf *k*: collective traffic between GPU *k* of
 #   different nodes crosses **one switch**.
 # - The two-level all-reduce sends only **n/g per GPU** across the network; with one NIC per GPU leaving
-#   the node costs ~1.2-1.6x for large all-reduces, with one NIC per node 6-10x. Small messages,
-#   all-to-all and point-to-point traffic feel the full gap.
+#   the node costs {{cliff_ring_2}} to {{cliff_hier_2}} for a 1 GB all-reduce on two nodes and {{cliff_ring_64}} to
+#   {{cliff_hier_64}} on 64 (the explorer's defaults), with one NIC per node {{cliff10_1nic_hier}} to
+#   {{cliff10_1nic_ring}}.
+#   Small messages, all-to-all and point-to-point traffic feel the full gap.
 # - Measured multi-node rings get within a few percent of the NICs' line rate; NCCL pipelines the two
 #   levels, so the textbook sequential model is pessimistic; two-node results depend on the algorithm.
 # - RoCE v2 matches InfiniBand when the Ethernet is configured lossless/congestion-controlled; TCP sockets
 #   reach a fraction of the line rate.
 # - `torchrun` gives every process `RANK`, `LOCAL_RANK`, `WORLD_SIZE`; NCCL picks NVLink inside a node and
 #   the NICs between nodes; `NCCL_DEBUG=INFO` shows what it picked.
-#
+
+# %% [markdown]
 # ## Worked questions
 # Try each before opening the answer; the code cell under them lets you check with the library.
 #
@@ -785,27 +833,53 @@ _ = checks.check_all(globals(), chapter="05")
 #
 # <details><summary>Answer</summary>
 #
-# `ib.hierarchical_phases(140e9, 64)`: about 1.23 s, of which 0.69 s is the network phase (56%) and
-# 0.27 s each for the reduce-scatter and all-gather over NVLink. Real training splits this into buckets and
-# overlaps it with the backward pass (chapter 06).
+# `ib.hierarchical_phases(140e9, 64)`: about {{w1_total}}, of which {{w1_network}} is the network phase
+# ({{w1_network_share}}) and {{w1_nvlink_phase}} each for the reduce-scatter and all-gather over NVLink. The network
+# phase is longer than section 5's formula gives at the NICs' spec rate: at 64 nodes the model applies the
+# node-count decline of section 6, {{w1_decline}} of the rate ({{node_decline_per_doubling}} per doubling beyond 4 nodes).
+# Real training splits this into buckets and overlaps it with the backward pass (chapter 06).
 # </details>
 #
 # **W2.** The same cluster upgrades to XDR NICs (800 Gb/s). Does the all-reduce take half the time?
 #
 # <details><summary>Answer</summary>
 #
-# No. `ib.what_if_system("dgx-h100", nic_gbit_s=800)` halves only the network phase (0.69 → 0.34 s); the
-# NVLink phases stay at 0.27 s each, so the total drops from 1.23 s to about 0.89 s, 28% less.
+# No, and the network phase does not halve either: {{w1_network}} → {{w2_network}}. An XDR port carries
+# {{xdr_per_direction}} per direction, but each NIC reaches its GPU over PCIe Gen5 x16, {{pcie5_x16}}, and the model caps it
+# there (section 1). The NVLink phases stay at {{w1_nvlink_phase}} each, so the total drops from {{w1_total}} to
+# {{w2_total}}, {{w2_saving}} less.
 # </details>
 #
 # **W3.** A team wants to save money with one 400 Gb/s NIC per node instead of eight. What happens to W1?
 #
 # <details><summary>Answer</summary>
 #
-# `ib.what_if_system("dgx-h100", nics_per_node=1)`: the network phase grows 8x to about 5.5 s and the
-# all-reduce to about 6.1 s, five times longer: the node now injects 50 GB/s per direction for 8 GPUs.
+# With one NIC per node the network phase grows {{w3_network_growth}} to {{w3_network}} and the all-reduce to
+# {{w3_total}}, {{w3_growth}} longer: the node now injects {{w3_injection}} per direction for 8 GPUs.
 # </details>
-#
+
+# %%
+w1 = ib.hierarchical_phases(140e9, 64)
+w2 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nic_gbit_s=800))
+w3 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nics_per_node=1))
+for name, r in (("W1 8 x NDR", w1), ("W2 8 x XDR", w2), ("W3 1 x NDR", w3)):
+    print(f"{name}: {units.format_time(r['time_s'])} (network phase {units.format_time(r['inter_node_s'])})")
+print(f"node-count decline at 64 nodes: {costmodel.node_decline(64):.3f} of the network rate")
+glue("w1_total", w1["time_s"], "{:.2f} s")
+glue("w1_network", w1["inter_node_s"], "{:.2f} s")
+glue("w1_network_share", w1["inter_share"], "{:.0%}")
+glue("w1_nvlink_phase", w1["reduce_scatter_s"], "{:.2f} s")
+glue("w1_decline", costmodel.node_decline(64), "{:.3f}")
+glue("w2_network", w2["inter_node_s"], "{:.2f} s")
+glue("w2_total", w2["time_s"], "{:.2f} s")
+glue("w2_saving", 1 - w2["time_s"] / w1["time_s"], "{:.0%}")
+glue("w3_network", w3["inter_node_s"], "{:.1f} s")
+glue("w3_network_growth", w3["inter_node_s"] / w1["inter_node_s"], "{:.0f}x")
+glue("w3_total", w3["time_s"], "{:.2f} s")
+glue("w3_growth", w3["time_s"] / w1["time_s"], "{:.1f}x")
+glue("w3_injection", ib.node_injection(hardware.system("dgx-h100").variant(nics_per_node=1)) / units.GB, "{:.0f} GB/s")
+
+# %% [markdown]
 # **W4.** Two nodes, each with 8 GPUs on NVLink and 2 HDR NICs, report all-reduce busbw of 55 GB/s. Is
 # that more than the network can carry?
 #
@@ -815,15 +889,7 @@ _ = checks.check_all(globals(), chapter="05")
 # nodes moves less than the busbw formula assumes (section 6, point 3). Rerun with `NCCL_ALGO=RING` to
 # measure the network itself.
 # </details>
-
-# %%
-w1 = ib.hierarchical_phases(140e9, 64)
-w2 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nic_gbit_s=800))
-w3 = ib.hierarchical_phases(140e9, 64, hardware.system("dgx-h100").variant(nics_per_node=1))
-for name, r in (("W1 8 x NDR", w1), ("W2 8 x XDR", w2), ("W3 1 x NDR", w3)):
-    print(f"{name}: {units.format_time(r['time_s'])} (network phase {units.format_time(r['inter_node_s'])})")
-
-# %% [markdown]
+#
 # ## Further reading
 # - InfiniBand Trade Association, *InfiniBand roadmap* (port rates per generation): https://www.infinibandta.org/infiniband-roadmap/
 # - NVIDIA, *GPUDirect RDMA* (how the NIC reads GPU memory; PCIe topology requirements): https://docs.nvidia.com/cuda/gpudirect-rdma/

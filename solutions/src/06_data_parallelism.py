@@ -20,10 +20,13 @@
 # Conventions as always: **1 GB = 10⁹ bytes**, **1 GiB = 2³⁰ bytes**, every bandwidth says *per
 # direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
 # published measurements from `course_lib/data/published_training.json` and `published_dp_scaling.json`.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, parallel, units
+from course_lib import checks, costmodel, hardware, parallel, prose, units
 from course_lib.lab import ddp_run
 from course_lib.explorers import data_parallel as dp
 
@@ -66,7 +69,7 @@ print("DDP's default bucket:", dp.DDP_BUCKET_BYTES, "bytes =", units.format_byte
       "=", units.format_bytes(dp.DDP_BUCKET_BYTES, binary=True))
 
 # %% [markdown]
-# Take the chapter's running example, the 7.5-billion-parameter GPT from Megatron-LM's paper (the ZeRO
+# Take the chapter's running example, the 7.5-billion-parameter GPT from Megatron-LM's paper (the [ZeRO](../docs/glossary.md#zero)
 # paper uses the same size), with 16-bit (BF16) gradients on the 8 GPUs of one DGX H100:
 
 # %%
@@ -175,11 +178,19 @@ weak = dp.scaling_curve("megatron-7.5b", nic_gbit_s=100, zero=1)  # 100 Gb/s = 1
 strong = dp.strong_scaling("megatron-7.5b", global_batch=512, nic_gbit_s=100, zero=1)
 for name, c in (("weak (1 sequence per GPU)", weak), ("strong (512 sequences in all)", strong)):
     print(f"{name:<30}", "  ".join(f"{g}: {e:.0%}" for g, e in zip(c["gpus"], c["efficiency"]) if g >= 8))
+glue = prose.Glue("06")  # numbers the text below quotes from this cell
+weak_at, strong_at = dict(zip(weak["gpus"], weak["efficiency"])), dict(zip(strong["gpus"], strong["efficiency"]))
+glue("weak_in_node", weak_at[8], "{:.0%}")
+glue("weak_16", weak_at[16], "{:.0%}")
+glue("weak_1024", weak_at[1024], "{:.0%}")
+glue("strong_16", strong_at[16], "{:.0%}")
+glue("strong_512", strong_at[512], "{:.0%}")
 
 # %% [markdown]
-# At 12.5 GB/s per GPU the weak-scaling efficiency falls at the node boundary and then stays flat: the
-# ring's time hardly depends on $N$ (chapter 00). Strong scaling keeps falling, because every doubling
-# halves the compute that hides the same all-reduce.
+# At 12.5 GB/s per GPU the weak-scaling efficiency falls at the node boundary ({{weak_in_node}} on 8 GPUs,
+# {{weak_16}} on 16) and then stays almost flat ({{weak_1024}} on 1,024): the ring's time hardly depends on $N$
+# (chapter 00). Strong scaling keeps falling, from {{strong_16}} on 16 GPUs to {{strong_512}} on 512, because every
+# doubling halves the compute that hides the same all-reduce.
 #
 # There is a second, non-network limit: **the batch**. Data parallelism needs at least one sequence per
 # GPU, and a model converges well only up to some global batch. Megatron-LM's paper trains GPT-3 175B with

@@ -21,6 +21,9 @@
 # direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
 # published training results from `course_lib/data/published_training.json` and the other published
 # statements of this chapter from `course_lib/data/published_model_parallel.json`, each with its URL.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
@@ -377,7 +380,7 @@ print("\n".join(plan.explanation))
 # ## 5. Explorer: the TP x PP x DP grid of a cluster
 # Every cell is one layout of your cluster: TP down, PP across, DP the rest. Each pipeline runs $m$
 # micro-batches of one sequence per step (so the global batch is $m \times$ DP, and the bubble of every
-# cell is $(p-1)/m$). A cell shows the model FLOP/s utilisation (MFU) and the memory per GPU; grey cells do
+# cell is $(p-1)/m$). A cell shows the model FLOP/s utilisation (**MFU**, see the [glossary](../docs/glossary.md#mfu)) and the memory per GPU; grey cells do
 # not fit, hatched ones are impossible (TP must divide the heads, PP the layers, TP x PP the GPUs). Below
 # the map: the selected layout's step time split into compute, bubble and exposed communication (left),
 # and its memory (right). Everything comes from `parallel.estimate`. Things to try:
@@ -451,7 +454,7 @@ for sid in ("dgx-a100", "dgx-h100"):
 
 # %% [markdown]
 # Is that right? The Ultra-Scale Playbook (Hugging Face, 2025) scanned TP from 2 to 32 for a 3B model on
-# H100 nodes joined by EFA, with and without sequence parallelism; `tp_scans` runs the planner on the same
+# H100 nodes joined by [EFA](../docs/glossary.md#efa), with and without sequence parallelism; `tp_scans` runs the planner on the same
 # points (AWS p5 assumed, one TP group, the micro-batch the book shows) and divides both by their value at
 # TP 8, so the GPU-efficiency constant cancels. `python -m course_lib plan --validate-tp` prints the table.
 

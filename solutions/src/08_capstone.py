@@ -25,6 +25,9 @@
 # Hardware numbers come from `course_lib.hardware` (each with a source); published runs from
 # `course_lib/data/published_runs.json`, each with its URL; the model of memory, traffic and step time is
 # `course_lib.parallel` (try `python -m course_lib plan --help` in a terminal).
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline

@@ -21,10 +21,13 @@
 # Conventions as always: **1 GB = 10⁹ bytes**, every bandwidth says *per direction* or *bidirectional*.
 # Model configurations come from `course_lib/data/models.json` (each with a source), published
 # measurements from `course_lib/data/published_parallel_modern.json`.
+#
+# Terms: a word in **bold** is defined where it stands; every other term the course uses is in the
+# [glossary](../docs/glossary.md).
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, parallel, units
+from course_lib import checks, costmodel, hardware, parallel, prose, units
 from course_lib.explorers import moe
 from course_lib.lab import bench
 
@@ -49,15 +52,22 @@ for mid in ("mixtral-8x7b", "deepseek-v3", "llama4-scout", "llama3-70b"):
 print(f"{'model':<14} {'experts':>7} {'top-k':>5} {'shared':>6} {'params':>8} {'active':>7} {'ratio':>6}")
 for r in rows:
     print(f"{r[0]:<14} {r[1]!s:>7} {r[2]!s:>5} {r[3]!s:>6} {r[4]:>8} {r[5]:>7} {r[6]:>6}")
+glue = prose.Glue("10")  # numbers the text quotes from the cells
+mixtral, dsv3 = parallel.model("mixtral-8x7b"), parallel.model("deepseek-v3")
+glue("mixtral_params", mixtral.params / 1e9, "{:.0f}B")
+glue("mixtral_active", mixtral.active_params / 1e9, "{:.0f}B")
+glue("dsv3_params", dsv3.params / 1e9, "{:.0f}B")
+glue("dsv3_active", dsv3.active_params / 1e9, "{:.0f}B")
+glue("dsv3_adam_state", dsv3.params * 16 / 1e12, "{:.1f} TB")
 
 # %% [markdown]
 # The model reproduces the published totals (Mixtral 46.7B / 12.9B active, DeepSeek-V3 671B / 37B, Llama 4
 # Scout 109B / 17B with its vision encoder) within a few percent; for DeepSeek-V3 it replaces multi-head
 # latent attention with ordinary attention of the same width (see the note in `models.json`).
 #
-# Two consequences frame the chapter. **Memory** follows the total: DeepSeek-V3's 672B parameters need
-# 16 bytes each with mixed-precision Adam, 10.8 TB. **Compute** follows the active parameters: a training step
-# costs about $6 \times 38\text{B}$ FLOP per token, like a 38B dense model. So the experts must be spread over
+# Two consequences frame the chapter. **Memory** follows the total: DeepSeek-V3's {{dsv3_params}} parameters (the
+# model's count) need 16 bytes each with mixed-precision Adam, {{dsv3_adam_state}}. **Compute** follows the active
+# parameters: a training step costs about 6 × {{dsv3_active}} FLOP per token, like a {{dsv3_active}} dense model. So the experts must be spread over
 # many GPUs (for memory), and each token must travel to the GPUs that hold its experts (for compute).
 
 # %% [markdown]
@@ -97,21 +107,34 @@ print("= 4 per MoE layer x 32 layers x", mix.micro_batches, "micro-batches")
 # node-mates goes over NVLink and the $\frac{56}{64}$ for the other nodes over the network, all at once. The
 # network share bounds it:
 #
-# $$t \approx \max\!\Big(\frac{\text{EP}-k}{\text{EP}}\frac{n}{B_{\text{NIC per GPU}}},\;\frac{k-1}{\text{EP}}\frac{n}{B_{\text{NVLink}}}\Big)$$
+# $$t \approx \max\!\Big(\frac{\text{EP}-g}{\text{EP}}\frac{n}{B_{\text{NIC per GPU}}},\;\frac{g-1}{\text{EP}}\frac{n}{B_{\text{NVLink}}}\Big)$$
 #
-# with $k$ group members per node. This assumes every GPU's traffic leaves through its own NIC evenly: a
+# with $g$ members of the EP group in each node ($g$ = 8 GPUs per node for EP ≥ 8, as in chapter 05; $k$ stays the
+# top-k of section 1). This assumes every GPU's traffic leaves through its own NIC evenly: a
 # message for GPU 5 of another node is first moved over NVLink to the local GPU on rail 5 (NCCL's **PXN**,
 # DeepEP's NVLink forwarding), so it crosses the network on one rail and one leaf switch.
 
 # %%
+a2a_s = {}
 for ep in (8, 16, 32, 64):
-    t, link = parallel.all_to_all_time("dgx-h100", 470e6, ep, 1)
-    print(f"EP {ep:>2}: {units.format_time(t):>9} for 470 MB per rank over {link.name}; "
+    a2a_s[ep], link = parallel.all_to_all_time("dgx-h100", 470e6, ep, 1)
+    print(f"EP {ep:>2}: {units.format_time(a2a_s[ep]):>9} for 470 MB per rank over {link.name}; "
           f"bottleneck {units.format_bandwidth(parallel.all_to_all_bottleneck_bandwidth('dgx-h100', 470e6, ep))}")
+dgx = hardware.system("dgx-h100")
+glue("a2a_ep8", a2a_s[8] * 1e3, "{:.2f} ms")
+glue("a2a_ep16", a2a_s[16] * 1e3, "{:.2f} ms")
+glue("a2a_ep16_vs_ep8", a2a_s[16] / a2a_s[8], "{:.1f} times")
+glue("nvlink_per_gpu", dgx.gpu_link.per_direction / units.GB, "{:.0f} GB/s")
+glue("nic_per_gpu", dgx.nic_bandwidth_per_gpu / units.GB, "{:.0f} GB/s")
+glue("nvlink_vs_nic", dgx.gpu_link.per_direction / dgx.nic_bandwidth_per_gpu, "{:.0f} times")
 
 # %% [markdown]
-# Leaving the node costs about 8 times: NVLink 4 gives each H100 450 GB/s per direction (spec), a 400 Gb/s
-# NIC 50 GB/s. DeepEP measured exactly this shape on H800s (NVLink cut to 200 GB/s per direction): about
+# Per GPU the network gives {{nvlink_vs_nic}} less bandwidth than NVLink: NVLink 4 gives each H100 {{nvlink_per_gpu}} per
+# direction (spec), a 400 Gb/s NIC {{nic_per_gpu}} (chapter 05's ratio). The all-to-all grows less than that from EP 8 to
+# EP 16, {{a2a_ep16_vs_ep8}} ({{a2a_ep8}} → {{a2a_ep16}}), because at EP 16 only half of each rank's buffer crosses the
+# network.
+#
+# DeepEP measured exactly this shape on H800s (NVLink cut to 200 GB/s per direction): about
 # 155 GB/s through NVLink inside a node, 43-58 GB/s through the NIC across nodes. The course's model next to
 # those numbers (section 7 has the whole table):
 
@@ -129,7 +152,8 @@ for r in parallel.modern_validation_table():
 # `moe_imbalance` times the mean (auxiliary losses and DeepSeek's bias-based balancing keep it near 1). With
 # a **capacity factor** $c$, each expert takes at most $c$ times its fair share, drops the rest and pads
 # short buffers: the work is always $c$ times the mean, and tokens may be lost. The model multiplies both the
-# all-to-all bytes and the routed experts' FLOPs by that factor.
+# all-to-all bytes and the routed experts' FLOPs by that factor. Each line ends with the step's
+# [MFU](../docs/glossary.md#mfu) (model FLOPs utilisation).
 
 # %%
 for imb in (1.0, 1.25, 1.5, 2.0):
@@ -154,7 +178,7 @@ moe.expert_parallel_explorer()
 #
 # Exposed, DeepSeek-V3's all-to-alls across 8 nodes would cost as much as its compute. DeepSeek's
 # **DualPipe** schedule runs one micro-batch's all-to-alls while another micro-batch computes (and DeepEP
-# does the transfers on a few SMs of their own). `ep_overlap=True` models that: per MoE layer only the part of
+# does the transfers on a few [SMs](../docs/glossary.md#sm) of their own). `ep_overlap=True` models that: per MoE layer only the part of
 # the all-to-alls longer than one layer's compute shows.
 
 # %%
@@ -164,6 +188,7 @@ for overlap in (False, True):
     print(f"ep_overlap={overlap!s:<5}: {e.layout}, step {units.format_time(e.step_time_s)}, "
           f"all-to-all exposed {units.format_time(e.ep_exposed_s)}, {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
           f"MFU {100 * e.mfu:.1f}%")
+glue("ds_s6_tokens", e.tokens_per_s_per_gpu, "{:,.0f} tokens/s/GPU")
 
 # %% [markdown]
 # The planner searches EP beside TP, PP and DP (and ZeRO). For Mixtral on 64 H100s it keeps EP inside the
@@ -178,14 +203,26 @@ print(p.summary(top=5))
 # ## 7. Where the model stops being true
 #
 # The cases below come with a **fit/test split**: in each group the *fit* cases set one scale (the geometric
-# mean of predicted/measured), the *test* cases only get compared. DeepSeek-V3's throughput (1,543 tokens/s
-# per GPU, from 180K H800 GPU-hours per trillion tokens) comes out within a few percent with the all-to-alls
-# hidden, but for partly wrong reasons: the model counts BF16 matmuls where DeepSeek used FP8, sends $k$
+# mean of predicted/measured), the *test* cases only get compared. DeepSeek-V3's throughput ({{ds_measured}}
+# per GPU, from 180K H800 GPU-hours per trillion tokens) comes out at {{ds_predicted}} in its validation case
+# (`dsv3-pretraining` below), {{ds_ratio}} of it, with the all-to-alls hidden. That case differs from section 6: it
+# runs on H800 nodes with **selective** recomputation, where section 6 recomputes every layer
+# (`recompute="full"`, {{ds_s6_tokens}} on DGX H100), and it does **not fit** the model's memory check:
+# {{ds_memory}} per GPU against {{ds_usable}} usable (DeepSeek kept activations in FP8; the model counts BF16). It
+# lands close for partly wrong reasons: the model counts BF16 matmuls where DeepSeek used FP8, sends $k$
 # copies of each token across the network where DeepEP sends one per destination node (at most 4 by
 # DeepSeek's node-limited routing), and ignores the SMs the communication kernels take from compute.
 
 # %%
 print(parallel.modern_validation_summary())
+ds = next(r for r in parallel.modern_validation_table() if r["id"] == "dsv3-pretraining")
+print(f"dsv3-pretraining: {ds['predicted']:,.0f} tokens/s/GPU predicted, {ds['measured']:,.0f} measured; memory "
+      f"{ds['memory_bytes'] / units.GB:.0f} GB per GPU of {ds['usable_bytes'] / units.GB:.0f} GB usable (fits: {ds['fits']})")
+glue("ds_measured", ds["measured"], "{:,.0f} tokens/s")
+glue("ds_predicted", ds["predicted"], "{:,.0f} tokens/s")
+glue("ds_ratio", ds["ratio"], "{:.2f}x")
+glue("ds_memory", ds["memory_bytes"] / units.GB, "{:.0f} GB")
+glue("ds_usable", ds["usable_bytes"] / units.GB, "{:.0f} GB")
 
 # %% [markdown]
 # ## 8. Lab: write an all-to-all
@@ -261,8 +298,8 @@ print(result)
 # <details><summary>Answer</summary>
 #
 # Half of every rank's buffer now crosses the network through that GPU's share of the NICs (50 GB/s per
-# direction for a 400 Gb/s NIC) instead of NVLink (450 GB/s spec): the network half takes about 8 times
-# longer than the whole buffer did on NVLink.
+# direction for a 400 Gb/s NIC) instead of NVLink ({{nvlink_per_gpu}} spec): the network half alone takes
+# {{a2a_ep16_vs_ep8}} as long as the whole buffer did on NVLink ({{a2a_ep16}} against {{a2a_ep8}}, section 3).
 # </details>
 #
 # ## Graded exercises
@@ -393,11 +430,13 @@ _ = checks.check_all(globals(), chapter="10")
 # %% [markdown]
 # ## Takeaways
 # - An MoE layer stores $E$ experts but each token uses $k$ (plus shared experts): parameters follow $E$,
-#   FLOPs follow $k$. Mixtral: 47B stored, 13B active; DeepSeek-V3: 671B and 37B.
+#   FLOPs follow $k$. Mixtral: {{mixtral_params}} stored, {{mixtral_active}} active; DeepSeek-V3: {{dsv3_params}} and
+#   {{dsv3_active}} (the model's counts).
 # - Expert parallelism costs **2 all-to-alls forward and 2 backward** per MoE layer and micro-batch, each of
 #   $\frac{s b}{t} k h \times 2$ bytes per rank, of which $\frac{\text{EP}-1}{\text{EP}}$ leaves the GPU.
-# - Inside an NVLink domain the all-to-all is cheap; across nodes $\frac{\text{EP}-k}{\text{EP}}$ of it rides
-#   each GPU's NIC share, about 8 times slower on DGX H100. PXN-style forwarding keeps it on the rails.
+# - Inside an NVLink domain the all-to-all is cheap; across nodes $\frac{\text{EP}-g}{\text{EP}}$ of it rides
+#   each GPU's NIC share: {{nvlink_vs_nic}} less bandwidth per GPU on DGX H100, {{a2a_ep16_vs_ep8}} the time from EP 8
+#   to EP 16. PXN-style forwarding keeps it on the rails.
 # - The busiest rank sets the pace: imbalance (or the capacity factor) multiplies both all-to-all and
 #   expert compute.
 # - At DeepSeek-V3's scale the all-to-alls are as long as the compute; only overlap (DualPipe) makes EP 64
