@@ -1,4 +1,5 @@
 """Cost model: definitions, validation against published data, speed."""
+import dataclasses
 import time
 
 import numpy as np
@@ -125,6 +126,8 @@ def test_goals_on_the_test_set_are_pinned():
     >= 128 MiB 174 of 216 (the 11 CollNet test cases all within 20%); 1-128 MiB fell from 29 to 26 of 41 and
     < 1 MiB from 37 to 35 of 38, all on first-generation EFA (p3dn, p4d), whose Simple-only stack had been
     priced with the old 28 us per intra-node tree step: that latency stood in for the plugin's per-message cost.
+    Node-count sweeps 167 of 193: MareNostrum 5 on its own board (no NVSwitch) misses at 2 nodes (0.63), where
+    NCCL ran its two-node tree, not the ring the model picks there.
     """
     rows = cm.validation_table()
     goals = {g["name"]: g for g in cm.validation_goals(rows)}
@@ -135,7 +138,7 @@ def test_goals_on_the_test_set_are_pinned():
         assert g["cases"] >= cases and g["share"] >= floor, (name, g)
     assert goals[">= 128 MiB within 20%"]["met"] and goals["< 1 MiB within 50%"]["met"]
     sweeps = goals["node-count sweeps within 35%"]
-    assert len(sweeps["sweeps"]) >= 30 and sweeps["share"] >= 0.87       # 154 of 176 today
+    assert len(sweeps["sweeps"]) >= 30 and sweeps["share"] >= 0.86       # 167 of 193 (MareNostrum 5 on its 4-GPU board)
     # misses explained in chapter 05: an untuned A100 RoCE 100G cluster (100 -> 40 GB/s from 2 to 6 nodes),
     # Slingshot's small messages on Polaris, a shared fabric's congestion (Azure), the playbook's 256 MB sweep
     for miss in ("a100-roce-100g-6node-169", "hf-playbook-allreduce-256MB-64node", "polaris-a100-8node-1M"):
@@ -362,3 +365,32 @@ def test_collnet_prices_sharp_across_nodes_and_only_where_asked():
         cm.predict("all_reduce", big, "dgx-b200", algorithm="collnet")
     fit = [r for r in cm.validation_table() if r["algorithm"] == "collnet"]
     assert {r["role"] for r in fit} == {"fit", "test"} and all(0.85 <= r["ratio"] <= 1.05 for r in fit)
+
+
+def test_dgx_b300_nics_are_not_capped_by_a_gen5_slot():
+    """ConnectX-8 at 800 Gb/s (100 GB/s per direction) sits on PCIe Gen6 x16 (~118 GB/s): the node's 8 NICs
+    are its network rate; on Gen5 x16 (63 GB/s) each would be cut to 63% (issue 24)."""
+    f = cm.fabric("dgx-b300")
+    assert hardware.system("dgx-b300").pcie.name == "PCIe Gen6 x16"
+    assert f.net_bw_node_for(8) == pytest.approx(f.net_bw_node) and f.pcie_bw > 100e9 * cm.efficiency("infiniband")
+    gen5 = cm.fabric(dataclasses.replace(hardware.system("dgx-b300"), pcie=hardware.pcie_link(5, 16)))
+    assert gen5.net_bw_node_for(8) < 0.6 * f.net_bw_node_for(8)
+
+
+def test_nccl_generation_comes_from_data_and_an_unknown_one_is_refused():
+    """RCCL GPUs get their own (assumed) rows; a GPU whose generation has no row is refused by name."""
+    assert cm.gpu_generation("amd-mi355x-8gpu") == "cdna4" and cm.gpu_generation("amd-mi325x-8gpu") == "cdna3"
+    assert cm.gpu_generation("gb300-nvl72") == "blackwell" and cm.gpu_generation("hgx-h100-4gpu") == "hopper"
+    assert "assumed" in cm.protocol_table()["generations_note"]
+    odd = dataclasses.replace(hardware.system("amd-mi355x-8gpu"), raw={"nccl_arch": "cdna9"},
+                              gpu=dataclasses.replace(hardware.gpu("mi355x"), id="mystery"))
+    with pytest.raises(ValueError, match="NCCL generation 'cdna9'"):
+        cm.predict("all_reduce", 2**20, odd)
+
+
+def test_hgx_h100_4gpu_has_no_nvls_and_prices_marenostrum():
+    """The 4-GPU HGX board links its GPUs directly (no NVSwitch, so no NVLS); MareNostrum 5's cases use it."""
+    assert not hardware.system("hgx-h100-4gpu").in_network_reduction
+    assert "nvls" not in cm.predict("all_reduce", 2**32, "hgx-h100-4gpu").algorithms
+    mn5 = [c for c in cm.published()["cases"] if c["id"].startswith("mn5-")]
+    assert mn5 and all(c["system"] == "hgx-h100-4gpu" for c in mn5)
