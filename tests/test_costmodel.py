@@ -189,7 +189,8 @@ def test_nvls_latency_is_nccl_hardware_latency_and_costs_more_than_a_ring():
 
 
 def test_fabric_kinds_are_sourced_and_selectable():
-    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "efa", "efa_p6", "efa_v1", "slingshot", "ethernet_tcp", "tcpxo"}
+    assert set(cm.fabric_kind_ids()) == {"infiniband", "roce", "roce_gib", "efa", "efa_p6", "efa_v1", "slingshot", "ethernet_tcp",
+                                        "tcpxo"}
     sources = datafiles.bibliography()
     for kind in cm.fabric_kind_ids():
         row = cm.fabric_kind(kind)
@@ -394,3 +395,13 @@ def test_hgx_h100_4gpu_has_no_nvls_and_prices_marenostrum():
     assert "nvls" not in cm.predict("all_reduce", 2**32, "hgx-h100-4gpu").algorithms
     mn5 = [c for c in cm.published()["cases"] if c["id"].startswith("mn5-")]
     assert mn5 and all(c["system"] == "hgx-h100-4gpu" for c in mn5)
+
+
+def test_cloud_roce_is_labelled_assumed_where_no_run_sets_it():
+    """Issue 24: the RoCE cloud kind (gIB on GCP A3 Ultra and A4) has no published run in the data, so its
+    efficiency and latency say 'assumed' in their role and derivation; no fit case claims them."""
+    gib = cm.fabric_kind("roce_gib")
+    assert gib["role"] == "assumed" and gib["assumed"] is True and gib["assumed_latency"] is True
+    assert gib["efficiency_derivation"].startswith("assumed") and gib["latency_derivation"].startswith("assumed")
+    assert cm.system_fabric_kind("gcp-a4") == cm.system_fabric_kind("gcp-a3-ultra") == "roce_gib"
+    assert not [c for c in cm.published()["cases"] if "roce_gib" in str(c.get("fit_for", ""))]
