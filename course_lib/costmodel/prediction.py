@@ -8,7 +8,7 @@ import numpy as np
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, node_decline
+from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, node_decline
 
 
 def predict_algorithms() -> tuple:
@@ -203,6 +203,9 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
         if t is None:
             where = "one node" if N == 1 else f"{N} nodes"
             extra = f" with protocol {protocol}" if protocol != "auto" else ""
+            if algorithm == "collnet":
+                extra += f" (CollNet needs SHARP switches on a fabric of kind {', '.join(collnet_constants()['fabrics'])}, " \
+                         f"more than one node and the Simple protocol; this is {f.net_tech})"
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t
