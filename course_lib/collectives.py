@@ -143,7 +143,7 @@ SYSTEM_ALGORITHM_LABELS = {
     "nvls": "NVLS (in-switch reduction, NVLink SHARP)",
     "hierarchical": "hierarchical (textbook two-level)",
     "direct": "direct (pairwise, all at once)",
-    "collnet": "CollNet / SHARP (reduction in the InfiniBand switches across nodes; NVLS in the node where the NVSwitch reduces)",
+    "collnet": "CollNet / SHARP (reduction in the InfiniBand switches across nodes; NVLS in the node where it can)",
 }
 
 _REGISTRY: dict[str, Collective] = {}

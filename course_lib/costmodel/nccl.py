@@ -1,4 +1,4 @@
-"""NCCL's algorithms with its protocols (LL, LL128, Simple): ring, tree, NVLS and CollNet (SHARP), each timed per protocol."""
+"""NCCL's algorithms with its protocols (LL, LL128, Simple): ring, tree, NVLS and CollNet (SHARP), timed per protocol."""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -145,7 +145,8 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
     level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
     (``collectives``; one node only), or ``collnet`` (NCCL's CollNet with InfiniBand SHARP: the switches
-    reduce across nodes; only when asked for, as NCCL_COLLNET_ENABLE=1 with the SHARP plugin). ``auto`` picks the fastest per size; a tuple such as
+    reduce across nodes; only when asked for, as NCCL_COLLNET_ENABLE=1 with the SHARP plugin). ``auto``
+    picks the fastest per size; a tuple such as
     ``("ring", "tree")`` picks among those, as NCCL does under NCCL_ALGO=Ring,Tree. One named
     algorithm is forced, as NCCL_ALGO=Tree forces it (NCCL's tree on two nodes then sends each
     byte across the network once, whatever the fabric). protocol: ``auto``
@@ -204,8 +205,9 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
             where = "one node" if N == 1 else f"{N} nodes"
             extra = f" with protocol {protocol}" if protocol != "auto" else ""
             if algorithm == "collnet":
-                extra += f" (CollNet needs SHARP switches on a fabric of kind {', '.join(collnet_constants()['fabrics'])}, " \
-                         f"more than one node and the Simple protocol; this is {f.net_tech})"
+                kinds = ", ".join(collnet_constants()["fabrics"])
+                extra += (f" (CollNet needs SHARP switches on a fabric of kind {kinds}, more than one node and the "
+                          f"Simple protocol; this is {f.net_tech})")
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t
