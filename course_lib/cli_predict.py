@@ -271,6 +271,8 @@ _PLUGIN_CHECKS = {
     "slingshot": "NCCL_DEBUG=INFO should name NET/OFI with the cxi provider, not NET/Socket",
 }
 _PLUGIN_CHECKS["efa_p6"] = _PLUGIN_CHECKS["efa"]
+_PLUGIN_CHECKS["roce_gib"] = ("NCCL_DEBUG=INFO should name the gIB net plugin, not NET/Socket; source Google's gIB NCCL "
+                              "environment script on every node so NCCL uses all 8 GPU NICs")
 _PLUGIN_CHECKS["efa_v1"] = _PLUGIN_CHECKS["efa"] + "; NCCL_PROTO=simple (the plugin sets it on first-generation EFA)"
 NATIVE_FABRICS = ("infiniband", "roce", "ethernet_tcp")  # NCCL's own NET/IB and NET/Socket, no plugin
 

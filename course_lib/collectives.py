@@ -12,7 +12,7 @@ Size convention (nccl-tests' ``size`` column): ``per_rank`` means nbytes is the 
 rank (all_reduce, broadcast, reduce); ``total`` means the whole buffer, of which each rank owns
 nbytes / p (all_gather, reduce_scatter, all_to_all).
 
-System-level algorithms (``ring``, ``tree``, ``nvls``, ``hierarchical``, ``direct`` in
+System-level algorithms (``ring``, ``tree``, ``nvls``, ``hierarchical``, ``direct``, ``collnet`` in
 ``costmodel.predict``) use a whole system's fabric; their formulas live in ``costmodel``; each
 collective lists which of them apply, and their labels are here too.
 
@@ -143,6 +143,7 @@ SYSTEM_ALGORITHM_LABELS = {
     "nvls": "NVLS (in-switch reduction, NVLink SHARP)",
     "hierarchical": "hierarchical (textbook two-level)",
     "direct": "direct (pairwise, all at once)",
+    "collnet": "CollNet / SHARP (reduction in the InfiniBand switches across nodes; NVLS in the node where it can)",
 }
 
 _REGISTRY: dict[str, Collective] = {}
@@ -166,7 +167,7 @@ def unregister(collective_id: str) -> None:
 register(Collective("all_reduce", "all-reduce", all_reduce_factor, "per_rank", "sum", False,
                     _by_id(RING, BINOMIAL_TREE, DOUBLE_BINARY_TREE, RECURSIVE_DOUBLING, HALVING_DOUBLING, NAIVE,
                            IN_NETWORK),
-                    ("ring", "tree", "nvls", "hierarchical")))
+                    ("ring", "tree", "nvls", "hierarchical", "collnet")))
 register(Collective("reduce_scatter", "reduce-scatter", gather_factor, "total", "sum", False,
                     dict(_SHARE_ALGORITHMS), ("ring",)))
 register(Collective("all_gather", "all-gather", gather_factor, "total", None, False,

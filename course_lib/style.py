@@ -18,7 +18,7 @@ ALGORITHM_COLOURS = {
     "ring": "#1f77b4", "binomial_tree": "#ff7f0e", "double_binary_tree": "#d62728",
     "recursive_doubling": "#2ca02c", "halving_doubling": "#9467bd", "naive": "#7f7f7f",
     "direct": "#7f7f7f", "in_network": "#17becf", "tree": "#ff7f0e", "nvls": "#17becf",
-    "hierarchical": "#8c564b", "builtin": "#e377c2",
+    "hierarchical": "#8c564b", "builtin": "#e377c2", "collnet": "#bcbd22",
 }
 # Link families: the wire a byte crosses.
 LINK_COLOURS = {

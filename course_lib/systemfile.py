@@ -15,9 +15,10 @@ generation tables unless the file overrides the per-link rate)::
     source = "https://... (where these numbers come from)"
 
     [gpu_link]
-    kind = "pcie"                       # "pcie" or "nvlink"
+    kind = "pcie"                       # "pcie", "nvlink" or "infinity_fabric" (AMD Instinct)
     # for nvlink: generation = 4, links = 18, topology = "nvswitch" | "mesh" | "bridge",
     #             nvswitch_generation = 3, link_gb_s_per_direction = 14.0625 (optional override)
+    # for infinity_fabric: links = 7, link_gb_s_per_direction = 64 (one link to each other GPU)
 
     [pcie]
     generation = 4
@@ -44,7 +45,7 @@ from pathlib import Path
 from . import hardware, textfiles, units, validate
 
 _FIELDS = {
-    "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note"},
+    "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note", "mnnvl"},
     "gpu_link": {"kind", "generation", "links", "topology", "nvswitch_generation", "link_gb_s_per_direction"},
     "pcie": {"generation", "lanes_per_gpu", "switches"},
     "network": {"kind", "fabric", "gbit_s", "count", "nic"},
@@ -165,7 +166,9 @@ def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:
 def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Link, int | None]:
     """The [gpu_link] table: (interconnect, topology, the GPU-to-GPU link, NVSwitch generation or None)."""
     gl = _table(p, where, data, "gpu_link")
-    kind = _check(p, where, "gpu_link.kind", validate.choice, gl["kind"], ("pcie", "nvlink"))
+    kind = _check(p, where, "gpu_link.kind", validate.choice, gl["kind"], ("pcie", "nvlink", "infinity_fabric"))
+    if kind == "infinity_fabric":
+        return _read_infinity_fabric(p, where, gl)
     if kind == "pcie":
         extra = sorted(set(gl) - {"kind"})
         if extra:
@@ -194,6 +197,21 @@ def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Lin
         gpu_link = dataclasses.replace(gpu_link, id=f"{sys_id}-nvlink", per_direction=rate * units.GB * links,
                                        detail=f"{links} links x {rate:g} GB/s per direction (from {p.name})")
     return interconnect, topology, gpu_link, nvswitch_gen
+
+
+def _read_infinity_fabric(p, where, gl) -> tuple[str, str, hardware.Link, None]:
+    """[gpu_link] kind = "infinity_fabric": an AMD Instinct mesh, ``links`` x ``link_gb_s_per_direction``."""
+    extra = sorted(set(gl) - {"kind", "links", "link_gb_s_per_direction"})
+    if extra:
+        raise _error(p, where, f"gpu_link.{extra[0]}", "does not apply to kind = \"infinity_fabric\"")
+    for key in ("links", "link_gb_s_per_direction"):
+        if key not in gl:
+            raise _error(p, where, "gpu_link", f"missing required field gpu_link.{key} for kind = \"infinity_fabric\"")
+    links = _int(p, where, "gpu_link.links", gl["links"], low=1, high=64)
+    rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
+    return "infinity-fabric-mesh", "full-mesh", hardware.Link(
+        id=f"infinity-fabric-x{links}", name=f"Infinity Fabric x{links}", family="infinity-fabric",
+        per_direction=links * rate * units.GB, source=str(p), detail=f"{links} links x {rate:g} GB/s per direction"), None
 
 
 def _read_nic(p, where, net, fabric, source) -> hardware.Link:
@@ -323,6 +341,7 @@ def load_system(path) -> hardware.System:
     nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
     sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
     p2p = _bool(p, where, "system.p2p", s.get("p2p", True))
+    _bool(p, where, "system.mnnvl", s.get("mnnvl", False))  # an NVLink domain spanning trays (GB200/GB300 NVL72)
     source = _string(p, where, "system.source", s["source"])
     pcie, switches = _read_pcie(p, where, data)
     interconnect, topology, gpu_link, nvswitch_gen = _read_gpu_link(p, where, data, sys_id, pcie)

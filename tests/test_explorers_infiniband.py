@@ -256,3 +256,15 @@ def test_validation_failure_plot_shows_every_test_case_and_the_node_sweeps():
     assert len(sweeps.get_lines()) >= n_sweeps >= 20     # one line per sweep (more sweeps: those with one multi-node count)
     with pytest.raises(ValueError, match="role"):
         ib.validation_failure_plot(rows, role="train")
+
+
+def test_collnet_view_shows_busbw_above_the_nic_rate_only_with_in_network_reduction():
+    """Chapter 05 section 9: from 4 nodes on CollNet (SHARP) passes the NICs' line rate and the ring does not;
+    the published CollNet cases carry fit and test roles, and each test ratio is the model's."""
+    v = ib.collnet_view()
+    rate = v["nic_line_rate"]
+    assert all(b < rate for b in v["busbw"]["ring"]) and all(b > rate for b in v["busbw"]["collnet"][1:])
+    roles = {p["role"] for p in v["published"]}
+    assert roles == {"fit", "test"} and len(v["published"]) >= 15
+    with pytest.raises(ValueError, match="nodes"):
+        ib.collnet_view(nodes=(1, 2))

@@ -199,3 +199,19 @@ def test_planner_counts_gpus_as_estimate_does():
         P.plan("llama3-8b", "dgx-h100", global_batch=16)
     assert P.plan("llama3-8b", "dgx-h100", nodes=2, gpus=16, global_batch=16).gpus == 16
     assert main(["plan", "--nodes", "1", "--gpus", "16", "--global-batch", "16"]) == 2  # the CLI passes both
+
+
+def test_ulysses_moves_the_kv_replicas_when_tp_x_cp_exceeds_the_kv_heads():
+    """Llama 3 8B has 8 KV heads: under tp x cp = 16 each rank holds a replica of one, so the all-to-all
+    moves 16 heads of K and of V, not 8; under tp x cp = 4 each rank gets two of the model's own."""
+    assert P.ulysses_kv_heads("llama3-8b", 1, 4) == 8
+    assert P.ulysses_kv_heads("llama3-8b", 2, 8) == 16
+    kw = dict(gpus=64, global_batch=64, seq_len=131072, fsdp=True, recompute="full", cp_kind="ulysses")
+    four = P.estimate("llama3-8b", "dgx-h100", cp=4, **kw).traffic[0]
+    sixteen = P.estimate("llama3-8b", "dgx-h100", cp=16, **kw).traffic[0]
+    hidden, kv_hidden = 4096, 4096 * 8 / 32
+    per_token = lambda kv: (2 * hidden + 2 * kv) * 2 / 2   # q, k, v and the output, 2 bytes, two calls
+    assert four.bytes_per_call == pytest.approx(per_token(kv_hidden) * 131072 / 4)
+    assert sixteen.bytes_per_call == pytest.approx(per_token(4096 * 16 / 32) * 131072 / 16)
+    with pytest.raises(ValueError, match="^cp"):
+        P.ulysses_kv_heads("llama3-8b", 1, 0)

@@ -266,3 +266,21 @@ def test_nesting_is_counted_outside_strings_and_comments():
             "d = \"\"\"\n[[[[\n\"\"\"\ne = '''[[[[\n'''\nf = {x = [1]}\n")
     assert systemfile._toml_nesting(text) == 2
     assert systemfile._toml_nesting("[[tables]]\nx = 1\n") == 2
+
+
+CATALOG_EXAMPLES = ("dgx-b300", "hgx-h100-4gpu", "gb300-nvl72", "amd-mi325x-8gpu", "amd-mi355x-8gpu", "gcp-a4",
+                    "gcp-a3-ultra", "oci-b300", "consumer-5090-pcie")
+
+
+@pytest.mark.parametrize("sid", CATALOG_EXAMPLES)
+def test_each_new_catalog_system_has_a_system_file_that_prices_like_it(sid):
+    """Issue 24: every system added (and dgx-b300, corrected) ships a system-file example a learner can start
+    from; it loads and prices one node and four nodes exactly as the catalog entry does, and is listed in SOURCES.json."""
+    path = SYSTEMS / (sid.replace("-", "_") + ".toml")
+    mine = hardware.load_system(path)
+    sources = json.loads((SYSTEMS / "SOURCES.json").read_text(encoding="utf-8"))
+    assert path.name in sources and sources[path.name]["kind"] == "system_file"
+    for nodes in (1, 4):
+        a = costmodel.predict("all_reduce", [2**20, 2**30], mine, nodes=nodes)
+        b = costmodel.predict("all_reduce", [2**20, 2**30], sid, nodes=nodes)
+        assert a.busbw == pytest.approx(b.busbw, rel=1e-9) and list(a.algorithms) == list(b.algorithms)

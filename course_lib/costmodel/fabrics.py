@@ -29,6 +29,7 @@ class Fabric:
     two_node_tree: bool = False  # NCCL's default on two nodes runs the tree, crossing the network once per byte
     mnnvl: bool = False      # the NVLink domain spans trays (GB200 NVL72): between domains NCCL's default is the ring
     required_protocol: str | None = None  # NCCL_PROTO the fabric's stack sets for every collective (EFA v1: Simple)
+    net_decline: float = 1.0  # the node-count decline already applied to net_bw_node (costmodel.node_decline)
 
     @property
     def net_bw_per_gpu(self) -> float:
@@ -54,8 +55,18 @@ def _nvlink_generation(sys_):
 
 
 def gpu_generation(system) -> str:
-    """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell) from its GPU's NVLink generation."""
-    return _ARCH_BY_NVLINK.get(_nvlink_generation(hardware.resolve_system(system)), "ampere")  # no NVLink: Ampere row
+    """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell, or an RCCL one: cdna3, cdna4): the
+    catalog GPU's ``nccl_arch``, else its NVLink generation (no NVLink: the Ampere row). A generation without a
+    row in efficiency.json ``nccl_protocols`` raises ValueError naming it."""
+    sys_ = hardware.resolve_system(system)
+    row = next((r for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), {})
+    arch = row.get("nccl_arch") or (sys_.raw or {}).get("nccl_arch") \
+        or _ARCH_BY_NVLINK.get(_nvlink_generation(sys_), "ampere")
+    known = efficiency_data()["nccl_protocols"]["ll_max_bw_gb_s"]["one_node"]
+    if arch not in known:
+        raise ValueError(f"gpu {sys_.gpu.id} has NCCL generation {arch!r}, which has no row in efficiency.json "
+                         f"nccl_protocols; known generations: {', '.join(known)}")
+    return arch
 
 
 def channels_for(link) -> int:

@@ -1,4 +1,4 @@
-"""NCCL's algorithms with its protocols (LL, LL128, Simple): ring, tree and NVLS, each timed per protocol."""
+"""NCCL's algorithms with its protocols (LL, LL128, Simple): ring, tree, NVLS and CollNet (SHARP), timed per protocol."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -221,3 +221,30 @@ def _nvls(n, g, N, f: Fabric, protocol):
     lat = f.launch + 1e-6 * (T["hw_latency_us"]["nvlink"]["nvls_tree"] + 2 * collectives.log2_steps(N) * (
         T["hw_latency_us"]["net"]["nvls_tree"] + _net_extra_us(f)))
     return {"Simple": lat + fill * t_bw}
+
+
+def collnet_constants() -> dict:
+    """efficiency.json ``collnet``: SHARP's share of the NICs' achievable rate, its fit cases, needs and source."""
+    return dict(efficiency_data()["collnet"])
+
+
+def _collnet(n, g, N, f: Fabric, protocol):
+    """NCCL CollNet (InfiniBand SHARP) all-reduce across nodes: Simple only; {"Simple": seconds} or None.
+
+    The switches reduce: each node's NICs send every byte once up the SHARP tree and receive the
+    reduced result once, so busbw can reach about twice the NICs' rate. In the node the GPUs reduce-
+    scatter to the NIC heads and all-gather back (NVLS in the switch where it reduces). SHARP moves
+    efficiency.json ``collnet.efficiency`` of the NICs' achievable rate, fit without a node decline
+    (its published rate stays flat from 2 to 46 nodes). Needs InfiniBand switches with SHARP.
+    """
+    c = collnet_constants()
+    if N < 2 or protocol not in (None, "auto", "Simple") or f.net_tech not in c["fabrics"]:
+        return None
+    T = protocol_table()
+    net = f.net_bw_node_for(g) / f.net_decline * c["efficiency"]
+    intra = f.nvls_bw if f.nvls_bw is not None else (f.intra_bw * g / (2 * (g - 1)) if g > 1 else float("inf"))
+    lat = f.launch + 1e-6 * (T["base_latency_us"]["collnet_direct"]
+                             + 2 * (min(1, g - 1) * T["hw_latency_us"][f.intra_tech]["collnet_direct"]
+                                    + (g - 1) * T["collnet_arity_us"])
+                             + T["hw_latency_us"]["net"]["collnet_direct"] + _net_extra_us(f))
+    return {"Simple": lat + n / min(net, intra)}

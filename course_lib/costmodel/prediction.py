@@ -8,7 +8,7 @@ import numpy as np
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _nvls, _ring, _tree, node_decline
+from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, node_decline
 
 
 def predict_algorithms() -> tuple:
@@ -91,6 +91,8 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced
         return None if f.mnnvl else _nvls(n, g, N, f, protocol)
     if algorithm == "hierarchical":
         return _hierarchical(n, g, N, f)
+    if algorithm == "collnet":
+        return _collnet(n, g, N, f, protocol)
     return None
 
 
@@ -142,7 +144,9 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     ``ring``, ``tree`` (NCCL's: chain in a node, double binary tree between nodes), ``nvls``
     (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
     level; ``Prediction.phases`` holds its phases) or a flat algorithm of the registry
-    (``collectives``; one node only). ``auto`` picks the fastest per size; a tuple such as
+    (``collectives``; one node only), or ``collnet`` (NCCL's CollNet with InfiniBand SHARP: the switches
+    reduce across nodes; only when asked for, as NCCL_COLLNET_ENABLE=1 with the SHARP plugin). ``auto``
+    picks the fastest per size; a tuple such as
     ``("ring", "tree")`` picks among those, as NCCL does under NCCL_ALGO=Ring,Tree. One named
     algorithm is forced, as NCCL_ALGO=Tree forces it (NCCL's tree on two nodes then sends each
     byte across the network once, whatever the fabric). protocol: ``auto``
@@ -173,7 +177,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     protocol = validate.choice("protocol", protocol, ("auto",) + PROTOCOLS)
     f = fabric(sys_, achievable, nics_per_node, network)
     if N > 1:
-        f = replace(f, net_bw_node=f.net_bw_node * node_decline(N))  # the measured fall with node count
+        f = replace(f, net_bw_node=f.net_bw_node * node_decline(N), net_decline=node_decline(N))  # the measured fall
     required = f.required_protocol
     if protocol == "auto" and required:
         protocol = required  # the fabric's stack sets NCCL_PROTO for every collective (e.g. first-generation EFA)
@@ -200,6 +204,10 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
         if t is None:
             where = "one node" if N == 1 else f"{N} nodes"
             extra = f" with protocol {protocol}" if protocol != "auto" else ""
+            if algorithm == "collnet":
+                kinds = ", ".join(collnet_constants()["fabrics"])
+                extra += (f" (CollNet needs SHARP switches on a fabric of kind {kinds}, more than one node and the "
+                          f"Simple protocol; this is {f.net_tech})")
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t

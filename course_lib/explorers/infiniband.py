@@ -537,3 +537,48 @@ def validation_failure_plot(rows=None, role="test"):
     views.draw_node_sweeps(ax2, sweeps)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------- in-network reduction across nodes (SHARP)
+
+COLLNET_NODES = (2, 4, 8, 16, 32, 64)
+
+
+def collnet_view(system="dgx-b200", nbytes=16 * 2**30, nodes=COLLNET_NODES) -> dict:
+    """CollNet (InfiniBand SHARP) against NCCL's ring and NVLS tree across nodes, with the published CollNet runs.
+
+    Returns busbw in bytes/s per algorithm and node count (``costmodel.predict``, forced algorithm), the
+    node's NIC line rate (the ring's ceiling) and the published CollNet cases (``published_collectives.json``,
+    each with its role: ``fit`` set the SHARP efficiency, ``test`` never did) with their model ratios.
+    """
+    sys_ = hardware.resolve_system(system)
+    nodes = tuple(validate.integer("nodes", n, low=2, high=100_000) for n in nodes)
+    algos = ("ring", "nvls", "collnet") if sys_.in_network_reduction else ("ring", "collnet")
+    busbw = {a: [float(costmodel.predict("all_reduce", nbytes, sys_, nodes=n, algorithm=a).busbw[0]) for n in nodes]
+             for a in algos}
+    cases = [c for c in costmodel.published()["cases"] if c.get("algorithm") == "collnet"]
+    rows = {r["id"]: r for r in costmodel.validation_table(cases)}
+    published = [{"id": c["id"], "nodes": c["nodes"], "busbw": c["busbw_gb_s"] * units.GB, "role": c["role"],
+                  "nbytes": c["nbytes"], "ratio": rows[c["id"]]["ratio"], "source": c["source"]} for c in cases]
+    return {"system": sys_.id, "nbytes": nbytes, "nodes": nodes, "busbw": busbw,
+            "nic_line_rate": node_injection(sys_), "published": published,
+            "sharp_efficiency": costmodel.collnet_constants()["efficiency"]}
+
+
+def show_collnet(view=None):
+    """Table: the published CollNet runs (fit and test) with the model's ratio."""
+    v = collnet_view() if view is None else view
+    show_html(html_table(v["published"], {
+        "case": lambda r: r["id"], "role": lambda r: r["role"], "nodes": lambda r: r["nodes"],
+        "size": lambda r: units.format_bytes(r["nbytes"], binary=True),
+        "measured busbw, GB/s": lambda r: f"{r['busbw'] / units.GB:.1f}",
+        "model / measured": lambda r: f"{r['ratio']:.2f}", "source": lambda r: r["source"]}))
+
+
+def plot_collnet(ax=None, view=None):
+    """busbw against node count: ring, NVLS tree and CollNet (SHARP) predicted, published CollNet runs, NIC rate."""
+    import matplotlib.pyplot as plt
+    v = collnet_view() if view is None else view
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.2))
+    return views.draw_collnet(ax, v)

@@ -37,7 +37,7 @@ The package, one module per idea (lowest first; each imports only those above it
 * ``results``: ``Traffic`` and ``Estimate``;
 * ``phases``: ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``;
 * ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP); ``experts``: ``ep_phase``;
-  ``context``: ``cp_phase`` and ``ring_attention_condition``;
+  ``context``: ``cp_phase``, ``ring_attention_condition`` and ``ulysses_kv_heads``;
 * ``step``: ``estimate`` composes the phases on the 1F1B schedule;
 * ``planner``: ``plan`` searches layouts; ``validation``: the model against published runs.
 
@@ -48,7 +48,7 @@ from __future__ import annotations
 from ..transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
                            model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
                            routed_expert_flops, training_flops)
-from .context import cp_phase, ring_attention_condition  # noqa: F401
+from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noqa: F401
 from .experts import ep_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
                       published)

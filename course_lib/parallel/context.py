@@ -45,6 +45,16 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
             "link_bw": bw, "flops": flops}
 
 
+def ulysses_kv_heads(model_, tp, cp) -> int:
+    """KV heads Ulysses' all-to-all moves for a model (catalog id or Transformer) under tp x cp ranks:
+    the model's KV heads, or tp x cp when that is a multiple of them (each rank then holds a replica
+    of one KV head; ``layouts._ulysses_fits`` allows no other case)."""
+    m = _model_with_seq_len(model_)
+    tp = validate.integer("tp", tp, low=1, high=10**6)
+    cp = validate.integer("cp", cp, low=1, high=10**6)
+    return max(int(m.kv), tp * cp)
+
+
 def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     """Context-parallel traffic per step: ring attention's K/V passing, or Ulysses' all-to-alls of heads.
 
@@ -56,7 +66,8 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     ((2h + 2h_kv) s b / (cp tp) x 2 bytes per layer forward, the same backward), exposed. It hands
     every rank whole heads, so tp x cp must divide the query heads and divide the KV heads or be a
     multiple of them (replicated KV heads); ``layout`` and the planner share that rule
-    (``layouts._ulysses_fits``). The volume counts the model's KV heads, not their replicas.
+    (``layouts._ulysses_fits``). Where tp x cp exceeds the KV heads each rank receives a replica of
+    one, so the all-to-all moves max(kv_heads, tp x cp) heads of K and of V (``ulysses_kv_heads``).
     """
     m = L.model
     if L.cp == 1:
@@ -78,7 +89,8 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
                          f"compute ({units.format_time(attn_s)}); chunks of s/cp = {chunk:.0f} tokens are too short")
         return [Traffic("context parallel K/V ring", (), cp, link.name, link.crosses_nodes, sends, size, total, exposed,
                         "ring send/recv")]
-    size = (2 * m.hidden + 2 * kv_dim) * chunk * b / t * ACT_BYTES / 2   # q,k,v then out: two calls of the mean size
+    moved_kv_dim = m.hidden * ulysses_kv_heads(m, t, cp) / m.heads     # replicas count: every rank gets whole heads
+    size = (2 * m.hidden + 2 * moved_kv_dim) * chunk * b / t * ACT_BYTES / 2   # q,k,v then out: two calls of the mean size
     one, link = all_to_all_time(L.system, size, cp, t)
     calls = 2 * per_pass * (fwd_passes + 1)
     return [Traffic("context parallel all-to-all", ("all_to_all",), cp, link.name, link.crosses_nodes, calls, size,

@@ -193,3 +193,31 @@ def draw_cliff(ax, r):
         limits()
 
     return update
+
+
+def draw_collnet(ax, v):
+    """busbw against nodes (``collnet_view``): each algorithm's model line, the published CollNet runs (filled:
+    fit, open: test) and the NICs' line rate, which a ring cannot pass and SHARP can."""
+    x = np.array(v["nodes"])
+    labels = {"ring": "ring (model)", "nvls": "NVLS tree (model)", "collnet": "CollNet / SHARP (model)"}
+    for algo, values in v["busbw"].items():
+        ax.plot(x, np.array(values) / units.GB, "-", color=style.ALGORITHM_COLOURS[algo], label=labels[algo])
+    ax.axhline(v["nic_line_rate"] / units.GB, color="0.4", ls="--", lw=1,
+               label="node's NIC line rate (per direction)")
+    for role, face in (("fit", None), ("test", "none")):
+        pts = [p for p in v["published"] if p["role"] == role]
+        if pts:
+            ax.scatter([p["nodes"] for p in pts], [p["busbw"] / units.GB for p in pts], marker="o", s=28,
+                       facecolors=face if face else style.ALGORITHM_COLOURS["collnet"],
+                       edgecolors=style.ALGORITHM_COLOURS["collnet"],
+                       label=f"published CollNet runs ({role})")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [str(n) for n in x])
+    ax.set_xlabel("nodes (8 GPUs each)")
+    ax.set_ylabel("all-reduce busbw, GB/s")
+    ax.set_ylim(0, None)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(f"In-network reduction across nodes ({v['system']}, "
+                 f"{units.format_bytes(v['nbytes'], binary=True)})", fontsize=10)
+    return ax

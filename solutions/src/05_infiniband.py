@@ -14,7 +14,9 @@
 # - derive the two-level (hierarchical) all-reduce time and use it to size the cliff between 8 and
 #   16 GPUs, and say where that model disagrees with published measurements;
 # - compare RoCE and TCP with InfiniBand, and read how `torchrun`, Slurm and NCCL place ranks
-#   and pick links.
+#   and pick links;
+# - say when reducing in the InfiniBand switches (SHARP, NCCL's CollNet) beats the ring across nodes,
+#   what it needs, and why its busbw can exceed the NICs' rate.
 #
 # Conventions as always: **1 GB = 10⁹ bytes**, **1 Gb/s = 10⁹ bits/s**, every bandwidth says *per
 # direction* or *bidirectional*. Hardware numbers come from `course_lib.hardware` (each with a source);
@@ -541,6 +543,52 @@ print("A ring in RANK order over 4 nodes x 8 GPUs:", ib.ring_crossings(4, 8))
 # Consecutive ranks share a node, so a ring in rank order stays on NVLink for all but one hop per node:
 # the placement that keeps `RANK` and `LOCAL_RANK` aligned with nodes and GPUs is what lets NCCL keep
 # traffic where the bandwidth is.
+#
+# ## 9. Reducing in the network: SHARP and CollNet
+#
+# A ring or a tree sends every byte through a node's NICs about twice: once while the partial sums go
+# round (reduce-scatter), once while the results come back (all-gather). The busbw of nccl-tests counts
+# exactly those bytes, so a ring's busbw can reach the NICs' line rate and no more. **SHARP** (Scalable
+# Hierarchical Aggregation and Reduction Protocol) moves the addition into the InfiniBand switches: each
+# node sends its data once up a reduction tree of switches, the switches add, and each node receives the
+# finished sum once. Per node the NICs now carry each byte once each way, so algbw can approach the NIC
+# rate and **busbw, which still multiplies algbw by 2(p-1)/p, can approach twice the NICs' rate**. It is
+# the network-wide version of chapter 03's NVLS, and NCCL combines the two: reduce inside the node (on
+# the NVSwitch where it can, NVLS), SHARP between nodes. NCCL calls the family **CollNet**
+# (`NCCL_ALGO=CollnetDirect` or `CollnetChain`); the course prices it as `predict --algo collnet`.
+#
+# **What it needs**, and why many clusters with InfiniBand do not have it:
+# - SHARP-capable switches (Quantum and later) on every path of the job;
+# - the aggregation manager (`sharp_am`, beside the subnet manager), which hands each job its reduction
+#   trees; if it does not answer, jobs fail to create SHARP groups and NCCL silently uses the ring;
+# - NCCL's SHARP plugin (`Loaded collnet plugin SHARP` in `NCCL_DEBUG=INFO`) and `NCCL_COLLNET_ENABLE=1`.
+#   NCCL never chooses CollNet on its own without them, and the model does not either: it prices
+#   CollNet only when asked.
+#
+# **When it wins.** Large all-reduces across nodes, where the ring is bound by its NICs. It does not help
+# all-gather (there is nothing to add), it does not help inside one node (NVLS already reduces there), and
+# on two nodes the NVLS tree, which also sends each byte across only once, is as good or better. The
+# switches' aggregation has its own limit: the model moves algbw at a measured share of the NICs'
+# achievable rate (`efficiency.json` `collnet`), set on one cluster's published CollNet column and
+# tested on another cluster's CollnetChain and CollnetDirect runs.
+
+# %%
+collnet = ib.collnet_view()
+print(f"SHARP moves {collnet['sharp_efficiency']:.0%} of the NICs' achievable rate "
+      f"(fit on the {sum(p['role'] == 'fit' for p in collnet['published'])} fit cases below)")
+for algo, values in collnet["busbw"].items():
+    print(f"{algo:8s} busbw at {collnet['nodes'][0]} / {collnet['nodes'][-1]} nodes: "
+          f"{values[0] / 1e9:5.0f} / {values[-1] / 1e9:5.0f} GB/s")
+print(f"NIC line rate per node: {collnet['nic_line_rate'] / 1e9:.0f} GB/s per direction")
+ib.show_collnet(collnet)
+ib.plot_collnet(view=collnet);
+
+# %% [markdown]
+# Read the figure from the dashed line. The ring sits below it at every node count; CollNet sits well
+# above it from 4 nodes on, because the bytes each NIC carries per byte of all-reduce were halved, not
+# because the wire got faster. The NVLS tree is above it only on 2 nodes, where it too crosses the
+# network once per byte. The test runs (open circles, 32 GiB, another cluster) land on the model's line
+# for CollnetChain; CollnetDirect runs a little faster than the model on 2-16 nodes.
 #
 # ## Check your understanding
 # 1. Why does a DGX H100 give each GPU its own NIC on its own PCIe switch, instead of eight NICs on the CPUs?

@@ -481,7 +481,7 @@ for sid in tp_scans.scan_ids():
         print(f"{sid}: TP 8 -> {to}: published fall {f['measured']:.0%}, model {f['predicted']:.0%}")
 
 # %% [markdown]
-# From TP 8 to 16 the model falls 37% and 36% against 43% published in both scans (0.84-0.87 of the fall),
+# From TP 8 to 16 the model falls 35% and 34% against 43% published in both scans (0.79-0.83 of the fall),
 # and the TP share of the step jumps from about a third to about three fifths. On two nodes NCCL runs its
 # tree over EFA, which sends each byte across the network once (chapter 05), and the course prices EFA on
 # P5 at first-generation EFA's measured 0.64 of the line rate, about 256 GB/s per node: an *assumed* figure,
