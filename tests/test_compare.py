@@ -112,8 +112,8 @@ def test_compare_marks_sizes_outside_their_regimes_range(capsys):
         else:           # no range: the fixed thresholds, said to be a fallback
             assert r["unusual"] in (None, "fixed") and (r["unusual"] == "fixed") == (not 0.67 <= r["ratio"] <= 1.5)
     rows = {r["size"]: r for r in data["rows"]}
-    assert rows[2**24]["unusual"] == "range"          # 16 MiB: 0.30 of the model, below 0.38-0.99
-    assert rows[2**27]["unusual"] == "range"          # 128 MiB: 0.64 of the model, below 0.78-1.42
+    assert rows[2**23]["unusual"] is None            # 8 MiB: 0.42 of the model, inside its wide 1-128 MiB range
+    assert rows[2**27]["unusual"] == "range"          # 128 MiB: 0.63 of the model, below 0.79-1.41
     assert rows[2**33]["unusual"] is None
     text = _run(capsys, "compare", str(SAMPLE), "--system", "gcp-a3-mega")
     assert "<-- unusual: outside the range" in text and "# range: >= 128 MiB, 2 nodes, plugin network" in text
