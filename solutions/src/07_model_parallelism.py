@@ -737,14 +737,19 @@ importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 # makes per step (what is sent, how often, and whether it can overlap). Answer in 3-6 sentences in
 # `layout_plan` (a string).
 #
-# Rubric: (1) tensor parallelism inside the node: it all-reduces activations several times per layer per
-# micro-batch (exercises 07.3-07.4), too often and too much for the NICs; (1) pipeline and data parallelism
-# across nodes: pipeline sends one activation per micro-batch between neighbouring stages, data parallelism
-# one gradient all-reduce per step that overlaps with the backward pass.
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-layout_plan = checks.spec("07.7")["model_answer"]
+layout_plan = (
+    "Tensor parallelism stays inside the node, TP 8 on NVSwitch: it all-reduces a full activation tensor "
+    "several times per layer for every micro-batch (thousands of all-reduces per step, 07.4), and it "
+    "cannot overlap with the layer that waits for it, so it needs the 450 GB/s of NVLink, not a 50 GB/s "
+    "NIC share. Pipeline parallelism goes across nodes: each micro-batch sends one activation tensor to "
+    "the next stage, point to point, which a NIC per GPU carries easily. Data parallelism is outermost: "
+    "one gradient all-reduce per step, which overlaps with the backward pass and whose bytes per GPU "
+    "shrink as TP and PP split the model."
+)
 ### END SOLUTION
 
 # %%
