@@ -197,7 +197,7 @@ def test_exercise_answers_match_the_library():
     assert times["switch_ring"] / times["switch_nvls"] == pytest.approx(1.75)  # 03.3's prediction, B
     assert checks.evaluate("03.3", "B").correct
     assert checks.evaluate("03.4", costmodel.algbw(8589934592, 31357e-6) / units.GB).correct
-    assert checks.evaluate("03.6", nv.min_switch_chips(8, 12, 36)).correct
+    assert checks.evaluate("03.6", nv.min_switch_chips(16, 18, 64)).correct
     # 03.7: half of the 32 nodes of the NVLink Switch System, each through its external links
     ss = nv.nvswitch_data()["switch_system"]
     leaving = ss["external_links_per_node"] * hardware.nvlink(4, 1).per_direction

@@ -339,20 +339,21 @@ importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 02.3** (2 points). In a DGX H100 every GPU's 18 links go into the NVSwitches, so a ring gets
-# each GPU's whole NVLink. Ignoring latency and using spec bandwidth, how many **milliseconds** does a ring
-# all-reduce of a **1 GB** buffer (10⁹ bytes) take over the **8** GPUs? Store it in `h100_allreduce_ms`.
+# **Exercise 02.3** (2 points). In a **DGX A100** every GPU's 12 NVLink 3 links (25 GB/s per direction each) go
+# into the NVSwitches, so a ring gets each GPU's whole NVLink. Ignoring latency and using spec bandwidth, how
+# many **milliseconds** does a ring all-reduce of a **1 GB** buffer (10⁹ bytes) take over the **8** GPUs? Store it
+# in `a100_allreduce_ms`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex02-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-h100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (18 * 25e9) * 1e3
+a100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (12 * 25e9) * 1e3
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex02-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("02.3", h100_allreduce_ms)
+checks.check("02.3", a100_allreduce_ms)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.3", h100_allreduce_ms)
+importlib.reload(course_lib.grading).grade("02.3", a100_allreduce_ms)
 ### END HIDDEN TESTS
 
 # %% [markdown]

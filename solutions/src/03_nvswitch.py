@@ -495,20 +495,21 @@ importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 03.6** (1 point). A DGX A100 has 8 GPUs with 12 NVLink links each, and every link must end on a
-# switch port. What is the **smallest number of 36-port NVSwitch 2 chips** that has enough ports? Store it in
-# `min_nvswitch2_chips`.
+# **Exercise 03.6** (1 point). An imagined board joins **16 H100s** (18 NVLink 4 links each) through
+# **64-port NVSwitch 3 chips**; every GPU link must end on a switch port, and no ports are kept for cables that
+# leave the board. What is the **smallest number of chips** that has enough ports? Store it in
+# `min_nvswitch3_chips`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-6-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-min_nvswitch2_chips = nv.min_switch_chips(8, 12, 36)
+min_nvswitch3_chips = nv.min_switch_chips(16, 18, 64)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.6", min_nvswitch2_chips)
+checks.check("03.6", min_nvswitch3_chips)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.6", min_nvswitch2_chips)
+importlib.reload(course_lib.grading).grade("03.6", min_nvswitch3_chips)
 ### END HIDDEN TESTS
 
 # %% [markdown]

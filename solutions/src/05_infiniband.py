@@ -500,31 +500,30 @@ importlib.reload(course_lib.grading).grade("05.2", ndr200_ports_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 05.3** (1 point). An older node: a **DGX-1 with V100s** (`hardware.system("dgx-1-v100")`:
-# its GPUs, NICs and links). What is its **injection bandwidth** (all its compute NICs sending at once), in
-# **GB/s per direction**? Store it in `dgx1_injection_gb_s`.
+# **Exercise 05.3** (1 point). A cloud VM: Azure's **NC H100 v5** (`hardware.system("azure-nc-h100-nvl")`: its
+# GPUs, NICs and links). When all its GPUs send across the network at once, how much network bandwidth does
+# **each GPU** get, in **GB/s per direction**? Store it in `vm_network_per_gpu_gb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex05-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-dgx1 = hardware.system("dgx-1-v100")
-dgx1_injection_gb_s = dgx1.nics_per_node * dgx1.nic.per_direction / units.GB
+vm = hardware.system("azure-nc-h100-nvl")
+vm_network_per_gpu_gb_s = vm.nics_per_node * vm.nic.per_direction / vm.gpus_per_node / units.GB
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.3", dgx1_injection_gb_s)
+checks.check("05.3", vm_network_per_gpu_gb_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.3", dgx1_injection_gb_s)
+importlib.reload(course_lib.grading).grade("05.3", vm_network_per_gpu_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 05.4** (1 point). On that DGX-1, **per GPU**, how many times more bandwidth does NVLink give
-# than the network, both per direction, when every GPU sends at once? Store the ratio in
-# `nvlink_to_network_ratio`.
+# **Exercise 05.4** (1 point). On that VM, **per GPU**, how many times more bandwidth does NVLink give than the
+# network, both per direction, when every GPU sends at once? Store the ratio in `nvlink_to_network_ratio`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex05-4-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-nvlink_to_network_ratio = dgx1.gpu_link.per_direction / (dgx1.nics_per_node * dgx1.nic.per_direction / dgx1.gpus_per_node)
+nvlink_to_network_ratio = vm.gpu_link.per_direction / units.GB / vm_network_per_gpu_gb_s
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}

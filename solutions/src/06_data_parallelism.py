@@ -472,13 +472,13 @@ for r in parallel.modern_validation_table():
 # specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
 # relative tolerance, so you do not need to round.
 #
-# **Exercise 06.1** (1 point). A 7-billion-parameter model trains with DDP on **8 GPUs**; its gradients are
+# **Exercise 06.1** (1 point). A **13-billion-parameter** model trains with DDP on **8 GPUs**; its gradients are
 # all-reduced in BF16 with a ring. How many **bytes** does each GPU send per step? Store the number in
 # `ddp_bytes_sent`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex06-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-ddp_bytes_sent = 2 * (8 - 1) / 8 * (7e9 * 2)
+ddp_bytes_sent = 2 * (8 - 1) / 8 * (13e9 * 2)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -508,14 +508,14 @@ importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
 
 # %% [markdown]
 # **Exercise 06.3** (2 points). A step's backward pass takes **120 ms** and fills **6 equal buckets**, one
-# after another. All-reducing all of them takes **150 ms** in total, 25 ms per bucket, one bucket at a time;
+# after another. All-reducing all of them takes **162 ms** in total, 27 ms per bucket, one bucket at a time;
 # a bucket's all-reduce starts as soon as its gradients are ready and the previous all-reduce has finished.
 # How many **seconds** of communication are exposed (the step goes on after the backward pass ends)? Store
 # it in `exposed_comm_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex06-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-per_bucket_comm, per_bucket_fill = 0.150 / 6, 0.120 / 6
+per_bucket_comm, per_bucket_fill = 0.162 / 6, 0.120 / 6
 exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_bucket_fill)
 ### END SOLUTION
 
@@ -605,11 +605,11 @@ importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
 
 # %% [markdown]
 # **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the
-# backward pass fills **12 equal buckets** instead of 6; the all-reduces still take 150 ms in total, one at a
+# backward pass fills **12 equal buckets** instead of 6; the all-reduces still take 162 ms in total, one at a
 # time. What happens to the exposed communication? Store the letter in `more_buckets_prediction`.
 #
 # - **A.** It halves: each bucket waits half as long.
-# - **B.** It drops a little, and no bucket size can take it below 30 ms.
+# - **B.** It drops a little, and no bucket size can take it below 42 ms.
 # - **C.** It does not change: the same bytes are sent.
 # - **D.** It grows: more buckets mean more all-reduces.
 
@@ -660,7 +660,7 @@ importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
 ### BEGIN SOLUTION
 exposed_time_plan = (
     "First, overlap better: smaller buckets let the first all-reduce start sooner, which takes the "
-    "exposed time from 50 ms towards 30 ms, but never below it, because 150 ms of all-reduce cannot hide "
+    "exposed time from 62 ms towards 42 ms, but never below it, because 162 ms of all-reduce cannot hide "
     "behind a 120 ms backward pass, and very small buckets pay latency per bucket. Second, send less per "
     "step: accumulating gradients over two micro-batches before each all-reduce halves the communication "
     "per sample (at the cost of a larger effective batch), or compressing gradients cuts bytes at some "
