@@ -113,7 +113,7 @@ def test_chapter_01_rounded_answers_are_told_to_keep_figures(exercise, answer):
 
 
 def test_chapter_01_exercise_6_rounded_is_told_to_keep_figures():
-    result = checks.evaluate("01.6", 0.26)  # 0.2539 s; before: "you left out the 128b/130b encoding"
+    result = checks.evaluate("01.6", 1.1)  # 1.1426 s; before: "you left out the 128b/130b encoding"
     assert result.status == "wrong" and result.message.startswith(ROUNDED), result.message
 
 
@@ -121,7 +121,7 @@ def test_a_mistake_beyond_rounding_is_still_named():
     expected = grading.expected("01.6")
     assert "encoding" in checks.evaluate("01.6", expected * 130 / 128 * 1.012).message  # 4 figures: not rounding
     assert "8x too" in checks.evaluate("01.6", round(expected * 8, 2)).message          # rounding cannot explain it
-    assert "encoding" in checks.evaluate("01.1", 64.0).message  # exactly the figures of the mistake: it wins
+    assert "encoding" in checks.evaluate("01.1", 0.1875).message  # exactly the figures of the mistake: it wins
 
 
 def test_hints_come_in_levels_and_never_with_numbers():

@@ -308,23 +308,23 @@ def test_explorer_validates():
 
 def test_exercise_answers_follow_from_the_library():
     ex = checks.exercises("06")
-    assert grading.expected("06.1") == pytest.approx(dp.ddp_traffic(7e9, 8)["bytes_sent_per_gpu"])
-    t = costmodel.collective_time("all_reduce", 14e9, 8, 300e9, 0.0, "ring")
+    assert grading.expected("06.1") == pytest.approx(dp.ddp_traffic(13e9, 8)["bytes_sent_per_gpu"])
+    t = costmodel.collective_time("all_reduce", 26e9, 8, 300e9, 0.0, "ring")  # not section 2's 7B
     assert grading.expected("06.2") == pytest.approx(t)
-    assert grading.expected("06.3") == pytest.approx(dp.exposed_time(0.12, 0.15, 6))
-    assert grading.expected("06.4") == pytest.approx(dp.scaling_efficiency(0.18, dp.exposed_time(0.12, 0.15, 6)))
+    assert grading.expected("06.3") == pytest.approx(dp.exposed_time(0.12, 0.162, 6))
+    assert grading.expected("06.4") == pytest.approx(dp.scaling_efficiency(0.18, dp.exposed_time(0.12, 0.162, 6)))
     assert grading.expected("06.5") == dp.bucket_count(350e6 * 4)
-    assert grading.expected("06.6") == pytest.approx(parallel.model_state_bytes(7.5e9, 64, 2)["total"] / units.GB)
+    assert grading.expected("06.6") == pytest.approx(parallel.model_state_bytes(13e9, 16, 2)["total"] / units.GB)
 
 
 @pytest.mark.parametrize("exercise, wrong, fragment", [
-    ("06.1", 14e9, "2(p-1)/p"), ("06.1", 49e9, "FP32"),
-    ("06.2", 0.0817 / 2, "per-direction"), ("06.2", 81.67, "milliseconds"),
-    ("06.3", 0.15, "overlap"), ("06.3", 0.03, "first bucket"), ("06.3", 0.025, "backlog"),
-    ("06.4", 78.26, "fraction"), ("06.4", 0.18 / 0.33, "hidden"),
+    ("06.1", 26e9, "2(p-1)/p"), ("06.1", 91e9, "FP32"),
+    ("06.2", 0.1517 / 2, "per-direction"), ("06.2", 151.67, "milliseconds"),
+    ("06.3", 0.162, "overlap"), ("06.3", 0.042, "first bucket"), ("06.3", 0.027, "backlog"),
+    ("06.4", 74.38, "fraction"), ("06.4", 0.18 / 0.342, "hidden"),
     ("06.5", 56, "MiB"), ("06.5", 53, "round up"), ("06.5", 27, "FP32"),
-    ("06.6", 31.40625, "ZeRO-1"), ("06.6", 1.875, "ZeRO-3"), ("06.6", 120, "shard"),
-    ("06.6", 16.640625e9 / 2**30, "GiB"), ("06.6", 15.234375, "optimizer"),
+    ("06.6", 61.75, "ZeRO-1"), ("06.6", 13, "ZeRO-3"), ("06.6", 208, "shard"),
+    ("06.6", 37.375e9 / 2**30, "GiB"), ("06.6", 27.625, "optimizer"),
     ("06.7", "C", "reduce-scatter"), ("06.7", "A", "divides"),
 ])
 def test_exercise_hints_catch_common_mistakes(exercise, wrong, fragment):

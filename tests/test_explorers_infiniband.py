@@ -180,15 +180,19 @@ def test_checker_accepts_the_model_and_explains_mistakes():
 def test_exercise_answers_match_the_library():
     assert checks.evaluate("05.1", "B").correct
     assert checks.evaluate("05.2", 4).correct
-    assert checks.evaluate("05.3", ib.node_injection("dgx-h100") / units.GB).correct
-    assert checks.evaluate("05.4", ib.intra_inter_ratio("dgx-h100")).correct
+    assert checks.evaluate("05.3", hardware.system("azure-nc-h100-nvl").nic_bandwidth_per_gpu / units.GB).correct
+    assert checks.evaluate("05.4", ib.intra_inter_ratio("azure-nc-h100-nvl")).correct
+    # not the DGX H100 that section 3 prints
+    assert not checks.evaluate("05.3", hardware.system("dgx-h100").nic_bandwidth_per_gpu / units.GB).correct
     assert checks.evaluate("05.5", ib.hierarchical_phases(10e9, 4)["time_s"]).correct
     assert checks.evaluate("05.7", ib.global_rank(2, 3, 8)).correct
     # common mistakes get their specific hints
     assert "1/8" in checks.evaluate("05.5", 2 * 7 / 8 * 10e9 / 450e9 + 1.5 * 10e9 / 50e9).message
     assert "bidirectional" in checks.evaluate("05.5", _good(10e9, 4, 8, 900e9, 100e9)).message
-    assert "one NIC" in checks.evaluate("05.3", 50).message
-    assert "bidirectional" in checks.evaluate("05.4", 18).message
+    assert "nics_per_node" in checks.evaluate("05.3", 2.5).message
+    assert "whole VM" in checks.evaluate("05.3", 10).message
+    assert "bidirectional" in checks.evaluate("05.4", 120).message
+    assert "whole VM" in checks.evaluate("05.4", 30).message
 
 
 # ---------------------------------------------------------------- views and the explorer

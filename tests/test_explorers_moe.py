@@ -63,3 +63,25 @@ def test_frames_and_in_place_updates():
     cp.render(seq_len=1048576)
     frame = moe.cp_frame(**cp.values())
     assert cp.axes.get_ylim()[1] >= max(frame.compute) and cp.axes.get_yscale() == "log"
+
+
+def test_exercise_answers_follow_from_the_library():
+    """Chapter 10's exercises (issue 23: configurations the chapter does not print) agree with the model."""
+    from course_lib import grading, hardware
+    from course_lib.parallel.links import _members_per_node
+
+    h100 = hardware.resolve_system("dgx-h100")
+    # 10.1: s b / t tokens x top-k x h x 2 bytes, as experts.ep_phase sizes a call
+    assert grading.expected("10.1") == 8192 * 1 / 4 * 2 * 6144 * 2
+    # 10.3 / 10.4: EP 16 with TP 2 keeps 4 members per node; the NIC share bounds the all-to-all
+    k = _members_per_node(h100, 16, 2)
+    assert grading.expected("10.3") == pytest.approx((16 - k) / 16)
+    nic, nvlink = h100.nic_bandwidth_per_gpu, h100.gpu_link.per_direction
+    assert (16 - k) / 16 / nic > (k - 1) / 16 / nvlink and grading.expected("10.4") == "B"
+    # 10.5: on 40 GB A100s EP 8 alone does not fit; among the four layouts that fit, C is fastest
+    layouts = {"A": dict(tp=1, ep=8, pp=1), "B": dict(tp=8, ep=8, pp=1), "C": dict(tp=1, ep=8, pp=2),
+               "D": dict(tp=4, ep=2, pp=1)}
+    runs = {letter: parallel.estimate("mixtral-8x7b", "aws-p4d", gpus=64, global_batch=256, seq_len=4096, zero=1, **kw)
+            for letter, kw in layouts.items()}
+    fitting = {letter: e.step_time_s for letter, e in runs.items() if e.fits}
+    assert not runs["A"].fits and min(fitting, key=fitting.get) == grading.expected("10.5")

@@ -189,16 +189,21 @@ def test_size_sweeps():
 # ---------------------------------------------------------------- exercises
 
 def test_exercise_answers_match_the_library():
-    assert checks.evaluate("03.1", nv.switch_bisection(8, H100) / units.GB).correct
+    a100 = hardware.nvlink(3).per_direction
+    assert checks.evaluate("03.1", nv.switch_bisection(8, a100) / units.GB).correct
+    assert "DGX H100" in checks.evaluate("03.1", nv.switch_bisection(8, H100) / units.GB).message
     assert checks.evaluate("03.2", nv.all_reduce_times(4e9, 8, H100, latency=0)["switch_ring"]).correct
     times = nv.all_reduce_times(4e9, 8, H100, latency=0)
     assert times["switch_ring"] / times["switch_nvls"] == pytest.approx(1.75)  # 03.3's prediction, B
     assert checks.evaluate("03.3", "B").correct
     assert checks.evaluate("03.4", costmodel.algbw(8589934592, 31357e-6) / units.GB).correct
-    assert checks.evaluate("03.6", nv.min_switch_chips(8, 12, 36)).correct
-    assert checks.evaluate("03.7", nv.domain_summary("gb200-nvl72")["bisection"] / 1e12).correct
-    wrong = checks.evaluate("03.7", nv.domain_summary("gb200-nvl72")["aggregate_bidirectional"] / 1e12)
-    assert not wrong.correct and "130" in wrong.message
+    assert checks.evaluate("03.6", nv.min_switch_chips(16, 18, 64)).correct
+    # 03.7: half of the 32 nodes of the NVLink Switch System, each through its external links
+    ss = nv.nvswitch_data()["switch_system"]
+    leaving = ss["external_links_per_node"] * hardware.nvlink(4, 1).per_direction
+    assert checks.evaluate("03.7", ss["nodes"] / 2 * leaving / 1e12).correct
+    wrong = checks.evaluate("03.7", ss["nodes"] * leaving / 1e12)
+    assert not wrong.correct and "all 32 nodes" in wrong.message
 
 
 # ---------------------------------------------------------------- bad input

@@ -211,10 +211,10 @@ def test_exercise_answers_match_the_library():
     gen4, gen5 = hardware.pcie_link(4, 16).per_direction, hardware.pcie_link(5, 16).per_direction
     desktop = hardware.system("consumer-4090-pcie").pcie.per_direction
     expected = {
-        "01.1": gen5 / units.GB,
+        "01.1": 3e9 / hardware.pcie_link(5, 4).per_direction,
         "01.2": (160 - pcie.lane_budget(gpus=4, nics=0, nvme=4)) // 16,
         "01.3": pcie.staged_copy_time(1e9, desktop) / pcie.staged_copy_time(1e9, gen5),
-        "01.6": pcie.switch_copy_time(2e9, 4, gen4, gen4, "to-host"),
+        "01.6": pcie.switch_copy_time(6e9, 6, gen4, gen4, "to-host"),
     }
     for exercise, value in expected.items():
         assert grading.expected(exercise) == pytest.approx(value, rel=1e-9)
@@ -223,8 +223,9 @@ def test_exercise_answers_match_the_library():
     # 01.5: the blog's 0.22 s is half the right offload time (one transfer, or the bidirectional total)
     assert pcie.offload_time(7e9, gen5) / 0.22 == pytest.approx(2, rel=0.02)
     checks.grade("01.5", "B")
-    assert checks.evaluate("01.1", 64.0).message.startswith("You left out the 128b/130b")
-    assert "both directions" in checks.evaluate("01.1", 2 * 64.0).message
+    assert checks.evaluate("01.1", 3e9 / (32e9 * 4 / 8)).message.startswith("You left out the 128b/130b")
+    assert "both directions" in checks.evaluate("01.1", 3e9 / (2 * 32e9 * 4 * 128 / 130 / 8)).message
+    assert "x16" in checks.evaluate("01.1", 3e9 / gen5).message
     assert "NVMe" in checks.evaluate("01.2", 6).message
     assert checks.evaluate("01.5", None).status == "not answered"
 

@@ -161,7 +161,7 @@ def graded_02(tmp_path_factory):
     shutil.copy2(solution, work / "full.ipynb")
     instructor.submit(course, CHAPTER_02, "full", work / "full.ipynb")
     instructor.submit(course, CHAPTER_02, "blank", release)
-    nbformat.write(_answered(release, solution, {"ex02-3-answer": "h100_allreduce_ms = 2 * 7 / 8 * 1e9 / 900e9 * 1e3"}),
+    nbformat.write(_answered(release, solution, {"ex02-3-answer": "a100_allreduce_ms = 2 * 7 / 8 * 1e9 / 600e9 * 1e3"}),
                    work / "onewrong.ipynb")
     instructor.submit(course, CHAPTER_02, "onewrong", work / "onewrong.ipynb")
     instructor.autograde(course, CHAPTER_02)

@@ -344,19 +344,21 @@ print("costmodel's achievable fraction for PCIe:", costmodel.efficiency("pcie"))
 # relative tolerance, so you do not need to round. You may use `hardware` and `pcie` functions, but the
 # point is to be able to do each one by hand.
 #
-# **Exercise 01.1** (1 point). From first principles: a PCIe Gen5 lane runs at 32 GT/s with 128b/130b
-# encoding. How many **GB/s per direction** does an x16 link carry? Store it in `gen5_x16_gb_s`.
+# **Exercise 01.1** (1 point). From first principles: an NVMe drive sits on a PCIe **Gen5 x4** link (32 GT/s
+# per lane, 128b/130b encoding). At the link's spec rate, how many **seconds** does reading a **3 GB** file
+# (3 × 10⁹ bytes) take, if the drive itself were never the limit? Store it in `nvme_read_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex01-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-gen5_x16_gb_s = 32e9 * 16 * 128 / 130 / 8 / 1e9
+gen5_x4_bytes_s = 32e9 * 4 * 128 / 130 / 8
+nvme_read_s = 3e9 / gen5_x4_bytes_s
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex01-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.1", gen5_x16_gb_s)
+checks.check("01.1", nvme_read_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.1", gen5_x16_gb_s)
+importlib.reload(course_lib.grading).grade("01.1", nvme_read_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -442,14 +444,14 @@ importlib.reload(course_lib.grading).grade("01.5", offload_blog_error)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 01.6** (1 point). Four Gen4 x16 GPUs sit behind one PCIe switch whose uplink to the CPU is
-# also Gen4 x16. All four copy 2 GB (2 × 10⁹ bytes) each to host memory at the same time. Ignoring latency
-# and efficiency, how many **seconds** until all four copies are done? Store it in `shared_s`.
+# **Exercise 01.6** (1 point). **Six** Gen4 x16 GPUs sit behind one PCIe switch whose uplink to the CPU is
+# also Gen4 x16. All six copy **6 GB** (6 × 10⁹ bytes) each to host memory at the same time. Ignoring latency
+# and efficiency, how many **seconds** until all six copies are done? Store it in `shared_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex01-6-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
 uplink = 16e9 * 16 * 128 / 130 / 8
-shared_s = 4 * 2e9 / uplink
+shared_s = 6 * 6e9 / uplink
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex01-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}

@@ -308,19 +308,20 @@ print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0
 # specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
 # relative tolerance, so you do not need to round. Use `hardware.nvlink(generation, links)` if you like.
 #
-# **Exercise 02.1** (1 point). An H100 has 18 NVLink 4 links of 25 GB/s per direction each. What is its
-# NVLink bandwidth in **GB/s per direction**? Store it in `h100_per_direction_gb_s`.
+# **Exercise 02.1** (1 point). `nvidia-smi nvlink --status` on an H100 shows **3 of its 18** NVLink 4 links
+# inactive; each link carries 25 GB/s per direction. What NVLink bandwidth does that GPU have left, in
+# **GB/s per direction**? Store it in `degraded_h100_gb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex02-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-h100_per_direction_gb_s = 18 * 25
+degraded_h100_gb_s = (18 - 3) * 25
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex02-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.1", h100_per_direction_gb_s)
+checks.check("02.1", degraded_h100_gb_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.1", h100_per_direction_gb_s)
+importlib.reload(course_lib.grading).grade("02.1", degraded_h100_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -341,20 +342,21 @@ importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 02.3** (2 points). In a DGX H100 every GPU's 18 links go into the NVSwitches, so a ring gets
-# each GPU's whole NVLink. Ignoring latency and using spec bandwidth, how many **milliseconds** does a ring
-# all-reduce of a **1 GB** buffer (10⁹ bytes) take over the **8** GPUs? Store it in `h100_allreduce_ms`.
+# **Exercise 02.3** (2 points). In a **DGX A100** every GPU's 12 NVLink 3 links (25 GB/s per direction each) go
+# into the NVSwitches, so a ring gets each GPU's whole NVLink. Ignoring latency and using spec bandwidth, how
+# many **milliseconds** does a ring all-reduce of a **1 GB** buffer (10⁹ bytes) take over the **8** GPUs? Store it
+# in `a100_allreduce_ms`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex02-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-h100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (18 * 25e9) * 1e3
+a100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (12 * 25e9) * 1e3
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex02-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("02.3", h100_allreduce_ms)
+checks.check("02.3", a100_allreduce_ms)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.3", h100_allreduce_ms)
+importlib.reload(course_lib.grading).grade("02.3", a100_allreduce_ms)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -402,21 +404,23 @@ importlib.reload(course_lib.grading).grade("02.5", mesh_vs_switch)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 02.7** (1 point). On a DGX-1, a single ring whose slowest hop is one NVLink 2 link (25 GB/s
-# per direction) is compared with NCCL's rings that keep all 6 links of every GPU busy in both directions.
-# How many times faster is the all-reduce with all the rings (bandwidth term only)? Store the ratio in
-# `dgx1_ring_speedup`.
+# **Exercise 02.7** (1 point). An imagined 8-GPU board gives every GPU **8 NVLink links** of 25 GB/s per
+# direction each, wired so that the links split into **4 link-disjoint rings** through all 8 GPUs (each ring
+# uses 2 links of every GPU). NCCL runs every ring in both directions at once, each carrying its share of the
+# buffer. Counting bandwidth only, how many **milliseconds** does a ring all-reduce of **1 GB** (10⁹ bytes)
+# take on this board? Store it in `board_all_rings_ms`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex02-7-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-dgx1_ring_speedup = (6 * 25) / 25
+board_per_direction = 4 * 2 * 25e9  # rings x directions x one link
+board_all_rings_ms = 2 * (8 - 1) / 8 * 1e9 / board_per_direction * 1e3
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex02-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.7", dgx1_ring_speedup)
+checks.check("02.7", board_all_rings_ms)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.7", dgx1_ring_speedup)
+importlib.reload(course_lib.grading).grade("02.7", board_all_rings_ms)
 ### END HIDDEN TESTS
 
 # %% [markdown]

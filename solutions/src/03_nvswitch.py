@@ -402,19 +402,20 @@ for row in costmodel.validation_table():
 # tolerance, so you do not need to round. Use the ideal model (spec bandwidth, no latency) unless told
 # otherwise.
 #
-# **Exercise 03.1** (1 point). What is the bisection bandwidth of a DGX H100's NVSwitch domain (8 H100,
-# NVLink 4), in **GB/s per direction**? Store it in `dgx_h100_bisection_gb_s`.
+# **Exercise 03.1** (1 point). What is the bisection bandwidth of a **DGX A100**'s NVSwitch domain (8 A100,
+# 12 NVLink 3 links each of 25 GB/s per direction), in **GB/s per direction**? Store it in
+# `dgx_a100_bisection_gb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-dgx_h100_bisection_gb_s = 8 / 2 * 18 * 25
+dgx_a100_bisection_gb_s = 8 / 2 * 12 * 25
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.1", dgx_h100_bisection_gb_s)
+checks.check("03.1", dgx_a100_bisection_gb_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.1", dgx_h100_bisection_gb_s)
+importlib.reload(course_lib.grading).grade("03.1", dgx_a100_bisection_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -502,37 +503,39 @@ importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 03.6** (1 point). A DGX A100 has 8 GPUs with 12 NVLink links each, and every link must end on a
-# switch port. What is the **smallest number of 36-port NVSwitch 2 chips** that has enough ports? Store it in
-# `min_nvswitch2_chips`.
+# **Exercise 03.6** (1 point). An imagined board joins **16 H100s** (18 NVLink 4 links each) through
+# **64-port NVSwitch 3 chips**; every GPU link must end on a switch port, and no ports are kept for cables that
+# leave the board. What is the **smallest number of chips** that has enough ports? Store it in
+# `min_nvswitch3_chips`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-6-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-min_nvswitch2_chips = nv.min_switch_chips(8, 12, 36)
+min_nvswitch3_chips = nv.min_switch_chips(16, 18, 64)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.6", min_nvswitch2_chips)
+checks.check("03.6", min_nvswitch3_chips)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.6", min_nvswitch2_chips)
+importlib.reload(course_lib.grading).grade("03.6", min_nvswitch3_chips)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 03.7** (1 point). A GB200 NVL72 has 72 GPUs, each with 18 NVLink 5 links of 50 GB/s per
-# direction, on a non-blocking switch. What is its bisection bandwidth in **TB/s per direction**
-# (1 TB = 10¹² bytes)? Store it in `nvl72_bisection_tb_s`.
+# **Exercise 03.7** (1 point). The announced NVLink Switch System of section 2 joins 32 DGX H100 nodes
+# (256 GPUs). Cut it between two groups of 16 nodes, with the external switches non-blocking. What is its
+# bisection bandwidth in **TB/s per direction** (1 TB = 10¹² bytes)? Store it in `switch_system_bisection_tb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03-7-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-nvl72_bisection_tb_s = 72 / 2 * 18 * 50 / 1000
+external_per_node_gb_s = 72 * 25  # the node's external NVLink ports, per direction
+switch_system_bisection_tb_s = 32 / 2 * external_per_node_gb_s / 1000
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.7", nvl72_bisection_tb_s)
+checks.check("03.7", switch_system_bisection_tb_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.7", nvl72_bisection_tb_s)
+importlib.reload(course_lib.grading).grade("03.7", switch_system_bisection_tb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -542,9 +545,7 @@ importlib.reload(course_lib.grading).grade("03.7", nvl72_bisection_tb_s)
 # between pairs of GPUs (pipeline stages). Which server do you choose, and why? Answer in 3-5 sentences in
 # `server_choice` (a string), with the bandwidth a pair of GPUs and a ring each get in both designs.
 #
-# Rubric: (1) a pair gets 18/7 of the links in the mesh but all 18 through the switch; (1) a ring uses only
-# the links to its neighbours in the mesh, all links through the switch, and a choice argued from both
-# (cost: the switch chips and their ports is a fair counterpoint).
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex03-8-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION

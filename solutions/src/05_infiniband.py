@@ -674,31 +674,30 @@ importlib.reload(course_lib.grading).grade("05.2", ndr200_ports_needed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 05.3** (1 point). What is the **injection bandwidth** of one DGX H100 (all its compute NICs
-# sending at once), in **GB/s per direction**? Store it in `dgx_h100_injection_gb_s`. You may use
-# `hardware.system("dgx-h100")`.
+# **Exercise 05.3** (1 point). A cloud VM: Azure's **NC H100 v5** (`hardware.system("azure-nc-h100-nvl")`: its
+# GPUs, NICs and links). When all its GPUs send across the network at once, how much network bandwidth does
+# **each GPU** get, in **GB/s per direction**? Store it in `vm_network_per_gpu_gb_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex05-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-dgx = hardware.system("dgx-h100")
-dgx_h100_injection_gb_s = dgx.nics_per_node * dgx.nic.per_direction / units.GB
+vm = hardware.system("azure-nc-h100-nvl")
+vm_network_per_gpu_gb_s = vm.nics_per_node * vm.nic.per_direction / vm.gpus_per_node / units.GB
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.3", dgx_h100_injection_gb_s)
+checks.check("05.3", vm_network_per_gpu_gb_s)
 ### BEGIN HIDDEN TESTS
 import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.3", dgx_h100_injection_gb_s)
+importlib.reload(course_lib.grading).grade("05.3", vm_network_per_gpu_gb_s)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 05.4** (1 point). On a DGX H100, **per GPU**, how many times more bandwidth does NVLink give
-# than the network, both per direction, when every GPU sends at once? Store the ratio in
-# `nvlink_to_network_ratio`.
+# **Exercise 05.4** (1 point). On that VM, **per GPU**, how many times more bandwidth does NVLink give than the
+# network, both per direction, when every GPU sends at once? Store the ratio in `nvlink_to_network_ratio`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex05-4-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-nvlink_to_network_ratio = hardware.nvlink(4).per_direction / (dgx.nics_per_node * dgx.nic.per_direction / dgx.gpus_per_node)
+nvlink_to_network_ratio = vm.gpu_link.per_direction / units.GB / vm_network_per_gpu_gb_s
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -796,9 +795,7 @@ importlib.reload(course_lib.grading).grade("05.8", more_nodes_prediction)
 # limits the two-node run, and which single upgrade would raise its busbw most. Answer in 3-5 sentences in
 # `two_node_explanation` (a string).
 #
-# Rubric: (1) the inter-node step runs over the NICs: 4 x 25 GB/s = 100 GB/s per direction per node, 12.5 GB/s
-# per GPU, far below NVLink's 300; (1) more or faster NICs (one per GPU, or NDR) raise it, a faster NVLink
-# would not.
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-9-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -834,9 +831,7 @@ importlib.reload(course_lib.grading).grade("05.10", busbw_64_nodes_gb_s)
 # what condition the course's decline does not include, and one measurement that would tell that
 # condition apart from a broken node or cable.
 #
-# Rubric: (1) the decline was measured on another, quieter cluster; this fabric is shared and its other
-# jobs' traffic congests the spine; (1) a measurement that separates congestion from a fault: the same
-# sweep on a quiet fabric or another routing/service level, or nccl-tests on subsets and ib_write_bw on pairs.
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex05-11-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION

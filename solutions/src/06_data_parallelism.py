@@ -483,13 +483,13 @@ for r in parallel.modern_validation_table():
 # specific hint, or says *not answered yet*; it never shows the answer. Numbers are compared with a
 # relative tolerance, so you do not need to round.
 #
-# **Exercise 06.1** (1 point). A 7-billion-parameter model trains with DDP on **8 GPUs**; its gradients are
+# **Exercise 06.1** (1 point). A **13-billion-parameter** model trains with DDP on **8 GPUs**; its gradients are
 # all-reduced in BF16 with a ring. How many **bytes** does each GPU send per step? Store the number in
 # `ddp_bytes_sent`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex06-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-ddp_bytes_sent = 2 * (8 - 1) / 8 * (7e9 * 2)
+ddp_bytes_sent = 2 * (8 - 1) / 8 * (13e9 * 2)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -519,14 +519,14 @@ importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
 
 # %% [markdown]
 # **Exercise 06.3** (2 points). A step's backward pass takes **120 ms** and fills **6 equal buckets**, one
-# after another. All-reducing all of them takes **150 ms** in total, 25 ms per bucket, one bucket at a time;
+# after another. All-reducing all of them takes **162 ms** in total, 27 ms per bucket, one bucket at a time;
 # a bucket's all-reduce starts as soon as its gradients are ready and the previous all-reduce has finished.
 # How many **seconds** of communication are exposed (the step goes on after the backward pass ends)? Store
 # it in `exposed_comm_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex06-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-per_bucket_comm, per_bucket_fill = 0.150 / 6, 0.120 / 6
+per_bucket_comm, per_bucket_fill = 0.162 / 6, 0.120 / 6
 exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_bucket_fill)
 ### END SOLUTION
 
@@ -575,14 +575,14 @@ importlib.reload(course_lib.grading).grade("06.5", n_buckets)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 06.6** (1 point). The 7.5B model trains with mixed-precision Adam on **64 GPUs** with
+# **Exercise 06.6** (1 point). A **13B** model trains with mixed-precision Adam on **16 GPUs** with
 # **ZeRO-2**. How many **GB** (10⁹ bytes) of model states (weights, gradients, optimizer states; no
 # activations) does each GPU hold? Store it in `zero2_gb`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex06-6-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-psi = 7.5e9
-zero2_gb = (2 * psi + (2 + 12) * psi / 64) / 1e9
+psi = 13e9
+zero2_gb = (2 * psi + (2 + 12) * psi / 16) / 1e9
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -616,11 +616,11 @@ importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
 
 # %% [markdown]
 # **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the
-# backward pass fills **12 equal buckets** instead of 6; the all-reduces still take 150 ms in total, one at a
+# backward pass fills **12 equal buckets** instead of 6; the all-reduces still take 162 ms in total, one at a
 # time. What happens to the exposed communication? Store the letter in `more_buckets_prediction`.
 #
 # - **A.** It halves: each bucket waits half as long.
-# - **B.** It drops a little, and no bucket size can take it below 30 ms.
+# - **B.** It drops a little, and no bucket size can take it below 42 ms.
 # - **C.** It does not change: the same bytes are sent.
 # - **D.** It grows: more buckets mean more all-reduces.
 
@@ -660,15 +660,12 @@ importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 06.10** (2 points, graded by hand). *Design.* A 7B-parameter DDP job exposes about 50 ms of
+# **Exercise 06.10** (2 points, graded by hand). *Design.* A 7B-parameter DDP job exposes part of its
 # communication per step, as in exercise 06.3. Propose **two** different changes that would cut the exposed
 # time, and for each say what it costs or where it stops helping. Answer in 3-6 sentences in
 # `exposed_time_plan` (a string).
 #
-# Rubric: (1) a change to overlap (more or smaller buckets, an earlier first bucket) with its floor: it cannot
-# hide more than the backward pass lasts; (1) a change to the bytes or the link (BF16 or compressed gradients,
-# gradient accumulation over more micro-batches per all-reduce, a faster link or hierarchical all-reduce) with
-# its cost.
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex06-10-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION

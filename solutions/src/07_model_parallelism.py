@@ -740,10 +740,7 @@ importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 # makes per step (what is sent, how often, and whether it can overlap). Answer in 3-6 sentences in
 # `layout_plan` (a string).
 #
-# Rubric: (1) tensor parallelism inside the node: it all-reduces activations several times per layer per
-# micro-batch (exercises 07.3-07.4), too often and too much for the NICs; (1) pipeline and data parallelism
-# across nodes: pipeline sends one activation per micro-batch between neighbouring stages, data parallelism
-# one gradient all-reduce per step that overlaps with the backward pass.
+# The rubric and a model answer appear under the check cell once you have written your answer.
 
 # %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION

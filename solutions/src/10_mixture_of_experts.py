@@ -306,13 +306,13 @@ print(result)
 # Write your answer in the answer cell and run the check cell under it. The check says *correct*, gives a
 # specific hint, or says *not answered yet*; it never shows the answer.
 #
-# **Exercise 10.1** (1 point). Mixtral 8x7B (hidden size 4,096, top-2) trains on sequences of 4,096 tokens,
-# micro-batch 1, TP 1, BF16. How many **bytes** does one rank's **dispatch** all-to-all send buffer hold?
-# Store it in `dispatch_bytes`.
+# **Exercise 10.1** (1 point). An MoE model with hidden size 6,144 and top-2 routing trains on sequences of
+# 8,192 tokens, micro-batch 1, **TP 4**, BF16. How many **bytes** does one rank's **dispatch** all-to-all send
+# buffer hold? Store it in `dispatch_bytes`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex10-1-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-dispatch_bytes = 4096 * 1 * 2 * 4096 * 2
+dispatch_bytes = 8192 * 1 / 4 * 2 * 6144 * 2
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex10-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -323,13 +323,13 @@ importlib.reload(course_lib.grading).grade("10.1", dispatch_bytes)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 10.2** (2 points). Predict before you compute: Mixtral 8x7B (32 MoE layers) with EP 8, 4
-# micro-batches per step, **selective** recomputation (no layer is recomputed whole). How many all-to-alls does
-# one GPU take part in per step? Store it in `a2a_per_step`.
+# **Exercise 10.2** (2 points). Predict before you compute: an MoE model with **24 MoE layers**, EP 8,
+# **6 micro-batches** per step and **full** recomputation (every layer's forward pass runs again in the backward
+# pass). How many all-to-alls does one GPU take part in per step? Store it in `a2a_per_step`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex10-2-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-a2a_per_step = 4 * 32 * 4
+a2a_per_step = 6 * 24 * 6
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex10-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -340,12 +340,14 @@ importlib.reload(course_lib.grading).grade("10.2", a2a_per_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 10.3** (1 point). EP 64 over 8 DGX H100 nodes (8 GPUs each, TP 1, consecutive ranks). What
-# **fraction** of each rank's dispatch buffer crosses the network? Store it in `off_node_fraction`.
+# **Exercise 10.3** (1 point). EP 16 with **TP 2** on DGX H100 nodes (8 GPUs each). In Megatron's rank order TP
+# is innermost, so the members of one EP group sit 2 ranks apart. What **fraction** of each rank's dispatch
+# buffer crosses the network? Store it in `off_node_fraction`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex10-3-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-off_node_fraction = (64 - 8) / 64
+members_per_node = 8 // 2
+off_node_fraction = (16 - members_per_node) / 16
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex10-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -356,7 +358,7 @@ importlib.reload(course_lib.grading).grade("10.3", off_node_fraction)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 10.4** (1 point). For that EP 64 all-to-all, which link sets its time? Store the letter in
+# **Exercise 10.4** (1 point). For that all-to-all (EP 16, TP 2), which link sets its time? Store the letter in
 # `a2a_bottleneck`.
 #
 # - **A.** NVLink: every message starts and ends on a GPU's NVLink port.
@@ -377,18 +379,19 @@ importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Exercise 10.5** (2 points). Design: Mixtral 8x7B on 64 H100s (8 DGX nodes), sequences of 4,096 tokens,
-# batch 256, ZeRO-1. Which layout trains fastest? Reason it out, then you may check with `parallel.estimate`
-# or the planner. Store the letter in `mixtral_layout`.
+# **Exercise 10.5** (2 points). Design: Mixtral 8x7B on 64 **A100 40 GB** GPUs of AWS p4d instances
+# (`"aws-p4d"`: 8 GPUs per node on NVSwitch, 4 x 100 Gb/s EFA per node), sequences of 4,096 tokens, batch 256,
+# ZeRO-1, full recomputation. Which layout trains fastest? Reason it out, then you may check with
+# `parallel.estimate` or the planner. Store the letter in `mixtral_layout`.
 #
-# - **A.** EP 8 on the 8 GPUs of each node (TP 1).
+# - **A.** EP 8 on the 8 GPUs of each node (TP 1, PP 1).
 # - **B.** EP 8 with one GPU per node (TP 8, so the EP group is strided across nodes).
-# - **C.** No expert parallelism (EP 1), TP 1: every GPU holds all 8 experts.
+# - **C.** EP 8 on the 8 GPUs of each node (TP 1) with 2 pipeline stages (PP 2).
 # - **D.** EP 2 with TP 4.
 
 # %% nbgrader={"grade": false, "grade_id": "ex10-5-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-mixtral_layout = "A"
+mixtral_layout = "C"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex10-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
