@@ -320,14 +320,14 @@ def test_check_all_without_a_chapter_it_can_tell(capsys):
 def test_a_chained_answer_is_judged_against_the_learners_own_earlier_answer():
     e2 = float(grading.expected("00.2"))
     fp32 = 2 * float(grading.expected("00.1"))      # 00.1 in FP32: twice too large
-    assert "no need to halve" in checks.evaluate("00.2", 2 * e2).message   # alone, the factor looks like this
+    assert "Twice too long" in checks.evaluate("00.2", 2 * e2).message   # alone, the factor looks like this
     chained = checks.evaluate("00.2", 2 * e2, earlier=fp32)
     assert chained.status == "wrong" and "follows from your answer to 00.1" in chained.message
-    assert "halve" not in chained.message and "Judged against your own 00.1" in \
+    assert "Twice too long" not in chained.message and "Judged against your own 00.1" in \
         checks.evaluate("00.2", 2 * e2 * 16, earlier=fp32).message
     assert checks.evaluate("00.2", e2, earlier=fp32).correct      # right is right whatever 00.1 says
     # a right 00.1: the usual judging
-    assert "no need to halve" in checks.evaluate("00.2", 2 * e2, earlier=grading.expected("00.1")).message
+    assert "Twice too long" in checks.evaluate("00.2", 2 * e2, earlier=grading.expected("00.1")).message
 
 
 def test_check_and_check_all_pass_the_earlier_answer(capsys):

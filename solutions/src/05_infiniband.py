@@ -402,7 +402,7 @@ for s in sorted(study, key=lambda s: s["residual_per_doubling"])[:5]:
 # So: trust the model for bandwidth-bound sizes and the shape of the cliff; expect a shared or untuned
 # fabric to fall further with node count, and measure your own node-count sweep
 # (`python -m course_lib compare your_log.txt --system ...` says which of nodes, GPUs, NICs and fabric it
-# had to guess, and what to try when a ratio is off by 1.5x).
+# had to guess, and what to try when a ratio is far from 1).
 #
 # ### A range, not a point
 #
