@@ -209,9 +209,12 @@ for name, system in machines.items():
 # ### Explorer: nodes, GPUs per node, NIC speed, NVLink speed
 # The green curve is one node; red and blue take the job across nodes (textbook two-level and pipelined
 # rings); the black diamond is your job. Things to try:
-# - from 1 node to 2 nodes at the defaults: the drop at the node boundary, then almost flat;
+# - from 1 node to 2 nodes at the defaults: the drop at the node boundary; then, node after node, busbw keeps
+#   falling a little with every doubling (more ring steps, and the fabric's measured decline with node count,
+#   which the readout names as a cap);
 # - NICs per node from 8 to 1: the real cliff;
-# - NIC speed from 400 (NDR) to 800 Gb/s (XDR): how much of the cliff does it remove?
+# - NIC speed from 400 (NDR) to 800 Gb/s (XDR): how much of the cliff does it remove? (The readout names the
+#   cap that stops it: each GPU reaches its NIC through a PCIe Gen5 x16 link.)
 # - size 0.001 GB (1 MB): latency takes over, and more nodes keep costing.
 
 # %%
@@ -271,8 +274,8 @@ print("\n".join(ib.comparison_lines(rows)))
 # NVLS efficiencies, each fabric kind's figures, the pipeline fill, the tree's cap, the node-count
 # decline) or **test** (never used to set anything). The model is NCCL's: for each size it takes the
 # fastest of ring, tree and NVLS that NCCL would run there, each with the LL, LL128 or Simple protocol,
-# with NCCL's latency and bandwidth tables. Below: the test cases' predicted / measured busbw by size,
-# coloured by node count, and every node-count sweep against the model.
+# with NCCL's latency and bandwidth tables. Below, both panels as predicted / measured busbw (above 1: the
+# model is optimistic): the test cases by size, coloured by node count, and every node-count sweep.
 
 # %%
 fig = ib.validation_failure_plot()
@@ -689,8 +692,9 @@ _ = checks.check_all(globals(), chapter="05")
 # - Rail-optimised fat trees put NIC *k* of every node on leaf *k*: collective traffic between GPU *k* of
 #   different nodes crosses **one switch**.
 # - The two-level all-reduce sends only **n/g per GPU** across the network; with one NIC per GPU leaving
-#   the node costs ~1.2-1.6x for large all-reduces, with one NIC per node 6-10x. Small messages,
-#   all-to-all and point-to-point traffic feel the full gap.
+#   the node costs a large all-reduce far less than the per-GPU bandwidth gap, on two nodes and still on
+#   hundreds (section 5's cell and explorer give the factors), with one NIC per node several times more.
+#   Small messages, all-to-all and point-to-point traffic feel the full gap.
 # - Measured multi-node rings get within a few percent of the NICs' line rate; NCCL pipelines the two
 #   levels, so the textbook sequential model is pessimistic; two-node results depend on the algorithm.
 # - RoCE v2 matches InfiniBand when the Ethernet is configured lossless/congestion-controlled; TCP sockets
