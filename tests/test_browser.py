@@ -19,9 +19,9 @@ downloads a browser here), runs all cells from the Run menu, and checks that
   (``course_lib.notebook_save``, the lab's pre-save hook),
 * the page logs no JavaScript error (console ``error`` messages and uncaught ``pageerror``s).
 
-Screenshots go to artifacts/browser/: <notebook-stem>.png (the page after the drags),
-<notebook-stem>.explorer<N>.png (each explorer after its drags) and <notebook-stem>.reopened.png (the
-first static view after reopening). New chapters are covered as soon as their student notebook calls
+Screenshots go to artifacts/browser/: <notebook-stem>.explorer<N>.png (each explorer after its drags),
+<notebook-stem>.reopened.png (the first static view after reopening) and <notebook-stem>.png (the
+page at the end: the reopened notebook, or where a failure stopped). New chapters are covered as soon as their student notebook calls
 an explorer.
 
 Chromium missing: the test skips, or fails when COURSE_REQUIRE_BROWSER=1 (set by .ci/run).
@@ -493,6 +493,7 @@ def _exercise_notebook(page, lab, notebook, n_code):
     widths = {}
     for b in range(boxes.count()):
         widths.update(_drag_every_slider(page, boxes.nth(b), f"{notebook.stem}[{b}]"))
+        _wait_idle(page, lab)  # the last drag's plot has arrived: the screenshot shows one state
         boxes.nth(b).screenshot(path=str(ARTIFACTS / f"{notebook.stem}.explorer{b}.png"))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"{notebook.stem}.track_widths.json").write_text(json.dumps(widths, indent=1))
@@ -502,6 +503,14 @@ def _exercise_notebook(page, lab, notebook, n_code):
     box = boxes.first
     box.evaluate("el => el.scrollIntoView({block: 'start'})")
     _reopen_shows_static_views(page, lab, notebook, boxes.count())
+
+
+def _wait_idle(page, lab):
+    """Until the kernel has been idle for two polls in a row (every event handled, every image sent)."""
+    deadline, calm = time.monotonic() + WIDGET_S, 0
+    while calm < 2 and time.monotonic() < deadline:
+        calm = calm + 1 if _kernels_idle(lab) else 0
+        page.wait_for_timeout(500)
 
 
 def _open_file_browser(page):
