@@ -137,10 +137,12 @@ def ep_title(experts, top_k, imbalance, base="deepseek-v3", system="dgx-h100") -
     where they differ from the catalog's (so a changed model never reads as the catalog one)."""
     catalog = moe_variant(base)
     m = moe_variant(base, experts, top_k)
-    changed = [f"{what} {mine} (catalog {theirs})" for what, mine, theirs in
-               (("experts", m.experts, catalog.experts), ("top-k", m.top_k, catalog.top_k)) if mine != theirs]
-    shape = (f"{catalog.name}'s shapes with " + ", ".join(changed)) if changed else \
-        f"{catalog.name}: {m.experts} experts, top-{m.top_k}"
+    pairs = (("experts", m.experts, catalog.experts), ("top-k", m.top_k, catalog.top_k))
+    if all(mine == theirs for _, mine, theirs in pairs):
+        shape = f"{catalog.name}: {m.experts} experts, top-{m.top_k}"
+    else:
+        shape = f"{catalog.name}'s shapes with " + ", ".join(
+            f"{what} {mine}" + (f" (catalog {theirs})" if mine != theirs else "") for what, mine, theirs in pairs)
     return f"{shape}, imbalance {imbalance:g}, on {system}"
 
 
