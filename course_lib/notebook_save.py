@@ -41,5 +41,7 @@ def static_fallback(nb) -> int:
 
 def pre_save_hook(model, **kwargs):
     """jupyter_server's ``ContentsManager.pre_save_hook``: a notebook is saved with static explorer views."""
+    if not isinstance(model, dict):
+        raise ValueError(f"model must be a contents model (a dict with 'type' and 'content'), got {type(model).__name__}")
     if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
         static_fallback(model["content"])

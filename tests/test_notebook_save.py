@@ -68,3 +68,8 @@ def test_the_lab_targets_set_the_hook():
 def test_bad_input(bad):
     with pytest.raises(ValueError, match="nb"):
         notebook_save.static_fallback(bad)
+
+
+def test_pre_save_hook_names_a_bad_model():
+    with pytest.raises(ValueError, match="model"):
+        notebook_save.pre_save_hook(None)
