@@ -46,7 +46,10 @@ work:
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 LEARNER_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/learner-settings \
 	$(foreach e,$(NBGRADER_SERVER_EXTENSIONS),--ServerApp.jpserver_extensions=nbgrader.server_extensions.$(e)=False)
-LAB_FLAGS = --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT)
+# A saved notebook keeps each explorer's static view, not a widget whose model dies with the kernel
+# (course_lib/notebook_save.py).
+LAB_FLAGS = --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+	--ContentsManager.pre_save_hook=course_lib.notebook_save.pre_save_hook
 
 lab: $(STAMP) work
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(abspath $(WORK)) $(LEARNER_FLAGS) \

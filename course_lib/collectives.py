@@ -110,8 +110,11 @@ RECURSIVE_DOUBLING = Algorithm("recursive_doubling", "recursive doubling", log2_
                                "log2 p exchanges of the whole buffer")
 HALVING_DOUBLING = Algorithm("halving_doubling", "halving-doubling", lambda p: 2 * log2_steps(p),
                              lambda p: 2 * _share(p), "Rabenseifner: halving reduce-scatter + doubling all-gather")
-NAIVE = Algorithm("naive", "naive (parameter server)", lambda p: 2, lambda p: 2 * (p - 1),
-                  "everyone sends to rank 0, which sends the sum back: p-1 buffers in and out of rank 0")
+# The naive algorithms' root handles its p-1 messages one after another, each with its start-up cost
+# (the "linear" algorithms' (p-1) alpha of Thakur, Rabenseifner and Gropp 2005,
+# doi:10.1177/1094342005051521): charged one alpha per step, they are never the cheap choice at scale.
+NAIVE = Algorithm("naive", "naive (parameter server)", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1),
+                  "everyone sends to rank 0, which sends the sum back: p-1 messages in and p-1 out of rank 0")
 IN_NETWORK = Algorithm("in_network", "in-network reduction (NVLS / SHARP)", lambda p: 2, lambda p: 1.0,
                        "send once to the switch, receive the sum once")
 
@@ -124,7 +127,7 @@ DIRECT_SHARE = Algorithm("direct", "direct (pairwise)", lambda p: 1, _share,
 CHAIN = Algorithm("ring", "ring (pipelined chain)", lambda p: p - 1, lambda p: 1.0, "pipelined chain from the root")
 BINOMIAL_ROOTED = Algorithm("binomial_tree", "binomial tree", log2_steps, log2_steps, "not pipelined")
 DOUBLE_BINARY_ROOTED = Algorithm("double_binary_tree", "double binary tree (NCCL)", log2_steps, lambda p: 1.0)
-NAIVE_ROOTED = Algorithm("naive", "naive (root sends p-1 copies)", lambda p: 1, lambda p: p - 1)
+NAIVE_ROOTED = Algorithm("naive", "naive (root sends p-1 copies)", lambda p: p - 1, lambda p: p - 1)
 IN_NETWORK_ROOTED = Algorithm("in_network", "in-network (switch multicast / reduction)", lambda p: 1, lambda p: 1.0)
 
 

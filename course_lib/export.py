@@ -3,8 +3,10 @@
 ``python -m course_lib export DIR`` executes every student notebook (exercises
 show "not answered yet": a reading copy gives nothing away), writes
 ``DIR/NN_name.html`` for each and an ``index.html`` linking them. The explorers'
-static plots are ordinary image outputs, so they show in every page; the live
-widgets need a kernel and appear as their text fallback.
+static views (plot and readout) show in every page: the live widget views are dropped
+(``notebook_save.static_fallback``), as they need a kernel. Maths renders offline: MathJax 2
+comes from the ``jupyter-server-mathjax`` package and is copied to ``DIR/mathjax/`` once; the
+pages load it from there, never from a CDN (nor require.js, which only widget views need).
 
 With ``--slides`` each chapter is also written as a reveal.js slide deck,
 ``DIR/NN_name.slides.html`` (nbconvert's slides exporter): every section heading
@@ -21,7 +23,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cli, manifest, validate
+from . import cli, manifest, notebook_save, validate
+
+MATHJAX_DIR = "mathjax"  # under the export folder
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration the package ships
+# The package ships MathJax's STIX web fonts only (no TeX fonts): use them rather than the browser's.
+MATHJAX_FONTS = ('<script type="text/x-mathjax-config">MathJax.Hub.Config({"HTML-CSS": '
+                 '{availableFonts: [], webFont: "STIX-Web", imageFont: null}});</script>\n')
 
 class ExportError(RuntimeError):
     """A notebook could not be executed (a failing cell, a timeout, a dead kernel); one line, naming it."""
@@ -56,8 +64,30 @@ def _write_slides(nb, target: Path) -> None:
     nb = copy.deepcopy(nb)
     for cell, kind in zip(nb.cells, slide_types(nb)):
         cell.metadata["slideshow"] = {"slide_type": kind}
-    body, _ = SlidesExporter().from_notebook_node(nb)
+    body, _ = SlidesExporter(mathjax_url=mathjax_url()).from_notebook_node(nb)
     target.write_text(body, encoding="utf-8")
+
+
+def mathjax_url() -> str:
+    """MathJax's address in an exported page: the folder ``vendor_mathjax`` fills, relative to the page."""
+    return f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
+
+
+def vendor_mathjax(out_dir) -> Path:
+    """Copy MathJax (from the ``jupyter-server-mathjax`` package) to ``out_dir/mathjax``; returns that folder."""
+    import shutil
+
+    try:
+        import jupyter_server_mathjax
+    except ImportError:
+        raise ExportError("jupyter-server-mathjax is not installed (pip install -e .): exported maths "
+                          "would need a CDN") from None
+    source = Path(jupyter_server_mathjax.__file__).parent / "static"
+    target = Path(out_dir) / MATHJAX_DIR
+    if not (source / "MathJax.js").is_file():
+        raise ExportError(f"{source} holds no MathJax.js: reinstall jupyter-server-mathjax")
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    return target
 
 
 def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool = False) -> dict:
@@ -81,7 +111,12 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
     except CellExecutionError as exc:
         last = [line for line in str(exc).splitlines() if line.strip()]
         raise ExportError(f"{path.name}: a cell failed: {cli.one_line(last[-1] if last else exc)[:200]}") from None
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    notebook_save.static_fallback(nb)
+    exporter = HTMLExporter(template_name="lab", mathjax_url=mathjax_url())
+    body, _ = exporter.from_notebook_node(nb)
+    # require.js (from a CDN) serves widget views only; the pages carry none, so they load nothing remote
+    body = body.replace(f'<script src="{exporter.require_js_url}"></script>', "")
+    body = body.replace(f'<script src="{mathjax_url()}">', MATHJAX_FONTS + f'<script src="{mathjax_url()}">', 1)
     target = out_dir / f"{path.stem}.html"
     target.write_text(body, encoding="utf-8")
     images = sum(1 for cell in nb.cells if cell.cell_type == "code"
@@ -111,6 +146,7 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
     for path in paths:
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")
+    vendor_mathjax(out_dir)
     with ThreadPoolExecutor(max_workers=min(jobs, len(paths) or 1)) as pool:  # kernels are processes
         pages = list(pool.map(lambda path: export_notebook(path, out_dir, timeout, slides), paths))
     items = "\n".join(

@@ -10,8 +10,9 @@ The explorer is ONE output whose mime bundle carries both the live widget (Jupyt
 and a static view at the default settings (``text/html`` with the readout and the plot, and
 ``image/png``), which exported HTML, nbviewer and GitHub show where no widget frontend runs.
 
-Every control gets the same fixed description width and a slider track of at least
-:data:`MIN_TRACK_PX` pixels. Tests drive an explorer through its handle (:class:`Explorer`):
+Every control row shrinks with the output area, from 620 px down to 400 px, its description
+taking a share of it (:data:`DESCRIPTION_WIDTH`); a slider keeps a track of at least
+:data:`MIN_TRACK_PX` pixels at full width and :data:`MIN_NARROW_TRACK_PX` at 400 px. Tests drive an explorer through its handle (:class:`Explorer`):
 ``.readout``, ``.render(**values)``, ``.controls``, ``.values()`` and ``.image``.
 """
 from __future__ import annotations
@@ -22,20 +23,30 @@ from html import escape
 from typing import Callable
 
 from . import validate
+from .notebook_save import STATIC_MARK
 
-STATIC_CAPTION_CLASS = "course-static-caption"
+STATIC_CAPTION_CLASS = STATIC_MARK
 EXPLORER_CLASS = "course-explorer"
 READOUT_CLASS = "course-readout"
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
-# Control geometry (ipywidgets 8): a slider's track is its width less the description, the
-# readout (64 px) and margins (about 16 px).
+# Control geometry (ipywidgets 8). A control row is as wide as the output area, at most CONTROL_PX (620 px,
+# more for a long selection readout) and down to NARROW_AREA_PX (400 px): the description takes
+# DESCRIPTION_SHARE of the row, between DESCRIPTION_MIN_PX and DESCRIPTION_PX; the slider track is what is
+# left after the value readout (64 px, or the longest label) and margins (about 16 px). So a slider keeps a
+# track of MIN_TRACK_PX at full width and of MIN_NARROW_TRACK_PX in a 400 px output area (JupyterLab at
+# 900 px with its file browser open leaves about 468 px).
 DESCRIPTION_PX = 250
+DESCRIPTION_MIN_PX = 96
+DESCRIPTION_SHARE = 0.4
 CONTROL_PX = 620
+NARROW_AREA_PX = 400
 READOUT_PX = 64
 MARGINS_PX = 16
 MIN_TRACK_PX = 250
+MIN_NARROW_TRACK_PX = 120
 DPI = 100
+DESCRIPTION_WIDTH = f"clamp({DESCRIPTION_MIN_PX}px, {DESCRIPTION_SHARE * 100:g}%, {DESCRIPTION_PX}px)"
 
 
 CHAR_PX = 7.5  # a readout character at the widgets' 13 px font, generously
@@ -50,24 +61,36 @@ def readout_px(control) -> int:
     return max(READOUT_PX, int(longest * CHAR_PX) + 8)
 
 
-def track_px(control) -> int | None:
-    """The slider track width (px) that the layout gives ``control``; None for a control with no track."""
+def row_px(control, area_px=None) -> int:
+    """Width (px) of ``control``'s row in an output area ``area_px`` wide (default: wide enough for all of it)."""
+    widest = int(str(control.layout.max_width).removesuffix("px"))
+    return widest if area_px is None else min(widest, validate.integer("area_px", area_px, low=1))
+
+
+def description_px(control, area_px=None) -> float:
+    """Width (px) the description takes in that row (``DESCRIPTION_WIDTH``: a share of the row, clamped)."""
+    return min(DESCRIPTION_PX, max(DESCRIPTION_MIN_PX, DESCRIPTION_SHARE * row_px(control, area_px)))
+
+
+def track_px(control, area_px=None) -> int | None:
+    """The slider track width (px) ``control`` gets in an output area ``area_px`` wide (default: full
+    width); None for a control with no track."""
     if "Slider" not in type(control).__name__:
         return None
-    width = int(str(control.layout.width).removesuffix("px"))
-    description = int(str(control.style.description_width).removesuffix("px"))
-    return width - description - readout_px(control) - MARGINS_PX
+    return int(row_px(control, area_px) - description_px(control, area_px) - readout_px(control) - MARGINS_PX)
 
 
 def fit_control(control):
-    """Give ``control`` the shell's fixed description width and full width (slider track >= 250 px)."""
-    control.style.description_width = f"{DESCRIPTION_PX}px"
+    """Give ``control`` the shell's row: as wide as the output area up to 620 px (more for a long
+    readout), a description that shrinks with it (``DESCRIPTION_WIDTH``), no updates mid-drag."""
+    control.style.description_width = DESCRIPTION_WIDTH
     extra = readout_px(control) - READOUT_PX if "Slider" in type(control).__name__ else 0
-    control.layout.width = f"{CONTROL_PX + max(0, extra)}px"
+    control.layout.width = "100%"
+    control.layout.max_width = f"{CONTROL_PX + max(0, extra)}px"
     if hasattr(control, "continuous_update"):
         control.continuous_update = False
     if control.description and not getattr(control, "tooltip", None):
-        control.tooltip = control.description  # a description cut by the fixed width stays readable
+        control.tooltip = control.description  # a description cut by the narrow width stays readable
     return control
 
 
@@ -214,9 +237,10 @@ class Explorer:
         unknown = sorted(set(self._follow) - set(self.controls))
         if unknown or not all(callable(f) for f in self._follow.values()):
             raise ValueError(f"follow must map control names to functions value -> {{name: value}}; got {unknown}")
-        self._readout = w.HTML()
+        self._readout = w.HTML(layout=w.Layout(max_width="100%"))
         self._readout.add_class(READOUT_CLASS)
-        self._image = w.Image(format="png")
+        # the plot scales down with a narrow output area rather than overflowing it
+        self._image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
         header = w.HTML(f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>")
         self.box = w.VBox([header, *self.controls.values(), self._readout, self._image])
         self.box.add_class(EXPLORER_CLASS)

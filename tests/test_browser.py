@@ -7,13 +7,22 @@ downloads a browser here), runs all cells from the Run menu, and checks that
 
 * every code cell ran and none shows an error,
 * the explorer (``.course-explorer``) renders at least one ipywidgets slider,
-* every explorer's sliders have tracks of at least 250 px, and dragging each with the mouse changes
-  its value; the drags change the readout (``.course-readout``) and redraw the plot (its ``<img>``);
-  the track widths go to artifacts/browser/<notebook-stem>.track_widths.json,
+* the window is 900 px wide with JupyterLab's file browser open (issue 26.6: the output area is then
+  about 470 px), and every explorer fits it: each control row, its slider handle and the readout lie
+  inside the output area and the window,
+* every explorer's sliders have tracks of at least ``widgets.MIN_NARROW_TRACK_PX``, and dragging each
+  with the mouse changes its value; the drags change the readout (``.course-readout``), which stays
+  visible, and redraw the plot (its ``<img>``); the track widths and the output area's width go to
+  artifacts/browser/<notebook-stem>.track_widths.json,
+* saved, closed with its kernel shut down and opened again, the notebook shows every explorer's static
+  view (plot and readout at the defaults), never "Error displaying widget: model not found"
+  (``course_lib.notebook_save``, the lab's pre-save hook),
 * the page logs no JavaScript error (console ``error`` messages and uncaught ``pageerror``s).
 
-A screenshot of each notebook goes to artifacts/browser/<notebook-stem>.png. New chapters are
-covered as soon as their student notebook calls an explorer.
+Screenshots go to artifacts/browser/: <notebook-stem>.explorer<N>.png (each explorer after its drags),
+<notebook-stem>.reopened.png (the first static view after reopening) and <notebook-stem>.png (the
+page at the end: the reopened notebook, or where a failure stopped). New chapters are covered as soon as their student notebook calls
+an explorer.
 
 Chromium missing: the test skips, or fails when COURSE_REQUIRE_BROWSER=1 (set by .ci/run).
 Run it alone with ``.venv/bin/python -m pytest -m browser tests/test_browser.py``.
@@ -36,9 +45,13 @@ from pathlib import Path
 
 import pytest
 
+from course_lib import widgets
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts" / "browser"
 REQUIRE_BROWSER = os.environ.get("COURSE_REQUIRE_BROWSER") == "1"
+PRE_SAVE_HOOK = "course_lib.notebook_save.pre_save_hook"
+WINDOW = {"width": 900, "height": 1000}  # issue 26.6: a 900 px window with the file browser open
 
 # Explorers are called from a code cell, e.g. ``gradients.gradient_exchange_explorer()`` or
 # ``widgets.explorer(draw, controls)``; they display a VBox with the CSS class course-explorer.
@@ -189,6 +202,7 @@ class LabServer:
             f"--ServerApp.root_dir={self.root}",
             "--ServerApp.terminals_enabled=False",
             f"--IdentityProvider.token={self.token}",
+            f"--ContentsManager.pre_save_hook={PRE_SAVE_HOOK}",  # as the Makefile's lab targets set it
         ]
         self._log = open(self.log_path, "wb")
         # Own session: teardown can signal the server without touching pytest.
@@ -353,7 +367,7 @@ def test_notebook_in_jupyterlab(notebook, chromium, lab, tmp_path, record_proper
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=chromium, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1100}, timeout=120 * MS)
+            args=CHROMIUM_ARGS, viewport=WINDOW, timeout=120 * MS)
         try:
             page = context.pages[0] if context.pages else context.new_page()
             page.set_default_timeout(WIDGET_S * MS)
@@ -382,7 +396,14 @@ def _menu(page, menu, command):
     page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
 
 
-MIN_TRACK_PX = 250  # issue 18.4: a track a mouse can use (widgets.MIN_TRACK_PX)
+MIN_TRACK_PX = widgets.MIN_NARROW_TRACK_PX  # a track a mouse can use, in an output area down to 400 px
+
+_INSIDE_JS = """
+(el, area) => {
+  const a = area.getBoundingClientRect(), r = el.getBoundingClientRect();
+  return r.width > 0 && r.left >= a.left - 1 && r.right <= a.right + 1 && r.right <= window.innerWidth;
+}
+"""
 
 _CHANGED_JS = "([el, old]) => el.textContent !== old && el.textContent.trim().length > 0"
 
@@ -405,13 +426,16 @@ def _drag_every_slider(page, box, name):
     image = box.locator("img").first
     image.wait_for(timeout=WIDGET_S * MS)
     text_before, image_before = readout.text_content(), image.get_attribute("src")
-    widths = {}
+    area = box.element_handle().evaluate_handle("el => el.closest('.jp-OutputArea-output')")
+    widths = {"output area": round(area.evaluate("a => a.getBoundingClientRect().width"))}
     for i in range(sliders.count()):
         slider = sliders.nth(i)
         slider.scroll_into_view_if_needed()
         label = f"{name} {slider.locator('.widget-label').first.text_content().strip()}"
         track = slider.locator(".noUi-target").first.bounding_box()
         widths[label] = round(track["width"])
+        # the whole row fits the output area: its value readout and its handle at either end are reachable
+        assert slider.evaluate(_INSIDE_JS, area), f"{label}: the control row overflows the output area"
         handle = slider.locator(".noUi-handle").first.bounding_box()
         value = slider.locator(".widget-readout").first
         old = value.text_content() if value.count() else None
@@ -428,6 +452,10 @@ def _drag_every_slider(page, box, name):
     page.wait_for_function(
         "([img, old]) => img.complete && img.getAttribute('src') !== old",
         arg=[image.element_handle(), image_before], timeout=WIDGET_S * MS)
+    # the readout is visible and inside the output area; so is the plot, scaled to its width
+    readout.scroll_into_view_if_needed()
+    assert readout.is_visible() and readout.evaluate(_INSIDE_JS, area), f"{name}: the readout is hidden or cut off"
+    assert image.evaluate(_INSIDE_JS, area), f"{name}: the plot overflows the output area"
     return widths
 
 
@@ -445,6 +473,7 @@ def _exercise_notebook(page, lab, notebook, n_code):
     page.locator(f'#jp-main-statusbar .jp-StatusBar-TextItem[title="Change kernel for {notebook.name}"]',
                  has_text=re.compile(r"\| Idle$")).wait_for(timeout=PAGE_LOAD_S * MS)
 
+    _open_file_browser(page)
     _menu(page, "Run", "runmenu:run-all")  # Run > Run All Cells, as a learner would
 
     prompts = _wait_for_run_all(page, lab, n_code)
@@ -460,9 +489,12 @@ def _exercise_notebook(page, lab, notebook, n_code):
     # Every live explorer: drag each slider with the mouse; its track is wide enough to use.
     boxes = panel.locator(".course-explorer")
     boxes.first.wait_for(timeout=WIDGET_S * MS)
+    assert page.locator("#filebrowser").is_visible(), "the file browser must be open (issue 26.6's layout)"
     widths = {}
     for b in range(boxes.count()):
         widths.update(_drag_every_slider(page, boxes.nth(b), f"{notebook.stem}[{b}]"))
+        _wait_idle(page, lab)  # the last drag's plot has arrived: the screenshot shows one state
+        boxes.nth(b).screenshot(path=str(ARTIFACTS / f"{notebook.stem}.explorer{b}.png"))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"{notebook.stem}.track_widths.json").write_text(json.dumps(widths, indent=1))
     print(f"slider track widths (px): {widths}")
@@ -470,3 +502,87 @@ def _exercise_notebook(page, lab, notebook, n_code):
     assert not narrow, f"slider tracks narrower than {MIN_TRACK_PX} px: {narrow}"
     box = boxes.first
     box.evaluate("el => el.scrollIntoView({block: 'start'})")
+    _reopen_shows_static_views(page, lab, notebook, boxes.count())
+
+
+def _wait_idle(page, lab):
+    """Until the kernel has been idle for two polls in a row (every event handled, every image sent)."""
+    deadline, calm = time.monotonic() + WIDGET_S, 0
+    while calm < 2 and time.monotonic() < deadline:
+        calm = calm + 1 if _kernels_idle(lab) else 0
+        page.wait_for_timeout(500)
+
+
+def _open_file_browser(page):
+    """Open JupyterLab's file browser in the left sidebar (a learner's usual layout) if it is closed."""
+    browser = page.locator("#filebrowser")
+    if not browser.is_visible():
+        page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="filebrowser"]').click()
+    browser.wait_for(state="visible", timeout=WIDGET_S * MS)
+
+
+def _reopen_shows_static_views(page, lab, notebook, n_explorers):
+    """Save, shut the kernel down, open the notebook again: each explorer shows its static view."""
+    _menu(page, "File", "docmanager:save")
+    path = lab.root / notebook.name
+    deadline = time.monotonic() + WIDGET_S
+    while True:  # the saved file: every explorer's output keeps its static view and lost its dead widget view
+        try:
+            outputs = [o for c in json.loads(path.read_text(encoding="utf-8"))["cells"] for o in c.get("outputs", [])
+                       if "course-static-caption" in "".join(o.get("data", {}).get("text/html", ""))]
+            if len(outputs) >= n_explorers and not any(
+                    "application/vnd.jupyter.widget-view+json" in o["data"] for o in outputs):
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        assert time.monotonic() < deadline, f"{notebook.name}: not saved with static explorer views"
+        time.sleep(0.5)
+    lab.shutdown_kernels()
+    workspace = f"reopen-{notebook.stem}-{secrets.token_hex(4)}"
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{notebook.name}?token={lab.token}",
+              timeout=PAGE_LOAD_S * MS)
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    captions = panel.locator(".course-static-caption")
+    captions.first.wait_for(timeout=PAGE_LOAD_S * MS)
+    assert captions.count() == n_explorers, f"{notebook.name}: {captions.count()} static views, {n_explorers} explorers"
+    text = panel.inner_text()
+    assert "Error displaying widget" not in text and "model not found" not in text
+    first = captions.first.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')]")
+    first.scroll_into_view_if_needed()
+    assert first.locator("img").first.is_visible(), f"{notebook.name}: the static view shows no plot"
+    first.screenshot(path=str(ARTIFACTS / f"{notebook.stem}.reopened.png"))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_exported_maths_renders_offline(chromium, tmp_path):
+    """Issue 26.6: an exported page typesets its maths with no network (MathJax from the export folder)."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import export
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Maths offline\nThe bound $2(p-1)/p \\cdot n/B$ and\n\n"
+                                      "$$t = \\alpha \\log_2 p + \\frac{n}{B}$$")])
+    path = tmp_path / "97_maths.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "site"
+    page_path = export.export_course(out, notebooks=[path], timeout=60, jobs=1)[0]["html"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    requests = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.on("request", lambda r: requests.append(r.url))
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())  # offline: no CDN can answer
+            page.goto(page_path.as_uri(), timeout=PAGE_LOAD_S * MS)
+            page.wait_for_function("() => document.querySelectorAll('.MathJax, .MathJax_Display, .MathJax_SVG').length >= 2",
+                                   timeout=WIDGET_S * MS)
+            text = page.locator("body").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "export_maths_offline.png"))
+        finally:
+            browser.close()
+    assert "$$" not in text and "\\frac" not in text, "raw TeX is showing"
+    assert not [u for u in requests if u.startswith("http")], f"the page reached for the network: {requests}"

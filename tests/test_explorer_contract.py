@@ -1,8 +1,9 @@
 """The explorer contract, once for every explorer (replaces the generic per-chapter copies).
 
 Every ``*_explorer`` function of course_lib/explorers builds at its defaults as ONE output whose
-mime bundle carries the live widget and a static view (HTML caption + PNG); every control has the
-shell's fixed description width and a slider track of at least 250 px; ``render(**values)`` with
+mime bundle carries the live widget and a static view (HTML caption + PNG); every control row
+shrinks with the output area, keeping a slider track of at least 250 px at full width and 120 px in a
+400 px output area; ``render(**values)`` with
 every control moved gives a non-empty readout and a new PNG from the same figure and Axes (nothing
 re-created); the readout at the defaults is what tests/golden/explorers.txt records.
 """
@@ -78,11 +79,14 @@ def test_explorer_contract(module, name, shown):
     assert kw.get("raw") is True and isinstance(bundle, dict)
     assert widgets.STATIC_CAPTION_CLASS in bundle["text/html"] and "data:image/png;base64," in bundle["text/html"]
     assert bundle["image/png"] and handle.readout and handle.readout in bundle["text/html"]
-    # controls: fixed description width, a usable slider track
+    # controls: rows that shrink with the output area (620 px down to 400 px), a usable slider track at both
     for key, control in handle.controls.items():
-        assert control.style.description_width == f"{widgets.DESCRIPTION_PX}px", key
+        assert control.style.description_width == widgets.DESCRIPTION_WIDTH, key
+        assert control.layout.width == "100%", f"{key}: a fixed-width row overflows a narrow output area"
         track = widgets.track_px(control)
         assert track is None or track >= widgets.MIN_TRACK_PX, f"{key}: slider track {track} px"
+        narrow = widgets.track_px(control, widgets.NARROW_AREA_PX)
+        assert narrow is None or narrow >= widgets.MIN_NARROW_TRACK_PX, f"{key}: {narrow} px track at 400 px"
     # a redraw with every control moved: same figure and Axes, new image, non-empty readout
     figure, axes, image, defaults = handle.figure, list(handle.figure.axes), handle.image, handle.values()
     assert image.startswith(PNG)

@@ -58,7 +58,9 @@ def test_patterns_have_the_models_number_of_steps(p):
     steps = {row["algorithm"]: row["steps"] for row in cl.algorithm_table(1e6, p, 1e9, 1e-6)}
     for name in ("ring", "binomial_tree", "recursive_doubling", "halving_doubling"):
         assert len(cl.algorithm_pattern(name, p)) == steps[name], name
-    assert len(cl.algorithm_pattern("naive", p)) == steps["naive"] == 2
+    # naive: two rounds, but rank 0 handles each of its messages in turn, one alpha each: 2(p-1) in the model
+    naive = cl.algorithm_pattern("naive", p)
+    assert len(naive) == 2 and steps["naive"] == sum(0 in pair for step in naive for pair in step) == 2 * (p - 1)
 
 
 def test_pattern_shapes():
@@ -186,7 +188,7 @@ def test_static_diagrams_draw():
 def test_cost_draw_and_readout():
     fig, ax = plt.subplots()
     cl.draw_cost(ax, 1000.0, 8, 450.0, 0.6, "ring")
-    assert len(ax.lines) == len(cl.ALGORITHMS) + 2  # curves, bound, your point
+    assert len(ax.lines) == len(cl.ALGORITHMS) + 3  # curves, bound, your point, where the ring overtakes
     plt.close(fig)
     text = cl.cost_readout(1000.0, 8, 450.0, 0.0, "ring")
     assert "busbw <b>450 GB/s per direction</b>" in text and "(1.00x)" in text

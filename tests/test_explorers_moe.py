@@ -52,13 +52,16 @@ def test_frames_and_in_place_updates():
     assert [lbl.split("\n")[0] for lbl in f.labels] == ["EP 1", "EP 2", "EP 4", "EP 8"] and f.chosen == 2
     assert moe.ep_frame(8, 2, 64, 1.0, base="mixtral-8x7b").chosen is None  # 64 does not divide 8 experts
     ep = moe.expert_parallel_explorer()
-    bars = list(ep.axes.patches)
+    time_ax, memory_ax = ep.axes
+    bars, memory = list(time_ax.patches), list(memory_ax.patches)
     ep.render(imbalance=2.0)  # same degrees: the same bars, new heights
-    assert list(ep.axes.patches) == bars
+    assert list(time_ax.patches) == bars and list(memory_ax.patches) == memory
     frame = moe.ep_frame(**ep.values())
     assert [b.get_height() for b in bars[:len(frame.comm)]] == list(frame.comm)
+    assert [b.get_height() for b in memory] == pytest.approx(list(moe.ep_memory(**ep.values())["gb"]))
     ep.render(experts=8)  # fewer degrees: drawn again with as many bars as degrees
-    assert len([b for b in ep.axes.patches if b.get_visible()]) == 2 * len(moe.ep_frame(**ep.values()).labels) + 1
+    assert len([b for b in time_ax.patches if b.get_visible()]) == 2 * len(moe.ep_frame(**ep.values()).labels) + 1
+    assert len(memory_ax.patches) == len(moe.ep_memory(**ep.values())["labels"])
     cp = moe.context_parallel_explorer()
     cp.render(seq_len=1048576)
     frame = moe.cp_frame(**cp.values())

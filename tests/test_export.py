@@ -67,3 +67,23 @@ def test_slides_open_a_slide_at_each_section(tmp_path):
     assert "99_tiny.slides.html" in (out / "index.html").read_text()
     with pytest.raises(ValueError, match="slides"):
         export.export_course(out, notebooks=[path], slides="yes")
+
+
+def test_maths_is_served_from_the_export_folder_not_a_cdn(tmp_path):
+    """Issue 26.6: exported HTML renders maths offline: MathJax is copied next to the pages and loaded from there;
+    an explorer's dead widget view is dropped so its static view shows."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Maths\n$$t = \\alpha + \\frac{n}{B}$$"),
+                                         nbformat.v4.new_code_cell("1 + 1")])
+    path = tmp_path / "98_maths.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "site"
+    pages = export.export_course(out, notebooks=[path], timeout=60)
+    page = pages[0]["html"].read_text()
+    assert 'src="mathjax/MathJax.js?config=' in page
+    import re
+    assert not re.findall(r'<script[^>]*\ssrc="https?://', page), "a script loads from the network"  # MathJax, require.js
+    assert (out / "mathjax" / "MathJax.js").is_file()
+    config = export.MATHJAX_CONFIG.split(",")[0]
+    assert (out / "mathjax" / "config" / f"{config}.js").is_file()

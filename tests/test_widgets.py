@@ -18,11 +18,20 @@ def test_html_table_names_the_bad_parameter(columns):
         widgets.html_table([], columns)
 
 
-def test_controls_get_a_fixed_description_and_a_usable_track():
+def test_control_rows_shrink_with_the_output_area_and_keep_a_usable_track():
+    """Issue 26.6: a row is as wide as the output area (at most 620 px, down to 400 px), not fixed at 620 px;
+    the description takes a clamped share of it, so the track stays usable when the area narrows."""
     import ipywidgets as w
     slider = widgets.fit_control(w.IntSlider(description="a long description that would eat the track"))
-    assert slider.style.description_width == f"{widgets.DESCRIPTION_PX}px"
+    assert slider.style.description_width == widgets.DESCRIPTION_WIDTH == "clamp(96px, 40%, 250px)"
+    assert slider.layout.width == "100%" and slider.layout.max_width == f"{widgets.CONTROL_PX}px"
     assert widgets.track_px(slider) >= widgets.MIN_TRACK_PX
+    at_468 = widgets.track_px(slider, 468)  # JupyterLab at 900 px with the file browser open
+    at_400 = widgets.track_px(slider, widgets.NARROW_AREA_PX)
+    assert widgets.track_px(slider) > at_468 > at_400 >= widgets.MIN_NARROW_TRACK_PX
+    assert widgets.description_px(slider, 400) == 160 and widgets.description_px(slider, 620) == 248
+    long = widgets.fit_control(w.SelectionSlider(options=["a rather long option label", "b"], description="x"))
+    assert long.layout.max_width == f"{widgets.CONTROL_PX + widgets.readout_px(long) - widgets.READOUT_PX}px"
     assert widgets.track_px(widgets.fit_control(w.Dropdown(options=[1, 2]))) is None  # no track
 
 

@@ -313,7 +313,11 @@ def _ring_readout(ranks, step):
 
 
 def ring_explorer(ranks=4, step=0):
-    """Live step-through of the ring: sliders on ranks (2-8) and step (0 to 2(p-1)); static view first."""
+    """Live step-through of the ring: sliders on ranks (2-8) and step (0 to 2(p-1)); static view first.
+
+    Shows: a ring all-reduce takes 2(p-1) steps of one 1/p chunk per rank: p-1 reduce-scatter steps
+    leave each rank one fully reduced chunk, and p-1 all-gather steps give every rank all of them.
+    """
     import ipywidgets as w
     if ranks not in RING_RANKS:
         raise ValueError(f"ranks must be one of {RING_RANKS}, got {ranks!r}")
@@ -386,7 +390,12 @@ def _cost_view_args(size_mb, ranks, link_gb_s, latency_us, algorithm):
     t = costmodel.collective_time("all_reduce", size, ranks, link_gb_s * units.GB, latency_us * 1e-6, algorithm)
     return (_explorer_curves(ranks, link_gb_s, latency_us), algorithm, (size, t),
             f"All-reduce, alpha-beta model: {ranks} ranks, {link_gb_s:.3g} GB/s per direction, "
-            f"alpha = {latency_us:.3g} us per step")
+            f"alpha = {latency_us:.3g} us per step", _explorer_crossover(ranks, link_gb_s, latency_us))
+
+
+@lru_cache(maxsize=256)
+def _explorer_crossover(ranks, link_gb_s, latency_us, versus="recursive_doubling"):
+    return crossover_size(ranks, link_gb_s * units.GB, latency_us * 1e-6, algorithm=versus, versus="ring")
 
 
 def draw_cost(ax, size_mb, ranks, link_gb_s, latency_us, algorithm):
@@ -410,11 +419,25 @@ def cost_readout(size_mb, ranks, link_gb_s, latency_us, algorithm) -> str:
     best = min(rows.values(), key=lambda r: r["time_s"])
     bound = costmodel.lower_bound_time(n, ranks, bw)
     t = row["time_s"]
-    return (f"{ALGORITHM_LABELS[algorithm]}, {units.format_bytes(n)} on {ranks} ranks: <b>{units.format_time(t)}</b> "
+    text = (f"{ALGORITHM_LABELS[algorithm]}, {units.format_bytes(n)} on {ranks} ranks: <b>{units.format_time(t)}</b> "
             f"({row['latency_share']:.0%} of it latency); algbw {units.format_bandwidth(costmodel.algbw(n, t))}, "
             f"busbw <b>{units.format_bandwidth(costmodel.busbw('all_reduce', n, t, ranks))}</b>; "
             f"lower bound {units.format_time(bound)} ({row['vs_lower_bound']:.2f}x). "
             f"Fastest here: <b>{best['label']}</b> ({units.format_time(best['time_s'])}).")
+    return text + " " + ring_verdict(n, ranks, link_gb_s, latency_us)
+
+
+def ring_verdict(nbytes, ranks, link_gb_s, latency_us) -> str:
+    """Where the ring wins at these settings: the size from which it beats recursive doubling and the
+    binomial tree (the dotted line on the plot), and how it stands against halving-doubling, which in
+    this model always matches its bytes in fewer steps."""
+    rd = _explorer_crossover(ranks, link_gb_s, latency_us)
+    tree = _explorer_crossover(ranks, link_gb_s, latency_us, versus="binomial_tree")
+    say = lambda size: f"from {units.format_bytes(size)}" if size else "never in 1 KB-10 GB"  # noqa: E731
+    where = "above" if rd is not None and nbytes >= rd else "below"
+    return (f"The ring beats recursive doubling {say(rd)} (you are {where} it) and the binomial tree {say(tree)}; "
+            f"halving-doubling sends the same bytes in {2 * int(np.log2(ranks))} steps, not {2 * (ranks - 1)}: this "
+            f"model never puts the ring ahead of it (section 2 says why libraries still use rings).")
 
 
 def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algorithm="ring"):
@@ -422,6 +445,10 @@ def cost_explorer(size_mb=1000.0, ranks=8, link_gb_s=None, latency_us=None, algo
 
     Defaults: 1 GB on 8 ranks over NVLink 4 (the catalog's per-direction rate) with the
     per-hop latency of the course's cost model. Shows a static plot first.
+
+    Shows: small all-reduces are latency-bound and favour few-step algorithms, large ones are
+    bandwidth-bound and the ring and halving-doubling reach the lower bound, and the ring overtakes
+    recursive doubling from a size that grows with the ranks and alpha.
     """
     import ipywidgets as w
     link_gb_s = hardware.nvlink(4).per_direction / units.GB if link_gb_s is None else link_gb_s

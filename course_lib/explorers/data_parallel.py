@@ -452,6 +452,9 @@ class ScalingView:
     gpus_per_node: int
     memory_gb: np.ndarray    # shape (4, 4)
     usable_gb: float
+    link_gb_s: float = 0.0   # the network slider, GB/s per GPU per direction (for the title)
+    seqs_per_gpu: int = 1
+    overlap: bool = True
 
 
 @lru_cache(maxsize=64)
@@ -465,7 +468,8 @@ def scaling_view(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap) -> Scaling
                        exposed_s=curve["exposed_s"], comm_s=curve["comm_s"], step_s=curve["step_s"],
                        efficiency=curve["efficiency"], selected=list(curve["gpus"]).index(gpus), selected_gpus=gpus,
                        gpus_per_node=hardware.system(BASE_SYSTEM).gpus_per_node, memory_gb=memory,
-                       usable_gb=est[0].memory["usable"] / units.GB)
+                       usable_gb=est[0].memory["usable"] / units.GB, link_gb_s=link_gb_s,
+                       seqs_per_gpu=seqs_per_gpu, overlap=overlap)
 
 
 def _axes(fig):
@@ -498,13 +502,18 @@ def _readout(model, gpus, link_gb_s, zero, seqs_per_gpu, overlap):
 def dp_scaling_explorer(model="megatron-1.7b", gpus=64, link_gb_s=50.0, zero=0, seqs_per_gpu=1, overlap=True):
     """Sliders: model size, GPU count, network GB/s per GPU (per direction), ZeRO stage, sequences
     per GPU, overlap. Shows step time (compute vs exposed communication), scaling efficiency and
-    memory per GPU, from parallel.estimate on a DGX H100 cluster whose NICs you choose."""
+    memory per GPU, from parallel.estimate on a DGX H100 cluster whose NICs you choose.
+
+    Shows: data-parallel scaling efficiency falls when the gradient all-reduce cannot hide behind
+    compute (a slower network, no overlap), while ZeRO stages cut the memory per GPU.
+    """
     import ipywidgets as w
 
     opts = model_options()
     validate.choice("model", model, [i for _, i in opts])
     controls = {
-        "model": w.SelectionSlider(options=opts, value=model, description="model"),
+        # a drop-down, sorted by size: a slider's readout of such long names leaves no track in a narrow output area
+        "model": w.Dropdown(options=opts, value=model, description="model (by size)"),
         "gpus": gpu_count_slider(gpus),
         "link_gb_s": link_speed_slider(link_gb_s, low=1.0, high=400.0,
                                        description="network GB/s per GPU, per direction"),

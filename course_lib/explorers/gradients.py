@@ -50,7 +50,7 @@ def exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes) -> dict:
 
 def _labels(c):
     return (f"ring all-reduce, {c['gpus']} GPUs", f"your link: {units.format_time(c['chosen_s'])}",
-            f"Exchanging {units.format_bytes(c['gradient_bytes'])} of gradients")
+            f"Exchanging {units.format_bytes(c['gradient_bytes'])} of gradients over {c['gpus']} GPUs")
 
 
 def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
@@ -95,7 +95,12 @@ def _readout(gpus, link_gb_s, parameters_b, dtype_bytes):
 
 
 def gradient_exchange_explorer(parameters_b=70.0, gpus=8, link_gb_s=50.0):
-    """Sliders on GPU count, link speed (GB/s per direction), model size and precision."""
+    """Sliders on GPU count, link speed (GB/s per direction), model size and precision.
+
+    Shows: the time to exchange one step's gradients doubles with the model size and halves with the
+    link speed, but barely grows with the GPU count, because a ring sends 2(p-1)/p of the buffer per
+    GPU.
+    """
     import ipywidgets as w
     controls = {
         "gpus": gpu_count_slider(gpus),

@@ -397,7 +397,7 @@ def plot_model_vs_measured(ax=None, rows=None):
     import matplotlib.pyplot as plt
     rows = model_vs_measured() if rows is None else rows
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.2))
+        _, ax = plt.subplots(figsize=(7.5, 0.25 * len(rows) + 1.6))  # 8 pt labels on rows 0.25 in apart
     return views.draw_model_vs_measured(ax, rows)
 
 
@@ -436,6 +436,8 @@ class CliffView:
     ring_busbw_gb_s: np.ndarray
     nvlink_gb_s: float
     injection_gb_s: float     # all NICs of one node
+    usable_gb_s: float        # what they carry in the model on these nodes (PCIe cap, node decline, efficiencies)
+    pcie_name: str
     busbw_gb_s: float         # your job, two-level
     time_s: float
 
@@ -451,7 +453,9 @@ def cliff_view(nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, siz
                      intra_busbw_gb_s=curve["intra_busbw"] / units.GB, gpus=curve["gpus"],
                      hierarchical_busbw_gb_s=curve["hierarchical_busbw"] / units.GB,
                      ring_busbw_gb_s=curve["ring_busbw"] / units.GB, nvlink_gb_s=nvlink_gb_s,
-                     injection_gb_s=node_injection(sys_) / units.GB, busbw_gb_s=phases["busbw"] / units.GB,
+                     injection_gb_s=node_injection(sys_) / units.GB,
+                     usable_gb_s=usable_injection(sys_, nodes, achievable) / units.GB, pcie_name=sys_.pcie.name,
+                     busbw_gb_s=phases["busbw"] / units.GB,
                      time_s=phases["time_s"])
 
 
@@ -465,6 +469,37 @@ def _range_text(nbytes, nodes, sys_) -> str:
     model = costmodel.predict("all_reduce", nbytes, sys_, nodes=nodes).busbw[0] / units.GB
     return (f"the course's NCCL model, which runs NCCL's algorithms, gives {model:.3g} GB/s; "
             + costmodel.range_phrase(model, costmodel.range_for(nbytes, nodes, sys_)))
+
+
+def applied_caps(system, nodes, achievable=False) -> list[str]:
+    """Every limit the model puts on the network phase at these settings, one phrase each (empty: none
+    binds): the GPUs' PCIe links below the NICs, the measured decline with node count, and the measured
+    efficiencies when ``achievable``. The readout names them, so no cap is silent."""
+    sys_ = hardware.resolve_system(system)
+    N = validate.integer("nodes", nodes, low=1, high=100_000)
+    f = costmodel.fabric(sys_, achievable)
+    g, gb = sys_.gpus_per_node, (lambda bps: f"{bps / units.GB:.3g} GB/s")
+    caps = []
+    if achievable:
+        caps.append(f"measured efficiencies (achievable): {f.intra_tech} x{costmodel.efficiency(f.intra_tech):.2f}, "
+                    f"{f.net_tech} x{costmodel.efficiency(f.net_tech):.2f}, PCIe x{costmodel.efficiency('pcie'):.2f}")
+    if N > 1 and g * f.pcie_bw < f.net_bw_node:
+        caps.append(f"PCIe cap: each GPU reaches its NIC through {sys_.pcie.name} ({gb(f.pcie_bw)} per direction), "
+                    f"so the node's NICs ({gb(f.net_bw_node)}) carry at most {gb(g * f.pcie_bw)}")
+    decline = costmodel.node_decline(N)
+    if decline < 1.0:
+        c = costmodel.node_decline_constants()
+        caps.append(f"node decline: the fabric delivers x{decline:.3f} of it on {N} nodes "
+                    f"(x{c['per_doubling']:g} per doubling beyond {c['from_nodes']} nodes, measured)")
+    return caps
+
+
+def usable_injection(system, nodes, achievable=False) -> float:
+    """What one node's NICs carry in the model at these settings, bytes/s per direction: the NICs, capped
+    by the GPUs' PCIe links and scaled by the node decline (and efficiencies when ``achievable``)."""
+    sys_ = hardware.resolve_system(system)
+    f = costmodel.fabric(sys_, achievable)
+    return f.net_bw_node_for(sys_.gpus_per_node) * costmodel.node_decline(nodes)
 
 
 def _readout(nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_gb, achievable):
@@ -483,12 +518,21 @@ def _readout(nodes, gpus_per_node, nic_gbit_s, nvlink_gb_s, nics_per_node, size_
     if nodes > 1 and gpus_per_node > 1:
         text += (f" vs {one['busbw'] / units.GB:.3g} GB/s in one node ({ph['time_s'] / one['time_s']:.2f}x the time). "
                  f"Per GPU: link {nvlink_gb_s:.3g} GB/s vs network {node_injection(sys_) / gpus_per_node / units.GB:.3g} GB/s "
-                 f"({intra_inter_ratio(sys_):.3g}x).")
+                 f"({intra_inter_ratio(sys_):.3g}x) from the NICs' rates")
+        usable = usable_injection(sys_, nodes, achievable) / gpus_per_node / units.GB
+        text += f", {usable:.3g} GB/s in the model." if nodes > 1 else "."
+    caps = applied_caps(sys_, nodes, achievable)
+    text += (" <b>Caps applied:</b> " + "; ".join(caps) + ".") if caps else " No cap below the NICs' rate applies."
     return text
 
 
 def cliff_explorer(nodes=2, gpus_per_node=8, nic_gbit_s=400.0, nvlink_gb_s=450.0, nics_per_node=8, size_gb=1.0):
-    """Sliders: nodes, GPUs per node, NIC Gb/s (bits) per direction, NVLink GB/s per direction, NICs, size."""
+    """Sliders: nodes, GPUs per node, NIC Gb/s (bits) per direction, NVLink GB/s per direction, NICs, size.
+
+    Shows: leaving the node costs a large all-reduce far less than the per-GPU bandwidth gap when
+    every GPU has its own NIC, much more with few NICs, and the readout names every cap the model
+    applies (PCIe link to the NIC, node-count decline, measured efficiencies).
+    """
     import ipywidgets as w
     if nodes not in NODE_COUNTS:
         raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
@@ -517,7 +561,7 @@ def cliff_explorer(nodes=2, gpus_per_node=8, nic_gbit_s=400.0, nvlink_gb_s=450.0
 
 def validation_failure_plot(rows=None, role="test"):
     """Where the model stops being true: predicted / measured busbw of every published case by size
-    (colour: node count), and the node-count sweeps, measured vs predicted busbw (GB/s per direction).
+    (colour: node count), and of the node-count sweeps against nodes (both panels model/measured).
 
     rows: ``costmodel.validation_table()`` rows (default: all); role: ``test`` (default), ``fit``,
     ``informed`` or ``all``. Both panels show that role's cases only. Returns the figure.

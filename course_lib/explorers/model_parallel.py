@@ -441,6 +441,10 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     Top: every TP x PP layout of the cluster (MFU, memory, fit); below it, side by side, the selected
     layout's step time split and memory per GPU, all from ``parallel.estimate``. Changing the system
     resets the link sliders to the catalog's values.
+
+    Shows: for a fixed cluster the TP x PP split trades communication against memory: tensor
+    parallelism beyond the NVLink domain slows the step, and too little pipeline parallelism does
+    not fit in memory.
     """
     import ipywidgets as w
     model_id = validate.choice("model_id", model_id, GRID_MODELS)
@@ -526,6 +530,9 @@ def schedule_explorer(stages=4, micro_batches=8, interleave=1, schedule="1f1b", 
 
     Times are GPT-3 175B with TP 8 on DGX A100 stages (parallel.estimate); a send carries one
     micro-batch's activations (or gradients) between stages over a link of ``link_gb_s``.
+
+    Shows: the pipeline bubble is about (p-1)/(v m): more micro-batches or interleaving shrink it
+    and more stages grow it.
     """
     import ipywidgets as w
     stages = validate.integer("stages", stages, low=2, high=32)

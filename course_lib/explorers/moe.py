@@ -98,7 +98,7 @@ def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=Fals
         state["comm"] = ax.bar([i - 0.2 for i in x], frame.comm, 0.4, label=comm_label, color=list(frame.comm_colours))
         state["compute"] = ax.bar([i + 0.2 for i in x], frame.compute, 0.4, label=compute_label,
                                   color=style.colour("step", "compute"))
-        if log:
+        if log and ax.get_yscale() != "log":
             ax.set_yscale("log")
         ax.set_xticks(list(x), list(frame.labels))
         state["span"] = ax.axvspan(-0.5, 0.5, color=style.HIGHLIGHT, alpha=0.25, zorder=0)
@@ -132,8 +132,22 @@ def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=Fals
     return update
 
 
+def ep_title(experts, top_k, imbalance, base="deepseek-v3", system="dgx-h100") -> str:
+    """The EP explorer's title: the base model's shapes with the learner's experts and top-k, saying
+    where they differ from the catalog's (so a changed model never reads as the catalog one)."""
+    catalog = moe_variant(base)
+    m = moe_variant(base, experts, top_k)
+    pairs = (("experts", m.experts, catalog.experts), ("top-k", m.top_k, catalog.top_k))
+    if all(mine == theirs for _, mine, theirs in pairs):
+        shape = f"{catalog.name}: {m.experts} experts, top-{m.top_k}"
+    else:
+        shape = f"{catalog.name}'s shapes with " + ", ".join(
+            f"{what} {mine}" + (f" (catalog {theirs})" if mine != theirs else "") for what, mine, theirs in pairs)
+    return f"{shape}, imbalance {imbalance:g}, on {system}"
+
+
 def ep_frame(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100") -> BarPairs:
-    """The EP explorer's frame: ms per MoE layer and micro-batch (forward) per EP degree."""
+    """The EP explorer's time frame: ms per MoE layer and micro-batch (forward) per EP degree."""
     m = moe_variant(base, experts, top_k)
     rows = ep_scan(m, system, imbalance=imbalance)
     return BarPairs(labels=tuple(f"EP {r['ep']}" + ("\n(nodes)" if r["crosses_nodes"] else "") for r in rows),
@@ -142,14 +156,65 @@ def ep_frame(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100
                                        for r in rows),
                     compute=tuple(r["compute_s"] * 1e3 for r in rows),
                     chosen=next((i for i, r in enumerate(rows) if r["ep"] == ep), None),
-                    title=f"{m.name}: {m.experts} experts, top-{m.top_k}, imbalance {imbalance:g} on {system}\n"
-                          "green: inside the NVLink domain, orange: across nodes (NIC share)")
+                    title=ep_title(experts, top_k, imbalance, base, system) +
+                    "\ngreen: inside the NVLink domain, orange: across nodes (NIC share)")
 
 
-def _ep_draw(ax, experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
-    update = _draw_pairs(ax, ep_frame(experts, top_k, ep, imbalance, base, system), "dispatch all-to-all",
-                         "routed experts' compute", "ms per MoE layer and micro-batch (forward)")
-    return lambda **v: update(ep_frame(base=base, system=system, **v))
+def ep_memory(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100") -> dict:
+    """The EP explorer's memory frame: routed-expert states (weights, gradients, Adam) per GPU and MoE
+    layer in GB, per EP degree (``labels``, ``gb``) and the chosen one's index (None: not among them)."""
+    m = moe_variant(base, experts, top_k)
+    rows = ep_scan(m, system, imbalance=imbalance)
+    # one scale for every expert count, so more experts show as taller bars
+    fewest, most = moe_variant(base, min(EXPERT_COUNTS), top_k), moe_variant(base, max(EXPERT_COUNTS), top_k)
+    low = ep_layer_costs(fewest, system, ep=fewest.experts)["expert_state_bytes_per_layer"] / units.GB
+    high = ep_layer_costs(most, system, ep=1)["expert_state_bytes_per_layer"] / units.GB
+    return {"labels": tuple(f"EP {r['ep']}" for r in rows), "ylim": (low / 2, high * 2),
+            "gb": tuple(r["expert_state_bytes_per_layer"] / units.GB for r in rows),
+            "chosen": next((i for i, r in enumerate(rows) if r["ep"] == ep), None),
+            "title": f"{m.experts} experts / EP = experts per GPU: routed-expert states per GPU, one MoE layer"}
+
+
+def _draw_memory(ax, frame):
+    """Bars of routed-expert memory per EP degree, the chosen one outlined; returns ``update(frame)``."""
+    state = {}
+
+    def build(frame):
+        state["bars"] = ax.bar(range(len(frame["labels"])), frame["gb"], 0.6, color=style.colour("memory", "optimizer"))
+        ax.set_xticks(list(range(len(frame["labels"]))), list(frame["labels"]))
+        if ax.get_yscale() != "log":  # once: setting it again would bring back the minor ticks the shell removed
+            ax.set_yscale("log")
+        ax.set_ylabel("GB per GPU and MoE layer")
+        state["n"] = len(frame["labels"])
+
+    def update(frame):
+        if len(frame["labels"]) != state["n"]:
+            clear_artists(ax)
+            build(frame)
+        ax.set_xticks(list(range(len(frame["labels"]))), list(frame["labels"]))
+        for i, (bar, h) in enumerate(zip(state["bars"], frame["gb"])):
+            bar.set_height(h)
+            chosen = i == frame["chosen"]
+            bar.set_edgecolor("black" if chosen else "none")
+            bar.set_linewidth(2.0 if chosen else 0.0)
+        ax.set_title(frame["title"], fontsize=9)
+        ax.set_ylim(*frame["ylim"])
+
+    build(frame)
+    update(frame)
+    return update
+
+
+def _ep_draw(axes, experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
+    time_ax, memory_ax = axes
+    update_time = _draw_pairs(time_ax, ep_frame(experts, top_k, ep, imbalance, base, system), "dispatch all-to-all",
+                              "routed experts' compute", "ms per MoE layer and micro-batch (forward)")
+    update_memory = _draw_memory(memory_ax, ep_memory(experts, top_k, ep, imbalance, base, system))
+
+    def update(**v):
+        update_time(ep_frame(base=base, system=system, **v))
+        update_memory(ep_memory(base=base, system=system, **v))
+    return update
 
 
 def _ep_readout(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
@@ -157,14 +222,29 @@ def _ep_readout(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h
     if ep > m.experts or m.experts % ep:
         return f"EP {ep} does not divide {m.experts} experts."
     r = ep_layer_costs(m, system, ep=ep, imbalance=imbalance)
-    return (f"EP {ep}: each rank sends {units.format_bytes(r['bytes'])} per dispatch over {r['link']} "
-            f"({100 * r['off_node_share']:.0f}% leaves the node): {units.format_time(r['a2a_s'])} against "
-            f"{units.format_time(r['compute_s'])} of expert compute; routed-expert states "
-            f"{units.format_bytes(r['expert_state_bytes_per_layer'])} per GPU and MoE layer.")
+    text = (f"EP {ep}: each GPU holds {m.experts // ep} of {m.experts} experts, "
+            f"<b>{units.format_bytes(r['expert_state_bytes_per_layer'])}</b> of routed-expert states per MoE layer; "
+            f"each rank sends {units.format_bytes(r['bytes'])} per dispatch (top-{m.top_k} copies of its tokens) over "
+            f"{r['link']} ({100 * r['off_node_share']:.0f}% leaves the node): <b>{units.format_time(r['a2a_s'])}</b> "
+            f"against {units.format_time(r['compute_s'])} of expert compute.")
+    wider = 2 * ep
+    if wider <= m.experts and m.experts % wider == 0 and wider in EP_DEGREES:
+        w = ep_layer_costs(m, system, ep=wider, imbalance=imbalance)
+        text += (f" Spread over EP {wider}: {units.format_bytes(w['expert_state_bytes_per_layer'])} per GPU, but the "
+                 f"all-to-all takes {units.format_time(w['a2a_s'])} over {w['link']}.")
+    else:
+        text += f" EP {ep} is the widest: {m.experts} experts leave no wider spread."
+    return text
 
 
 def expert_parallel_explorer(experts=256, top_k=8, ep=8, imbalance=1.0, base="deepseek-v3", system="dgx-h100"):
-    """Sliders over experts, top-k, EP degree and imbalance: the all-to-all against the experts' compute."""
+    """Sliders over experts, top-k, EP degree and imbalance: the all-to-all against the experts' compute
+    (top), and the routed experts' memory per GPU (bottom), per EP degree.
+
+    Shows: top-k (and imbalance) set the all-to-all bytes and the expert compute, the number of experts
+    sets the memory (experts / EP per GPU), and holding more experts per GPU's memory takes a larger EP
+    degree, whose all-to-all leaves the node and is several times slower.
+    """
     import ipywidgets as w
     controls = {
         "experts": w.SelectionSlider(options=EXPERT_COUNTS, value=experts, description="experts"),
@@ -172,9 +252,10 @@ def expert_parallel_explorer(experts=256, top_k=8, ep=8, imbalance=1.0, base="de
         "ep": w.SelectionSlider(options=EP_DEGREES, value=ep, description="EP degree"),
         "imbalance": w.SelectionSlider(options=IMBALANCE, value=imbalance, description="imbalance (busiest/mean)"),
     }
-    draw = lambda ax, **v: _ep_draw(ax, base=base, system=system, **v)  # noqa: E731  (returns the updater)
+    draw = lambda axes, **v: _ep_draw(axes, base=base, system=system, **v)  # noqa: E731  (returns the updater)
     readout = lambda **v: _ep_readout(base=base, system=system, **v)  # noqa: E731
-    return explorer(draw, controls, readout=readout, title="Expert parallelism: all-to-all vs expert compute")
+    return explorer(draw, controls, readout=readout, title="Expert parallelism: all-to-all, compute and memory",
+                    axes=(2, 1), figsize=(7.5, 6.6))
 
 
 # ---------------------------------------------------------------- context parallelism
@@ -221,7 +302,11 @@ def _cp_readout(model_id, seq_len, cp, system="dgx-h100"):
 
 
 def context_parallel_explorer(model_id="llama3-8b", seq_len=131072, cp=8, system="dgx-h100"):
-    """Sliders over the model, sequence length and CP degree: ring attention's transfer vs compute."""
+    """Sliders over the model, sequence length and CP degree: ring attention's transfer vs compute.
+
+    Shows: ring attention hides its K/V transfer only while each GPU's chunk of the sequence is long
+    enough: more CP ranks on a short sequence expose it, a longer sequence hides it again.
+    """
     import ipywidgets as w
     controls = {
         "model_id": w.Dropdown(options=CP_MODELS, value=model_id, description="model"),

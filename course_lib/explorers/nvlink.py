@@ -578,7 +578,11 @@ def _readout(gpus, links_per_gpu, link_gb_s, size_gb):
 
 
 def mesh_explorer(gpus=8, links_per_gpu=18, link_gb_s=25.0, size_gb=1.0):
-    """Sliders on GPU count, links per GPU, per-link speed (GB/s per direction) and message size."""
+    """Sliders on GPU count, links per GPU, per-link speed (GB/s per direction) and message size.
+
+    Shows: in a full NVLink mesh a GPU's links are split among its peers, so each pair's bandwidth
+    falls as GPUs are added, and beyond links + 1 GPUs no full mesh can be wired.
+    """
     import ipywidgets as w
     controls = {
         "gpus": gpu_count_slider(gpus, options=MESH_GPU_COUNTS),

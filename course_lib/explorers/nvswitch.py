@@ -516,7 +516,11 @@ def _readout(gpus, link_gb_s, size_gb, pcie_generation):
 
 
 def fabric_explorer(gpus=8, link_gb_s=450.0, size_gb=1.0, pcie_generation=4):
-    """Sliders: GPU count, NVLink GB/s per GPU per direction, all-reduce size (GB), PCIe generation of the tree."""
+    """Sliders: GPU count, NVLink GB/s per GPU per direction, all-reduce size (GB), PCIe generation of the tree.
+
+    Shows: an NVSwitch gives every pair of GPUs a GPU's full NVLink bandwidth at any GPU count,
+    where a full mesh splits that bandwidth among more peers and a PCIe tree shares its host links.
+    """
     import ipywidgets as w
     if gpus not in GPU_COUNTS:
         raise ValueError(f"gpus must be one of {GPU_COUNTS}, got {gpus!r}")

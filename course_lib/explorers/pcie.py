@@ -470,7 +470,12 @@ def _readout_switch(generation, lanes, gpus, uplink_gb_s, payload_gb, mode):
 
 
 def pcie_explorer(generation=4, lanes=16, gpus=4, uplink_gb_s=None, payload_gb=1.0, mode="staged"):
-    """Sliders on generation, lanes, GPU count behind one switch, uplink speed (GB/s per direction), payload, copy mode."""
+    """Sliders on generation, lanes, GPU count behind one switch, uplink speed (GB/s per direction), payload, copy mode.
+
+    Shows: GPUs behind one PCIe switch share its uplink, so copies through the host slow down as
+    more GPUs share it, staging GPU to GPU through the host costs two such copies, and P2P under the
+    switch avoids the uplink.
+    """
     import ipywidgets as w
     generation = validate.integer("generation", generation, low=1, high=len(generations()))
     lanes = validate.integer("lanes", lanes, low=1, high=16)
@@ -530,7 +535,12 @@ def _readout_offload(parameters_b, link_gb_s, gpus, overlap):
 
 
 def offload_explorer(parameters_b=13.0, link_gb_s=None, gpus=1, overlap=False):
-    """Sliders on model size, CPU-GPU link speed (GB/s per direction), GPU count and overlap for ZeRO-Offload traffic."""
+    """Sliders on model size, CPU-GPU link speed (GB/s per direction), GPU count and overlap for ZeRO-Offload traffic.
+
+    Shows: ZeRO-Offload moves every step's gradients and parameters across the CPU-GPU link, so its
+    time grows with the model, falls with link speed and data-parallel GPUs, and overlapping the two
+    directions halves it.
+    """
     import ipywidgets as w
     if link_gb_s is None:
         link_gb_s = hardware.pcie_link(4, 16).per_direction / units.GB

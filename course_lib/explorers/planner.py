@@ -528,6 +528,9 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
 
     nic_gb_s / nvlink_gb_s default to the system's catalog values and follow the system
     dropdown; tokens_t is trillions of tokens. Each redraw runs one reduced planner search.
+
+    Shows: the planner's best layout and its training time follow the cluster: more GPUs shorten the
+    days to train.
     """
     import ipywidgets as w
     model = validate.choice("model", model, EXPLORER_MODELS)

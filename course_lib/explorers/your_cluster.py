@@ -104,7 +104,11 @@ def _readout(nodes, nics_per_node, nic_gbit_s):
 
 
 def scaling_explorer(nodes=4, nics_per_node=2, nic_gbit_s=25.0):
-    """Sliders: boxes, NIC ports per box, Gb/s (bits) per port per direction."""
+    """Sliders: boxes, NIC ports per box, Gb/s (bits) per port per direction.
+
+    Shows: a box's all-reduce bandwidth falls once the job spans boxes over RoCE, and more NIC ports
+    per box win part of it back.
+    """
     if nodes not in NODE_COUNTS:
         raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
     if nics_per_node not in NICS_PER_NODE:

@@ -294,16 +294,20 @@ def draw_ring_steps(states, infos, ncols):
 
 # ---------------------------------------------------------------- cost curves
 
-def draw_cost_curves(ax, labels, curves, chosen, point, title):
+def draw_cost_curves(ax, labels, curves, chosen, point, title, crossover=None):
     """Time vs size per algorithm (``curves``: sizes, one array per id in ``labels``, lower_bound);
-    ``chosen`` drawn bold; ``point`` = (bytes, seconds) of the learner's choice. Returns
-    ``update(curves, chosen, point, title)``, which moves the same artists."""
+    ``chosen`` drawn bold; ``point`` = (bytes, seconds) of the learner's choice; ``crossover``: the
+    size (bytes) from which the ring beats recursive doubling, marked by a vertical line (None: never).
+    Returns ``update(curves, chosen, point, title, crossover)``, which moves the same artists."""
     from matplotlib.ticker import FuncFormatter
     n = curves["sizes"]
     lines = {name: ax.plot(n, curves[name], "-", color=style.colour("algorithm", name), label=label)[0]
              for name, label in labels.items()}
     (bound,) = ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
     (mark,) = ax.plot(*point, "D", color="black", ms=8, zorder=5)
+    ring_colour = style.colour("algorithm", "ring")
+    cross = ax.axvline(n[0], color=ring_colour, ls=":", lw=1.4)
+    cross_text = ax.text(n[0], 0.03, "", transform=ax.get_xaxis_transform(), fontsize=9, color=ring_colour)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
@@ -313,7 +317,7 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
     legend = ax.legend(fontsize=9, loc="upper left")
     entries = dict(zip(labels, zip(legend.get_lines(), legend.get_texts())))
 
-    def update(curves, chosen, point, title):
+    def update(curves, chosen, point, title, crossover=None):
         for name, line in lines.items():
             bold = name == chosen
             line.set_ydata(curves[name])
@@ -323,6 +327,15 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
             text.set_text(labels[name] + (" (chosen)" if bold else ""))
         bound.set_ydata(curves["lower_bound"])
         mark.set_data([point[0]], [point[1]])
+        cross.set_visible(crossover is not None)
+        cross_text.set_visible(crossover is not None)
+        if crossover is not None:
+            cross.set_xdata([crossover, crossover])
+            cross_text.set_x(crossover)
+            right_half = crossover > np.sqrt(n[0] * n[-1])  # text on the side with room
+            cross_text.set_horizontalalignment("right" if right_half else "left")
+            cross_text.set_text("ring beats recursive doubling from this line on → " if right_half
+                                else " from this line on, ring beats recursive doubling →")
         ax.set_title(title, fontsize=10)
         ax.set_autoscaley_on(True)
         ax.relim()
@@ -330,7 +343,7 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title):
         floor = min(float(np.min(curves[name])) for name in labels if float(np.min(curves[name])) > 0)
         ax.set_ylim(bottom=floor / 5)
 
-    update(curves, chosen, point, title)
+    update(curves, chosen, point, title, crossover)
     return update
 
 

@@ -116,7 +116,8 @@ def draw_zero3_ladder(ax, rows, ptdp):
 # ---------------------------------------------------------------- the explorer
 
 def _scaling_title(r):
-    return f"{r.model}, ZeRO-{r.zero}: step time and efficiency"
+    return (f"{r.model}, ZeRO-{r.zero}, {r.seqs_per_gpu} seq/GPU, network {r.link_gb_s:.3g} GB/s per GPU, "
+            f"{'overlapped' if r.overlap else 'not overlapped'}")
 
 
 def draw_scaling(axes, r):

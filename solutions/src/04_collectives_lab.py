@@ -116,9 +116,9 @@ for size in (1e9, 64e3):
 # %% [markdown]
 # For 1 GB, bytes decide: ring and halving-doubling reach the lower bound (ratio 1.00, section 4), while
 # recursive doubling moves $\log_2 p$ times the buffer, the tree $2\log_2 p$ times and the naive algorithm's
-# rank 0 $2(p-1)$ times. For 64 KB, latency decides and the ring's $2(p-1)$ steps hurt. (The model is kind
-# to the naive algorithm there: it charges rank 0's $p-1$ messages as bytes only, while a real rank 0 also
-# pays a per-message cost for each of them.)
+# rank 0 $2(p-1)$ times. For 64 KB, latency decides and the ring's $2(p-1)$ steps hurt, and so do the naive
+# algorithm's: rank 0 handles its $p-1$ incoming and $p-1$ outgoing messages one after another, and the model
+# charges each its $\alpha$, as Thakur, Rabenseifner and Gropp do for such linear algorithms.
 #
 # Notice that in this model halving-doubling is never worse than the ring: same bytes, fewer steps. Real
 # libraries still prefer rings for large messages because the model assumes every pair of ranks has its
@@ -301,8 +301,9 @@ importlib.reload(course_lib.grading).grade("04.2", busbw_gb_s)
 # - at the default (1 GB, 8 ranks), the bandwidth-optimal algorithms sit on the bound; slide the size down
 #   to 0.01 MB and watch the order change;
 # - raise **ranks** to 1024 with a 1 MB message: the ring's $2(p-1)$ steps become the whole cost;
-# - set **alpha** to 100 us (the order of what section 8 measures for gloo on a laptop) and find where the
-#   ring starts to win;
+# - set **alpha** to 100 us (the order of what section 8 measures for gloo on a laptop) and watch where the
+#   ring starts to beat recursive doubling and the tree (the dotted line; the readout names the size), and
+#   how that size moves with **ranks**;
 # - halve **link GB/s per direction**: only the large-message end moves.
 
 # %%

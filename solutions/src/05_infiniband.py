@@ -250,7 +250,7 @@ glue("cliff_ring_64", far["ring_slowdown"], "{:.1f}x")
 #   with its length, and the node-count decline of section 6);
 # - NICs per node from 8 to 1: the real cliff;
 # - NIC speed from 400 (NDR) to 800 Gb/s (XDR): how much of the cliff does it remove? (Each NIC reaches its GPU
-#   over PCIe Gen5 x16, {{pcie5_x16}} per direction, less than an XDR port's {{xdr_per_direction}}: the model caps it there.)
+#   over PCIe Gen5 x16, {{pcie5_x16}} per direction, less than an XDR port's {{xdr_per_direction}}: the model caps it there, and the readout names the cap.)
 # - size 0.001 GB (1 MB): latency takes over, and more nodes keep costing.
 
 # %%
@@ -313,8 +313,8 @@ print("\n".join(ib.comparison_lines(rows)))
 # never counted) or **test** (never used to set or choose anything). Every number below counts test
 # cases only. The model is NCCL's: for each size it takes the
 # fastest of ring, tree and NVLS that NCCL would run there, each with the LL, LL128 or Simple [protocol](../docs/glossary.md#nccl-protocols),
-# with NCCL's latency and bandwidth tables. Below: the test cases' predicted / measured busbw by size,
-# coloured by node count, and every node-count sweep against the model.
+# with NCCL's latency and bandwidth tables. Below, both panels as predicted / measured busbw (above 1: the
+# model is optimistic): the test cases by size, coloured by node count, and every node-count sweep.
 
 # %%
 vrows = costmodel.validation_table()

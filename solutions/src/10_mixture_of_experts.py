@@ -165,10 +165,14 @@ for imb in (1.0, 1.25, 1.5, 2.0):
 # %% [markdown]
 # ## 5. Explorer: experts, top-k, EP
 #
-# Per MoE layer and micro-batch (DeepSeek-V3's shapes on DGX H100 nodes): the dispatch all-to-all (green
-# inside a node, orange across nodes) beside the compute of the routed experts. More experts or a larger
-# top-k raise both; a larger EP degree cuts each GPU's expert memory but, past 8, moves most of the buffer
-# onto the network.
+# Per MoE layer and micro-batch (DeepSeek-V3's shapes on DGX H100 nodes). Top: the dispatch all-to-all
+# (green inside a node, orange across nodes) beside the compute of the routed experts. Bottom: the routed
+# experts' states (weights, gradients, Adam) that each GPU holds. **Top-k** sets both bars of the top panel:
+# each token sends top-k copies and costs top-k experts' FLOPs. The **number of experts** changes neither;
+# it sets the memory, since each GPU holds experts/EP of them. A larger **EP degree** divides that memory
+# but, past the 8 GPUs of a node, moves most of the buffer onto the network. Try: experts from 8 to 256 at
+# EP 8 (only the memory grows), top-k from 8 to 2 (the time bars shrink), EP from 8 to 16 (the memory
+# halves, the all-to-all leaves the node).
 
 # %%
 moe.expert_parallel_explorer()
