@@ -224,13 +224,6 @@ def _exercises(chapter) -> dict:
 DEMANDS = ("transfer", "plug-in", "look-up")
 
 
-def _chapter_09_pending(chapter) -> None:
-    """Chapter 09's audit is another branch's part of issue 23 (its exercises arrive with their demand fields);
-    until then its known look-up (09.7's ratio printed by the sample's table) is expected to fail here."""
-    if chapter.number == "09" and not any("demand" in s for s in _exercises(chapter).values()):
-        pytest.xfail("chapter 09's audit (demand fields, look-ups such as 09.7) arrives with its own branch")
-
-
 def _grade_id(cell) -> str:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
 
@@ -361,7 +354,6 @@ def test_no_hint_gives_its_answer_away(chapter):
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", _chapters(), ids=lambda c: c.number)
 def test_no_prompt_or_anything_above_the_answer_gives_it_away(chapter):
-    _chapter_09_pending(chapter)
     nb = _execute(chapter)
     found, searched = [], 0
     for exercise_id, spec in _exercises(chapter).items():
@@ -429,7 +421,6 @@ def test_coverage():
 def test_every_graded_item_is_audited_and_none_is_a_look_up(chapter):
     """Issue 23: every exercise says what it demands (docs/exercise_audit.md); no graded item is a look-up."""
     exercises = _exercises(chapter)
-    _chapter_09_pending(chapter)
     assert {e: s.get("demand") for e, s in exercises.items() if s.get("demand") not in DEMANDS} == {}
     assert [e for e, s in exercises.items() if s["demand"] == "look-up"] == []
     audit = (ROOT / "docs" / "exercise_audit.md").read_text(encoding="utf-8")
