@@ -248,7 +248,7 @@ print(hardware.system_summary(box))
 # ...` prints the same):
 
 # %%
-print(cli_predict.format_table(costmodel.predict("all_reduce", cli_predict.sweep("256M", "1G"), box)))
+print(cli_predict.format_table(costmodel.predict("all_reduce", cli_predict.sweep("256M", "1G"), box), system=box))
 
 # %% [markdown]
 # A mistake in the file is named by field and line, so you can fix it without guessing:
