@@ -24,8 +24,10 @@ The model (each formula is stated where it is computed):
   attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
   all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
 
-Collective times come from ``costmodel.collective_time`` (alpha-beta, ring) on the link each
-group uses: the GPU fabric when the group fits in one node, else the NICs; all-to-alls across
+Collective times (``group_collective_time``): inside one node ``costmodel.collective_time``
+(alpha-beta, ring) on the GPU fabric; across nodes the network model, ``costmodel.predict`` for the
+nodes and GPUs per node the group occupies (``cross_node_time``: one price for tensor, data and
+sharded data parallelism; NCCL's ring or tree, NVLS left out as in a node); all-to-alls across
 nodes from ``costmodel.two_tier_all_to_all``. Ranks are laid out as Megatron-LM does:
 tensor-parallel ranks adjacent, then context-parallel, then data-parallel (expert-parallel
 groups are consecutive data-parallel ranks), then pipeline.
@@ -52,8 +54,9 @@ from .context import cp_phase, ring_attention_condition  # noqa: F401
 from .experts import ep_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
                       published)
-from .links import (CROSS_NODE_TP_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
-                    cross_node_all_reduce_time, group_link, pair_bandwidth)
+from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
+                    cross_node_all_reduce_time, cross_node_time, group_collective_time, group_link,
+                    pair_bandwidth)
 from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # noqa: F401
 from .planner import Plan, plan  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401
