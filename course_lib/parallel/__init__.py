@@ -38,7 +38,7 @@ The package, one module per idea (lowest first; each imports only those above it
 * ``links``: ``group_link`` (which link a group uses) and the collective prices on it;
 * ``results``: ``Traffic`` and ``Estimate``;
 * ``phases``: ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``;
-* ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP); ``experts``: ``ep_phase``;
+* ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP), ``bucket_count``; ``experts``: ``ep_phase``;
   ``context``: ``cp_phase`` and ``ring_attention_condition``;
 * ``step``: ``estimate`` composes the phases on the 1F1B schedule;
 * ``planner``: ``plan`` searches layouts; ``validation``: the model against published runs.
@@ -61,7 +61,7 @@ from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # 
 from .planner import Plan, plan  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
-                       dp_phase, zero3_step_bytes)
+                       bucket_count, dp_phase, zero3_step_bytes)
 from .step import estimate, estimate_layout  # noqa: F401
 from .validation import (all_to_all_bottleneck_bandwidth, modern_validation_summary,  # noqa: F401
                          modern_validation_table, published_modern, validation_summary, validation_table)

@@ -1,9 +1,11 @@
 """Data-parallel traffic: DDP's gradient all-reduce, ZeRO-1/2/3 (FSDP) and HSDP, with overlap."""
 from __future__ import annotations
 
+import math
+
 from .. import units, validate
 from ..transformer import BYTES_PER_PARAM_ADAM
-from .layouts import Layout
+from .layouts import DDP_BUCKET_BYTES, Layout
 from .links import GroupLink, group_collective_time, group_link
 from .phases import Compute
 from .results import Traffic
@@ -19,6 +21,14 @@ def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
     return {"all_gather": ZERO3_GATHERS_PER_MICRO_BATCH * mb * n,
             "reduce_scatter": ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb * n}
+
+
+def bucket_count(nbytes, bucket_bytes=DDP_BUCKET_BYTES) -> int:
+    """Buckets DDP fills for ``nbytes`` of gradients (bytes > 0) with buckets of ``bucket_bytes``
+    (bytes > 0; default 25 MiB), when every tensor is much smaller than a bucket: ceil(n / bucket)."""
+    n = validate.positive("nbytes", nbytes)
+    cap = validate.positive("bucket_bytes", bucket_bytes)
+    return int(math.ceil(n / cap - 1e-12))
 
 
 def _dp_groups(L: Layout) -> list:
