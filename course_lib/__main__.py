@@ -1,6 +1,9 @@
 """Command line: ``python -m course_lib COMMAND``.
 
-Commands are registered in ``COMMANDS``; each lives beside the model it prints.
+``systems`` and ``links`` (the hardware catalog) are defined here; every other command is added by
+the ``register(subparsers)`` of a ``cli_*`` or tool module that ``_load_extra_commands`` imports:
+``cli_predict`` (predict, compare, validation), ``cli_plan`` (plan), ``export``, ``instructor`` (nbgrader)
+and ``cli_inspect`` (inspect); a module missing from a copy of the package is skipped.
 """
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Other modules add their commands here (costmodel: predict, compare; parallel: plan; ...).
+# Filled by _load_extra_commands with each command module's register(subparsers), in that order.
 _EXTRA_COMMANDS: list = []
 
 

@@ -117,8 +117,3 @@ def chapter(number, path=None) -> Chapter:
         raise ValueError(f"number must be a chapter of course.toml, one of {', '.join(c.number for c in every)} "
                          f"(or a stem such as '05_infiniband'); got {number!r}")
     return found[number]
-
-
-def course_title(path=None) -> str:
-    """The course's title from ``[course]``."""
-    return str(tomllib.loads(_path(path).read_text(encoding="utf-8")).get("course", {}).get("title", ""))

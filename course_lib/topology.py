@@ -117,10 +117,6 @@ class Topology:
             raise ValueError("b must differ from a")
         return self._max_flow([a], [b])
 
-    def pair_matrix(self) -> dict:
-        """{(a, b): bytes/s} for every ordered pair of GPUs."""
-        return {(a, b): self.pair_bandwidth(a, b) for a in self.gpus for b in self.gpus if a != b}
-
     def bisection_bandwidth(self) -> float:
         """Smallest bytes/s (per direction) across any split of the GPUs into equal halves.
 

@@ -91,9 +91,9 @@ CASES = {
     ],
     "python -m course_lib plan --validate-modern": [(["plan", "--validate-modern", "--json=1"], "--json")],
     "python -m course_lib plan --validate-tp": [(["plan", "--validate-tp", "--json=1"], "--json")],
-    "python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise -b 64K -e 16M": [
+    "python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,direct -b 64K -e 16M": [
         (["--collective", "all_to_all", "--algorithms", "builtin,foo", "-b", "64K", "-e", "16M"], "algorithms"),
-        (["--collective", "all_gather", "--algorithms", "builtin,pairwise", "-b", "64K", "-e", "16M"], "--collective"),
+        (["--collective", "all_gather", "--algorithms", "builtin,direct", "-b", "64K", "-e", "16M"], "--collective"),
     ],
     "python -m course_lib.lab.fsdp_step": [(["--micro-batches", "0"], "micro_batches"),
                                            (["--ranks", "two"], "--ranks")],

@@ -19,11 +19,11 @@ def _check(rank, world_size, count):
     import torch.distributed as dist
     inp = torch.arange(count * world_size, dtype=torch.int64) + 1000 * rank
     mine, ref = torch.empty_like(inp), torch.empty_like(inp)
-    algorithms.pairwise_all_to_all(mine, inp)
+    algorithms.direct_all_to_all(mine, inp)
     dist.all_to_all_single(ref, inp)
     bad = None
     try:
-        algorithms.pairwise_all_to_all(torch.empty(count * world_size + 1, dtype=torch.int64),
+        algorithms.direct_all_to_all(torch.empty(count * world_size + 1, dtype=torch.int64),
                                        torch.empty(count * world_size + 1, dtype=torch.int64))
     except ValueError as e:
         bad = str(e)
@@ -41,12 +41,12 @@ def test_pairwise_matches_gloo(ranks, count):
 def test_bench_rows_are_correct_and_in_nccl_tests_form():
     result = bench.sweep(sizes=[4096, 65536], ranks=(2, 3), warmup=0, iters=1, timeout=60, collective="all_to_all")
     assert len(result.rows) == 2 * 2 * 2 and all(r["wrong"] == 0 for r in result.rows)
-    assert {r["algorithm"] for r in result.rows} == {"builtin", "pairwise"}
+    assert {r["algorithm"] for r in result.rows} == {"builtin", "direct"}
     assert {r["collective"] for r in result.rows} == {"all_to_all"}
     r = result.rows[0]
     assert r["busbw"] == pytest.approx(r["algbw"] * (r["ranks"] - 1) / r["ranks"])
     assert r["count"] == 4096 // 4 and result.rows[-1]["count"] == 3 * (65536 // 12)  # whole chunks per rank
-    with pytest.raises(ValueError, match=r"^algorithms must be one of builtin, pairwise; got 'ring'"):
+    with pytest.raises(ValueError, match=r"^algorithms must be one of builtin, direct; got 'ring'"):
         bench.sweep(sizes=[4096], algorithms="builtin,ring", collective="all_to_all")
     with pytest.raises(ValueError, match=r"^collective must be one of all_reduce, all_to_all"):
         bench.sweep(sizes=[4096], collective="all_gather")
@@ -60,7 +60,7 @@ def test_chapter_10_names_the_bench_and_the_exercises_directly():
     assert not any("bench_all_to_all" in str(c) for c in checkers)
     rows = bench.sweep(sizes=[4096], ranks=(2,), warmup=0, iters=1, timeout=60, collective="all_to_all").rows
     assert [(r["collective"], r["algorithm"], r["wrong"]) for r in rows] == [("all_to_all", "builtin", 0),
-                                                                            ("all_to_all", "pairwise", 0)]
+                                                                            ("all_to_all", "direct", 0)]
 
 
 def _wrong_inputs(count, rank, world_size, dtype, device="cpu"):
@@ -86,19 +86,19 @@ def test_inputs_expect_what_rank_j_sends():
 
 
 def test_bench_cli_all_to_all(capsys):
-    assert bench.main(["--collective", "all_to_all", "--algorithms", "builtin,pairwise", "-b", "4K", "-e", "4K",
+    assert bench.main(["--collective", "all_to_all", "--algorithms", "builtin,direct", "-b", "4K", "-e", "4K",
                        "-n", "1", "-w", "0"]) == 0
     out = capsys.readouterr().out
-    assert "pairwise" in out and "builtin" in out
+    assert "direct" in out and "builtin" in out
     assert bench.main(["--collective", "all_to_all", "-b", "4K", "-e", "4K", "-n", "1", "-w", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()  # its default algorithms, not all_reduce's
-    assert lines[0] == bench.HEADER and [line.split()[4] for line in lines[1:]] == ["builtin", "pairwise"]
+    assert lines[0] == bench.HEADER and [line.split()[4] for line in lines[1:]] == ["builtin", "direct"]
     assert bench.main(["--collective", "all_to_all", "--algorithms", "ring"]) == 2
-    assert capsys.readouterr().err.startswith("error: algorithms (--algorithms) must be one of builtin, pairwise")
+    assert capsys.readouterr().err.startswith("error: algorithms (--algorithms) must be one of builtin, direct")
 
 
 def _good(output, input, rank, world_size):
-    algorithms.pairwise_all_to_all(output, input)
+    algorithms.direct_all_to_all(output, input)
 
 
 def _swapped(output, input, rank, world_size):

@@ -30,8 +30,8 @@ BAD = [
     # all_to_all is checked by the same code, so its errors name the flag too (they did not when it had its own path)
     (["--collective", "all_to_all", "-n", "0"], "iters (-n)", "[1, 10000]"),
     (["--collective", "all_to_all", "-w", "-1"], "warmup (-w)", "[0, 1000]"),
-    (["--collective", "all_to_all", "--algorithms", "ring"], "algorithms (--algorithms)", "builtin, pairwise"),
-    (["--collective", "all_to_all", "--algorithms", ","], "algorithms (--algorithms)", "builtin, pairwise"),
+    (["--collective", "all_to_all", "--algorithms", "ring"], "algorithms (--algorithms)", "builtin, direct"),
+    (["--collective", "all_to_all", "--algorithms", ","], "algorithms (--algorithms)", "builtin, direct"),
 ]
 
 
@@ -107,8 +107,22 @@ def test_errors_carry_the_name_they_are_given_not_a_relabelled_prefix():
         bench._size_range("1M", "1K", 2, names)
     with pytest.raises(ValueError, match=r"^iters must be in"):  # the library's own name without them
         bench._config([64], None, "float32", 0, 0, 8)
-    assert bench._config([64], None, "float32", 0, 1, 8, "all_to_all")["algorithms"] == ("builtin", "pairwise")
+    assert bench._config([64], None, "float32", 0, 1, 8, "all_to_all")["algorithms"] == ("builtin", "direct")
     assert bench._config([64], None, "float32", 0, 1, 8)["algorithms"] == ("builtin", "ring")
+
+
+def test_algorithm_ids_are_the_registrys_and_the_old_names_still_work():
+    from course_lib import collectives
+    from course_lib.lab import algorithms
+    for coll in bench.COLLECTIVES.values():  # every hand-written algorithm is a registry id of its collective
+        assert set(coll.algorithms) - {"builtin"} <= set(collectives.get(coll.name).algorithms), coll.name
+    assert set(algorithms.ALGORITHMS) == set(bench.COLLECTIVES["all_reduce"].algorithms) - {"builtin"}
+    assert set(algorithms.ALL_TO_ALL_ALGORITHMS) == set(bench.COLLECTIVES["all_to_all"].algorithms) - {"builtin"}
+    # a notebook or a shell line written with the lab's older names runs as the registry's ids
+    assert bench._config([64], "builtin,tree", "float32", 0, 1, 8)["algorithms"] == ("builtin", "binomial_tree")
+    assert bench._config([64], ["pairwise"], "float32", 0, 1, 8, "all_to_all")["algorithms"] == ("direct",)
+    assert bench.steps_per_op("all_reduce", ("binomial_tree",), 8) == collectives.terms("all_reduce",
+                                                                                        "binomial_tree", 8)[0]
 
 
 def _failing_at(numel_over, slow=False):

@@ -207,6 +207,33 @@ def test_uses_the_real_costmodel():
     assert across.crosses_nodes and across.bandwidth < link.bandwidth
 
 
+def test_one_cross_node_price_for_data_and_tensor_parallelism():
+    # a 2 GB all-reduce over 64 DGX H100 nodes: the data-parallel and tensor-parallel paths ask one function
+    n, ranks = 2e9, 64 * 8
+    one = P.group_collective_time("dgx-h100", "all_reduce", n, ranks)
+    assert P.cross_node_all_reduce_time("dgx-h100", n, ranks) == one
+    ring_or_tree = costmodel.predict("all_reduce", n, "dgx-h100", nodes=64, algorithm=("ring", "tree"))
+    assert one == pytest.approx(float(ring_or_tree.time_s[0]))
+    # predict's own default may pick NVLS, which the in-node ring price (_coll) leaves out: only that differs
+    default = costmodel.predict("all_reduce", n, "dgx-h100", nodes=64)
+    assert default.algorithms[0] == "nvls" and default.time_s[0] < one
+    a100 = costmodel.predict("all_reduce", n, "dgx-a100", nodes=64)  # no NVLink SHARP: the same price
+    assert P.group_collective_time("dgx-a100", "all_reduce", n, ranks) == pytest.approx(float(a100.time_s[0]))
+    # ZeRO-1's reduce-scatter + all-gather across nodes costs what DDP's all-reduce does, within 5%
+    rs_ag = sum(P.group_collective_time("dgx-h100", c, n, ranks) for c in ("reduce_scatter", "all_gather"))
+    assert rs_ag == pytest.approx(one, rel=0.05)
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_data_parallel_rows_use_the_group_price(zero):
+    e = P.estimate("megatron-1.7b", "dgx-h100", gpus=64, global_batch=64, zero=zero, dp_overlap=False)
+    rows = [t for t in e.traffic if t.crosses_nodes]
+    assert rows
+    for t in rows:
+        one = sum(P.group_collective_time("dgx-h100", c, t.bytes_per_call, t.group_size) for c in t.collectives)
+        assert t.time_s == pytest.approx(t.calls_per_step * one)
+
+
 @settings(max_examples=40, deadline=None)
 @given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4, 8]), mb=st.sampled_from([1, 2]),
        rc=st.sampled_from(list(P.RECOMPUTE)), zero=st.sampled_from([0, 1]))

@@ -11,7 +11,6 @@ explorer.
 from __future__ import annotations
 
 import dataclasses
-import math
 from functools import lru_cache
 from html import escape
 
@@ -22,6 +21,7 @@ from ..views import data_parallel as views
 from ..widgets import explorer, gpu_count_slider, html_table, link_speed_slider, show_html
 
 DDP_BUCKET_BYTES = parallel.DDP_BUCKET_BYTES  # the one sourced constant: 25 MiB (bucket_cap_mb=25)
+bucket_count = parallel.bucket_count
 SCALING_GPUS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 BASE_SYSTEM = "dgx-h100"
 RECOMPUTE = "selective"
@@ -47,14 +47,6 @@ def bytes_sent_per_gpu(collective, nbytes, gpus) -> float:
     nbytes = validate.non_negative("nbytes", nbytes)
     gpus = validate.integer("gpus", gpus, low=1, high=10_000_000)
     return float(costmodel.collective_time(collective, nbytes, gpus, 1.0, 0.0, "ring"))
-
-
-def bucket_count(nbytes, bucket_bytes=DDP_BUCKET_BYTES) -> int:
-    """Buckets DDP fills for ``nbytes`` of gradients (bytes > 0) with buckets of ``bucket_bytes``
-    (bytes > 0; default 25 MiB), when every tensor is much smaller than a bucket: ceil(n / bucket)."""
-    n = validate.positive("nbytes", nbytes)
-    cap = validate.positive("bucket_bytes", bucket_bytes)
-    return int(math.ceil(n / cap - 1e-12))
 
 
 def ddp_traffic(params, gpus, bytes_per_value=2, bucket_bytes=DDP_BUCKET_BYTES) -> dict:

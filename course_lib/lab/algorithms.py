@@ -17,8 +17,12 @@ Empty chunks are never sent (both sides know the sizes), so tiny tensors work to
   non-zero), so the ranks wait inside gloo's C++ threads rather than in Python.
 * ``halving_doubling_all_reduce``: recursive halving (reduce-scatter) then recursive
   doubling (all-gather), 2 log2(p) steps; ranks beyond a power of two fold in first.
-* ``tree_all_reduce``: binomial-tree reduce to rank 0, then binomial-tree broadcast.
+* ``binomial_tree_all_reduce``: binomial-tree reduce to rank 0, then binomial-tree broadcast.
 * ``ring_reduce_scatter`` / ``ring_all_gather``: the two halves of the ring on their own.
+
+Algorithm ids are the course registry's (``course_lib.collectives``): ``naive``, ``ring``,
+``halving_doubling``, ``binomial_tree`` for the all-reduce, ``direct`` for the all-to-all;
+``metrics.ALGORITHM_ALIASES`` keeps the lab's older names (``tree``, ``pairwise``) working.
 """
 from __future__ import annotations
 
@@ -26,8 +30,9 @@ import torch
 import torch.distributed as dist
 
 from .. import validate
+from .metrics import registry_id
 
-ALGORITHMS = ("naive", "ring", "halving_doubling", "tree")
+ALGORITHMS = ("naive", "ring", "halving_doubling", "binomial_tree")  # the registry's all_reduce ids
 
 
 def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
@@ -130,11 +135,6 @@ def _scratch_for(flat, count):
         buf = torch.empty(count, dtype=flat.dtype, device=flat.device)
         _SCRATCH[key] = buf
     return buf[:count]
-
-
-def release_buffers() -> None:
-    """Free the receive buffers the ring keeps between calls."""
-    _SCRATCH.clear()
 
 
 def _pieces(flat, p, pipeline):
@@ -322,7 +322,7 @@ def halving_doubling_all_reduce(tensor) -> None:
 
 # --------------------------------------------------------------------------- tree
 
-def tree_all_reduce(tensor) -> None:
+def binomial_tree_all_reduce(tensor) -> None:
     """All-reduce (sum) in place: binomial-tree reduce to rank 0, then binomial-tree broadcast.
 
     2 ceil(log2 p) steps of the full n bytes: good for latency, poor for bandwidth.
@@ -357,12 +357,12 @@ def tree_all_reduce(tensor) -> None:
 
 
 _BY_NAME = {"naive": naive_all_reduce, "ring": ring_all_reduce,
-            "halving_doubling": halving_doubling_all_reduce, "tree": tree_all_reduce}
+            "halving_doubling": halving_doubling_all_reduce, "binomial_tree": binomial_tree_all_reduce}
 
 
 def all_reduce(tensor, algorithm: str = "ring") -> None:
-    """All-reduce (sum) in place with a hand-written ``algorithm`` (one of ``ALGORITHMS``) or ``"builtin"``."""
-    algorithm = validate.choice("algorithm", algorithm, ALGORITHMS + ("builtin",))
+    """All-reduce (sum) in place with a hand-written ``algorithm`` (one of ``ALGORITHMS``, or an alias) or ``"builtin"``."""
+    algorithm = validate.choice("algorithm", registry_id(algorithm), ALGORITHMS + ("builtin",))
     if algorithm == "builtin":
         _flat(tensor)
         dist.all_reduce(tensor)
@@ -374,7 +374,7 @@ def all_reduce(tensor, algorithm: str = "ring") -> None:
 # Kept apart from the all-reduces above: the MoE chapter's exercise. ``input`` holds p equal chunks,
 # chunk j for rank j; on exit ``output``'s chunk j holds what rank j sent to this rank (its chunk r).
 
-ALL_TO_ALL_ALGORITHMS = ("pairwise",)
+ALL_TO_ALL_ALGORITHMS = ("direct",)  # the registry's all_to_all id
 
 
 def _a2a_buffers(output, input):
@@ -388,9 +388,10 @@ def _a2a_buffers(output, input):
     return out, inp, rank, p
 
 
-def pairwise_all_to_all(output, input) -> None:
-    """All-to-all by pairwise exchange in p-1 steps of n/p bytes: each rank sends (p-1)/p of its
-    buffer, the registry's ``direct`` volume, spread over p-1 latencies instead of one.
+def direct_all_to_all(output, input) -> None:
+    """All-to-all (the registry's ``direct``, once called ``pairwise``) by pairwise exchange in p-1 steps
+    of n/p bytes: each rank sends (p-1)/p of its buffer, the registry's ``direct`` volume, spread over
+    p-1 latencies instead of the one the registry counts (its ranks post every send at once).
 
     p a power of two: at step s rank r swaps chunks with rank r XOR s, the lower rank sending first
     with blocking send/recv (no asynchronous hand-off to gloo's threads). Otherwise: at step s send
@@ -417,11 +418,12 @@ def pairwise_all_to_all(output, input) -> None:
         _exchange(inp[dst * c:(dst + 1) * c], dst, out[src * c:(src + 1) * c], src)
 
 
-def all_to_all(output, input, algorithm: str = "pairwise") -> None:
-    """All-to-all with a hand-written ``algorithm`` (``ALL_TO_ALL_ALGORITHMS``) or ``"builtin"`` (all_to_all_single)."""
-    algorithm = validate.choice("algorithm", algorithm, ALL_TO_ALL_ALGORITHMS + ("builtin",))
+def all_to_all(output, input, algorithm: str = "direct") -> None:
+    """All-to-all with a hand-written ``algorithm`` (``ALL_TO_ALL_ALGORITHMS``, or an alias) or ``"builtin"``
+    (all_to_all_single)."""
+    algorithm = validate.choice("algorithm", registry_id(algorithm), ALL_TO_ALL_ALGORITHMS + ("builtin",))
     if algorithm == "builtin":
         _a2a_buffers(output, input)
         dist.all_to_all_single(output, input)
         return
-    pairwise_all_to_all(output, input)
+    direct_all_to_all(output, input)

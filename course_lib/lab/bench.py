@@ -8,7 +8,7 @@ From a notebook::
 From a shell (local ranks, gloo on 127.0.0.1)::
 
     python -m course_lib.lab.bench --ranks 2,4 -b 64K -e 64M -f 4
-    python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise -b 64K -e 16M
+    python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,direct -b 64K -e 16M
 
 Under torchrun, on one node or many (NCCL when GPUs are present, gloo otherwise)::
 
@@ -36,8 +36,10 @@ Collectives: as in nccl-tests, each one fills one ``Collective`` (name, byte cou
 their exact expected output, the operation of each algorithm) in ``COLLECTIVES``, and the
 harness (``measure``, ``sweep``, the command line) runs any of them the same way. ``all_reduce``
 (the default) and ``all_to_all`` (expert parallelism's dispatch, ``--collective all_to_all``:
-gloo's ``all_to_all_single`` beside the pairwise exchange; size is each rank's whole send buffer,
-nccl-tests' convention). The busbw factor is the course registry's (``course_lib.collectives``).
+gloo's ``all_to_all_single`` beside the hand-written exchange, ``direct``; size is each rank's whole send
+buffer, nccl-tests' convention). The busbw factor and the algorithm ids are the course registry's
+(``course_lib.collectives``; ``builtin`` is gloo's own); the lab's older names ``tree`` and ``pairwise``
+are accepted as aliases (``metrics.ALGORITHM_ALIASES``).
 """
 from __future__ import annotations
 
@@ -129,16 +131,15 @@ def _all_to_all_inputs(count, rank, world_size, dtype, device="cpu"):
 
 
 COLLECTIVES = {c.name: c for c in (
-    Collective("all_reduce", ("builtin", "ring", "naive", "halving_doubling", "tree"), ("builtin", "ring"),
+    Collective("all_reduce", ("builtin", "ring", "naive", "halving_doubling", "binomial_tree"), ("builtin", "ring"),
                count=lambda nbytes, itemsize, p: max(1, int(nbytes) // itemsize),
                inputs=_all_reduce_inputs, op=_all_reduce_op,
                yours=lambda fn, rank, p: lambda out, inp: fn(out, rank, p)),
-    Collective("all_to_all", ("builtin", "pairwise"), ("builtin", "pairwise"),
+    Collective("all_to_all", ("builtin", "direct"), ("builtin", "direct"),
                count=lambda nbytes, itemsize, p: p * max(1, int(nbytes) // (itemsize * p)),
                inputs=_all_to_all_inputs, op=_all_to_all_op,
                yours=lambda fn, rank, p: lambda out, inp: fn(out, inp, rank, p)),
 )}
-ALGORITHM_NAMES = COLLECTIVES["all_reduce"].algorithms
 
 
 BATCH_BYTES = 16 * 2**20
@@ -391,7 +392,8 @@ def _config(sizes, algorithms, dtype, warmup, iters, pipeline, collective="all_r
         algorithms = coll.default_algorithms
     if isinstance(algorithms, str):
         algorithms = [a.strip() for a in algorithms.split(",") if a.strip()]
-    algorithms = tuple(validate.choice(name("algorithms", "algorithms"), a, coll.algorithms) for a in algorithms)
+    algorithms = tuple(validate.choice(name("algorithms", "algorithms"), metrics.registry_id(a), coll.algorithms)
+                       for a in algorithms)
     if not algorithms:
         raise ValueError(f"{name('algorithms', 'algorithms')} must name at least one of {', '.join(coll.algorithms)}")
     return {"sizes": _sizes(sizes), "algorithms": algorithms, "collective": coll.name,
@@ -410,21 +412,15 @@ class SweepIncomplete(RuntimeError):
         self.result, self.error = result, error
 
 
-# the bench's algorithms as the course's registry names them, for their latency steps per operation
-_REGISTRY_IDS = {"all_reduce": {"builtin": "ring", "ring": "ring", "naive": "naive",
-                                "halving_doubling": "halving_doubling", "tree": "binomial_tree"},
-                 "all_to_all": {"builtin": "direct", "pairwise": "direct"}}
-
-
 def steps_per_op(collective: str, algorithms, ranks: int) -> int:
     """The most latency steps (alpha-beta ``steps(p)``) an operation of ``algorithms`` takes on ``ranks``
     ranks: each waits for a peer, so on an oversubscribed machine each waits for the scheduler too.
     gloo's built-in all-reduce is counted as a ring; a learner's own algorithm as the collective's ring."""
     from .. import collectives
 
-    ids = _REGISTRY_IDS.get(collective, {})
+    known = collectives.get(collective).algorithms  # the bench's ids are the registry's; builtin is not
     fallback = "ring" if collective == "all_reduce" else "direct"
-    return int(max(collectives.terms(collective, ids.get(a, fallback), ranks)[0] for a in algorithms))
+    return int(max(collectives.terms(collective, a if a in known else fallback, ranks)[0] for a in algorithms))
 
 
 def _incomplete_line(err, ranks, config, probe, measured, sizes_total) -> str:
@@ -660,7 +656,7 @@ def _parse(argv):
     parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per rank count")
     parser.add_argument("--collective", default="all_reduce", choices=tuple(COLLECTIVES),
-                        help="all_to_all: the built-in all_to_all_single beside the pairwise exchange")
+                        help="all_to_all: the built-in all_to_all_single beside the hand-written direct exchange")
     return parser.parse_args(argv)
 
 

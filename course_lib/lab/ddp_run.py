@@ -27,7 +27,6 @@ The worker (``_worker``) lives here so that spawned ranks can import it.
 from __future__ import annotations
 
 import contextlib
-import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -64,14 +63,6 @@ def bucket_sizes(tensor_bytes, cap_bytes) -> list:
     if current > 0:
         out.append(current)
     return out
-
-
-def bucket_count(nbytes, cap_bytes) -> int:
-    """Buckets for ``nbytes`` of gradients in buckets of ``cap_bytes`` when every tensor is much
-    smaller than a bucket: ceil(nbytes / cap_bytes). Both > 0 (bytes)."""
-    n = validate.positive("nbytes", nbytes)
-    cap = validate.positive("cap_bytes", cap_bytes)
-    return int(math.ceil(n / cap - 1e-12))
 
 
 def tiny_model(width=512, depth=4):

@@ -24,8 +24,10 @@ The model (each formula is stated where it is computed):
   attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
   all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
 
-Collective times come from ``costmodel.collective_time`` (alpha-beta, ring) on the link each
-group uses: the GPU fabric when the group fits in one node, else the NICs; all-to-alls across
+Collective times (``group_collective_time``): inside one node ``costmodel.collective_time``
+(alpha-beta, ring) on the GPU fabric; across nodes the network model, ``costmodel.predict`` for the
+nodes and GPUs per node the group occupies (``cross_node_time``: one price for tensor, data and
+sharded data parallelism; NCCL's ring or tree, NVLS left out as in a node); all-to-alls across
 nodes from ``costmodel.two_tier_all_to_all``. Ranks are laid out as Megatron-LM does:
 tensor-parallel ranks adjacent, then context-parallel, then data-parallel (expert-parallel
 groups are consecutive data-parallel ranks), then pipeline.
@@ -36,7 +38,7 @@ The package, one module per idea (lowest first; each imports only those above it
 * ``links``: ``group_link`` (which link a group uses) and the collective prices on it;
 * ``results``: ``Traffic`` and ``Estimate``;
 * ``phases``: ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``;
-* ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP); ``experts``: ``ep_phase``;
+* ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP), ``bucket_count``; ``experts``: ``ep_phase``;
   ``context``: ``cp_phase``, ``ring_attention_condition`` and ``ulysses_kv_heads``;
 * ``step``: ``estimate`` composes the phases on the 1F1B schedule;
 * ``planner``: ``plan`` searches layouts; ``validation``: the model against published runs.
@@ -52,13 +54,14 @@ from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noq
 from .experts import ep_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
                       published)
-from .links import (CROSS_NODE_TP_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
-                    cross_node_all_reduce_time, group_link, pair_bandwidth)
+from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
+                    cross_node_all_reduce_time, cross_node_time, group_collective_time, group_link,
+                    pair_bandwidth)
 from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # noqa: F401
 from .planner import Plan, plan  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
-                       dp_phase, zero3_step_bytes)
+                       bucket_count, dp_phase, zero3_step_bytes)
 from .step import estimate, estimate_layout  # noqa: F401
 from .validation import (all_to_all_bottleneck_bandwidth, modern_validation_summary,  # noqa: F401
                          modern_validation_table, published_modern, validation_summary, validation_table)

@@ -1,7 +1,8 @@
 """Which link a parallel group's traffic uses, and what its collectives cost on it (seconds).
 
 A group inside one node uses the GPU fabric, one across nodes the NICs (``costmodel.fabric``);
-collective times come from ``costmodel`` (alpha-beta, ring; two-tier all-to-all across nodes).
+collective times come from ``costmodel``: inside a node alpha-beta on a ring, across nodes the network
+model (``costmodel.predict``), the one cross-node price of every phase; all-to-all two-tier across nodes.
 """
 from __future__ import annotations
 
@@ -57,32 +58,59 @@ def _group_link(sys_, size, stride) -> GroupLink:
 
 
 def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
+    """A collective inside one node: the registry's ring on the GPU fabric (alpha-beta), plus one launch."""
     if ranks <= 1 or nbytes <= 0:
         return 0.0
     return costmodel.launch_latency() + float(costmodel.collective_time(collective, nbytes, ranks, link.bandwidth,
                                                                         link.latency, "ring"))
 
 
-CROSS_NODE_TP_ALGORITHMS = ("ring", "tree")  # NCCL's; NVLS left out, as the in-node TP price (a ring) leaves it out
+# NCCL's algorithms for a group that spans nodes. NVLS is left out because every in-node price here is a
+# ring (``_coll``): with NVLS across nodes only, a group would gain by leaving its node. So on a system
+# with NVLink SHARP ``costmodel.predict``'s own default (which may pick NVLS) can be lower than this price.
+CROSS_NODE_ALGORITHMS = {"all_reduce": ("ring", "tree"), "reduce_scatter": ("ring",), "all_gather": ("ring",)}
 
 
-def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
-    """One all-reduce of ``nbytes`` per rank over ``ranks`` ranks ``stride`` apart that span nodes, seconds.
+def cross_node_time(system, collective, nbytes, ranks, stride=1) -> float:
+    """One ``collective`` of ``nbytes`` over ``ranks`` ranks ``stride`` apart that span nodes, seconds: the
+    one cross-node price that tensor, data and sharded data parallelism all use.
 
     Priced by the network model (``costmodel.predict``) for the nodes and GPUs per node the group
-    occupies: NCCL's ring and tree with their protocols (LL, LL128, Simple) at this size, a network
-    latency on every step that crosses nodes, the fastest of them. No other traffic shares the NICs.
+    occupies: NCCL's ring (and, for an all-reduce, tree) with their protocols (LL, LL128, Simple) at
+    this size, a network latency on every step that crosses nodes, the fastest of them
+    (``CROSS_NODE_ALGORITHMS``). No other traffic shares the NICs.
     """
     sys_ = hardware.resolve_system(system)
+    collective = validate.choice("collective", collective, CROSS_NODE_ALGORITHMS)
     nbytes = validate.non_negative("nbytes", nbytes)
     ranks = validate.integer("ranks", ranks, low=1, high=10**7)
     stride = validate.integer("stride", stride, low=1, high=10**7)
     if ranks <= 1 or nbytes <= 0:
         return 0.0
+    return _cross_node_time(sys_, collective, float(nbytes), ranks, stride)
+
+
+@lru_cache(maxsize=8192)
+def _cross_node_time(sys_, collective, nbytes, ranks, stride) -> float:
     per_node = _members_per_node(sys_, ranks, stride)
-    nodes = math.ceil(ranks / per_node)
-    return float(costmodel.predict("all_reduce", nbytes, sys_, gpus_per_node=per_node, nodes=nodes,
-                                   algorithm=CROSS_NODE_TP_ALGORITHMS).time_s[0])
+    return float(costmodel.predict(collective, nbytes, sys_, gpus_per_node=per_node, nodes=math.ceil(ranks / per_node),
+                                   algorithm=CROSS_NODE_ALGORITHMS[collective]).time_s[0])
+
+
+def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
+    """``cross_node_time`` of an all-reduce (chapter 07's tensor parallelism across nodes)."""
+    return cross_node_time(system, "all_reduce", nbytes, ranks, stride)
+
+
+def group_collective_time(system, collective, nbytes, ranks, stride=1) -> float:
+    """One ``collective`` of a parallel group of ``ranks`` ranks ``stride`` apart, seconds: the ring on
+    the GPU fabric inside one node (``_coll``), ``cross_node_time`` across nodes. Every phase prices its
+    reduce_scatter, all_gather and all-reduce here, so one group pays one price whichever phase asks."""
+    sys_ = hardware.resolve_system(system)
+    link = group_link(sys_, ranks, stride)
+    if link.crosses_nodes:
+        return cross_node_time(sys_, collective, nbytes, ranks, stride)
+    return _coll(collective, nbytes, ranks, link)
 
 
 def pair_bandwidth(system, link: GroupLink) -> float:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..transformer import activation_bytes_per_layer, model_state_bytes, routed_expert_flops, training_flops
 from .layouts import ACT_BYTES, Layout
-from .links import _coll, cross_node_all_reduce_time, group_link, pair_bandwidth
+from .links import group_collective_time, group_link, pair_bandwidth
 from .results import Traffic
 
 
@@ -87,7 +87,7 @@ def tp_phase(L: Layout, notes: list) -> list:
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp
-    one = cross_node_all_reduce_time(L.system, size, t) if link.crosses_nodes else _coll("all_reduce", size, t, link)
+    one = group_collective_time(L.system, "all_reduce", size, t)
     total = calls * one
     ids, label = (("reduce_scatter", "all_gather"), "RS+AG (SP)") if L.sequence_parallel else (("all_reduce",),
                                                                                                   "all_reduce")

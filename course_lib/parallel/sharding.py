@@ -1,10 +1,12 @@
 """Data-parallel traffic: DDP's gradient all-reduce, ZeRO-1/2/3 (FSDP) and HSDP, with overlap."""
 from __future__ import annotations
 
+import math
+
 from .. import units, validate
 from ..transformer import BYTES_PER_PARAM_ADAM
-from .layouts import Layout
-from .links import GroupLink, _coll, group_link
+from .layouts import DDP_BUCKET_BYTES, Layout
+from .links import GroupLink, group_collective_time, group_link
 from .phases import Compute
 from .results import Traffic
 
@@ -19,6 +21,14 @@ def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
     return {"all_gather": ZERO3_GATHERS_PER_MICRO_BATCH * mb * n,
             "reduce_scatter": ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb * n}
+
+
+def bucket_count(nbytes, bucket_bytes=DDP_BUCKET_BYTES) -> int:
+    """Buckets DDP fills for ``nbytes`` of gradients (bytes > 0) with buckets of ``bucket_bytes``
+    (bytes > 0; default 25 MiB), when every tensor is much smaller than a bucket: ceil(n / bucket)."""
+    n = validate.positive("nbytes", nbytes)
+    cap = validate.positive("bucket_bytes", bucket_bytes)
+    return int(math.ceil(n / cap - 1e-12))
 
 
 def _dp_groups(L: Layout) -> list:
@@ -46,7 +56,7 @@ def _zero01_rows(L: Layout, groups: list, window: float) -> list:
     for prefix, params, d, stride in groups:
         link = group_link(L.system, d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
-        parts.append((prefix, d, link, grad, sum(_coll(i, grad, d, link) for i in ids)))
+        parts.append((prefix, d, link, grad, sum(group_collective_time(L.system, i, grad, d, stride) for i in ids)))
     t_dp = sum(p[4] for p in parts)
     first_bucket = min(1.0, L.bucket_bytes / sum(p[3] for p in parts))
     exposed = max(t_dp * first_bucket, t_dp - window) if L.dp_overlap else t_dp
@@ -64,7 +74,7 @@ def _zero2_rows(L: Layout, c: Compute, groups: list) -> list:
         link = group_link(L.system, d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
         first_bucket = min(1.0, L.bucket_bytes / grad)
-        t_rs, t_ag = _coll("reduce_scatter", grad, d, link), _coll("all_gather", grad, d, link)
+        t_rs, t_ag = (group_collective_time(L.system, i, grad, d, stride) for i in ("reduce_scatter", "all_gather"))
         per_mb = max(t_rs * first_bucket, t_rs - c.backward_share * c.micro_batch_s) if L.dp_overlap else t_rs
         out += [_row(prefix + "ZeRO-2 grads", ("reduce_scatter",), d, link, mb, grad, mb * t_rs, mb * per_mb),
                 _row(prefix + "ZeRO-2 weights", ("all_gather",), d, link, 1, grad, t_ag, t_ag)]
@@ -77,8 +87,8 @@ def _zero3_rows(L: Layout, c: Compute, groups: list) -> list:
     for prefix, params, d, stride in groups:
         link = group_link(L.system, d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
-        parts.append((prefix, d, link, grad, _coll("all_gather", grad, d, link),
-                      _coll("reduce_scatter", grad, d, link)))
+        parts.append((prefix, d, link, grad, group_collective_time(L.system, "all_gather", grad, d, stride),
+                      group_collective_time(L.system, "reduce_scatter", grad, d, stride)))
     comm_mb = sum(2 * p[4] + p[5] for p in parts)
     # prefetching hides it behind compute, except one layer's gather
     per_mb = max(comm_mb / L.layers_per_stage, comm_mb - c.micro_batch_s) if L.dp_overlap else comm_mb
@@ -94,13 +104,13 @@ def _zero3_rows(L: Layout, c: Compute, groups: list) -> list:
 
 def _hsdp_rows(L: Layout, window: float) -> list:
     """HSDP: each rank's gradient shard all-reduced across the replicas once per step, hidden like DDP's."""
-    r = L.replicas // L.shard_group
-    link = group_link(L.system, r, L.tp * L.shard_group)
+    r, stride = L.replicas // L.shard_group, L.tp * L.shard_group
+    link = group_link(L.system, r, stride)
     shards = [(prefix, BYTES_PER_PARAM_ADAM["gradients"] * params / max(1, d))
               for prefix, params, d, _ in _dp_groups(L)]
     out = []
     for prefix, size in shards:
-        t = _coll("all_reduce", size, r, link)
+        t = group_collective_time(L.system, "all_reduce", size, r, stride)
         first_bucket = min(1.0, L.bucket_bytes / size)
         exposed = max(t * first_bucket, t - window) if L.dp_overlap else t
         out.append(_row(prefix + "HSDP replica all-reduce", ("all_reduce",), r, link, 1, size, t, exposed))

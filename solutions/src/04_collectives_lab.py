@@ -90,8 +90,9 @@ cl.show_collectives_table(ranks=8)
 # model counts it so: `costmodel` gives the double binary tree a bandwidth term of $2n/B$; on exactly two
 # nodes the trees have one edge between them and each byte crosses it once, $n/B$: chapter 05), but in
 # $O(\log p)$ steps instead of $2(p-1)$. `course_lib/lab/algorithms.py` holds hand-written naive,
-# ring, tree and halving-doubling all-reduces, short enough to read; the lab runs the ring, and
-# `lab.bench.sweep(algorithms=...)` can race any of them.
+# ring, binomial-tree and halving-doubling all-reduces, short enough to read; the lab runs the ring, and
+# `lab.bench.sweep(algorithms=...)` can race any of them by their ids in the course registry (`naive`, `ring`,
+# `binomial_tree`, `halving_doubling`).
 
 # %%
 cl.draw_algorithms(ranks=8)

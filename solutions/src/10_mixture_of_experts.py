@@ -264,8 +264,9 @@ importlib.reload(course_lib.grading).grade("10.7", my_all_to_all)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Now measure the course's pairwise exchange beside gloo's `all_to_all_single` on 2 local ranks (the same
-# table as `python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,pairwise`). On a
+# Now measure the course's exchange (`direct` in the table: the registry's all-to-all, done pairwise in
+# $p-1$ steps) beside gloo's `all_to_all_single` on 2 local ranks (the same table as
+# `python -m course_lib.lab.bench --collective all_to_all --algorithms builtin,direct`). On a
 # laptop both move bytes through memory; what differs is how many messages and how many waits each makes.
 # On the course's shared 2-core test machine, gloo's point-to-point `send`/`recv` paid about 4 ms per exchange
 # (a plain ping-pong of 64 KiB too), against 0.2 ms for `all_to_all_single`: the hand-written version lost
