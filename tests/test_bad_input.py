@@ -78,6 +78,11 @@ CASES = {
         (["inspect", "{tmp}"], "not a regular file"),
         (["inspect", "/dev/zero"], "not a regular file"),
     ],
+    "python -m course_lib inspect --json pasted.txt": [
+        (["inspect", "--json", "{missing}"], "no_such_thing"),
+        (["inspect", "--json", "{fifo}"], "not a regular file"),
+        (["inspect", "--json=1", "{text}"], "--json"),
+    ],
     "python -m course_lib predict all_reduce --system gcp-a3-mega --nodes 2 --fabric roce -b 1M -e 1G": [
         (["predict", "all_reduce", "--system", "gcp-a3-mega", "--nodes", "2", "--fabric", "ib", "-b", "1M", "-e", "1G"],
          "--fabric"),

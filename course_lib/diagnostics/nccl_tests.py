@@ -86,18 +86,23 @@ def _row(tokens: list[str]):
     if len(tokens) < 6 or not (tokens[0].isdigit() and tokens[1].isdigit()) or len(tokens[0]) > 20:
         return None
     rest = [t for t in tokens[3:] if not _WORD.fullmatch(t) or t == "N/A"]
-    nums = []
+    nums, absent = [], []   # absent: nccl-tests printed N/A (no bandwidth to show), not a damaged number
     for t in rest:
         try:
             nums.append(float(t))
         except ValueError:
             nums.append(float("nan"))
+        absent.append(t == "N/A")
     if len(nums) in (5, 9):  # the root column
-        nums = nums[1:]
+        nums, absent = nums[1:], absent[1:]
     if len(nums) < 3:
         return None
     time_us, algbw, busbw = nums[:3]
-    if not all(math.isfinite(v) and v >= 0 for v in (time_us, algbw, busbw)):
+    # a time must be a finite, non-negative number; a bandwidth too, unless printed as N/A (kept as NaN:
+    # null in JSON, and judged from the time)
+    if not (math.isfinite(time_us) and time_us >= 0):
+        return "refused"
+    if not all(gone or (math.isfinite(v) and v >= 0) for v, gone in zip((algbw, busbw), absent[1:3])):
         return "refused"
     return int(tokens[0]), time_us, algbw, busbw
 
