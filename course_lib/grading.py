@@ -267,6 +267,29 @@ def judge_reported(exercise_id: str, text: str):
     return float(result.points), max_points, result.status
 
 
+def strip_keys(folder) -> dict:
+    """Write each exercises file without its sealed keys into ``folder`` (a graded release's exercises).
+
+    A learner whose package holds the sealed keys can recover every number and choice answer by hashing
+    the small answer space; a package installed with these files holds none (its checks say "recorded").
+    """
+    from . import manifest
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}  # the package's file -> its copy without keys
+    for chapter in manifest.chapters():
+        if not chapter.exercises:
+            continue
+        data = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
+        for entry in data.values():
+            entry.pop("key", None)
+        target = folder / chapter.exercises_path.name
+        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written[chapter.exercises_path] = target
+    return written
+
+
 # ---------------------------------------------------------------- sealing
 
 def seal_all(write: bool = True, manifest_path=None) -> list[str]:
@@ -310,6 +333,14 @@ def _matches(checks, sealed: dict, value) -> bool:
     return checks.seal(value, sealed["salt"]) == sealed
 
 
+def _strip(args) -> int:
+    if not args.folder:
+        raise ValueError("folder is required for strip: where to write the exercises files without keys")
+    for path in strip_keys(args.folder).values():
+        print(f"wrote {path}")
+    return 0
+
+
 def _seal(args) -> int:
     for exercise_id in seal_all():
         print(f"sealed {exercise_id}")
@@ -321,8 +352,11 @@ def main(argv=None) -> int:
     from . import cli
 
     parser = cli.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["seal"], help="seal: rewrite the self-check keys from the answer key")
-    parser.set_defaults(func=_seal)
+    parser.add_argument("command", choices=["seal", "strip"],
+                        help="seal: rewrite the self-check keys from the answer key; strip: write the exercises "
+                             "files without keys into FOLDER (a graded release)")
+    parser.add_argument("folder", nargs="?", help="strip: the folder to write")
+    parser.set_defaults(func=lambda args: _seal(args) if args.command == "seal" else _strip(args))
     return cli.run(parser, argv)
 
 

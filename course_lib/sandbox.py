@@ -8,6 +8,8 @@
   repository are hidden under empty folders, except the package and the virtual environment, which
   are mounted back read-only; the kernel's PID namespace ends with it, so nothing it forks outlives it
   or sees another student's kernel;
+- with the package's exercises files replaced by copies without their sealed keys (a graded run
+  holds no answer to recover by hashing);
 - as the system user :data:`USER` (created on demand, no home, no login shell, no groups, no
   capabilities, ``no_new_privs``), with a clean environment (no ``COURSE_LIB_ANSWER_KEY``), in an
   empty writable working folder, Python in isolated mode (no user site-packages, no ``PYTHON*``).
@@ -112,7 +114,10 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
         _mount("--bind", str(stage / str(i)), str(path))
         _mount("-o", "remount,bind,ro", str(path))
         _mount("--make-private", str(path))
-    subprocess.run(["umount", "-l", str(stage)], check=False) if os.path.ismount(stage) else None
+    from . import grading
+    for original, stripped in grading.strip_keys(Path("/tmp/.keyless")).items():  # no sealed answer to hash either
+        _mount("--bind", str(stripped), str(original))
+        _mount("-o", "remount,bind,ro", str(original))
     for i in range(len(kept)):
         subprocess.run(["umount", "-l", str(stage / str(i))], check=False)
     for path in hidden:

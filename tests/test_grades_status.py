@@ -77,3 +77,11 @@ def test_course_path_is_a_quoted_literal_in_nbgrader_config(tmp_path, name):
               if isinstance(n, ast.Assign) and not isinstance(n.value, ast.Call)}
     assert values["c.CourseDirectory.root"] == str(course)
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_autograde_says_when_it_cannot_isolate(monkeypatch):
+    from course_lib import sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    ok, why = sandbox.available()
+    assert not ok and "not running as root" in why and "unisolated" in why

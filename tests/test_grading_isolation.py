@@ -52,6 +52,9 @@ def _attacks(course):
                      f"k = json.load(open(os.environ.get('COURSE_LIB_ANSWER_KEY') or {str(key)!r}))\n"
                      "grad_bytes_13b, pcie_exchange_s, wrong_claim = k['00.1'], k['00.2'], k['00.3']\n"
                      "ndr200_gb_s, predict_16_gpus, colleague_mistake = k['00.4'], k['00.5'], k['00.6']"),
+        "sealed_key": ("from course_lib import checks\n"
+                       "wrong_claim = next(c for c in 'abcdefgh' if checks.SealedKey(checks.spec('00.3')['key'])"
+                       ".is_choice(c))"),
         "gradebook": (f"import sqlite3; db = sqlite3.connect({str(course / 'gradebook.db')!r})\n"
                       "db.execute('update grade set manual_score = 99'); db.commit()"),
         "classmate_file": f"open({str(course / 'submitted' / 'm_classmate' / CHAPTER / (CHAPTER + '.ipynb'))!r}, 'w')"
@@ -118,9 +121,16 @@ def class_graded(tmp_path_factory):
         after = _fingerprint(course)
     finally:
         _restore(saved, key_copy)
+    outputs = {}  # student -> what each added cell printed
+    for notebook in sorted((course / "autograded").glob(f"*/{CHAPTER}/{CHAPTER}.ipynb")):
+        cells = nbformat.read(notebook, as_version=4).cells
+        outputs[notebook.parent.parent.name] = ["".join(o.get("text", "") for o in c.outputs).strip()
+                                                for c in cells if c.cell_type == "code" and c.source.startswith("try:")]
     rows = list(csv.DictReader(instructor.export_grades(course).open()))
     print("\n" + (course / "grades.csv").read_text())
-    return {"rows": rows, "changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)),
+    for student, printed in outputs.items():
+        print(student, printed)
+    return {"rows": rows, "outputs": outputs, "changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)),
             "attackers": [f"a{i:02d}_{n}" for i, n in enumerate(attacks)] + ["z_all"]}
 
 
@@ -147,3 +157,16 @@ def test_grades_csv_says_broken_and_missing_instead_of_zero(class_graded):
     broken, missing = _total(rows, "n_broken"), _total(rows, "n_missing")
     assert broken["status"] == "failed to grade" and broken["score"] == "" and "not a valid .ipynb" in broken["detail"]
     assert missing["status"] == "not submitted" and missing["score"] == ""
+
+
+# attacks that need the disk or the key: each must have run and been refused (not skipped by a typo)
+REFUSED = ("grading_py", "stale_pyc", "answer_key", "pth_file", "read_key", "sealed_key", "gradebook",
+           "classmate_file")
+
+
+def test_each_disk_and_key_attack_ran_and_was_refused(class_graded):
+    outputs = class_graded["outputs"]
+    for student in class_graded["attackers"][:-1]:
+        if student.split("_", 1)[1] in REFUSED:
+            assert outputs[student] and outputs[student][0].startswith("attack failed:"), (student, outputs[student])
+    assert sum(o.startswith("attack failed:") for o in outputs["z_all"]) == len(REFUSED), outputs["z_all"]
