@@ -110,7 +110,8 @@ def class_graded(tmp_path_factory):
     (work / "broken.ipynb").write_text("{not json")
     instructor.submit(course, CHAPTER, "n_broken", work / "broken.ipynb")
     instructor.nbgrader(course, "db", "student", "add", "n_missing")
-    nbformat.write(_blank_with(release, *attacks.values()), work / "all.ipynb")
+    whoami = "import os; print('uid', os.getuid(), 'key in env', 'COURSE_LIB_ANSWER_KEY' in os.environ)"
+    nbformat.write(_blank_with(release, *attacks.values(), whoami), work / "all.ipynb")
     instructor.submit(course, CHAPTER, "z_all", work / "all.ipynb")
     before = _fingerprint(course)
     saved, key_copy = work / "course_lib_saved", work / "answers_saved.json"
@@ -170,3 +171,10 @@ def test_each_disk_and_key_attack_ran_and_was_refused(class_graded):
         if student.split("_", 1)[1] in REFUSED:
             assert outputs[student] and outputs[student][0].startswith("attack failed:"), (student, outputs[student])
     assert sum(o.startswith("attack failed:") for o in outputs["z_all"]) == len(REFUSED), outputs["z_all"]
+
+
+def test_the_kernel_ran_as_the_unprivileged_user_without_the_key_path(class_graded):
+    import pwd
+
+    uid = pwd.getpwnam(sandbox.USER).pw_uid
+    assert uid != 0 and class_graded["outputs"]["z_all"][-1] == f"uid {uid} key in env False"
