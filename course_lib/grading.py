@@ -214,6 +214,94 @@ def grade(exercise_id: str, answer) -> None:
         raise AssertionError(str(result))
 
 
+# ---------------------------------------------------------------- judged outside the learner's kernel
+
+# A graded cell of an autograded course prints its answer on one line that starts with this tag; the
+# instructor's process reads the line from the executed notebook and judges it (:func:`judge_reported`).
+# A kernel the learner controls can print anything, so the line is only ever an answer, never a verdict.
+ANSWER_TAG = "course_lib-answer: "
+
+
+def _plain(answer, depth: int = 0):
+    """``answer`` as JSON: a real str/int/float by the base types' own methods, a numpy scalar's item."""
+    if answer is None or answer is Ellipsis:
+        return None
+    if isinstance(answer, bool):
+        return int.__int__(answer)
+    if isinstance(answer, str):
+        return str.__str__(answer)
+    if isinstance(answer, int):
+        return int.__int__(answer)
+    if isinstance(answer, float):
+        return float.__float__(answer)
+    item = getattr(type(answer), "item", None)
+    if depth == 0 and callable(item):
+        return _plain(item(answer), 1)
+    return {"unsupported": type(answer).__name__}
+
+
+def report(exercise_id: str, answer) -> None:
+    """Print one answer for the grader outside the kernel (an autograded notebook's hidden test calls this)."""
+    print(ANSWER_TAG + json.dumps({"id": str(exercise_id), "answer": _plain(answer)}), flush=True)
+
+
+def reported(text: str, exercise_id: str) -> list:
+    """The answers that ``text`` (a cell's printed output) reports for ``exercise_id``, in order."""
+    found = []
+    for line in text.splitlines():
+        if not line.startswith(ANSWER_TAG):
+            continue
+        try:
+            entry = json.loads(line[len(ANSWER_TAG):])
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("id") == exercise_id:
+            found.append(entry.get("answer"))
+    return found
+
+
+def judge_reported(exercise_id: str, text: str):
+    """Judge the one answer ``text`` reports for ``exercise_id``: ``(points, max_points, detail)``.
+
+    No answer line (the cell failed or printed none) or more than one (a guess per choice) scores 0.
+    """
+    checks = _fresh_checks()
+    max_points = float(checks.spec(exercise_id).get("points", 1))
+    answers = reported(text, exercise_id)
+    if not answers:
+        return 0.0, max_points, "no answer reported (the cell failed or was not run)"
+    if len(answers) > 1:
+        return 0.0, max_points, f"{len(answers)} answers reported for one item: none counts"
+    answer = answers[0]
+    if isinstance(answer, dict) or isinstance(answer, list):
+        return 0.0, max_points, "the answer is not a number or a text"
+    result = evaluate(exercise_id, answer)
+    return float(result.points), max_points, result.status
+
+
+def strip_keys(folder) -> dict:
+    """Write each exercises file without its sealed keys into ``folder`` (a graded release's exercises).
+
+    A learner whose package holds the sealed keys can recover every number and choice answer by hashing
+    the small answer space; a package installed with these files holds none (its checks say "recorded").
+    """
+    from . import manifest
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}  # the package's file -> its copy without keys
+    for chapter in manifest.chapters():
+        if not chapter.exercises:
+            continue
+        data = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
+        for entry in data.values():
+            entry.pop("key", None)
+        target = folder / chapter.exercises_path.name
+        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written[chapter.exercises_path] = target
+    return written
+
+
 # ---------------------------------------------------------------- sealing
 
 def seal_all(write: bool = True, manifest_path=None) -> list[str]:
@@ -265,6 +353,14 @@ def _matches(checks, sealed: dict, value) -> bool:
     return checks.seal(value, sealed["salt"]) == sealed
 
 
+def _strip(args) -> int:
+    if not args.folder:
+        raise ValueError("folder is required for strip: where to write the exercises files without keys")
+    for path in strip_keys(args.folder).values():
+        print(f"wrote {path}")
+    return 0
+
+
 def _seal(args) -> int:
     for exercise_id in seal_all():
         print(f"sealed {exercise_id}")
@@ -276,8 +372,11 @@ def main(argv=None) -> int:
     from . import cli
 
     parser = cli.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["seal"], help="seal: rewrite the self-check keys from the answer key")
-    parser.set_defaults(func=_seal)
+    parser.add_argument("command", choices=["seal", "strip"],
+                        help="seal: rewrite the self-check keys from the answer key; strip: write the exercises "
+                             "files without keys into FOLDER (a graded release)")
+    parser.add_argument("folder", nargs="?", help="strip: the folder to write")
+    parser.set_defaults(func=lambda args: _seal(args) if args.command == "seal" else _strip(args))
     return cli.run(parser, argv)
 
 

@@ -11,6 +11,7 @@ first inspects every submission and says in plain words what a student broke
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cli, grading, manifest, validate
+from . import cli, gradebook, grading, manifest, sandbox, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -28,8 +29,8 @@ COURSE_ID = "gpu-interconnects"
 
 CONFIG = '''# nbgrader configuration written by `python -m course_lib nbgrader init`.
 c = get_config()
-c.CourseDirectory.course_id = "{course_id}"
-c.CourseDirectory.root = r"{root}"
+c.CourseDirectory.course_id = {course_id!r}
+c.CourseDirectory.root = {root!r}
 # init replaces nbgrader's release with the course's student notebook (stubs `x = None`, so it runs
 # top to bottom); this stub only applies if you run generate_assignment yourself.
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
@@ -46,9 +47,48 @@ def chapters() -> list[str]:
 def _env() -> dict:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs alembic
-    # hidden tests grade against the instructor's answer key (course_lib.grading), wherever the package is installed
+    # hidden tests of code exercises grade in the kernel against the instructor's answer key; the sandbox
+    # kernel (course_lib.sandbox) does not pass it on, and answers reported by the others are judged here
     env.setdefault(grading.KEY_ENV, str(grading.key_path()))
     return env
+
+
+# A hidden test as the chapter sources write it; in an nbgrader course it reports the answer instead, and
+# the instructor's process judges the reported value (grading.judge_reported) outside the learner's kernel.
+HIDDEN_GRADE_RE = re.compile(r'importlib\.reload\(course_lib\.grading\)\.grade\("([0-9]+\.[0-9A-Za-z]+)", ([^\n]+)\)$',
+                             re.M)
+
+
+def _judged_outside(exercise_id: str) -> bool:
+    """Number and choice answers are judged from the reported value; code exercises need their function."""
+    from . import checks
+    return checks.spec(exercise_id).get("kind", "number") in ("number", "choice")
+
+
+def _report_instead(source_nb: Path) -> dict:
+    """Rewrite the hidden tests of ``source_nb`` to report their answer; returns {grade_id: exercise_id}."""
+    import nbformat
+
+    nb = nbformat.read(source_nb, as_version=4)
+    judged = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+
+        def swap(m):
+            if not _judged_outside(m.group(1)):
+                return m.group(0)
+            judged[grade_id] = m.group(1)
+            return f'course_lib.grading.report("{m.group(1)}", {m.group(2)})'
+        if grade_id and cell.metadata["nbgrader"].get("grade"):
+            cell.source = HIDDEN_GRADE_RE.sub(swap, cell.source)
+    nbformat.write(nb, source_nb)
+    return judged
+
+
+def judged_items(course_dir, assignment: str) -> dict:
+    """{grade_id: exercise_id} of the items of ``assignment`` judged outside the kernel (written by init)."""
+    path = gradebook.record_path(course_dir, assignment).with_suffix(".items.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 class NbgraderError(RuntimeError):
@@ -99,11 +139,16 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         course_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"course_dir {str(course_dir)!r} cannot be created: {exc.strerror or exc}") from None
-    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=course_dir))
-    for name in names:
+    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=str(course_dir)))
+    for number, name in enumerate(names, 1):
+        print(f"[course_lib] init: {number} of {len(names)}: {name}" + (" (generating the release)" if release else ""),
+              flush=True)
         target = course_dir / "source" / name
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(SOLUTIONS / f"{name}.ipynb", target / f"{name}.ipynb")
+        items = gradebook.record_path(course_dir, name).with_suffix(".items.json")
+        items.parent.mkdir(parents=True, exist_ok=True)
+        items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb"), indent=1))
         if release:
             nbgrader(course_dir, "generate_assignment", name, "--force")
             # Release the course's own student notebook: its stubs (`x = None`) let a learner run it
@@ -147,8 +192,23 @@ class Problem:
         return f"{self.student}: {self.message}"
 
 
-def inspect_submission(submission, release, student: str = "student") -> list[Problem]:
-    """Compare a submission with the released notebook cell by cell (by nbgrader grade_id)."""
+def _shown(source: str) -> str:
+    """A cell's text as the release shows it: hidden tests removed (the solution notebook carries them)."""
+    from . import authoring
+    return authoring.HIDDEN_RE.sub("", source).strip()
+
+
+def _suspicious(source: str, allowed: str = "") -> list[str]:
+    """The words of SUSPICIOUS in ``source`` that ``allowed`` (the reference solution's cell) does not use."""
+    return sorted({w for w in SUSPICIOUS if w in source and w not in allowed})
+
+
+def inspect_submission(submission, release, student: str = "student", reference=None) -> list[Problem]:
+    """Compare a submission with the released notebook cell by cell (by nbgrader grade_id).
+
+    ``reference``: the solution notebook; a word its own answer cell uses is not suspicious there.
+    Cells the student added (code that is in no released cell) are screened too.
+    """
     import nbformat
 
     def cells(path):
@@ -166,7 +226,16 @@ def inspect_submission(submission, release, student: str = "student") -> list[Pr
         return [Problem(student, "*", f"the notebook could not be read ({exc.__class__.__name__}: {exc}); "
                                       "ask the student to resubmit the file saved by JupyterLab")]
     expected = cells(release)
+    solution = cells(reference) if reference is not None else {}
     problems = []
+    released = {c.source.strip() for c in nbformat.read(release, as_version=4).cells}
+    for cell in nbformat.read(submission, as_version=4).cells:
+        if (cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade_id")
+                and cell.source.strip() not in released):
+            found = _suspicious(cell.source)
+            if found:
+                problems.append(Problem(student, "*", f"a code cell the student added uses {', '.join(found)}: "
+                                                      "read it before trusting its score"))
     for grade_id, [(cell, meta)] in expected.items():
         if grade_id not in got:
             if meta.get("grade"):
@@ -181,11 +250,11 @@ def inspect_submission(submission, release, student: str = "student") -> list[Pr
                                                        "(copied cell); nbgrader grades one of them"))
         mine = got[grade_id][0][0]
         if meta.get("solution") and cell.cell_type == "code":
-            found = sorted({w for w in SUSPICIOUS if w in mine.source})
+            found = _suspicious(mine.source, "".join(c.source for c, _ in solution.get(grade_id, [])))
             if found:
                 problems.append(Problem(student, grade_id, f"the answer cell '{grade_id}' uses {', '.join(found)}: "
                                                            "read it before trusting its score"))
-        if meta.get("locked") and mine.source.strip() != cell.source.strip():
+        if meta.get("locked") and _shown(mine.source) != _shown(cell.source):
             problems.append(Problem(student, grade_id, f"the locked cell '{grade_id}' was edited or retyped; "
                                                        "the autograder restores the original before grading"))
     return problems
@@ -235,13 +304,15 @@ def _grading_problems(log: str, assignment: str) -> list[Problem]:
     return problems
 
 
-def autograde(course_dir, assignment, *, timeout=None) -> list[Problem]:
+def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> list[Problem]:
     """Inspect every submission of ``assignment``, run ``nbgrader autograde``, report per submission.
 
     Every submission nbgrader can grade is graded, whatever the others do; one it cannot grade
     (invalid file, a cell that kills the kernel) comes back as a Problem with ``graded=False``, a
     cell that runs past ``timeout`` seconds (default: the course config's 300) as a Problem too.
     The full nbgrader log is written to ``course_dir/autograde.log``. Problems are printed as found.
+    Number and choice answers are judged here from what each notebook reported (``_judge``); as root each
+    kernel runs isolated (:mod:`course_lib.sandbox`; ``isolate=False`` turns that off).
     """
     assignment = validate.choice("assignment", assignment, chapters())
     course_dir = _course(course_dir)
@@ -254,14 +325,30 @@ def autograde(course_dir, assignment, *, timeout=None) -> list[Problem]:
     if not submissions:
         raise ValueError(f"assignment {assignment!r} has no submissions in {course_dir / 'submitted'}")
     problems = []
+    reference = course_dir / "source" / assignment / f"{assignment}.ipynb"
     for student_dir in submissions:
         for notebook in sorted(student_dir.glob("*.ipynb")):
-            problems += inspect_submission(notebook, release, student_dir.parent.name)
+            problems += inspect_submission(notebook, release, student_dir.parent.name,
+                                           reference if reference.is_file() else None)
     for problem in problems:
         print(f"[course_lib] {problem}")
+    isolated, why = sandbox.available() if isolate else (False, "isolation turned off (isolate=False)")
+    print(f"[course_lib] autograde {assignment}: {len(submissions)} submissions; {why}", flush=True)
+    env = _env()
+    if isolated:
+        sandbox.ensure_user()
+        env["JUPYTER_PATH"] = str(sandbox.kernelspec(course_dir / "grading_kernel", course_dir)) + os.pathsep + \
+            env.get("JUPYTER_PATH", "")
+        extra.append(f"--Execute.kernel_name={sandbox.KERNEL_NAME}")
+    names = [d.parent.name for d in submissions]
+
+    def progress(line):
+        m = _STUDENT_RE.search(line)
+        if m and m.group(1) in names:
+            print(f"[course_lib] autograde {assignment}: {names.index(m.group(1)) + 1} of {len(names)}: "
+                  f"{m.group(1)}", flush=True)
     try:
-        log = nbgrader(course_dir, "autograde", assignment, "--force", *extra)
-        log = log.stdout + log.stderr
+        log = _streamed(course_dir, ["autograde", assignment, "--force", *extra], env, progress)
     except NbgraderError as exc:
         log = exc.log
         if "error processing assignment" not in log:  # nbgrader itself failed, not a submission
@@ -271,15 +358,70 @@ def autograde(course_dir, assignment, *, timeout=None) -> list[Problem]:
     found = _grading_problems(log, assignment)
     for problem in found:
         print(f"[course_lib] {problem}")
+    failed = {p.student: p.message for p in found if not p.graded}
+    _judge(course_dir, assignment, [n for n in names if n not in failed], failed)
     return problems + found
 
 
+def _streamed(course_dir: Path, args: list, env: dict, on_line) -> str:
+    """Run nbgrader with its output read line by line as it comes (``on_line`` each); returns the log."""
+    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        on_line(line)
+    log = "".join(lines)
+    if proc.wait() != 0:
+        raise NbgraderError(args, proc.returncode, log)
+    return log
+
+
+def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> None:
+    """Judge each answer the graded notebooks reported (outside the learners' kernels); write the scores.
+
+    nbgrader scored a reporting cell by its output alone (full marks unless it raised); each such item's
+    score in the gradebook is replaced by the judged one, and the grading record says what was judged.
+    """
+    import nbformat
+
+    items = judged_items(course_dir, assignment)
+    record = gradebook.read_record(course_dir, assignment)
+    record["judged_items"] = items
+    for student in failed:
+        record["judged"].pop(student, None)
+    record["failed"] = {s: why for s, why in {**record.get("failed", {}), **failed}.items()
+                        if s not in students}
+    verdicts = {}
+    for student in students:
+        path = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
+        if not path.is_file():
+            record["failed"][student] = "nbgrader wrote no graded notebook for this submission"
+            continue
+        cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nbformat.read(path, as_version=4).cells}
+        verdicts[student] = {}
+        for grade_id, exercise_id in items.items():
+            cell = cells.get(grade_id)
+            text = "".join(o.get("text", "") for o in (cell.get("outputs", []) if cell is not None else [])
+                           if o.get("output_type") == "stream" and o.get("name") == "stdout")
+            score, max_score, detail = grading.judge_reported(exercise_id, text)
+            verdicts[student][grade_id] = {"exercise": exercise_id, "score": score, "max_score": max_score,
+                                           "detail": detail}
+    with gradebook.open_gradebook(course_dir) as gb:
+        for student, cells in verdicts.items():
+            for grade_id, verdict in cells.items():
+                grade = gb.find_grade(grade_id, assignment, assignment, student)
+                grade.auto_score = verdict["score"]
+        gb.db.commit()
+    record["judged"].update(verdicts)
+    gradebook.write_record(course_dir, assignment, record)
+    print(f"[course_lib] autograde {assignment}: {sum(len(v) for v in verdicts.values())} answers of "
+          f"{len(verdicts)} submissions judged outside the learners' kernels", flush=True)
+
+
 def export_grades(course_dir, csv_path=None) -> Path:
-    """Write the gradebook as CSV (default DIR/grades.csv); returns its path."""
-    course_dir = _course(course_dir)
-    csv_path = Path(csv_path) if csv_path else course_dir / "grades.csv"
-    nbgrader(course_dir, "export", f"--CsvExportPlugin.filename={csv_path.resolve()}")
-    return csv_path
+    """Write grades.csv with a status per submission and item (:mod:`course_lib.gradebook`); returns its path."""
+    return gradebook.export(_course(course_dir), csv_path)
 
 
 def _cli_autograde(args) -> int:

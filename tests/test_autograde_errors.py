@@ -56,5 +56,9 @@ def test_clean_autograde_exits_0_then_broken_submissions_are_reported_one_by_one
     assert (course / "autograde.log").is_file()
     assert len(out) < 4000  # the log goes to the file, not the screen
 
-    grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(instructor.export_grades(course).open())}
-    assert "clean" in grades  # graded despite the others
+    totals = {row["student_id"]: row for row in csv.DictReader(instructor.export_grades(course).open())
+              if row["item"] == "(total)"}
+    assert totals["clean"]["status"] == "graded" and totals["clean"]["score"] == "0"  # graded despite the others
+    for student in ("notjson", "killer"):  # not a graded 0.0: no score, the reason
+        assert totals[student]["status"] == "failed to grade" and totals[student]["score"] == "", totals[student]
+        assert "not graded" in totals[student]["detail"]

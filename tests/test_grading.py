@@ -287,3 +287,48 @@ def test_hidden_tests_call_grading_fresh_not_checks():
             code = block.group(2)
             assert "checks.grade" not in code, source.name
             assert "importlib.reload(course_lib.grading).grade(" in code, source.name
+
+
+# ---------------------------------------------------------------- judged outside the kernel (issue 26 build 4)
+
+def _printed(*answers, exercise_id="00.3"):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for answer in answers:
+            grading.report(exercise_id, answer)
+    return out.getvalue()
+
+
+def test_a_reported_answer_is_judged_against_the_key_and_only_one_counts():
+    right = grading.expected("00.3")
+    assert grading.judge_reported("00.3", "ok\n" + _printed(right))[0] == checks.spec("00.3")["points"]
+    assert grading.judge_reported("00.3", "ok\nCorrect.\n")[0] == 0.0  # output that is not a report is ignored
+    guesses = _printed(*"ABCDEF")  # one guess per choice
+    assert grading.judge_reported("00.3", guesses) == (0.0, checks.spec("00.3")["points"],
+                                                       "6 answers reported for one item: none counts")
+    assert grading.judge_reported("00.3", _printed(right, exercise_id="00.1"))[0] == 0.0  # another item's line
+
+
+def test_report_takes_the_value_not_what_an_object_claims():
+    class Liar(float):
+        def __float__(self):
+            return 26e9
+
+        def __repr__(self):
+            return "26000000000.0"
+    assert grading.reported(_printed(Liar(1.0), exercise_id="00.1"), "00.1") == [1.0]
+    assert grading.reported(_printed(object(), exercise_id="00.1"), "00.1") == [{"unsupported": "object"}]
+    assert grading.judge_reported("00.1", _printed(object(), exercise_id="00.1"))[0] == 0.0
+
+
+def test_a_graded_release_has_no_sealed_key_and_its_checks_record(tmp_path, monkeypatch):
+    written = grading.strip_keys(tmp_path)
+    assert written and all("key" not in e for p in written.values() for e in json.loads(p.read_text()).values())
+    stripped = json.loads(written[next(iter(written))].read_text())
+    monkeypatch.setattr(checks, "_chapter", lambda chapter: stripped)
+    exercise_id = next(i for i, e in stripped.items() if e.get("kind", "number") in ("number", "choice"))
+    result = checks.evaluate(exercise_id, 1.0)
+    assert result.status == "recorded" and result.points == 0.0

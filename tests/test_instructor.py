@@ -79,9 +79,14 @@ def graded(tmp_path_factory):
                 cell.source = overrides[grade_id]
         save(name, nb)
     problems = instructor.autograde(course, CHAPTER)
-    scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-              for row in csv.DictReader(instructor.export_grades(course).open())}
-    return scores, problems, release
+    return _totals(course), problems, release
+
+
+def _totals(course):
+    """Each submission's (score, max_score) from grades.csv's (total) rows (all graded here)."""
+    rows = [r for r in csv.DictReader(instructor.export_grades(course).open()) if r["item"] == "(total)"]
+    assert all(r["status"] == "graded" for r in rows), rows
+    return {r["student_id"]: (float(r["score"]), float(r["max_score"])) for r in rows}
 
 
 def test_release_is_the_student_notebook_that_runs_top_to_bottom(graded):
@@ -165,8 +170,7 @@ def graded_02(tmp_path_factory):
                    work / "onewrong.ipynb")
     instructor.submit(course, CHAPTER_02, "onewrong", work / "onewrong.ipynb")
     instructor.autograde(course, CHAPTER_02)
-    return {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-            for row in csv.DictReader(instructor.export_grades(course).open())}
+    return _totals(course)
 
 
 def test_chapter_02_solution_full_blank_zero_one_wrong_loses_its_points(graded_02):

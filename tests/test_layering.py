@@ -35,7 +35,7 @@ LAYERS = {
     "parallel": 4, "tp_scans": 4, "pipeline_schedules": 4,
     # layer 5: what learners and instructors touch
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
-    "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5,
+    "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
     "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5, "prose": 5, "glossary": 5,
 }
 TOP = max(LAYERS.values())
