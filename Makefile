@@ -52,9 +52,16 @@ lab: $(STAMP) work
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(abspath $(WORK)) $(LEARNER_FLAGS) \
 		--LabApp.default_url=/lab/tree/00_why_communication.ipynb
 
-# Instructors: the whole repository (solutions/, notebooks/, work/), nbgrader's extensions on.
+# Instructors: the whole repository (solutions/, notebooks/, work/), nbgrader's extensions on. The
+# nbgrader course is $(COURSE) (created on first use, with its exchange folder; it must lie inside the
+# repository, which the server serves); its nbgrader_config.py is found through JUPYTER_CONFIG_PATH, so
+# Formgrader, and nbgrader in the lab's terminals, open the course with no configuration by hand.
+COURSE ?= course
+
 lab-instructor: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
+	test -f $(COURSE)/nbgrader_config.py || $(BIN)/python -m course_lib nbgrader init $(COURSE)
+	JUPYTER_CONFIG_PATH=$(abspath $(COURSE))$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
+		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
 		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
 
 # Start one chapter again: make reset-notebook NB=01_pcie. NB must be a chapter of course.toml (its

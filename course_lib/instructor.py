@@ -35,7 +35,23 @@ c.CourseDirectory.root = r"{root}"
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 300
+# release/fetch/submit/collect go through this folder (world-writable, sticky); on a hub every user's
+# nbgrader must name the same one (see docs/instructor.md).
+c.Exchange.root = r"{exchange}"
 '''
+
+EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
+
+
+def make_exchange(path) -> Path:
+    """Create nbgrader's exchange folder (mode 1777: every user writes, none removes another's files)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.chmod(0o1777)
+    except PermissionError:  # someone else's folder, already set up: leave it as it is
+        pass
+    return path
 
 
 def chapters() -> list[str]:
@@ -99,7 +115,9 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         course_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"course_dir {str(course_dir)!r} cannot be created: {exc.strerror or exc}") from None
-    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=course_dir))
+    exchange = make_exchange(os.environ.get(EXCHANGE_ENV) or course_dir / "exchange").resolve()
+    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=course_dir,
+                                                                 exchange=exchange))
     for name in names:
         target = course_dir / "source" / name
         target.mkdir(parents=True, exist_ok=True)
