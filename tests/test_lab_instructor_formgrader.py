@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
-import time
 import urllib.request
 
 import pytest
 
 from course_lib import instructor
-from tests.test_lab_command import ROOT, _free_port, needs_current_venv
+from tests.test_lab_command import ROOT, _free_port, needs_current_venv, start_make, stop_group, wait_for_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("make") is None, reason="needs make")]
 CHAPTER = "00_why_communication"
@@ -50,17 +46,8 @@ def test_make_lab_instructor_opens_formgrader_on_the_course(tmp_path):
     proc = None
     try:
         instructor.init_course(course, [CHAPTER])
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(["make", "--no-print-directory", "lab-instructor", f"PORT={port}",
-                                     f"COURSE={course.relative_to(ROOT)}"], cwd=ROOT, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\S*\?token=([0-9a-f]+)")
-        match, deadline = None, time.monotonic() + 120
-        while match is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.5)
-            match = pattern.search(log.read_text(errors="replace"))
-        assert match, "make lab-instructor printed no URL:\n" + log.read_text(errors="replace")[-3000:]
-        token = match.group(1)
+        proc = start_make(["lab-instructor", f"PORT={port}", f"COURSE={course.relative_to(ROOT)}"], log, env)
+        token = wait_for_url(proc, log, port)[1]
 
         def get(path):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}?token={token}", timeout=60) as response:
@@ -77,10 +64,5 @@ def test_make_lab_instructor_opens_formgrader_on_the_course(tmp_path):
         assert (course / "exchange").is_dir()
     finally:
         if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+            stop_group(proc)
         shutil.rmtree(course, ignore_errors=True)
