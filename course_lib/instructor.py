@@ -43,6 +43,12 @@ c.Exchange.root = r"{exchange}"
 EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
 
 
+def learner_config(exchange) -> str:
+    """The nbgrader_config.py a learner's nbgrader reads on a hub: the course and its exchange, nothing else."""
+    return (f'# written by the course hub (jupyter/hub/jupyterhub_config.py): the course and its exchange\n'
+            f'c = get_config()\nc.CourseDirectory.course_id = "{COURSE_ID}"\nc.Exchange.root = r"{exchange}"\n')
+
+
 def make_exchange(path) -> Path:
     """Create nbgrader's exchange folder (mode 1777: every user writes, none removes another's files)."""
     path = Path(path)

@@ -10,6 +10,7 @@ homes and every process they ran are removed even on failure.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -83,23 +84,26 @@ class Hub:
             time.sleep(0.5)
 
 
-def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
+@contextlib.contextmanager
+def class_on_hub(tmp_path, learners, **env_extra):
+    """``make hub`` running with ``learners`` throwaway accounts: yields (hub, users, homes, state). On
+    leaving (even on failure) the hub's process group is stopped, every process of the accounts killed,
+    the accounts and their homes removed; then it checks that none of their processes is left."""
     tag = secrets.token_hex(3)
-    users = [f"chub{tag}{k}" for k in range(2)]
+    users = [f"chub{tag}{k}" for k in range(learners)]
     homes = Path(tempfile.mkdtemp(prefix="course-hub-homes-"))  # pytest's own tmp is private to root
     os.chmod(homes, 0o755)
     token = secrets.token_hex(16)
     port = _free_port()
     state = tmp_path / "state"
     log = tmp_path / "hub.log"
-    proc, made = None, []
+    proc, made = None, {}
     try:
         for user in users:
             subprocess.run(["useradd", "-m", "-d", str(homes / user), "-s", "/bin/sh", user], check=True,
                            capture_output=True)
-            made.append(user)
-        env = dict(os.environ, COURSE_HUB_API_TOKEN=token, COURSE_HUB_USERS=",".join(users),
-                   COURSE_LAB_RANKS_PER_SERVER="6")
+            made[user] = pwd_uid(user)
+        env = dict(os.environ, COURSE_HUB_API_TOKEN=token, COURSE_HUB_USERS=",".join(users), **env_extra)
         env.update(_learner_python(homes))
         proc = start_make(["hub", f"HUB_PORT={port}", f"HUB_DIR={state}"], log, env)
         hub = Hub(port, token)
@@ -113,6 +117,26 @@ def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
                 time.sleep(0.5)
         else:
             raise AssertionError("the hub did not answer:\n" + log.read_text(errors="replace")[-3000:])
+        yield hub, users, homes, state
+        for user in users:
+            hub.stop(user)
+    finally:
+        if proc is not None:
+            stop_group(proc)
+            print(log.read_text(errors="replace")[-6000:])  # shown when the test fails
+        for user, uid in made.items():
+            for pid in _processes_of(uid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+            subprocess.run(["userdel", "-r", "-f", user], capture_output=True)
+        shutil.rmtree(homes, ignore_errors=True)
+    time.sleep(0.5)
+    assert [pid for uid in made.values() for pid in _processes_of(uid)] == []
+    assert not homes.exists() and all(pwd_uid_or_none(user) is None for user in made)
+
+
+def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
+    with class_on_hub(tmp_path, 2, COURSE_LAB_RANKS_PER_SERVER="6") as (hub, users, homes, state):
         assert (state / "jupyterhub_cookie_secret").stat().st_mode & 0o077 == 0  # generated, private
 
         # a learner edited a copy before the hub existed: it must survive
@@ -135,12 +159,9 @@ def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
         # the server is the learner's lab (same flags as make lab) with the lab budget set by the hub
         page = hub.api("GET", f"/user/{learner}/lab")[1].decode()
         assert "@jupyter/nbgrader" in page, "nbgrader's instructor extensions must be off in a learner's lab"
-        server_pid = next(pid for pid in _processes_of(pwd_uid(learner))
-                          if b"jupyterhub.singleuser" in open(f"/proc/{pid}/cmdline", "rb").read())
-        environ = dict(item.split(b"=", 1) for item in open(f"/proc/{server_pid}/environ", "rb").read().split(b"\0")
-                       if b"=" in item)
-        assert environ[budget.DIR_ENV.encode()] == str(state / "lab-budget").encode()
-        assert environ[budget.SERVER_ENV.encode()] == b"6"
+        environ = server_environ(learner)
+        assert environ[budget.DIR_ENV] == str(state / "lab-budget")
+        assert environ[budget.SERVER_ENV] == "6"
         assert os.stat(state / "lab-budget").st_mode & 0o7777 == 0o1777
 
         # an edit made in the lab survives a restart of the server
@@ -155,23 +176,14 @@ def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             hub.api("GET", "/hub/api/users", token=False)
         assert refused.value.code == 403
-        for user in users:
-            hub.stop(user)
-    finally:
-        if proc is not None:
-            stop_group(proc)
-            print(log.read_text(errors="replace")[-6000:])  # shown when the test fails
-        for user in made:
-            uid = pwd_uid(user)
-            for pid in _processes_of(uid):
-                try:
-                    os.kill(pid, 9)
-                except ProcessLookupError:
-                    pass
-            subprocess.run(["userdel", "-r", "-f", user], capture_output=True)
-        shutil.rmtree(homes, ignore_errors=True)
-    assert all(_processes_of(pwd_uid_or_none(u)) == [] for u in made if pwd_uid_or_none(u) is not None)
-    assert not homes.exists()
+
+
+def server_environ(user) -> dict:
+    """The environment of ``user``'s running single-user server (read from /proc as root)."""
+    pid = next(pid for pid in _processes_of(pwd_uid(user))
+               if b"jupyterhub.singleuser" in open(f"/proc/{pid}/cmdline", "rb").read())
+    raw = open(f"/proc/{pid}/environ", "rb").read().decode()
+    return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
 
 
 def _learner_python(folder) -> dict:

@@ -15,6 +15,7 @@
 #   COURSE_HUB_USERS         comma-separated accounts allowed to log in (default: members of group `course`)
 #   COURSE_HUB_ADMINS        comma-separated hub admins (the instructors)
 #   COURSE_HUB_API_TOKEN     a token for scripts (nbgrader automation, the tests): the admin role
+#   COURSE_NBGRADER_EXCHANGE nbgrader's exchange folder (default HUB_DIR/exchange)
 #   COURSE_LAB_RANKS_PER_USER, COURSE_LAB_RANKS_PER_SERVER, COURSE_LAB_BUDGET_WAIT_S   the lab's budget
 import os
 import pwd
@@ -22,6 +23,7 @@ import shlex
 import subprocess
 import sys
 
+from course_lib import instructor
 from course_lib.lab import budget
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
@@ -81,11 +83,22 @@ c.Spawner.default_url = os.environ.get("COURSE_LEARNER_URL", "/lab/tree/00_why_c
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 
+# nbgrader's exchange: one folder (mode 1777) the instructor releases into and collects from; every
+# learner's nbgrader (fetch, submit, fetch_feedback) finds the course and the exchange through the
+# nbgrader_config.py written here, on their Jupyter config path. The instructor's course must name the
+# same exchange: COURSE_NBGRADER_EXCHANGE=<this folder> python -m course_lib nbgrader init course/
+EXCHANGE = str(instructor.make_exchange(os.environ.get(instructor.EXCHANGE_ENV) or os.path.join(STATE, "exchange")))
+LEARNER_CONFIG = os.path.join(STATE, "learner-config")
+os.makedirs(LEARNER_CONFIG, exist_ok=True)
+os.chmod(LEARNER_CONFIG, 0o755)
+with open(os.path.join(LEARNER_CONFIG, "nbgrader_config.py"), "w") as handle:
+    handle.write(instructor.learner_config(EXCHANGE))
+
 BUDGET_DIR = budget.make_dir(os.path.join(STATE, "lab-budget"))
 per_user, per_server = budget.default_limits()
 c.Spawner.environment = {
     # another interpreter (COURSE_HUB_PYTHON) still finds .venv's Jupyter extensions, settings and kernels
-    "JUPYTER_CONFIG_PATH": os.path.join(sys.prefix, "etc", "jupyter"),
+    "JUPYTER_CONFIG_PATH": os.pathsep.join([LEARNER_CONFIG, os.path.join(sys.prefix, "etc", "jupyter")]),
     "JUPYTER_PATH": os.path.join(sys.prefix, "share", "jupyter"),
     budget.DIR_ENV: BUDGET_DIR,
     budget.USER_ENV: os.environ.get(budget.USER_ENV, str(per_user)),
