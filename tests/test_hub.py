@@ -95,7 +95,7 @@ def class_on_hub(tmp_path, learners, **env_extra):
     os.chmod(homes, 0o755)
     token = secrets.token_hex(16)
     port = _free_port()
-    state = tmp_path / "state"
+    state = homes / "hub-state"  # learners must reach its lab budget and exchange folders
     log = tmp_path / "hub.log"
     proc, made = None, {}
     try:
@@ -183,7 +183,9 @@ def server_environ(user) -> dict:
     pid = next(pid for pid in _processes_of(pwd_uid(user))
                if b"jupyterhub.singleuser" in open(f"/proc/{pid}/cmdline", "rb").read())
     raw = open(f"/proc/{pid}/environ", "rb").read().decode()
-    return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+    environ = dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+    environ["_COURSE_TEST_PYTHON"] = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].decode()
+    return environ
 
 
 def _learner_python(folder) -> dict:
@@ -218,3 +220,86 @@ def pwd_uid_or_none(user):
         return pwd_uid(user)
     except KeyError:
         return None
+
+
+def _as_learner(user, *args, cwd):
+    """Run ``args`` as ``user`` with their lab's own environment and interpreter, as their lab's terminal would."""
+    env = server_environ(user)
+    python = env["_COURSE_TEST_PYTHON"]
+    done = subprocess.run([python, *args], user=user, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{user}: {' '.join(args)}\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def test_exchange_end_to_end_one_instructor_three_learners(tmp_path, monkeypatch):
+    """release, fetch, submit, collect, autograde, a manual score, feedback: real hub, accounts, exchange."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from course_lib import instructor
+    from tests.test_instructor import CHAPTER, TAMPER, _answered
+
+    transcript = []
+
+    def say(line):
+        transcript.append(line)
+        print(line)
+
+    with class_on_hub(tmp_path, 3) as (hub, users, homes, state):
+        exchange = state / "exchange"
+        monkeypatch.setenv(instructor.EXCHANGE_ENV, str(exchange))
+        course = instructor.init_course(tmp_path / "course", [CHAPTER])
+        instructor.nbgrader(course, "release_assignment", CHAPTER)
+        say(f"instructor: release_assignment {CHAPTER} -> {sorted(p.name for p in (exchange / instructor.COURSE_ID / 'outbound').iterdir())}")
+        release = course / "release" / CHAPTER / f"{CHAPTER}.ipynb"
+        solution = instructor.SOLUTIONS / f"{CHAPTER}.ipynb"
+        kinds = dict(zip(users, ("correct", "blank", "tampered")))
+        for user in users:
+            hub.start(user)
+            work = homes / user / "work"
+            _as_learner(user, "-m", "nbgrader", "fetch_assignment", CHAPTER, cwd=work)
+            fetched = work / CHAPTER / f"{CHAPTER}.ipynb"
+            assert fetched.stat().st_uid == pwd_uid(user)
+            if kinds[user] == "correct":
+                nbformat.write(_answered(release, solution), fetched)
+            elif kinds[user] == "tampered":
+                nb = nbformat.read(fetched, as_version=4)
+                for cell in nb.cells:
+                    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    if grade_id in TAMPER["monkeypatched"]:
+                        cell.source = TAMPER["monkeypatched"][grade_id]
+                nbformat.write(nb, fetched)
+            _as_learner(user, "-m", "nbgrader", "submit", CHAPTER, cwd=work)
+            say(f"{user} ({kinds[user]}): fetch_assignment, submit")
+        instructor.nbgrader(course, "collect", CHAPTER)
+        say(f"instructor: collect -> {sorted(p.name for p in (course / 'submitted').iterdir())}")
+        problems = instructor.autograde(course, CHAPTER)
+        say("instructor: autograde; flagged: " + "; ".join(str(p) for p in problems))
+        db = f"sqlite:///{course / 'gradebook.db'}"
+        with Gradebook(db) as book:
+            scores = {user: book.find_submission(CHAPTER, user).score for user in users}
+            total = book.find_assignment(CHAPTER).max_score
+            # a manual score, as Formgrader's grade form saves it: the instructor gives the blank
+            # learner 1 point by hand on their first graded cell
+            grade = sorted(book.find_submission_notebook(CHAPTER, CHAPTER, users[1]).grades, key=lambda g: g.name)[0]
+            grade.manual_score = 1
+            book.db.commit()
+            manual, manual_cell = book.find_submission(CHAPTER, users[1]).score, grade.name
+        say("scores: " + ", ".join(f"{kinds[u]} {scores[u]:g}/{total:g}" for u in users)
+            + f"; blank after a manual point on {manual_cell}: {manual:g}")
+        assert scores[users[0]] == total and scores[users[1]] == 0 and scores[users[2]] == 0
+        assert manual == 1
+        instructor.nbgrader(course, "generate_feedback", CHAPTER)
+        instructor.nbgrader(course, "release_feedback", CHAPTER)
+        for user in users:
+            work = homes / user / "work"
+            _as_learner(user, "-m", "nbgrader", "fetch_feedback", CHAPTER, cwd=work)
+            pages = list((work / CHAPTER / "feedback").glob(f"*/{CHAPTER}.html"))
+            assert len(pages) == 1 and pages[0].stat().st_uid == pwd_uid(user), pages
+            text = pages[0].read_text(errors="replace")
+            want = {"correct": total, "blank": 1, "tampered": 0}[kinds[user]]
+            assert f"Score: {want:g}" in text or f"{want:g} / {total:g}" in text or f"{want:.1f} / {total:.1f}" in text, \
+                text[:3000]
+            say(f"{user} ({kinds[user]}): fetch_feedback -> {pages[0].relative_to(homes)} (score {want:g} of {total:g})")
+    (Path(ROOT) / "artifacts").mkdir(exist_ok=True)
+    (Path(ROOT) / "artifacts" / "hub_exchange_transcript.txt").write_text("\n".join(transcript) + "\n")
