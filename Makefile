@@ -2,7 +2,8 @@
 #   make lab    create .venv if needed, copy new chapters into work/, open work/ in JupyterLab
 #               (127.0.0.1, token on)
 #   make test   create .venv if needed, then run the whole test suite
-# Also: make lab-instructor (the whole repository, nbgrader on), make reset-notebook NB=01_pcie
+# Also: make lab-instructor (the whole repository, nbgrader on), make reset-notebook NB=01_pcie,
+#   make hub (a JupyterHub on 127.0.0.1 for a class on this machine; as root)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -18,7 +19,7 @@ JOBS   ?= 2
 TORCH      ?= torch==2.13.0
 TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
 
-.PHONY: lab lab-instructor work reset-notebook test test-fast notebooks browser-deps clean
+.PHONY: lab lab-instructor hub work reset-notebook test test-fast notebooks browser-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,14 +52,42 @@ LEARNER_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/learner-settings \
 LAB_FLAGS = --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
 	--ContentsManager.pre_save_hook=course_lib.notebook_save.pre_save_hook
 
+LEARNER_URL := /lab/tree/00_why_communication.ipynb
+
 lab: $(STAMP) work
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(abspath $(WORK)) $(LEARNER_FLAGS) \
-		--LabApp.default_url=/lab/tree/00_why_communication.ipynb
+		--LabApp.default_url=$(LEARNER_URL)
 
-# Instructors: the whole repository (solutions/, notebooks/, work/), nbgrader's extensions on.
+# Instructors: the whole repository (solutions/, notebooks/, work/), nbgrader's extensions on. The
+# nbgrader course is $(COURSE) (created on first use, with its exchange folder; it must lie inside the
+# repository, which the server serves); its nbgrader_config.py is found through JUPYTER_CONFIG_PATH, so
+# Formgrader, and nbgrader in the lab's terminals, open the course with no configuration by hand.
+COURSE ?= course
+
 lab-instructor: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
+	test -f $(COURSE)/nbgrader_config.py || $(BIN)/python -m course_lib nbgrader init $(COURSE)
+	JUPYTER_CONFIG_PATH=$(abspath $(COURSE))$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
+		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
 		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
+
+# A JupyterHub on this machine (as root: each learner's lab runs as their own system account), on
+# 127.0.0.1:$(HUB_PORT) (and the two ports after it, for the hub's and the proxy's APIs), with state (database, generated cookie secret, the lab budget folder) in
+# $(HUB_DIR). Each learner's server is the learner's lab above (the same flags, ~/work copies made on
+# first spawn, never overwritten); jupyter/hub/jupyterhub_config.py says what else can be set.
+HUB_PORT ?= 8000
+HUB_DIR  ?= artifacts/hub
+HUB_STAMP := $(VENV)/.hub-stamp
+
+$(HUB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,instructor,hub]'
+	touch $(HUB_STAMP)
+
+hub: $(HUB_STAMP)
+	@test "$$(id -u)" = 0 || { echo "error: make hub must run as root (each learner's lab runs as their own account)" >&2; exit 2; }
+	@mkdir -p $(HUB_DIR) && chmod 711 $(HUB_DIR)
+	cd $(HUB_DIR) && COURSE_REPO=$(CURDIR) COURSE_HUB_DIR=$(abspath $(HUB_DIR)) COURSE_HUB_PORT=$(HUB_PORT) \
+		COURSE_LEARNER_FLAGS='$(LEARNER_FLAGS)' COURSE_LEARNER_URL=$(LEARNER_URL) \
+		$(abspath $(BIN))/jupyterhub -f $(CURDIR)/jupyter/hub/jupyterhub_config.py
 
 # Start one chapter again: make reset-notebook NB=01_pcie. NB must be a chapter of course.toml (its
 # number_slug), nothing else: no path, so nothing outside work/ is ever moved. The old copy is kept as

@@ -36,7 +36,29 @@ c.CourseDirectory.root = {root!r}
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 300
+# release/fetch/submit/collect go through this folder (world-writable, sticky); on a hub every user's
+# nbgrader must name the same one (see docs/instructor.md).
+c.Exchange.root = {exchange!r}
 '''
+
+EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
+
+
+def learner_config(exchange) -> str:
+    """The nbgrader_config.py a learner's nbgrader reads on a hub: the course and its exchange, nothing else."""
+    return (f'# written by the course hub (jupyter/hub/jupyterhub_config.py): the course and its exchange\n'
+            f'c = get_config()\nc.CourseDirectory.course_id = "{COURSE_ID}"\nc.Exchange.root = {str(exchange)!r}\n')
+
+
+def make_exchange(path) -> Path:
+    """Create nbgrader's exchange folder (mode 1777: every user writes, none removes another's files)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.chmod(0o1777)
+    except PermissionError:  # someone else's folder, already set up: leave it as it is
+        pass
+    return path
 
 
 def chapters() -> list[str]:
@@ -139,7 +161,9 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         course_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"course_dir {str(course_dir)!r} cannot be created: {exc.strerror or exc}") from None
-    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=str(course_dir)))
+    exchange = make_exchange(os.environ.get(EXCHANGE_ENV) or course_dir / "exchange").resolve()
+    (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=str(course_dir),
+                                                                 exchange=str(exchange)))
     for number, name in enumerate(names, 1):
         print(f"[course_lib] init: {number} of {len(names)}: {name}" + (" (generating the release)" if release else ""),
               flush=True)

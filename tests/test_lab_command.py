@@ -46,6 +46,34 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def start_make(args, log, env) -> subprocess.Popen:
+    """``make ARGS`` in a session of its own (so ``stop_group`` stops all it starts), output to ``log``."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(["make", "--no-print-directory", *args], cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def wait_for_url(proc, log, port) -> tuple[str, str]:
+    """The lab URL with its token that the server logs (URL, token); fails with the log after 120 s."""
+    pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\S*\?token=([0-9a-f]+)")
+    match, deadline = None, time.monotonic() + 120
+    while match is None and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        match = pattern.search(log.read_text(errors="replace"))
+    assert match, f"make {proc.args[2]} printed no URL with a token:\n" + log.read_text(errors="replace")[-3000:]
+    return match.group(0), match.group(1)
+
+
+def stop_group(proc) -> None:
+    """Stop ``proc``'s whole process group: SIGTERM, then SIGKILL if it lingers."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
 @needs_current_venv
 def test_make_lab_serves_the_learners_copies_with_a_token(tmp_path):
     port = _free_port()
@@ -55,18 +83,9 @@ def test_make_lab_serves_the_learners_copies_with_a_token(tmp_path):
     edited = work / "01_pcie.ipynb"
     edited.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "edited": "mine"}')
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}", f"WORK={work}"], cwd=ROOT,
-                                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+    proc = start_make(["lab", f"PORT={port}", f"WORK={work}"], log, env)
     try:
-        pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\S*\?token=([0-9a-f]+)")
-        match, deadline = None, time.monotonic() + 120
-        while match is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.5)
-            match = pattern.search(log.read_text(errors="replace"))
-        assert match, "make lab printed no URL with a token:\n" + log.read_text(errors="replace")[-3000:]
-        url, token = match.group(0), match.group(1)
+        url, token = wait_for_url(proc, log, port)
         assert f"/lab/tree/{NOTEBOOKS[0]}?" in url, url  # chapter 00, at the top of work/
 
         assert sorted(p.name for p in work.glob("*.ipynb")) == NOTEBOOKS
@@ -95,12 +114,7 @@ def test_make_lab_serves_the_learners_copies_with_a_token(tmp_path):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=30)
         assert refused.value.code == 403
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_group(proc)
 
 
 def _make(*args):

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import units, validate
-from . import metrics
+from . import budget, metrics
 from .processes import usable_cores as _cores
 
 DTYPES = ("float32", "float64", "int32", "int64")
@@ -314,7 +314,8 @@ def format_row(row) -> str:
     mean = row.get("mean_s", row["time_s"])
     return (f" {row['size']:>12d} {row['count']:>12d} {row['type']:>8} {row['ranks']:>5d} "
             f"{row['algorithm']:>17} {row['time_s'] * 1e6:>10.1f} {mean * 1e6:>10.1f} "
-            f"{row['algbw'] / 1e9:>11.3f} {row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}")
+            f"{row['algbw'] / 1e9:>11.3f} {row['busbw'] / 1e9:>11.3f} {row['wrong']:>6d}"
+            + (f"  ({row['oversubscribed']}: not this machine's speed)" if row.get("oversubscribed") else ""))
 
 
 def format_rows(rows) -> str:
@@ -482,7 +483,10 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=None, dtype="float3
                     on_note(line)
             elif value.get("kind") == "rows":
                 seen["sizes"] += 1
+                shared = budget.oversubscribed_note()  # other learners' ranks on this server, now
                 for row in value["rows"]:
+                    if shared:
+                        row["oversubscribed"] = shared
                     result.rows.append(row)
                     if on_row is not None:
                         on_row(row)

@@ -47,6 +47,9 @@ Choices, and why:
 * **Limits.** Open files, processes and room in the temporary folder are checked before anything
   starts (``limits``); a launch they refuse, or one they stop later, ends in ``LabLimitError``,
   one line naming the limit and what to do, with nothing left behind.
+* **Budget.** On a shared server (``COURSE_LAB_BUDGET_DIR`` set, as the hub sets it) a launch holds its
+  ranks on the server's per-user and server-wide budget (``budget``) while it runs: beyond it, it waits
+  in a queue, saying its place, or is refused in one line (``LabBudgetError``, a ``LabLimitError``).
 * **Output.** Each rank's stdout and stderr (Python and C level) go to a file that the
   parent reads while it waits, printing the new lines of all ranks, each prefixed
   ``[rank r]``, in one write per poll (a line per write made 100k lines take over a minute
@@ -76,6 +79,7 @@ import time
 import warnings
 
 from .. import validate
+from . import budget
 from .limits import LabLimitError, explain_rank, temp_root  # noqa: F401 (LabLimitError: lab's name for it)
 from .limits import check as _check_limits, explain as _explain_limit
 from .processes import (_PREFIX, PIDS_FILE, _kill_all, _own_process_group, _start_watcher,  # noqa: F401
@@ -339,6 +343,7 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
     root = temp_root()
     clean_stale_folders(root)
     _check_limits(ranks, root, threads)
+    lease = budget.acquire(ranks)  # a shared server's rank budget: may queue, or refuse in one line
     procs = []
     watcher = None
     workdir = None
@@ -391,6 +396,7 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
             _stop_watcher(watcher)
+            lease.release()
 
 
 def _first_failure(procs, workdir, done) -> RankError:

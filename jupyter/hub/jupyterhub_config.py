@@ -1,0 +1,124 @@
+# JupyterHub for a workshop on one machine: `make hub` (as root) starts it on 127.0.0.1.
+#
+# Each learner logs in with their system account (PAM) and gets the learner's lab exactly as `make lab`
+# serves it: their own copies of the chapters in ~/work (made on first spawn by the Makefile's `work`
+# target, run as the learner: a file already there is never overwritten), the same server flags (the
+# Makefile hands them over as COURSE_LEARNER_FLAGS), nbgrader's instructor extensions off. Their labs
+# share the machine's cores under the lab's rank budget (course_lib/lab/budget.py), set here.
+#
+# Settings (environment variables, all optional; `make hub` passes the ones it knows):
+#   COURSE_REPO              the repository (set by make)
+#   COURSE_HUB_PORT          the hub's address is 127.0.0.1:PORT (set by make: HUB_PORT; PORT+1 and PORT+2
+#                            serve the hub's API and the proxy's, on 127.0.0.1 too)
+#   COURSE_HUB_DIR           the hub's state: database, cookie secret (generated on first start, mode 600),
+#                            the lab budget folder (set by make: HUB_DIR)
+#   COURSE_HUB_USERS         comma-separated accounts allowed to log in (default: members of group `course`)
+#   COURSE_HUB_ADMINS        comma-separated hub admins (the instructors)
+#   COURSE_HUB_API_TOKEN     a token for scripts (nbgrader automation, the tests): the admin role
+#   COURSE_NBGRADER_EXCHANGE nbgrader's exchange folder (default HUB_DIR/exchange)
+#   COURSE_LAB_RANKS_PER_USER, COURSE_LAB_RANKS_PER_SERVER, COURSE_LAB_BUDGET_WAIT_S   the lab's budget
+import os
+import pwd
+import shlex
+import subprocess
+import sys
+
+from course_lib import instructor
+from course_lib.lab import budget
+
+c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
+
+REPO = os.environ["COURSE_REPO"]
+STATE = os.path.abspath(os.environ.get("COURSE_HUB_DIR", "."))
+BIN = os.path.dirname(sys.executable)
+
+PORT = int(os.environ.get("COURSE_HUB_PORT", "8000"))
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = PORT
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = PORT + 1  # the hub's own API, behind the proxy
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PORT + 2}"
+c.JupyterHub.db_url = f"sqlite:///{os.path.join(STATE, 'jupyterhub.sqlite')}"
+c.JupyterHub.cookie_secret_file = os.path.join(STATE, "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = os.path.join(STATE, "jupyterhub.pid")
+# The proxy: configurable-http-proxy's Python implementation (PyPI), so no Node.js is needed; the hub
+# starts it, with an auth token it generates, and stops it.
+c.ConfigurableHTTPProxy.command = [os.path.join(BIN, "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.pid_file = os.path.join(STATE, "jupyterhub-proxy.pid")
+
+# Who may log in: system accounts (PAM).
+c.JupyterHub.authenticator_class = "pam"
+users = {u for u in os.environ.get("COURSE_HUB_USERS", "").split(",") if u}
+if users:
+    c.Authenticator.allowed_users = users
+else:
+    c.PAMAuthenticator.allowed_groups = {"course"}
+c.Authenticator.admin_users = {u for u in os.environ.get("COURSE_HUB_ADMINS", "").split(",") if u}
+if os.environ.get("COURSE_HUB_API_TOKEN"):
+    c.JupyterHub.services = [{"name": "course-admin", "api_token": os.environ["COURSE_HUB_API_TOKEN"]}]
+    c.JupyterHub.load_roles = [{"name": "admin", "services": ["course-admin"]}]
+
+# Each learner's server: the learner's lab, run as the learner.
+c.JupyterHub.spawner_class = "localprocess"
+def _runnable_by_all(path) -> bool:
+    """True when every user can run ``path`` (it, and each folder on its real path, is o+x)."""
+    real = os.path.realpath(path)
+    parts = [real] + [os.path.dirname(real)]
+    while parts[-1] != os.path.dirname(parts[-1]):
+        parts.append(os.path.dirname(parts[-1]))
+    return all(os.stat(p).st_mode & 0o001 for p in parts)
+
+
+# The learners' interpreter: the course's .venv, unless COURSE_HUB_PYTHON names another one that sees
+# the same packages (a .venv built on a Python under /root, as pyenv installs it, is not runnable by them).
+LEARNER_PYTHON = os.environ.get("COURSE_HUB_PYTHON") or os.path.join(BIN, "python")
+if not _runnable_by_all(LEARNER_PYTHON):
+    sys.exit(f"error: learners cannot run {LEARNER_PYTHON} (it is {os.path.realpath(LEARNER_PYTHON)}, under a "
+             "folder they may not enter): build .venv with a Python outside /root (make clean; make hub "
+             "PYTHON=/usr/bin/python3), or set COURSE_HUB_PYTHON")
+c.Spawner.cmd = [LEARNER_PYTHON, "-m", "jupyterhub.singleuser"]
+c.Spawner.args = shlex.split(os.environ.get("COURSE_LEARNER_FLAGS", ""))
+c.Spawner.notebook_dir = "~/work"
+c.Spawner.default_url = os.environ.get("COURSE_LEARNER_URL", "/lab/tree/00_why_communication.ipynb")
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 180
+
+# nbgrader's exchange: one folder (mode 1777) the instructor releases into and collects from; every
+# learner's nbgrader (fetch, submit, fetch_feedback) finds the course and the exchange through the
+# nbgrader_config.py written here, on their Jupyter config path. The instructor's course must name the
+# same exchange: COURSE_NBGRADER_EXCHANGE=<this folder> python -m course_lib nbgrader init course/
+EXCHANGE = str(instructor.make_exchange(os.environ.get(instructor.EXCHANGE_ENV) or os.path.join(STATE, "exchange")))
+LEARNER_CONFIG = os.path.join(STATE, "learner-config")
+os.makedirs(LEARNER_CONFIG, exist_ok=True)
+os.chmod(LEARNER_CONFIG, 0o755)
+with open(os.path.join(LEARNER_CONFIG, "nbgrader_config.py"), "w") as handle:
+    handle.write(instructor.learner_config(EXCHANGE))
+
+BUDGET_DIR = budget.make_dir(os.path.join(STATE, "lab-budget"))
+per_user, per_server = budget.default_limits()
+c.Spawner.environment = {
+    # another interpreter (COURSE_HUB_PYTHON) still finds .venv's Jupyter extensions, settings and kernels
+    "JUPYTER_CONFIG_PATH": os.pathsep.join([LEARNER_CONFIG, os.path.join(sys.prefix, "etc", "jupyter")]),
+    "JUPYTER_PATH": os.path.join(sys.prefix, "share", "jupyter"),
+    budget.DIR_ENV: BUDGET_DIR,
+    budget.USER_ENV: os.environ.get(budget.USER_ENV, str(per_user)),
+    budget.SERVER_ENV: os.environ.get(budget.SERVER_ENV, str(per_server)),
+    budget.WAIT_ENV: os.environ.get(budget.WAIT_ENV, str(budget.DEFAULT_WAIT_S)),
+}
+
+
+def copy_chapters(spawner):
+    """~/work gets each chapter it lacks (the Makefile's `work` target, run as the learner)."""
+    account = pwd.getpwnam(spawner.user.name)
+    work = os.path.join(account.pw_dir, "work")
+    done = subprocess.run(["make", "--no-print-directory", "-C", REPO, "work", f"WORK={work}"],
+                          user=account.pw_uid, group=account.pw_gid, extra_groups=[],
+                          env={"PATH": os.environ["PATH"], "HOME": account.pw_dir}, cwd=account.pw_dir,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"copying the chapters into {work} failed: {done.stderr.strip()[-500:]}")
+    for line in done.stdout.splitlines():
+        spawner.log.info("%s: %s", spawner.user.name, line)
+
+
+c.Spawner.pre_spawn_hook = copy_chapters
