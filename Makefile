@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+ and make:
 #   make lab    create .venv if needed, copy new chapters into work/, open work/ in JupyterLab
 #               (127.0.0.1, token on)
-#   make test   create .venv if needed, then run the whole test suite
+#   make test   create .venv if needed (with the hub extra, whose tests run too), then run the whole test suite
 # Also: make lab-instructor (the whole repository, nbgrader on), make reset-notebook NB=01_pcie,
 #   make hub (a JupyterHub on 127.0.0.1 for a class on this machine; as root)
 PYTHON ?= python3
@@ -112,7 +112,7 @@ reset-notebook:
 browser-deps:
 	bash scripts/ensure_chromium.sh
 
-test: $(STAMP) $(if $(filter true 1,$(CI)),browser-deps)
+test: $(HUB_STAMP) $(if $(filter true 1,$(CI)),browser-deps)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 # Every test but the browser test and the end-to-end ones marked slow (instructor, autograde, the lab's
