@@ -36,6 +36,7 @@ KERNEL_NAME = "course-sandbox"
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
 FRESH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+STAGE_AT = "/mnt"  # an existing, normally empty folder, covered by a private tmpfs while the view is built
 KEEP_ENV = ("LANG", "LC_ALL", "TZ", "MPLBACKEND", "OMP_NUM_THREADS", "COURSE_LIB_MODE")
 
 
@@ -96,15 +97,18 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
     """PID 1 of the new namespaces, still root: build the view, then become the user and exec the kernel."""
     user = ensure_user()
     _mount("--make-rprivate", "/")
-    for path in FRESH:
-        if Path(path).is_dir():
-            _mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", path)
-    stage = Path("/tmp/.stage")
+    # keep a handle on each kept path before /tmp and the repository are hidden (a clone under /tmp, as
+    # CI's may be, disappears with the fresh /tmp): the handles live on a private tmpfs over STAGE_AT
+    stage = Path(STAGE_AT) / ".stage"
+    _mount("-t", "tmpfs", "-o", "mode=700,nosuid,nodev", "tmpfs", STAGE_AT)
     kept = _kept()
-    for i, path in enumerate(kept):  # keep a handle on each before the repository is hidden
+    for i, path in enumerate(kept):
         target = stage / str(i)
         target.mkdir(parents=True) if path.is_dir() else (stage.mkdir(exist_ok=True), target.touch())
         _mount("--bind", str(path), str(target))
+    for path in FRESH:
+        if Path(path).is_dir():
+            _mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", path)
     hidden = [p for p in _hidden(course_dir) if p.is_dir()]  # one under /tmp is hidden already
     for path in hidden:
         _mount("-t", "tmpfs", "-o", "mode=755,nosuid,nodev", "tmpfs", str(path))
@@ -120,6 +124,7 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
         _mount("-o", "remount,bind,ro", str(original))
     for i in range(len(kept)):
         subprocess.run(["umount", "-l", str(stage / str(i))], check=False)
+    subprocess.run(["umount", "-l", STAGE_AT], check=False)
     for path in hidden:
         _mount("-o", "remount,ro,bind", str(path))
     home = Path("/tmp/home")

@@ -27,12 +27,12 @@ def test_init_writes_an_exchange_that_every_user_can_write(tmp_path, monkeypatch
     course = instructor.init_course(tmp_path / "course", [CHAPTER], release=False)
     config = (course / "nbgrader_config.py").read_text()
     exchange = course / "exchange"
-    assert f'c.Exchange.root = r"{exchange}"' in config
+    assert f'c.Exchange.root = {str(exchange)!r}' in config
     assert exchange.is_dir() and exchange.stat().st_mode & 0o7777 == 0o1777
     shared = tmp_path / "srv" / "exchange"
     monkeypatch.setenv(instructor.EXCHANGE_ENV, str(shared))
     instructor.init_course(tmp_path / "course2", [CHAPTER], release=False)
-    assert f'c.Exchange.root = r"{shared}"' in (tmp_path / "course2" / "nbgrader_config.py").read_text()
+    assert f'c.Exchange.root = {str(shared)!r}' in (tmp_path / "course2" / "nbgrader_config.py").read_text()
     assert shared.stat().st_mode & 0o7777 == 0o1777
 
 

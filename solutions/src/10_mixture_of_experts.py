@@ -396,7 +396,7 @@ importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
 
 # %% nbgrader={"grade": false, "grade_id": "ex10-5-answer", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-mixtral_layout = "C"
+mixtral_layout = "D"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex10-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
