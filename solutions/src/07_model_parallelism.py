@@ -404,11 +404,13 @@ glue("share_across", split["across"] / split["total"], "{:.0%}")
 plan = parallel.plan("gpt3-175b", "dgx-a100", gpus=1024, global_batch=1536)
 mp.show_plan(plan, top=6)
 print("\n".join(plan.explanation))
+tp_across = next(e for e in plan.ranked if e.tp > hardware.system("dgx-a100").gpus_per_node)
+glue("tp_across_slower", tp_across.step_time_s / plan.best.step_time_s - 1, "{:.0%}")
 
 # %% [markdown]
 # The winner keeps TP inside the node, recomputes only the attention scores (selective), uses interleaving
 # to shrink the bubble, and shards the optimizer over DP (ZeRO-1) to make room. The best layout with TP
-# across nodes is about 11% slower *in this model*, which leaves out contention for the NICs (section 6).
+# across nodes is about {{tp_across_slower}} slower *in this model*, which leaves out contention for the NICs (section 6).
 #
 # ## 5. Explorer: the TP x PP x DP grid of a cluster
 # Every cell is one layout of your cluster: TP down, PP across, DP the rest. Each pipeline runs $m$
