@@ -109,7 +109,7 @@ glue("b200_memory", hardware.system("dgx-b200").gpu.memory_bytes / 1e9, "{:.0f} 
 # - **ZeRO-2 keeps the {{states_weights}} of weights whole**: impossible on {{h100_memory}}, barely possible on {{h200_memory}} (with
 #   hundreds of GPUs sharing the rest), easy on {{b200_memory}}.
 # - **ZeRO-3 divides everything**: a handful of GPUs hold the states. But it gathers every layer's weights
-#   over the network twice per micro-batch, and the course's model is 1.7-3.4x too optimistic about that
+#   over the network twice per micro-batch, and the course's model is {{zero3_lo}}-{{zero3_hi}} too optimistic about that
 #   traffic at scale (section 5), so the planner leaves ZeRO-3 out by default.
 #
 # Tensor parallelism (TP) and pipeline parallelism (PP) divide **all** states by $t \cdot p$ before ZeRO
@@ -463,6 +463,10 @@ pl.plot_published_comparison(published);
 
 # %%
 pl.show_validation_ranges()
+zero3_at_scale = [r["ratio"] for r in parallel.validation_table()  # ids end with the GPU count
+                  if r["id"].startswith("mlm21-t2-zero3-") and int(r["id"].rsplit("-", 1)[1]) >= 768]
+glue("zero3_lo", min(zero3_at_scale), "{:.1f}")
+glue("zero3_hi", max(zero3_at_scale), "{:.1f}x")
 
 # %% [markdown]
 # Meta published the GPU-hours of every Llama 2 size, all trained on 2.0T tokens with 4M-token batches on
@@ -526,7 +530,7 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 #    fewer on the first and last); the planner needs $p$ to divide a dense model's layer count. It knows
 #    nothing of FP8. Context parallelism, FSDP/HSDP and mixture-of-experts all-to-alls it does model
 #    (chapters 06, 07 and 10; `plan --cp`, `--hsdp`, `--ep`), with their own published checks.
-# 5. **ZeRO-3 at scale.** Against Megatron's measurements the model is 1.7-3.4x optimistic for ZeRO-3 on
+# 5. **ZeRO-3 at scale.** Against Megatron's measurements the model is {{zero3_lo}}-{{zero3_hi}} optimistic for ZeRO-3 on
 #    768-1,536 GPUs (the table above): its weight gathers do not overlap as well as the model assumes.
 # 6. **The network is assumed healthy.** Links run at their measured nccl-tests efficiency with no
 #    congestion, no misconfiguration (chapter 05), and InfiniBand and well-tuned RoCE treated alike (Llama 2
