@@ -338,6 +338,12 @@ glue("racks20_lo", min(r["ratio"] for r in racks20), "{:.2f}")
 glue("racks20_hi", max(r["ratio"] for r in racks20), "{:.2f}x")
 gb200x4_mid = [r for r in vrows if r["sweep"] == "azure-nd-gb200-v6-size" and 2**20 <= r["nbytes"] <= 2**23]
 glue("gb200x4_mid_fast", max(1 / r["ratio"] for r in gb200x4_mid), "{:.1f}x")
+ib_hop_us = costmodel.fabric_kind("infiniband")["hop_latency_us"]
+glue("tcpxo_hops", costmodel.fabric_kind("tcpxo")["hop_latency_us"] / ib_hop_us, "{:.0f}")
+glue("slingshot_hops", costmodel.fabric_kind("slingshot")["hop_latency_us"] / ib_hop_us, "{:.0f}")
+glue("efa_v1_efficiency", costmodel.fabric_kind("efa_v1")["efficiency"], "{:.0%}")
+glue("efa_p6_efficiency", costmodel.fabric_kind("efa_p6")["efficiency"], "{:.0%}")
+glue("efa_p5_efficiency", costmodel.fabric_kind("efa")["efficiency"], "{:.0%}")
 fig = ib.validation_failure_plot(vrows)
 for g in costmodel.validation_goals():
     print(f"{g['name']}: {g['within']} of {g['cases']} test cases ({g['share']:.0%})")
@@ -352,11 +358,11 @@ for g in costmodel.validation_goals():
 #   machines), so it is off by up to {{tiny_worst}} there (the worst one-node case below 64 KiB).
 # - **Networks that are not InfiniBand: their own fabric kind.** Each kind (`python -m course_lib
 #   validation` prints them; the numbers live in `fabrics.json`) has an efficiency and a cost per network
-#   step set from *one* published run and tested on the others: Google's TCPXO costs about 25 InfiniBand
-#   hops per step, HPE [Slingshot](../docs/glossary.md#cxi)'s libfabric path 17 (set on two Alps nodes at 1 MiB), first-generation
-#   EFA (p3dn, p4d) reaches 64% of its line rate and runs only NCCL's Simple protocol, because the
-#   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches 96%. P5 sits in between and
-#   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* 64% and says so.
+#   step set from *one* published run and tested on the others: Google's TCPXO costs about {{tcpxo_hops}} InfiniBand
+#   hops per step, HPE [Slingshot](../docs/glossary.md#cxi)'s libfabric path {{slingshot_hops}} (set on two Alps nodes at 1 MiB), first-generation
+#   EFA (p3dn, p4d) reaches {{efa_v1_efficiency}} of its line rate and runs only NCCL's Simple protocol, because the
+#   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches {{efa_p6_efficiency}}. P5 sits in between and
+#   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* {{efa_p5_efficiency}} and says so.
 # - **Mid sizes through software network stacks.** Where every message crosses a plugin (TCPXO,
 #   Slingshot's [CXI](../docs/glossary.md#cxi) provider, EFA), the model is optimistic between 1 and 128 MiB, by up to {{plugin_mid_worst}} on
 #   the two such clusters in the data: ALCF Polaris (A100, Slingshot) at 1 MiB on 8 nodes measures
