@@ -25,8 +25,10 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, datafiles, hardware, topology, units
+from course_lib import checks, costmodel, datafiles, hardware, prose, topology, units
 from course_lib.explorers import pcie
+
+glue = prose.Glue("01")  # numbers the text quotes from the cells
 
 # %% [markdown]
 # ## 1. From transfer rate to bytes per second
@@ -62,10 +64,19 @@ print(pcie.describe_link(4, 16))
 
 # %%
 pcie.print_table(pcie.generation_table(16))
+x16 = {g: hardware.pcie_link(g, 16) for g in (3, 4, 5, 6)}
+glue("gen6_gain", x16[6].per_direction / x16[5].per_direction, "{:.2f}x")
+glue("gen3_x16", x16[3].per_direction / units.GB, "{:.1f}")
+glue("gen4_x16", x16[4].per_direction / units.GB, "{:.1f} GB/s")
+glue("gen5_x16", x16[5].per_direction / units.GB, "{:.0f}")
+glue("gen6_x16", x16[6].per_direction / units.GB, "{:.0f} GB/s")
+glue("gen4_x16_bidir", x16[4].bidirectional / units.GB, "{:.0f} GB/s")
+glue("gen5_x16_bidir", x16[5].bidirectional / units.GB, "{:.0f} GB/s")
+glue("gen6_x16_bidir", x16[6].bidirectional / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
 # Two things to notice. Each generation doubles the transfer rate, so it doubles the bandwidth (Gen6's
-# FLIT overhead trims its gain to 1.87x); and Gen3 got its near-doubling over Gen2 from 5 → 8 GT/s
+# FLIT overhead trims its gain to {{gen6_gain}}); and Gen3 got its near-doubling over Gen2 from 5 → 8 GT/s
 # *plus* the switch from 8b/10b to 128b/130b (5 GT/s × 0.8 = 4 Gb/s of data per lane before,
 # 8 × 0.985 = 7.9 after). Halving the lanes halves the
 # bandwidth, whatever the generation:
@@ -76,15 +87,18 @@ pcie.plot_lanes();
 # %% [markdown]
 # ## 2. Per direction or bidirectional?
 #
-# The number above, 31.5 GB/s for Gen4 x16, is what one copy in **one direction** can use. A copy from
-# host to GPU does not borrow the other direction's wires. "Both directions added" (63 GB/s for Gen4 x16)
+# The number above, {{gen4_x16}} for Gen4 x16, is what one copy in **one direction** can use. A copy from
+# host to GPU does not borrow the other direction's wires. "Both directions added" ({{gen4_x16_bidir}} for Gen4 x16)
 # is only reached when data flows both ways at once, at full speed.
 #
 # > **Myth.** *"PCIe Gen4 x16 is ~32 GB/s bidirectional, Gen5 ~64 GB/s bidirectional, Gen6 ~128 GB/s
 # > bidirectional."* (popular articles on GPU interconnects, and much other public writing)
-# >
+#
 # > **Fact.** Those are **per-direction** figures (Gen6's 128 is even the raw rate before FLIT overhead:
-# > 118 GB/s of data). Bidirectional totals are twice as large: 63, 126 and 236 GB/s. The evidence is the
+# > {{gen6_x16}} of data). Bidirectional totals are twice as large: {{gen4_x16_bidir}}, {{gen5_x16_bidir}} and
+# > {{gen6_x16_bidir}}.
+#
+# > The evidence is the
 # > arithmetic above (the PCI-SIG transfer rates are per lane per direction) and measurement: copies in one
 # > direction on Gen5 x16 reach 56 GB/s, which no "64 GB/s bidirectional" link could give; with both
 # > directions running, busGrind adds up to about 101 GB/s.
@@ -137,22 +151,30 @@ print("DGX H100 from the catalog:", dgx.gpus_per_node, "GPUs,", dgx.nics_per_nod
 
 # %%
 pcie.draw_pcie_trees(generation=4);
-pcie.print_table(pcie.tree_summary(4))
+trees = {"root": (t := pcie.tree_summary(4))[0], "switch": t[1]}
+pcie.print_table(t)
+glue("root_lanes", trees["root"]["CPU lanes used"], "{}")
+glue("switch_lanes", trees["switch"]["CPU lanes used"], "{}")
+glue("switch_pair", trees["switch"]["gpu0->gpu1"], "{:.1f} GB/s")
+glue("switch_host_each", trees["switch"]["to host, all GPUs at once"], "{:.1f} GB/s")
+glue("switch_bisection", trees["switch"]["bisection (4 GPUs -> 4 GPUs)"], "{:.0f} GB/s")
 
 # %% [markdown]
-# Read the table: with switches the tree takes 64 CPU lanes instead of 128 (the rest is free for NICs
-# and drives), and a GPU-to-GPU copy under one switch still runs at the full 31.5 GB/s per direction. But
-# when all 8 GPUs copy to host memory at once, two GPUs share each uplink: 15.8 GB/s per direction each.
+# Read the table: with switches the tree takes {{switch_lanes}} CPU lanes instead of {{root_lanes}} (the rest is free for NICs
+# and drives), and a GPU-to-GPU copy under one switch still runs at the full {{switch_pair}} per direction. But
+# when all 8 GPUs copy to host memory at once, two GPUs share each uplink: {{switch_host_each}} per direction each.
 # And traffic between the two halves crosses the socket link. The course pairs each PCIe generation with
 # a two-socket CPU of its era; for Gen4 that is AMD EPYC Rome, whose socket link is four x16 xGMI links:
 
 # %%
 rome = topology.socket_link(4)
 print(f"{rome['cpu']}: {rome['name']}, {rome['gb_s_per_direction']:g} GB/s per direction")
+glue("socket_link", rome["gb_s_per_direction"], "{:g} GB/s")
+glue("socket_link_each", rome["gb_s_per_direction"] / 4, "{:g} GB/s")
 
 # %% [markdown]
-# 128 GB/s per direction, shared by the 4 GPUs of a socket: 32 GB/s each, as much as one Gen4 slot. At
-# Gen4 the cut between the halves runs through the PCIe links (the two switch uplinks, 63 GB/s, in the
+# {{socket_link}} per direction, shared by the 4 GPUs of a socket: {{socket_link_each}} each, as much as one Gen4 slot. At
+# Gen4 the cut between the halves runs through the PCIe links (the two switch uplinks, {{switch_bisection}}, in the
 # table's [bisection](../docs/glossary.md#bisection)), not through the socket link. An older Cascade Lake server (PCIe Gen3, three UPI links,
 # `topology.socket_link(3)`) has half that socket link for slots of half the speed.
 #
@@ -229,10 +251,14 @@ pcie.plot_published(measured=measured);
 # Best published single-GPU copies against the x16 spec (GB/s per direction):
 
 # %%
-pcie.print_table(pcie.achievable_summary())
+achievable = pcie.achievable_summary()
+pcie.print_table(achievable)
+pinned = [r["pinned_fraction"] for r in achievable if r["pinned_fraction"] is not None]
+glue("pinned_lo", min(pinned), "{:.0%}")
+glue("pinned_hi", max(pinned), "{:.0%}")
 
 # %% [markdown]
-# About 86-91% of spec with pinned memory; about a third with pageable memory. No published Gen5 pageable
+# About {{pinned_lo}}-{{pinned_hi}} of spec with pinned memory; about a third with pageable memory. No published Gen5 pageable
 # figure was found for this course; on Gen4 the same DGX A100 goes from 25.7 GB/s per direction pinned to
 # 10.0 GB/s pageable.
 # In PyTorch, `DataLoader(pin_memory=True)` and `tensor.pin_memory()` give pinned buffers, and
@@ -249,6 +275,8 @@ pcie.print_table(pcie.achievable_summary())
 pcie.print_table(pcie.cpu_gpu_links(), ["name", "gb_s_per_direction", "gb_s_bidirectional"])
 c2c = pcie.cpu_gpu_link("grace-hopper-c2c")
 print(f"NVLink-C2C / PCIe Gen5 x16, per direction: {c2c.per_direction / hardware.pcie_link(5, 16).per_direction:.1f}x")
+glue("c2c_vs_gen5", c2c.per_direction / hardware.pcie_link(5, 16).per_direction, "{:.0f}x")
+glue("c2c_per_direction", c2c.per_direction / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
 # Why would training care about the CPU-GPU link? **Offloading.** [ZeRO](../docs/glossary.md#zero)-Offload keeps the optimizer state
@@ -262,9 +290,10 @@ print("each way:", units.format_bytes(pcie.offload_bytes(params)))
 for name, link in [("PCIe Gen4 x16", hardware.pcie_link(4, 16)), ("PCIe Gen5 x16", hardware.pcie_link(5, 16)),
                    ("NVLink-C2C", c2c)]:
     print(f"{name:<14} {units.format_time(pcie.offload_time(params, link.per_direction))} per step (one direction after the other)")
+glue("offload_gen4_s", pcie.offload_time(params, hardware.pcie_link(4, 16).per_direction), "{:.2f} s")
 
 # %% [markdown]
-# More than a second of transfers per step over PCIe Gen4. That is why ZeRO-Offload overlaps these
+# More than a second of transfers per step over PCIe Gen4 ({{offload_gen4_s}}). That is why ZeRO-Offload overlaps these
 # transfers with the backward pass, and why it uses pinned buffers (DeepSpeed measured 6x faster
 # host-to-device copies on one GPU after switching from pageable to pinned). With data parallelism the
 # optimizer state is partitioned, so each of N GPUs moves 1/N of it over its own link.
@@ -278,7 +307,7 @@ pcie.offload_explorer(parameters_b=13, gpus=1)
 # The model says: time = bytes / (GT/s × lanes × encoding / 8). Published measurements show where that
 # breaks down (every figure in GB/s per direction):
 #
-# - **Efficiency.** The best pinned copies reach 86-91% of spec (packet headers, copy-engine start-up);
+# - **Efficiency.** The best pinned copies reach {{pinned_lo}}-{{pinned_hi}} of spec (packet headers, copy-engine start-up);
 #   the course's cost model uses an achievable fraction, `costmodel.efficiency("pcie")`, not the spec.
 # - **Small transfers.** Each copy pays a fixed cost of microseconds: on a Della A100 (Gen4) 1 MB copies
 #   ran at 18.0 GB/s and 1 GB copies at 25.8.
@@ -290,7 +319,7 @@ pcie.offload_explorer(parameters_b=13, gpus=1)
 #   ~25 GB/s: full duplex on the wire does not guarantee full duplex through the CPU.
 # - **Sockets.** Host memory on the other socket cut a P100's copies to about a third.
 # - **Copy method.** Copies done by GPU kernels instead of copy engines reached 35 GB/s host-to-device on
-#   H100, against 51-57 GB/s with copy engines. Even NVLink-C2C reaches 346 of its 450 GB/s per direction.
+#   H100, against 51-57 GB/s with copy engines. Even NVLink-C2C reaches 346 of its {{c2c_per_direction}} per direction.
 
 # %%
 for mid in ("della-a100-1MB", "della-a100-1GB", "dell-a100-pageable-h2d", "busgrind-all8-h2d",
@@ -470,17 +499,17 @@ _ = checks.check_all(globals(), chapter="01")
 
 # %% [markdown]
 # ## Takeaways
-# - Bandwidth per direction = GT/s × lanes × encoding efficiency / 8: **Gen3 x16 15.8, Gen4 31.5, Gen5 63,
-#   Gen6 118 GB/s per direction** (FLIT: 236 of 256 bytes carry TLPs). Bidirectional totals are twice that.
+# - Bandwidth per direction = GT/s × lanes × encoding efficiency / 8: **Gen3 x16 {{gen3_x16}}, Gen4 {{gen4_x16}}, Gen5 {{gen5_x16}},
+#   Gen6 {{gen6_x16}} per direction** (FLIT: 236 of 256 bytes carry TLPs). Bidirectional totals are twice that.
 # - "Gen4 ~32, Gen5 ~64, Gen6 ~128 GB/s" are per-direction figures, not bidirectional ones.
 # - 128 CPU lanes fit 8 GPUs at x16 and nothing else; real 8-GPU servers add NICs and drives behind PCIe
 #   switches, whose uplinks are shared when GPUs talk to the CPU.
 # - P2P under a switch never touches the CPU; without P2P (GeForce RTX 4090) a GPU-to-GPU copy crosses PCIe
-#   twice and goes through host memory. Crossing CPU sockets shares one socket link (128 GB/s per direction
+#   twice and goes through host memory. Crossing CPU sockets shares one socket link ({{socket_link}} per direction
 #   on a Gen4 EPYC Rome or Gen5 Sapphire Rapids server).
-# - Real copies reach ~86-91% of spec with pinned memory and about a third with pageable memory.
+# - Real copies reach ~{{pinned_lo}}-{{pinned_hi}} of spec with pinned memory and about a third with pageable memory.
 # - Offloading turns the CPU-GPU link into a training bottleneck: 4 bytes per parameter per step over PCIe,
-#   or 7x faster over Grace Hopper's NVLink-C2C.
+#   or {{c2c_vs_gen5}} faster than PCIe Gen5 x16 over Grace Hopper's NVLink-C2C.
 #
 # ## Worked questions
 # Try each before opening the answer.
@@ -490,8 +519,10 @@ _ = checks.check_all(globals(), chapter="01")
 #
 # <details><summary>Answer</summary>
 #
-# Two GPUs share one Gen5 x16 uplink: 63.0 / 2 = 31.5 GB/s per direction each (the NICs are idle). 80 GB / 31.5 GB/s =
-# 2.5 s. Published concurrent copies (25-45 GB/s per GPU on a Gen5 box) say to expect a bit more.
+# Two GPUs share one Gen5 x16 uplink: {{q1_uplink}} / 2 = {{q1_each}} per direction each (the NICs are idle). 80 GB / {{q1_each}} =
+# {{q1_time_s}}.
+#
+# Published concurrent copies (25-45 GB/s per GPU on a Gen5 box) say to expect a bit more.
 # </details>
 #
 # **Q2.** Why might a PCIe 8-GPU server without NVLink prefer to keep tensor-parallel groups to GPU pairs
@@ -510,10 +541,25 @@ _ = checks.check_all(globals(), chapter="01")
 #
 # <details><summary>Answer</summary>
 #
-# 600 MB / 10.0 GB/s = 60 ms pageable; 600 MB / 25.7 GB/s = 23 ms pinned: 37 ms saved per step, and with
+# 600 MB / {{q3_pageable}} = {{q3_pageable_ms}} pageable; 600 MB / {{q3_pinned}} = {{q3_pinned_ms}} pinned: {{q3_saved_ms}} saved per step, and with
 # `non_blocking=True` the pinned copy can also hide behind computation.
 # </details>
-#
+
+# %%
+# the numbers in the answers above, computed
+gen5_uplink = hardware.pcie_link(5, 16).per_direction
+glue("q1_uplink", gen5_uplink / units.GB, "{:.1f}")
+glue("q1_each", gen5_uplink / 2 / units.GB, "{:.1f} GB/s")
+glue("q1_time_s", 80e9 / (gen5_uplink / 2), "{:.1f} s")
+pageable_gb_s = pcie.measurement("dgx-a100-pageable-h2d")["gb_s_mid"]
+pinned_gb_s = pcie.measurement("dgx-a100-pinned-h2d")["gb_s_mid"]
+glue("q3_pageable", pageable_gb_s, "{:.1f} GB/s")
+glue("q3_pinned", pinned_gb_s, "{:.1f} GB/s")
+glue("q3_pageable_ms", 600e6 / (pageable_gb_s * units.GB) * 1e3, "{:.0f} ms")
+glue("q3_pinned_ms", 600e6 / (pinned_gb_s * units.GB) * 1e3, "{:.0f} ms")
+glue("q3_saved_ms", 600e6 / units.GB * (1 / pageable_gb_s - 1 / pinned_gb_s) * 1e3, "{:.0f} ms")
+
+# %% [markdown]
 # ## Further reading
 # - PCI-SIG, *Specifications* (transfer rates and encodings per generation): https://pcisig.com/specifications
 # - PCI-SIG, *PCIe 6.0 webinar Q&A: FLIT mode, PAM4 and FEC*: https://pcisig.com/blog/pcie%C2%AE-60-specification-webinar-qa-deeper-dive-flit-mode-pam4-and-forward-error-correction-fec

@@ -9,7 +9,7 @@
 # - turn a vendor's bidirectional figure (A100 600 GB/s, H100 900 GB/s, GB200 1.8 TB/s) into the
 #   per-direction number a collective can use;
 # - split a GPU's links over its peers in a point-to-point mesh, and explain why "900 GB/s over 7 peers"
-#   is about 64 GB/s per direction to each;
+#   is about {{per_peer}} per direction to each;
 # - explain why NCCL lays several rings on a DGX-1, and what a single ring's slowest link costs;
 # - tell NVLink from PCIe, and a bridged consumer pair from a GPU without NVLink;
 # - say how close real measurements come to the spec, with sources.
@@ -24,8 +24,10 @@
 # %%
 # %matplotlib inline
 import matplotlib.pyplot as plt
-from course_lib import checks, hardware, units
+from course_lib import checks, costmodel, hardware, prose, units
 from course_lib.explorers import nvlink as nv
+
+glue = prose.Glue("02")  # numbers the text quotes from the cells
 
 # %% [markdown]
 # ## 1. A GPU's NVLink = links × the rate of one link
@@ -48,14 +50,16 @@ nv.show_generations()
 h100 = hardware.nvlink(4)
 print(h100.detail, "=", units.format_bandwidth(h100.per_direction))
 print("both directions added:", units.format_bandwidth(h100.bidirectional, direction="bidirectional"))
+glue("h100_per_direction", h100.per_direction / units.GB, "{:.0f} GB/s")
+glue("h100_bidirectional", h100.bidirectional / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
 # > **Myth / fact: "An H100 can send 900 GB/s over NVLink."**
-# > *Myth.* 900 GB/s is the sum of what an H100 can send (450 GB/s) and what it can receive at the
-# > same time (450 GB/s). A transfer in one direction, or a collective in which every GPU sends to one
-# > neighbour while receiving from another, is limited by the **per-direction** 450 GB/s. Dividing by the
+# > *Myth.* {{h100_bidirectional}} is the sum of what an H100 can send ({{h100_per_direction}}) and what it can receive at the
+# > same time ({{h100_per_direction}}). A transfer in one direction, or a collective in which every GPU sends to one
+# > neighbour while receiving from another, is limited by the **per-direction** {{h100_per_direction}}. Dividing by the
 # > bidirectional figure makes every time estimate twice too optimistic.
-# >
+#
 # > *Evidence:* the vendor figures below are exactly twice the per-direction bandwidth derived from the
 # > links. And the confusion is common in practice: DeepSeek's V3 report quoted "NVLink 160 GB/s" on H800
 # > servers while the spec sheet says 400 GB/s; both are right, because 400 GB/s is the bidirectional
@@ -75,21 +79,25 @@ nv.show_vendor_quotes()
 #
 # $$B_\text{peer} = \frac{L \times B_\text{link}}{p-1}\quad\text{(per direction).}$$
 #
-# That is where the claim "900 GB/s over 7 peers is about 128 GB/s each" comes from. It is right as
+# That is where the claim "900 GB/s over 7 peers is about {{per_peer_bidir}} each" comes from. It is right as
 # arithmetic on the bidirectional figure, but the number to plan with is the per-direction half:
 
 # %%
 per_peer = nv.per_peer_bandwidth(gpus=8, links_per_gpu=18, link_bw=hardware.nvlink(4, 1).per_direction)
 print("8 H100-class GPUs in a full mesh, per peer:", units.format_bandwidth(per_peer),
       "=", units.format_bandwidth(2 * per_peer, direction="bidirectional"))
+glue("per_peer", per_peer / units.GB, "{:.0f} GB/s")
+glue("per_peer_bidir", 2 * per_peer / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
 # Links are whole, so 18 links over 7 peers cannot be split evenly: 18 = 7 × 2 + 4, so some peers get
-# three links (75 GB/s per direction) and others two (50 GB/s). `nv.mesh_link_counts` lays them out:
+# three links ({{mesh_most}} per direction) and others two ({{mesh_fewest}}). `nv.mesh_link_counts` lays them out:
 
 # %%
 counts = nv.mesh_link_counts(8, 18)
 print("links between GPU 0 and its peers:", [counts[(0, b)] for b in range(1, 8)])
+glue("mesh_most", max(counts.values()) * hardware.nvlink(4, 1).per_direction / units.GB, "{:.0f} GB/s")
+glue("mesh_fewest", min(counts.values()) * hardware.nvlink(4, 1).per_direction / units.GB, "{:.0f} GB/s")
 mesh = nv.full_mesh(8, 18, hardware.nvlink(4, 1).per_direction, name="8 GPUs, 18 NVLink 4 links each, full mesh (hypothetical)")
 mesh.draw()
 plt.show()
@@ -187,13 +195,17 @@ nv.show_dgx1_links()
 rings = nv.dgx1_rings(nbytes=1e9)
 print("ring", rings["default_ring"], "-> bottleneck", rings["default_ring_link"],
       units.format_bandwidth(rings["default_ring_bw"]))
+glue("dgx1_gpu_bw", rings["gpu_bw"] / units.GB, "{:.0f} GB/s")
+glue("dgx1_one_ring", rings["default_ring_bw"] / units.GB, "{:.0f} GB/s")
+glue("dgx1_best_ring", rings["best_single_ring_bw"] / units.GB, "{:.0f} GB/s")
 print("1 GB all-reduce at that rate:", units.format_time(rings["default_ring_s"]))
 print("best single ring (over the doubled links):", units.format_bandwidth(rings["best_single_ring_bw"]),
       "->", units.format_time(rings["best_single_ring_s"]))
 
 # %% [markdown]
 # One ring uses 2 of each GPU's 6 links (one to send, one to receive), and one direction of each. The GPU
-# has 150 GB/s per direction; the ring uses a sixth or a third of it.
+# has {{dgx1_gpu_bw}} per direction; the ring uses a sixth or a third of it ({{dgx1_one_ring}} for the default
+# ring, {{dgx1_best_ring}} for the best single ring).
 #
 # ### Several rings
 # NCCL runs several rings at once (its *channels*), each carrying part of the buffer. The DGX-1's links
@@ -205,10 +217,12 @@ print(len(rings["packed_rings"]), "link-disjoint rings:", rings["packed_rings"])
 print(rings["packed_directed_rings"], "rings (both directions) together:", units.format_bandwidth(rings["packed_bw"]),
       "-> 1 GB all-reduce in", units.format_time(rings["packed_s"]))
 nv.draw_rings(rings["topology"], rings["packed_rings"], title="DGX-1: three rings over disjoint links")
+glue("dgx1_packed_bw", rings["packed_bw"] / units.GB, "{:.0f} GB/s")
+glue("dgx1_packed_gain", rings["packed_bw"] / rings["default_ring_bw"], "{:.0f} times")
 plt.show()
 
 # %% [markdown]
-# Six rings reach the GPU's whole 150 GB/s per direction, six times the single ring. This is the
+# Six rings reach the GPU's whole {{dgx1_packed_bw}} per direction, {{dgx1_packed_gain}} the single ring. This is the
 # bandwidth `costmodel.predict` assumes for a DGX-1 (it treats each GPU's NVLink as one port), and it is
 # right only because such rings exist. The whitepaper describes the same structure as "three interwoven
 # rings".
@@ -245,13 +259,15 @@ nv.plot_measurements()
 plt.show()
 
 # %% [markdown]
-# The course's cost model applies one sourced efficiency (80%) to NVLink. For the DGX A100 measurement
+# The course's cost model applies one sourced efficiency ({{nvlink_efficiency}}) to NVLink. For the DGX A100 measurement
 # above it gives:
 
 # %%
 mv = nv.model_vs_measured("a100-allreduce-azure")
 print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0f}, "
       f"model at {mv['efficiency']:.0%} {mv['achievable_busbw_gb_s']:.0f}, measured {mv['measured_gb_s']:.0f} GB/s per direction")
+glue("nvlink_efficiency", costmodel.efficiency("nvlink"), "{:.0%}")
+glue("dgx1_model_busbw", costmodel.efficiency("nvlink") * rings["packed_bw"] / units.GB, "{:.0f} GB/s")
 
 # %% [markdown]
 # What the model leaves out:
@@ -262,7 +278,7 @@ print(f"8 GiB all-reduce on {mv['system']}: spec busbw {mv['spec_busbw_gb_s']:.0
 # - **In-network reduction.** On NVSwitch systems with NVLink [SHARP](../docs/glossary.md#sharp), all-reduce [busbw](../docs/glossary.md#busbw) can exceed the link
 #   rate (chapter 03); the 72-GPU GB200 result may include it, as its algorithm is not stated.
 # - **The DGX-1.** We found no published nccl-tests output for a DGX-1 to cite. The model expects about
-#   80% of 150 GB/s, 120 GB/s busbw, and only if the rings of section 5 are used.
+#   {{nvlink_efficiency}} of {{dgx1_packed_bw}}, {{dgx1_model_busbw}} busbw, and only if the rings of section 5 are used.
 #
 # ## Check your understanding
 #

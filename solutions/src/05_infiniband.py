@@ -320,6 +320,30 @@ print("\n".join(ib.comparison_lines(rows)))
 vrows = costmodel.validation_table()
 tiny = [r for r in vrows if r["nodes"] == 1 and r["nbytes"] < 2**16]
 glue("tiny_worst", max(max(r["ratio"], 1 / r["ratio"]) for r in tiny), "{:.2f}x")
+by_case = {r["id"]: r for r in vrows}
+plugin_mid = [r for r in vrows if r["role"] == "test" and 2**20 <= r["nbytes"] < 2**27 and r["nodes"] > 1
+              and (r["sweep"] or "").startswith(("polaris-a100-slingshot", "a3mega-2node"))]
+glue("plugin_mid_worst", max(r["ratio"] for r in plugin_mid), "{:.1f}x")
+glue("polaris_1m_measured", by_case["polaris-a100-8node-1M"]["measured_busbw"] / 1e9, "{:.1f} GB/s")
+glue("polaris_1m_model", by_case["polaris-a100-8node-1M"]["predicted_busbw"] / 1e9, "{:.0f}")
+glue("a3mega_16m_measured", by_case["a3mega-2node-16777216"]["measured_busbw"] / 1e9, "{:.0f} GB/s")
+glue("a3mega_16m_model", by_case["a3mega-2node-16777216"]["predicted_busbw"] / 1e9, "{:.0f}")
+tree_tests = [r for r in vrows if r["role"] == "test" and r["system"] == "dgx-b200" and r["nodes"] >= 4
+              and (r["sweep"] or "").endswith("-tree")]
+glue("tree_cap_worst", max(abs(r["ratio"] - 1) for r in tree_tests), "{:.0%}")
+racks20 = [r for r in vrows if r["sweep"] == "coreweave-20racks-size"]
+glue("racks20_first", min(racks20, key=lambda r: r["nbytes"])["measured_busbw"] / 1e9, "{:.0f} GB/s")
+glue("racks20_last", max(racks20, key=lambda r: r["nbytes"])["measured_busbw"] / 1e9, "{:.0f}")
+glue("racks20_lo", min(r["ratio"] for r in racks20), "{:.2f}")
+glue("racks20_hi", max(r["ratio"] for r in racks20), "{:.2f}x")
+gb200x4_mid = [r for r in vrows if r["sweep"] == "azure-nd-gb200-v6-size" and 2**20 <= r["nbytes"] <= 2**23]
+glue("gb200x4_mid_fast", max(1 / r["ratio"] for r in gb200x4_mid), "{:.1f}x")
+ib_hop_us = costmodel.fabric_kind("infiniband")["hop_latency_us"]
+glue("tcpxo_hops", costmodel.fabric_kind("tcpxo")["hop_latency_us"] / ib_hop_us, "{:.0f}")
+glue("slingshot_hops", costmodel.fabric_kind("slingshot")["hop_latency_us"] / ib_hop_us, "{:.0f}")
+glue("efa_v1_efficiency", costmodel.fabric_kind("efa_v1")["efficiency"], "{:.0%}")
+glue("efa_p6_efficiency", costmodel.fabric_kind("efa_p6")["efficiency"], "{:.0%}")
+glue("efa_p5_efficiency", costmodel.fabric_kind("efa")["efficiency"], "{:.0%}")
 fig = ib.validation_failure_plot(vrows)
 for g in costmodel.validation_goals():
     print(f"{g['name']}: {g['within']} of {g['cases']} test cases ({g['share']:.0%})")
@@ -334,27 +358,30 @@ for g in costmodel.validation_goals():
 #   machines), so it is off by up to {{tiny_worst}} there (the worst one-node case below 64 KiB).
 # - **Networks that are not InfiniBand: their own fabric kind.** Each kind (`python -m course_lib
 #   validation` prints them; the numbers live in `fabrics.json`) has an efficiency and a cost per network
-#   step set from *one* published run and tested on the others: Google's TCPXO costs about 25 InfiniBand
-#   hops per step, HPE [Slingshot](../docs/glossary.md#cxi)'s libfabric path 17 (set on two Alps nodes at 1 MiB), first-generation
-#   EFA (p3dn, p4d) reaches 64% of its line rate and runs only NCCL's Simple protocol, because the
-#   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches 96%. P5 sits in between and
-#   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* 64% and says so.
+#   step set from *one* published run and tested on the others: Google's TCPXO costs about {{tcpxo_hops}} InfiniBand
+#   hops per step, HPE [Slingshot](../docs/glossary.md#cxi)'s libfabric path {{slingshot_hops}} (set on two Alps nodes at 1 MiB), first-generation
+#   EFA (p3dn, p4d) reaches {{efa_v1_efficiency}} of its line rate and runs only NCCL's Simple protocol, because the
+#   plugin must set `NCCL_PROTO=simple` there; EFA on P6 (B200) reaches {{efa_p6_efficiency}}. P5 sits in between and
+#   unmeasured: no published P5 run is bound by its NICs alone, so the course *assumes* {{efa_p5_efficiency}} and says so.
 # - **Mid sizes through software network stacks.** Where every message crosses a plugin (TCPXO,
-#   Slingshot's [CXI](../docs/glossary.md#cxi) provider, EFA), the model is 1.5-5x optimistic between 1 and 128 MiB: ALCF Polaris
-#   (A100, Slingshot) at 1 MiB on 8 nodes measures 1.0 GB/s against the model's 5; two A3 Mega VMs at
-#   16 MiB 32 GB/s against 106. A per-message cost the course does not have (each chunk waits for the
+#   Slingshot's [CXI](../docs/glossary.md#cxi) provider, EFA), the model is optimistic between 1 and 128 MiB, by up to {{plugin_mid_worst}} on
+#   the two such clusters in the data: ALCF Polaris (A100, Slingshot) at 1 MiB on 8 nodes measures
+#   {{polaris_1m_measured}} against the model's {{polaris_1m_model}}; two A3 Mega VMs at 16 MiB {{a3mega_16m_measured}} against
+#   {{a3mega_16m_model}}. A per-message cost the course does not have (each chunk waits for the
 #   plugin) sets those sizes.
 # - **The tree at scale is bound by the GPU, not the network.** Forced onto B200 nodes with eight
 #   400 Gb/s NICs, NCCL's tree moves about 200 GB/s per node from 4 to 64 nodes, half what the NICs can
 #   carry: at its default 16 [SMs](../docs/glossary.md#sm) the tree needs more SMs than NCCL gives it (NCCL's maintainers, in the
 #   sources). The model caps the tree's network rate on Hopper and Blackwell at the value one published
-#   sweep sets; the same cluster a day later and two sweeps on another B200 cluster test it (all within 8%).
+#   sweep sets; the same cluster a day later and two sweeps on another B200 cluster test it (all within
+#   {{tree_cap_worst}} from 4 nodes up).
 # - **Many nodes, and racks of NVL72.** Between NVL72 racks NCCL runs neither NVLS nor NVLS tree, and
 #   its default is the ring (a GB200 user measured it: the ring was chosen, the forced tree was
 #   faster). The ring's 2 × 1,439 steps over 20 racks cost a few milliseconds per call, which is why
-#   busbw there climbs from 151 GB/s at 512 MiB to 346 at 4 GiB; the model now lands within 1.0-1.34x.
+#   busbw there climbs from {{racks20_first}} at 512 MiB to {{racks20_last}} at 4 GiB; the model now lands within
+#   {{racks20_lo}}-{{racks20_hi}} (predicted / measured).
 # - **Blackwell at small and mid sizes** runs faster than the tables: a 4-GPU GB200 ring at 1-8 MiB
-#   measures up to 1.6x the model's busbw (newer NCCL, a faster launch path on Grace).
+#   measures up to {{gb200x4_mid_fast}} the model's busbw (newer NCCL, a faster launch path on Grace).
 #
 # ### Node scaling: what falls, and why
 #
@@ -377,6 +404,7 @@ glue("node_decline_per_doubling", costmodel.node_decline_constants()["per_doubli
 azure = [r["ratio"] for r in vrows if r["sweep"] == "jz-azure-ndh100v5-8G-nodes-sl0" and r["nodes"] >= 16]
 glue("azure_lo", min(azure), "{:.2f}x")
 glue("azure_hi", max(azure), "{:.2f}x")
+glue("roce_left_per_doubling", next(s for s in study if s["sweep"] == "a100-roce-100g-nodes-169")["residual_per_doubling"], "{:.2f}x")
 left = sorted(s["residual_per_doubling"] for s in study if not s["fit_cases"] and not s["informed_cases"])
 print(f"{len(left)} test sweeps: what falls beyond the model per doubling, median {left[len(left) // 2]:.2f}, "
       f"range {left[0]:.2f}-{left[-1]:.2f}")
@@ -391,7 +419,7 @@ for s in sorted(study, key=lambda s: s["residual_per_doubling"])[:5]:
 #   shape but not the trend. Measured there, the model is {{azure_lo}} to {{azure_hi}}
 #   optimistic from 16 nodes up.
 # - **An untuned RoCE fabric.** An A100 cluster with eight 100 Gb/s RoCE NICs per node fell from 100 GB/s
-#   on two nodes to 40 on six, 0.58x per doubling beyond the model: drops and hash collisions in a
+#   on two nodes to 40 on six, {{roce_left_per_doubling}} per doubling beyond the model: drops and hash collisions in a
 #   lossy Ethernet fabric (section 7), which tuned RoCE does not show.
 # - **A mid size on a cloud cluster.** The Ultra-Scale Playbook's 256 MB all-reduce on H100 + EFA falls
 #   from 436 GB/s on one node to 33 on 64; from 4 nodes up the model predicts {{playbook_lo}} to {{playbook_hi}}

@@ -188,7 +188,7 @@ glue("strong_512", strong_at[512], "{:.0%}")
 
 # %% [markdown]
 # At 12.5 GB/s per GPU the weak-scaling efficiency falls at the node boundary ({{weak_in_node}} on 8 GPUs,
-# {{weak_16}} on 16) and then stays almost flat ({{weak_1024}} on 1,024): the ring's time hardly depends on $N$
+# {{weak_16}} on 16) and then falls only slowly ({{weak_1024}} on 1,024): the ring's time hardly depends on $N$
 # (chapter 00). Strong scaling keeps falling, from {{strong_16}} on 16 GPUs to {{strong_512}} on 512, because every
 # doubling halves the compute that hides the same all-reduce.
 #

@@ -27,9 +27,11 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, costmodel, hardware, parallel, topology, units
+from course_lib import checks, costmodel, hardware, parallel, prose, topology, units
 from course_lib.explorers import infiniband as ib
 from course_lib.explorers import model_parallel as mp
+
+glue = prose.Glue("07")  # numbers the text quotes from the cells
 
 # %% [markdown]
 # ## 1. Why split the model?
@@ -100,6 +102,7 @@ print(f"{c['value']} {c['unit']}\n  source: {c['title']}, {c['where']}: {c['url'
 # %%
 ar_bytes = mp.tp_allreduce_bytes("gpt3-175b", micro_batch=1)
 print(f"b x s x h x 2 bytes = 1 x {gpt3.seq_len} x {gpt3.hidden} x 2 = {ar_bytes:,.0f} bytes = {units.format_bytes(ar_bytes)}")
+glue("ar_mb", ar_bytes / 1e6, "{:.0f} MB")
 
 # %% [markdown]
 # How many of those does a GPU see in one training step? Take the published GPT-3 run (section 6): 1,024
@@ -115,9 +118,12 @@ print(f"{tp_traffic['calls']:,} all-reduces of {units.format_bytes(tp_traffic['b
       f"(6 per layer x 6 layers x 192 micro-batches)")
 print(f"each GPU sends 2(t-1)/t of each: {units.format_bytes(tp_traffic['sent_per_gpu'])} per step, "
       f"over {tp_traffic['link']}, taking {units.format_time(tp_traffic['time_s'])}")
+traffic = {row["kind"]: row for row in mp.traffic_rows(pub)}
+glue("tp_sent", tp_traffic["sent_per_gpu"] / 1e9, "{:.0f} GB")
+glue("tp_vs_dp", tp_traffic["sent_per_gpu"] / traffic["data parallel grads"]["sent_per_gpu"], "{:.0f} times")
 
 # %% [markdown]
-# Each GPU sends about **600 GB per step** for tensor parallelism alone, more than 100 times what it sends
+# Each GPU sends about **{{tp_sent}} per step** for tensor parallelism alone, {{tp_vs_dp}} what it sends
 # for data parallelism (section 4). This is affordable only because it rides NVLink.
 #
 # ### 2.3 Why tensor parallelism stays inside the NVLink domain
@@ -134,15 +140,26 @@ print(f"each GPU sends 2(t-1)/t of each: {units.format_bytes(tp_traffic['sent_pe
 # measured efficiency of chapter 04) and $F$ = peak x the course's GPU efficiency assumption:
 
 # %%
+tp_links = {}
 for sid in ("dgx-a100", "dgx-h100"):
-    r = mp.tp_link_comparison("gpt3-175b", sid, tp=8)
+    r = tp_links[sid] = mp.tp_link_comparison("gpt3-175b", sid, tp=8)
     print(f"{sid}: F = {r['flops'] / 1e12:.0f} TFLOP/s; TP 8 on NVLink ({units.format_bandwidth(r['nvlink_bw'])}): "
           f"comm/compute = {r['ratio_nvlink']:.2f}; on one NIC share ({units.format_bandwidth(r['nic_bw'])}): "
           f"{r['ratio_nic']:.2f}")
+a, h = tp_links["dgx-a100"], tp_links["dgx-h100"]
+glue("tp_nvlink_a100", a["ratio_nvlink"], "{:.0%}")
+glue("tp_nvlink_h100", h["ratio_nvlink"], "{:.0%}")
+glue("tp_nic_a100", a["ratio_nic"], "{:.0%}")
+glue("tp_nic_h100", h["ratio_nic"], "{:.0%}")
+glue("tp_ratio_nvlink_a100", a["ratio_nvlink"], "{:.2f}")
+glue("tp_ratio_nic_a100", a["ratio_nic"], "{:.2f}")
+glue("a100_nvlink_vs_nic", a["nvlink_bw"] / a["nic_bw"], "{:.0f} times")
+glue("h100_vs_a100_flops", h["flops"] / a["flops"], "{:.1f} times")
+glue("h100_vs_a100_nvlink", h["nvlink_bw"] / a["nvlink_bw"], "{:.1f} times")
 
 # %% [markdown]
-# On NVLink the all-reduces cost 8% (A100) to 16% (H100) of the compute. If each GPU had to send them
-# through its own NIC, they would cost 78% to 124% of the compute: the GPUs would spend as long waiting
+# On NVLink the all-reduces cost {{tp_nvlink_a100}} (A100) to {{tp_nvlink_h100}} (H100) of the compute. If each GPU had to send them
+# through its own NIC, they would cost {{tp_nic_a100}} to {{tp_nic_h100}} of the compute: the GPUs would spend as long waiting
 # as computing, every layer. And this traffic cannot be hidden easily: each all-reduce sits between two
 # matrix multiplications that need its result.
 #
@@ -156,13 +173,13 @@ mp.plot_tp_crossing("gpt3-175b", ("dgx-a100", "dgx-h100"), pp=16, dp=8, micro_ba
 
 # %% [markdown]
 # Even with the model's generous assumption, throughput per GPU falls once TP leaves the node, and it
-# falls faster on H100: three times the FLOP/s against 1.5 times the NVLink bandwidth. (Hollow points
+# falls faster on H100: {{h100_vs_a100_flops}} the FLOP/s against {{h100_vs_a100_nvlink}} the NVLink bandwidth. (Hollow points
 # at small $t$ do not fit in 80 GB.)
 #
 # > **Myth / fact: "Tensor parallelism can span nodes just as well."**
-# > *Myth.* A TP group all-reduces a full activation tensor 4 to 6 times per layer and micro-batch, on the
+# > *Myth.* A TP group runs 4 to 6 all-reduces of a full activation tensor per layer and micro-batch, on the
 # > critical path, and the bytes do not shrink as the group grows. Per GPU, a DGX A100's network gives
-# > 12 times less bandwidth than NVLink (chapter 05), so the ratio above goes from 0.08 to 0.78. Narayanan
+# > {{a100_nvlink_vs_nic}} less bandwidth than NVLink (chapter 05), so the ratio above goes from {{tp_ratio_nvlink_a100}} to {{tp_ratio_nic_a100}}. Narayanan
 # > et al. measured the best throughput per GPU at a TP degree equal to the GPUs of one node, and a drop
 # > beyond it (printed below). Section 6 compares the model's drop with a published TP scan.
 
@@ -188,9 +205,11 @@ print(f"one {units.format_bytes(sp['bytes'])} all-reduce over {sp['link']}: {uni
       f"reduce-scatter + all-gather: {units.format_time(sp['rs_ag_s'])}")
 print(f"activations per layer (TP 8, selective recomputation): {units.format_bytes(sp['activations_without_sp'])} "
       f"without, {units.format_bytes(sp['activations_with_sp'])} with sequence parallelism")
+glue("sp_act_with", sp["activations_with_sp"] / 1e6, "{:.0f} MB")
+glue("sp_act_without", sp["activations_without_sp"] / 1e6, "{:.0f} MB")
 
 # %% [markdown]
-# Same time, a third of the activation memory: sequence parallelism is free memory, not less traffic.
+# Same time, a third of the activation memory ({{sp_act_with}} instead of {{sp_act_without}} per layer): sequence parallelism is free memory, not less traffic.
 
 # %%
 c = mp.claim("sp-same-volume")
@@ -249,7 +268,7 @@ print(f"measured by Megatron-LM: {c['claim']}\n  {c['title']}, {c['where']}: {c[
 # %% [markdown]
 # ### 3.3 Point-to-point sends between stages
 # At each stage boundary the forward pass sends one micro-batch's activations, $b \times s \times h$ values,
-# to the next stage, and the backward pass sends the same amount of gradient back: **50 MB per micro-batch
+# to the next stage, and the backward pass sends the same amount of gradient back: **{{ar_mb}} per micro-batch
 # per boundary and direction** for GPT-3 (the same tensor as one TP all-reduce). In Megatron's rank order
 # (section 4) the next stage is on another node, so the send crosses InfiniBand. Two things keep it cheap:
 # - it is **point to point** (one partner, once per micro-batch per boundary), not a collective that grows
@@ -267,9 +286,12 @@ print(f"one micro-batch on one stage: forward {units.format_time(st['forward_s']
       f"{units.format_time(st['backward_s'])} -> a send costs {send_s / st['forward_s']:.1%} of a forward pass")
 c = mp.claim("scatter-gather")
 print(f"scatter/gather: {c['claim']} ({c['where']}; {c['url']})")
+glue("pp_send_ms", send_s * 1e3, "{:.2f} ms")
+glue("pp_forward_ms", st["forward_s"] * 1e3, "{:.0f} ms")
 
 # %% [markdown]
-# A quarter of a millisecond against tens of milliseconds of compute: pipeline traffic is small enough for
+# A quarter of a millisecond ({{pp_send_ms}} per send) against tens of milliseconds of compute ({{pp_forward_ms}} for one
+# forward pass): pipeline traffic is small enough for
 # the slower network. It still adds to the critical path during warm-up and drain (the first micro-batch crosses
 # $p-1$ boundaries before the last stage can start), and interleaving multiplies the number of sends by $v$.
 #
@@ -289,7 +311,7 @@ schedule_box = mp.schedule_explorer(stages=4, micro_batches=8, interleave=1, sch
 # %% [markdown]
 # > **Myth / fact: "More pipeline stages are free."**
 # > *Myth.* With $m$ fixed, each extra stage adds $1/m$ of idle time: at $m = 8$ going from 4 to 8 stages
-# > takes the bubble from 0.375 to 0.875 (computed below). Keeping it small needs $m \gg p$, so a deeper
+# > takes the bubble from {{bubble_m8_p4}} to {{bubble_m8_p8}} (computed below). Keeping it small needs $m \gg p$, so a deeper
 # > pipeline needs a larger global batch, which convergence limits. Each stage also adds a boundary to
 # > cross (warm-up and drain), and the first stage holds activations for $p$ micro-batches. (On a fixed
 # > cluster and batch, trading DP for PP raises $m$ with $p$, and the bubble stays near $N b/(B\,t)$ for $N$
@@ -299,6 +321,8 @@ schedule_box = mp.schedule_explorer(stages=4, micro_batches=8, interleave=1, sch
 # %%
 for p in (4, 8, 16):
     print(f"m = 8, p = {p:>2}: bubble {mp.pipeline_schedule(p, 8).bubble_fraction:.3f} of the ideal time")
+glue("bubble_m8_p4", mp.pipeline_schedule(4, 8).bubble_fraction, "{:.3f}")
+glue("bubble_m8_p8", mp.pipeline_schedule(8, 8).bubble_fraction, "{:.3f}")
 
 # %% [markdown]
 # ## 4. 3D parallelism: which traffic rides which link
@@ -339,13 +363,18 @@ for kind, g in mp.group_links("dgx-a100", tp=8, pp=16, dp=8).items():
     print(f"{kind:<16} groups of {g['size']:>2}, rank stride {g['stride']:>3}: {g['link']} "
           f"({units.format_bandwidth(g['bandwidth'])} per rank){' - crosses nodes' if g['crosses_nodes'] else ''}")
 mp.show_traffic(pub)
+glue("tp_calls", tp_traffic["calls"], "{:,}")
+glue("pp_calls", traffic["pipeline send/recv"]["calls"], "{:,}")
+glue("pp_send_mb", traffic["pipeline send/recv"]["bytes_per_call"] / 1e6, "{:.1f} MB")
+glue("pp_sent", traffic["pipeline send/recv"]["sent_per_gpu"] / 1e9, "{:.1f} GB")
+glue("dp_grads", traffic["data parallel grads"]["bytes_per_call"] / 1e9, "{:.1f} GB")
 
 # %% [markdown]
 # Read the table row by row:
-# - **tensor parallel**: thousands of all-reduces of 50 MB, about 600 GB per GPU per step, all on NVLink;
-# - **pipeline**: a few hundred sends of 6.3 MB (scatter/gather), a few GB, on the rails;
+# - **tensor parallel**: {{tp_calls}} all-reduces of {{ar_mb}}, about {{tp_sent}} per GPU per step, all on NVLink;
+# - **pipeline**: {{pp_calls}} sends of {{pp_send_mb}} (scatter/gather), {{pp_sent}}, on the rails;
 # - **data parallel**: one all-reduce per step of the GPU's own gradients (its 6 layers split 8 ways, plus the
-#   embedding: 2.9 GB in BF16), mostly hidden behind the last backward pass, on the rails.
+#   embedding: {{dp_grads}} in BF16), mostly hidden behind the last backward pass, on the rails.
 
 # %%
 split = mp.sent_by_link(pub)
@@ -353,14 +382,18 @@ print(f"sent per GPU per step: {units.format_bytes(split['inside'])} inside the 
       f"{units.format_bytes(split['across'])} across nodes ({split['across'] / split['total']:.1%} of the bytes)")
 dp_only = 2 * (1024 - 1) / 1024 * 2 * gpt3.params
 print(f"pure data parallelism (if it fitted): {units.format_bytes(dp_only)} per GPU per step, all across nodes")
+glue("sent_3d", split["total"] / 1e9, "{:.0f} GB")
+glue("sent_dp_only", dp_only / 1e9, "{:.0f} GB")
+glue("share_inside", split["inside"] / split["total"], "{:.0%}")
+glue("share_across", split["across"] / split["total"], "{:.0%}")
 
 # %% [markdown]
 # > **Myth / fact: "Model parallelism reduces communication."**
 # > *Myth.* It reduces **memory**. In bytes, a GPU of the 3D layout sends about as much per step as pure data
-# > parallelism would (616 GB against 698 GB, above), and it sends it far more often: thousands of
+# > parallelism would ({{sent_3d}} against {{sent_dp_only}}, above), and it sends it far more often: thousands of
 # > latency-sensitive collectives on the critical path instead of one overlappable gradient all-reduce.
-# > What 3D parallelism changes is **where** the bytes go: about 99% of them stay on NVLink, and the slower
-# > network carries about 1%. It works because the rank order matches the traffic to the links.
+# > What 3D parallelism changes is **where** the bytes go: about {{share_inside}} of them stay on NVLink, and the slower
+# > network carries about {{share_across}}. It works because the rank order matches the traffic to the links.
 #
 # ### 4.3 Let the planner choose
 # `parallel.plan` searches TP x PP x DP (and micro-batch size, ZeRO-1, recomputation, interleaving), drops
@@ -371,11 +404,13 @@ print(f"pure data parallelism (if it fitted): {units.format_bytes(dp_only)} per 
 plan = parallel.plan("gpt3-175b", "dgx-a100", gpus=1024, global_batch=1536)
 mp.show_plan(plan, top=6)
 print("\n".join(plan.explanation))
+tp_across = next(e for e in plan.ranked if e.tp > hardware.system("dgx-a100").gpus_per_node)
+glue("tp_across_slower", tp_across.step_time_s / plan.best.step_time_s - 1, "{:.0%}")
 
 # %% [markdown]
 # The winner keeps TP inside the node, recomputes only the attention scores (selective), uses interleaving
 # to shrink the bubble, and shards the optimizer over DP (ZeRO-1) to make room. The best layout with TP
-# across nodes is about 11% slower *in this model*, which leaves out contention for the NICs (section 6).
+# across nodes is about {{tp_across_slower}} slower *in this model*, which leaves out contention for the NICs (section 6).
 #
 # ## 5. Explorer: the TP x PP x DP grid of a cluster
 # Every cell is one layout of your cluster: TP down, PP across, DP the rest. Each pipeline runs $m$
@@ -388,12 +423,14 @@ print("\n".join(plan.explanation))
 # - the NIC speed from 200 down to 25 Gb/s: TP 8 x PP 16 loses a few percent (only pipeline and data-parallel
 #   traffic use the NICs); select TP 16 x PP 8 and do it again: it loses more than half;
 # - the NVLink speed down to 50 GB/s per direction: every layout with TP > 1 slows down;
-# - $m$ from 192 down to 32: the bubble (grey) of PP 16 grows from 0.08 to 0.47; try PP 32;
+# - $m$ from 192 down to 32: the bubble (grey) of PP 16 grows from {{bubble_pp16_m192}} to {{bubble_pp16_m32}}; try PP 32;
 # - GPUs from 1024 to 128: which layouts still fit?
 # - the system from DGX A100 to DGX H100: the same layout becomes more communication-bound.
 
 # %%
 grid_box = mp.layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp=16, micro_batches=192)
+glue("bubble_pp16_m192", (16 - 1) / 192, "{:.2f}")
+glue("bubble_pp16_m32", (16 - 1) / 32, "{:.2f}")
 
 # %% [markdown]
 # ## 6. Where the model stops being true
@@ -406,10 +443,16 @@ grid_box = mp.layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024
 rows = mp.validation_rows()
 mp.show_validation(rows)
 mp.plot_validation(rows);
+gpt3_row = next(r for r in rows if r["id"] == "mlm21-gpt3-1024")
+glue("val_gpt3_predicted", gpt3_row["predicted"], "{:.0f}")
+glue("val_gpt3_measured", gpt3_row["measured"], "{:.0f}")
+glue("val_gpt3_low", 1 - gpt3_row["ratio"], "{:.0%}")
+glue("val_most_high", max(r["ratio"] for r in rows) - 1, "{:.0%}")
+glue("val_most_low", 1 - min(r["ratio"] for r in rows), "{:.0%}")
 
 # %% [markdown]
-# For GPT-3 175B on 1,024 A100 GPUs the model gives about 126 TFLOP/s per GPU against 140 measured: 10% low.
-# Across the table it ranges from 8% high to 23% low, and the misses have causes you can name.
+# For GPT-3 175B on 1,024 A100 GPUs the model gives about {{val_gpt3_predicted}} TFLOP/s per GPU against {{val_gpt3_measured}} measured: {{val_gpt3_low}} low.
+# Across the table it ranges from {{val_most_high}} high to {{val_most_low}} low, and the misses have causes you can name.
 #
 # **1. One GPU-efficiency constant.** All compute time is FLOPs / (peak x `gpu_efficiency`), one constant
 # taken from a single-GPU V100 run (so that it is independent of these cases; printed below). Real GEMMs get more efficient as they grow: the

@@ -31,8 +31,10 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, hardware, parallel, units
+from course_lib import checks, hardware, parallel, prose, units
 from course_lib.explorers import planner as pl
+
+glue = prose.Glue("08")  # numbers the text quotes from the cells
 
 brief = pl.BRIEF
 
@@ -84,24 +86,30 @@ m = parallel.model(brief.model)
 states = parallel.model_state_bytes(m.params)
 print(f"{m.name}: {m.params / 1e9:.2f} billion parameters")
 print("model states:", {k: units.format_bytes(v) for k, v in states.items()})
+glue("states_total", states["total"] / 1e12, "{:.1f} TB")
+glue("states_weights_grads", (states["weights"] + states["gradients"]) / 1e9, "{:.0f} GB")
+glue("states_weights", states["weights"] / 1e9, "{:.0f} GB")
 
 # %% [markdown]
-# 1.1 TB of state against 80 GB per GPU. Data parallelism copies everything to every GPU, so plain data
+# {{states_total}} of state against 80 GB per GPU. Data parallelism copies everything to every GPU, so plain data
 # parallelism (ZeRO-0) can never hold it, however many GPUs you add. ZeRO divides the states over the
 # data-parallel GPUs in stages: stage 1 the optimizer, stage 2 also the gradients, stage 3 also the weights.
 # What stays whole on every GPU decides whether data parallelism alone can work:
 
 # %%
 pl.show_states_table(m.params, memories_gb=(141, 180))
+glue("h100_memory", hardware.system("dgx-h100").gpu.memory_bytes / 1e9, "{:.0f} GB")
+glue("h200_memory", hardware.system("dgx-h200").gpu.memory_bytes / 1e9, "{:.0f} GB")
+glue("b200_memory", hardware.system("dgx-b200").gpu.memory_bytes / 1e9, "{:.0f} GB")
 
 # %% [markdown]
 # Reading the table (GPU memory sizes from the catalog: 141 GB H200, 180 GB B200; the 80 GB A100 and H100
 # are exercise 08.2 below):
-# - **ZeRO-1 keeps 4 bytes per parameter whole** (weights and gradients): 276 GB, more than any GPU. Impossible.
-# - **ZeRO-2 keeps the 138 GB of weights whole**: impossible on 80 GB, barely possible on 141 GB (with
-#   hundreds of GPUs sharing the rest), easy on 180 GB.
+# - **ZeRO-1 keeps 4 bytes per parameter whole** (weights and gradients): {{states_weights_grads}}, more than any GPU. Impossible.
+# - **ZeRO-2 keeps the {{states_weights}} of weights whole**: impossible on {{h100_memory}}, barely possible on {{h200_memory}} (with
+#   hundreds of GPUs sharing the rest), easy on {{b200_memory}}.
 # - **ZeRO-3 divides everything**: a handful of GPUs hold the states. But it gathers every layer's weights
-#   over the network twice per micro-batch, and the course's model is 1.7-3.4x too optimistic about that
+#   over the network twice per micro-batch, and the course's model is {{zero3_lo}}-{{zero3_hi}} too optimistic about that
 #   traffic at scale (section 5), so the planner leaves ZeRO-3 out by default.
 #
 # Tensor parallelism (TP) and pipeline parallelism (PP) divide **all** states by $t \cdot p$ before ZeRO
@@ -139,10 +147,13 @@ importlib.reload(course_lib.grading).grade("08.2", min_gpus_zero3)
 
 # %%
 pl.show_activation_rows(brief.model, tps=(1, 4, 8))
+act = {row["recompute"]: row for row in pl.activation_rows(brief.model, tps=(1, 4, 8))}
+glue("act_none_tp1", act["none"][1], "{:.0f} GB")
+glue("act_selective_cut", act["none"][1] / act["selective"][1], "{:.0f}x")
 
 # %% [markdown]
-# Without recomputation one sequence needs over 500 GB on one GPU. *Selective* recomputation redoes only the
-# attention-score products in the backward pass (a few % more compute) and cuts that by 5x; *full*
+# Without recomputation one sequence needs {{act_none_tp1}} on one GPU. *Selective* recomputation redoes only the
+# attention-score products in the backward pass (a few % more compute) and cuts that by {{act_selective_cut}}; *full*
 # recomputation keeps only each layer's input and redoes the whole forward pass (a third more compute).
 # A pipeline stage holds $1/p$ of the layers, but its first stage keeps up to $p$ micro-batches in flight, so
 # pipelining alone does not shrink activations much.
@@ -156,11 +167,13 @@ pl.show_activation_rows(brief.model, tps=(1, 4, 8))
 layouts = [dict(tp=1, pp=1), dict(tp=8, pp=1, micro_batch=2), dict(tp=4, pp=1, micro_batch=2),
            dict(tp=4, pp=4, interleave=4)]
 pl.show_memory_rows(pl.memory_rows(brief.model, "dgx-h100", 1024, brief.global_batch, layouts))
-pl.show_memory_rows(pl.memory_rows(brief.model, "dgx-h200", 1024, brief.global_batch, layouts[2:3]))
+h200_tp4 = pl.memory_rows(brief.model, "dgx-h200", 1024, brief.global_batch, layouts[2:3])
+pl.show_memory_rows(h200_tp4)
+glue("tp4_mb2_memory", h200_tp4[0]["total_gb"], "{:.0f} GB")
 
 # %% [markdown]
-# TP4 with two-sequence micro-batches needs about 122 GB per GPU: too much for an 80 GB H100, comfortable
-# on a 141 GB H200. On the H100 the same TP4 needs 4 pipeline stages (or TP8) to fit. Memory capacity, not
+# TP4 with two-sequence micro-batches needs about {{tp4_mb2_memory}} per GPU: too much for an {{h100_memory}} H100, comfortable
+# on a {{h200_memory}} H200. On the H100 the same TP4 needs 4 pipeline stages (or TP8) to fit. Memory capacity, not
 # only FLOP/s, shapes the layout, and the layout decides how much communication shows. Keep this in mind
 # for section 3.
 #
@@ -175,8 +188,8 @@ pl.show_system_rows()
 
 # %% [markdown]
 # > **Myth / fact: "An H200's NVLink moves 900 GB/s to its peers."**
-# > 900 GB/s is the **bidirectional** total of 18 NVLink 4 links. A reduce-scatter or an all-gather sends in
-# > one direction at a time on each link, at most **450 GB/s per direction**: the number in the table,
+# > {{h200_link_bidir}} is the **bidirectional** total of 18 NVLink 4 links. A reduce-scatter or an all-gather sends in
+# > one direction at a time on each link, at most **{{h200_link}} per direction**: the number in the table,
 # > printed here from the catalog. Mixing the two makes every communication estimate 2x optimistic.
 
 # %%
@@ -184,6 +197,9 @@ h200 = hardware.system("dgx-h200")
 print(h200.gpu_link.describe())
 print(h200.nic.describe(), f"x {h200.nics_per_node} per node ->",
       units.format_bandwidth(h200.nic_bandwidth_per_gpu), "per GPU when all GPUs send")
+glue("h200_link_bidir", h200.gpu_link.bidirectional / units.GB, "{:.0f} GB/s")
+glue("h200_link", h200.gpu_link.per_direction / units.GB, "{:.0f} GB/s")
+glue("h200_link_vs_nic", h200.gpu_link.per_direction / h200.nic_bandwidth_per_gpu, "{:.0f}x")
 
 # %% [markdown]
 # The offered DGX nodes all look alike from the outside: 8 GPUs on NVSwitch, one NIC per GPU, wired as a
@@ -208,10 +224,11 @@ pl.draw_systems();
 # %%
 best_h200 = pl.plan_run(brief.model, "dgx-h200", 1024, brief.global_batch).best
 pl.show_traffic(best_h200)
+glue("h200_dp_bytes", max(t.bytes_per_call for t in best_h200.traffic if t.crosses_nodes) / 1e9, "{:.0f} GB")
 
 # %% [markdown]
-# The tensor-parallel traffic is exposed (nothing hides it), but it rides 450 GB/s per direction. The
-# data-parallel traffic is large (tens of GB per GPU per step) on a link 9x slower, yet it hides behind the
+# The tensor-parallel traffic is exposed (nothing hides it), but it rides {{h200_link}} per direction. The
+# data-parallel traffic is large ({{h200_dp_bytes}} per GPU per step) on a link {{h200_link_vs_nic}} slower, yet it hides behind the
 # backward pass almost completely. That is the shape of a good layout: **the frequent, latency-critical
 # traffic on the fastest link; the big, overlappable traffic on the network.**
 #
@@ -219,17 +236,27 @@ pl.show_traffic(best_h200)
 # DGX A100 (the catalog gives both the same BF16 peak), and a DGX H200 with slower NICs or a slower GPU link:
 
 # %%
-pl.show_comparison(pl.compare_systems(brief, gpus=1024, systems=("pcie-8gpu", "dgx-a100")), brief)
-pl.show_link_sensitivity(pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s=(200, 100, 25),
-                                             gpu_link_gb_s=(64,)))
+a100_pair = {r["system"]: r for r in pl.compare_systems(brief, gpus=1024, systems=("pcie-8gpu", "dgx-a100"))}
+pl.show_comparison(list(a100_pair.values()), brief)
+sensitivity = pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s=(200, 100, 25), gpu_link_gb_s=(64,))
+pl.show_link_sensitivity(sensitivity)
+glue("pcie_more_gpu_hours", a100_pair["pcie-8gpu"]["gpu_hours"] / a100_pair["dgx-a100"]["gpu_hours"] - 1, "{:.0%}")
+what_if = {r["case"]: r for r in sensitivity}
+glue("h200_days", what_if["catalog"]["days"], "{:.1f}")
+glue("nic100_days", what_if["NIC 100 Gb/s per direction"]["days"], "{:.1f}")
+glue("nic25_days", what_if["NIC 25 Gb/s per direction"]["days"], "{:.1f}")
+glue("nic25_verdict", "meets" if what_if["NIC 25 Gb/s per direction"]["meets"]["days"] else "misses", "{}")
+glue("gpulink64_days", what_if["GPU link 64 GB/s per direction"]["days"], "{:.1f}")
+glue("gpulink64_verdict", "meets" if what_if["GPU link 64 GB/s per direction"]["meets"]["days"] else "misses", "{}")
 
 # %% [markdown]
 # > **Myth / fact: "Buy the fastest GPU; the network does not matter."**
-# > In the first table above, the same A100 chip costs about 40% more GPU-hours in a PCIe server (PCIe Gen4
-# > between GPUs, 4 NICs per 8 GPUs) than in a DGX A100 (NVLink 3, one NIC per GPU). On the H200, cutting the
-# > NICs from 50 to 12.5 GB/s per direction (100 Gb/s ports) adds about a quarter to the training time, and
-# > 3.1 GB/s per direction (25 Gb/s Ethernet) misses the 30-day deadline; a GPU link of 64 GB/s per
-# > direction, about a PCIe Gen5 x16 slot, misses it too. The planner copes by changing the layout (more
+# > In the first table above, the same A100 chip costs about {{pcie_more_gpu_hours}} more GPU-hours in a PCIe server (PCIe Gen4
+# > between GPUs, 4 NICs per 8 GPUs) than in a DGX A100 (NVLink 3, one NIC per GPU). On the H200 ({{h200_days}} days
+# > as offered), cutting the NICs from 50 to 12.5 GB/s per direction (100 Gb/s ports) gives {{nic100_days}} days, and
+# > 3.1 GB/s per direction (25 Gb/s Ethernet) {{nic25_days}} days, which {{nic25_verdict}} the 30-day deadline: the
+# > data-parallel traffic still mostly hides behind the backward pass. A GPU link of 64 GB/s per
+# > direction, about a PCIe Gen5 x16 slot, gives {{gpulink64_days}} days and {{gpulink64_verdict}} it. The planner copes by changing the layout (more
 # > pipeline stages, which need less bandwidth), but the bubble and the lost overlap cost time. The network matters less than the GPU only
 # > when the layout keeps the frequent traffic inside the NVLink domain and the network has enough
 # > bandwidth to hide the rest.
@@ -244,9 +271,10 @@ pl.show_link_sensitivity(pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s
 # %%
 h200_plan = pl.plan_run(brief.model, "dgx-h200", 1024, brief.global_batch)
 print(h200_plan.summary(6))
+glue("winner_compute_share", h200_plan.best.compute_s / h200_plan.best.step_time_s, "{:.0%}")
 
 # %% [markdown]
-# Read the winner's line: compute is about 90% of the step, tensor-parallel communication the rest, no
+# Read the winner's line: compute is about {{winner_compute_share}} of the step, tensor-parallel communication the rest, no
 # bubble (one pipeline stage), data-parallel traffic hidden. Then read the rivals: each loses to the
 # winner in one identifiable term.
 #
@@ -435,6 +463,10 @@ pl.plot_published_comparison(published);
 
 # %%
 pl.show_validation_ranges()
+zero3_at_scale = [r["ratio"] for r in parallel.validation_table()  # ids end with the GPU count
+                  if r["id"].startswith("mlm21-t2-zero3-") and int(r["id"].rsplit("-", 1)[1]) >= 768]
+glue("zero3_lo", min(zero3_at_scale), "{:.1f}")
+glue("zero3_hi", max(zero3_at_scale), "{:.1f}x")
 
 # %% [markdown]
 # Meta published the GPU-hours of every Llama 2 size, all trained on 2.0T tokens with 4M-token batches on
@@ -498,7 +530,7 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 #    fewer on the first and last); the planner needs $p$ to divide a dense model's layer count. It knows
 #    nothing of FP8. Context parallelism, FSDP/HSDP and mixture-of-experts all-to-alls it does model
 #    (chapters 06, 07 and 10; `plan --cp`, `--hsdp`, `--ep`), with their own published checks.
-# 5. **ZeRO-3 at scale.** Against Megatron's measurements the model is 1.7-3.4x optimistic for ZeRO-3 on
+# 5. **ZeRO-3 at scale.** Against Megatron's measurements the model is {{zero3_lo}}-{{zero3_hi}} optimistic for ZeRO-3 on
 #    768-1,536 GPUs (the table above): its weight gathers do not overlap as well as the model assumes.
 # 6. **The network is assumed healthy.** Links run at their measured nccl-tests efficiency with no
 #    congestion, no misconfiguration (chapter 05), and InfiniBand and well-tuned RoCE treated alike (Llama 2

@@ -24,9 +24,11 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, units
+from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, prose, units
 from course_lib.cli_inspect import format_report, inspect_text, inspect_texts
 from course_lib.diagnostics import acs, local, nccl_tests, topo
+
+glue = prose.Glue("09")  # numbers the text quotes from the cells
 
 # %% [markdown]
 # ## 1. The topology matrix: who talks to whom, over what
@@ -278,6 +280,8 @@ predicted = costmodel.predict("all_reduce", sizes, box)
 print(f"{'size (B)':>12} {'measured busbw':>15} {'predicted busbw':>16}")
 for row, busbw in zip(measured["rows"], predicted.busbw):
     print(f"{row['size']:>12} {row['busbw']:>12.2f} GB/s {busbw / units.GB:>11.2f} GB/s")
+glue("box_pcie_link", box.pcie.per_direction / units.GB, "{:.1f} GB/s")
+glue("pcie_efficiency", costmodel.efficiency("pcie"), "{:.2f}")
 
 # %% [markdown]
 # Scale the box out: how many boxes, how many NIC ports per box (RoCE), how fast each port. The black
@@ -289,7 +293,7 @@ from course_lib.explorers import your_cluster
 your_cluster.scaling_explorer()
 
 # %% [markdown]
-# The model (PCIe Gen4 x16 at 31.5 GB/s per direction, times the course's PCIe efficiency 0.83, chapter 04's
+# The model (PCIe Gen4 x16 at {{box_pcie_link}} per direction, times the course's PCIe efficiency {{pcie_efficiency}}, chapter 04's
 # ring) lands close to the measurement at large sizes (exercise 09.7 asks how close). That is a *good*
 # machine. When your own ratio is far above 1,
 # the comparison points at what to check: a link trained down (`nvidia-smi -q`, PCIe section), peer-to-peer
