@@ -7,6 +7,7 @@ refuses a request without the token, and stops the server (its whole process gro
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -65,13 +66,23 @@ def wait_for_url(proc, log, port) -> tuple[str, str]:
 
 
 def stop_group(proc) -> None:
-    """Stop ``proc``'s whole process group: SIGTERM, then SIGKILL if it lingers."""
-    try:
+    """Stop ``proc``'s whole process group: SIGTERM, then SIGKILL to whatever of the group lingers after
+    20 s. make itself exits at once; a server it started (a hub shutting down its users' servers after a
+    failed test) can outlive it, so the group, not make, is waited for."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        proc.poll()  # reap make, so only the rest of its group answers below
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
 
 
 @needs_current_venv
