@@ -165,9 +165,6 @@ def _predict(args) -> int:
 
 # ---------------------------------------------------------------- compare
 
-# the nccl-tests reader lives in diagnostics (one reader for pasted text); compare and the chapters use it from here too
-parse_nccl_tests = nccl_tests.parse_nccl_tests
-
 
 def ranks_from_bandwidths(collective, rows):
     """Rank count implied by nccl-tests' busbw / algbw on rows with algbw >= 1 GB/s, or None.
@@ -176,8 +173,7 @@ def ranks_from_bandwidths(collective, rows):
     all-gather / reduce-scatter / all-to-all factor = (p-1)/p, so p = 1 / (1 - factor).
     """
     coll = collectives.get(collective)
-    factors = [r["busbw"] / r["algbw"] for r in rows
-               if np.isfinite(r["algbw"]) and np.isfinite(r["busbw"]) and r["algbw"] >= 1.0]
+    factors = nccl_tests.busbw_factors(rows)
     if not factors or coll.busbw_factor(2) == coll.busbw_factor(3):
         return None
     f = float(np.median(factors))

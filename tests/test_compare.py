@@ -3,6 +3,7 @@ import json
 from importlib import resources
 
 from course_lib import cli_predict as cp
+from course_lib.diagnostics import nccl_tests
 from course_lib.__main__ import main
 
 SAMPLE = resources.files("course_lib").joinpath("data/samples/nccl_tests/allreduce_2node_h100_gcp_a3mega.txt")
@@ -61,7 +62,7 @@ def test_ranks_from_bandwidths_and_forced_algorithm_in_the_file():
     rows = [{"size": 2**30, "time_us": 1.0, "algbw": 100.0, "busbw": 187.5}]
     assert cp.ranks_from_bandwidths("all_reduce", rows) == 16
     assert cp.ranks_from_bandwidths("all_gather", [{"size": 1, "time_us": 1, "algbw": 100.0, "busbw": 87.5}]) == 8
-    parsed = cp.parse_nccl_tests("mpirun -x NCCL_ALGO=Ring -x NCCL_PROTO=LL128 all_reduce_perf\n"
+    parsed = nccl_tests.parse_nccl_tests("mpirun -x NCCL_ALGO=Ring -x NCCL_PROTO=LL128 all_reduce_perf\n"
                                  "   1048576  262144 float sum -1 100.0 10.49 19.66 0 99.0 10.59 19.86 0\n")
     assert parsed["env"] == {"algo": "Ring", "proto": "LL128"}
 

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from course_lib import __main__ as cli
-from course_lib.cli_predict import parse_nccl_tests, sweep
+from course_lib.cli_predict import sweep
+from course_lib.diagnostics.nccl_tests import parse_nccl_tests
 
 SAMPLE = """# nThread 1 nGpus 1 minBytes 1048576 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20
 # Collective test starting: all_reduce_perf

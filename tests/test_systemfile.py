@@ -206,8 +206,8 @@ def test_hardware_load_system_is_the_file_loader():
 
 def test_example_predicts_its_published_run():
     """The shipped machine file against its published all_reduce_perf rows: within 10% at every size."""
-    from course_lib import cli_predict
-    rows = cli_predict.parse_nccl_tests((SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())["rows"]
+    from course_lib.diagnostics import nccl_tests
+    rows = nccl_tests.parse_nccl_tests((SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())["rows"]
     s = hardware.load_system(EXAMPLE)
     pred = costmodel.predict("all_reduce", [r["size"] for r in rows], s)
     for r, busbw in zip(rows, pred.busbw):

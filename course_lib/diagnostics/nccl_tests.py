@@ -115,9 +115,16 @@ def _int(value):
     return n if 0 < n < 10**7 else None
 
 
+def busbw_factors(rows) -> list[float]:
+    """busbw / algbw of the rows that show both (a bandwidth printed N/A is NaN) with algbw >= 1 GB/s, sorted:
+    the collective's busbw factor at the run's rank count, what the collective or the ranks are inferred from."""
+    return sorted(r["busbw"] / r["algbw"] for r in rows
+                  if math.isfinite(r["algbw"]) and math.isfinite(r["busbw"]) and r["algbw"] >= 1.0)
+
+
 def _from_bandwidths(rows, ranks):
     """The collective whose busbw/algbw factor at ``ranks`` matches the rows' (only where exactly one does)."""
-    factors = sorted(r["busbw"] / r["algbw"] for r in rows if r["algbw"] >= 1.0)
+    factors = busbw_factors(rows)
     if not factors:
         return None, "not in the file"
     f = factors[len(factors) // 2]
