@@ -32,15 +32,26 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
             raise ValueError(f"{label}: {exc}") from None
     nvlink_status = next((r for _, kind, r, _ in parsed if kind == "nvlink_status"), None)
     out = []
-    for label, kind, result, skipped in parsed:
+    for (label, kind, result, skipped), (_, text) in zip(parsed, items):
         obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result),
                "skipped_lines": skipped}
+        if kind == "nccl_debug" and "=== System : maxBw" in text:
+            obj["findings"] += _topology_of_log(text)
         if kind == "topo":
             obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status, system)
             if system is not None:
                 obj["findings"] += _system.mismatches(result, system)
         out.append(obj)
     return out
+
+
+def _topology_of_log(text: str) -> list[str]:
+    """An INFO log that also printed NCCL's topology (``NCCL_DEBUG_SUBSYS`` with GRAPH): that block's findings."""
+    try:
+        topo = diagnostics.nccl_topo.parse(diagnostics.read(text).text)
+    except ValueError as exc:
+        return [f"topology: the '=== System' block could not be read ({exc})"]
+    return [f"topology: {f}" for f in _findings.nccl_topo_findings(topo)]
 
 
 def inspect_text(text: str, label: str = "<text>") -> dict:
@@ -69,7 +80,7 @@ def format_report(obj: dict) -> str:
         lines.append(f"  - predicted all-reduce busbw for a 1 GiB message on {pred['gpus']} GPUs: "
                      f"{pred['busbw_gb_s']:g} GB/s ({pred['algorithm']}; {pred['reason']})")
         lines += [f"    note: {n}" for n in pred["notes"]]
-    elif obj["kind"] == "topo":
+    elif obj["kind"] == "topo" and obj["gpus"] >= 2:
         lines.append("  - no catalog system is close enough to predict this machine")
     return "\n".join(lines)
 
@@ -77,7 +88,7 @@ def format_report(obj: dict) -> str:
 def _run(args) -> int:
     if args.list_samples:
         for name, row in diagnostics.sample_sources().items():
-            print(f"{name:<42} {row['kind']:<14} {row['url']}")
+            print(f"{name:<42} {row['kind']:<14} {row.get('url') or 'measured: ' + row['measured']}")
         return 0
     items = [(p, None) for p in args.files] + [(f"sample:{s}", s) for s in args.sample]
     system = systemfile.system_from_args(args)

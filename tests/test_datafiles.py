@@ -40,7 +40,9 @@ def test_every_source_has_the_shared_schema():
     assert len(bib) >= 100
     for sid, row in bib.items():
         assert set(row) <= {"title", "url", "publisher", "year", "note"}, sid
-        assert row["title"] and row["publisher"] and row["url"].startswith("https://"), sid
+        assert row["title"] and row["publisher"], sid
+        # a published source has its address; a measurement the course made itself names the script that made it
+        assert row["url"].startswith("https://") or (ROOT / row["url"]).is_file() and "course" in row["publisher"], sid
         assert row["year"] is None or (isinstance(row["year"], int) and 1990 <= row["year"] <= 2030), sid
         assert isinstance(row.get("note", ""), str), sid
 

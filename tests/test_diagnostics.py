@@ -1,8 +1,11 @@
 """course_lib.diagnostics: every shipped sample parses to what it shows, and damaged copies are refused
 with the line and what was expected."""
 import json
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 from course_lib import diagnostics as d
 from course_lib.diagnostics import ibstat, nccl_log, nvlink, smi_pcie, topo
@@ -36,7 +39,10 @@ def test_every_sample_has_a_source_and_every_source_a_file():
     sources = d.sample_sources()
     assert len(sources) >= 15
     for name, row in sources.items():
-        assert row["url"].startswith("https://github.com/"), name
+        if "measured" in row:  # run by the course authors: the script that ran it exists
+            assert (ROOT / row["measured"].split(",")[0]).is_file() and "url" not in row, name
+        else:
+            assert row["url"].startswith("https://github.com/"), name
         assert row["kind"] in d.KINDS and row["machine"] and row["trimmed"], name
         assert text(name).strip(), name
 
@@ -49,7 +55,7 @@ def test_sample_counts_meet_the_issue():
     assert len(d.sample_names("smi_pcie")) >= 1
     for kind in ("rdma_link", "iblinkinfo", "nccl_topo", "nccl_tests"):  # issue 25: two public samples at least
         assert len(d.sample_names(kind)) >= 2, kind
-    assert sum(d.sample_sources()[n]["url"].find("rccl") > 0 for n in d.sample_names("nccl_tests")) >= 2
+    assert sum(d.sample_sources()[n].get("url", "").find("rccl") > 0 for n in d.sample_names("nccl_tests")) >= 2
 
 
 @pytest.mark.parametrize("name", d.sample_names())
@@ -513,3 +519,30 @@ def test_nvlink_excerpts_that_show_only_some_gpus_say_so():
     # the shipped A100 copy lost the reporter's '......' line: GPUs 0-1 alone cannot be told from a 2-GPU node
     assert not d.parse(text("nvlink_a100_12_links.txt"))[1].excerpt
     assert d.parse(text("nvlink_a100_12_links.txt") + "\t......\n")[1].excerpt
+
+
+def test_a_one_gpu_virtual_machine_as_the_course_measured_it():
+    """Outputs the course ran on a real one-GPU H200 VM (benchmarks/device_check.py): what each reader makes of them."""
+    from course_lib import cli_inspect
+
+    topo = cli_inspect.inspect_text(text("topo_1gpu_h200_vm_ansi_header.txt"))
+    assert topo["gpus"] == 1 and topo["predicted_all_reduce"] is None  # no pair, nothing to predict
+    assert topo["findings"] == [next(f for f in topo["findings"] if f.startswith("1 GPU, 0 NIC(s): no GPU pairs"))]
+
+    log = cli_inspect.inspect_text(text("nccl_log_h200_vm_one_rank_bench.log"))
+    assert log["kind"] == "nccl_debug"  # a whole INFO log that also printed its topology is read as the log
+    assert log["nccl_version"] == "2.28.9+cuda13.0" and log["socket_fallback"] and log["nranks"] == 1
+    found = "\n".join(log["findings"])
+    assert "this run is one node" in found  # 'NET/IB : Using [RO]; OOB eth0' (no device) is read, not refused
+    assert "topology: link bandwidths NCCL assumes (GB/s per direction): NET 1.2, PCI 48" in found
+    assert "1 link(s) at 5000 GB/s (PCI to NIC/0-0): not a rate but NCCL's placeholder" in found
+    assert "NET/0-0 at 10 Gb/s" in found  # from '(0/0/0/1.250000)', not the rounded [1.2]
+
+    xml = cli_inspect.inspect_text(text("nccl_topo_h200_vm_one_gpu.xml"))
+    assert xml["gpus"] == 1 and xml["gpu_sm"] == [90]
+    assert any(f.startswith("no NVLink") for f in xml["findings"])
+    assert any("eth0: an IP interface, not an RDMA device" in f for f in xml["findings"])
+    assert not any("GPUDirect RDMA off" in f for f in xml["findings"])  # no nvidia_peermem advice for TCP
+
+    smi = cli_inspect.inspect_text(text("smi_q_h200_vm.txt"))
+    assert "PCIe Gen5 x16 now, at most Gen5 x16 = 63 GB/s per direction" in smi["findings"][0]

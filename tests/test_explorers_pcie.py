@@ -204,7 +204,10 @@ def test_achievable_summary():
     for g in (3, 4):
         assert rows[g]["pageable_fraction"] < 0.5 * rows[g]["pinned_fraction"] * 1.5
         assert rows[g]["pageable_fraction"] < rows[g]["pinned_fraction"]
-    assert rows[5]["best_pageable_gb_s"] is None  # none published; the chapter says so
+    # none published: the only Gen5 pageable figures are the course's own, on one H200 VM, and the chapter says so
+    ours = [m for m in pcie.measurements(5, "pageable") if m["source"] == "course-device-check-h200-vm"]
+    assert len(ours) == len(pcie.measurements(5, "pageable")) == 2
+    assert rows[5]["best_pageable_gb_s"] == max(m["gb_s_high"] for m in ours)
 
 
 def test_exercise_answers_match_the_library():

@@ -126,7 +126,8 @@ def test_text_report_and_list(capsys):
     ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tPHB\t0-63\n", r"line 3: expected row GPU1 \(the header lists 2 GPUs\), got end of input"),
     ("Link 0: 25 GB/s\n", r"line 1: expected a 'GPU n: \.\.\.' line before its links"),
     ("hello\n", r"line 1: expected the output of nvidia-smi topo -m"),
-    ("", r"line 1: expected the output of nvidia-smi topo -m.*got end of input"),
+    ("", r"the output is empty: nothing to read \(nvidia-smi nvlink -s prints nothing on a GPU without NVLink"),
+    ("\n  \n", r"the output is empty"),
 ])
 def test_bad_files_give_one_error_line(tmp_path, capsys, content, message):
     bad = tmp_path / "bad.txt"

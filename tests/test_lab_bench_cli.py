@@ -192,3 +192,22 @@ def test_a_slow_size_is_announced_with_an_estimate_from_its_first_operations():
     assert line == ("note: 64 ranks, 1 KiB: 23 s per operation (ring, 126 steps); this size takes about 118 s, "
                     "more than the 100 s the timeout leaves: raise --timeout, or use fewer ranks")
     assert bench._slow_size_note({**probe, "seconds_per_op": {"builtin": 1e-4}}, config, 100) is None
+
+
+@pytest.mark.parametrize("torchrun", [False, True])
+def test_one_rank_says_that_busbw_is_zero_by_definition(monkeypatch, capsys, torchrun):
+    """A learner with one GPU runs the bench on 1 rank (seen on a one-GPU H200 under torchrun): it says what the
+    numbers are not, once, before the rows."""
+    if torchrun:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        for k, v in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                     "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}.items():
+            monkeypatch.setenv(k, v)
+    assert bench.main(["--ranks", "1", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--backend", "gloo"]) == 0
+    out, err = capsys.readouterr()
+    assert err.count(bench.ONE_RANK_NOTE) == 1 and "busbw is 0 by definition" in err
+    assert "1024" in out and out.count("\n") >= 2

@@ -40,6 +40,7 @@ _MARKERS = (  # (kind, test on one line), first kind with a matching line wins
     ("nvlink_status", lambda l: bool(re.match(r"\s*Link \d+: (?:<inactive>|[0-9.]+ GB/s)", l))),
     ("topo", lambda l: bool(re.match(r"\s*GPU0\s+(?:GPU1|X\b|CPU Affinity|NIC0|\S+_\d)", l))),
 )
+_WHOLE_LOG = re.compile(r"NCCL version \S+|Using network |NET/(?:IB|Socket|Plugin|OFI)|ncclCommInitRank")
 _LONG = 4096  # a marker is looked for in a line's first characters only
 
 
@@ -53,8 +54,13 @@ def detect(text) -> str:
     numbered = lines(pasted.clean(text))
     for kind, test in _MARKERS:
         if any(test(line[:_LONG]) for _, line in numbered):
+            if kind == "nccl_topo" and any(_WHOLE_LOG.search(line[:_LONG]) for _, line in numbered):
+                return "nccl_debug"  # a whole INFO log that also printed its topology: the log is read, topology too
             return kind
-    first = next(((no, line.strip()) for no, line in numbered if line.strip()), (1, None))
+    first = next(((no, line.strip()) for no, line in numbered if line.strip()), None)
+    if first is None:
+        raise ValueError("the output is empty: nothing to read (nvidia-smi nvlink -s prints nothing on a GPU "
+                         "without NVLink, and ibstat nothing without an InfiniBand adapter)")
     raise fail(first[0], "the output of nvidia-smi topo -m, nvidia-smi nvlink -s, nvidia-smi -q, "
                          "ibstat/ibv_devinfo/ibstatus, rdma link, iblinkinfo, lspci -vvv (ACSCtl), an NCCL_DEBUG=INFO "
                          "log, an NCCL topology dump or an nccl-tests/rccl-tests output", first[1])

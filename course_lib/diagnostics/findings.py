@@ -5,10 +5,13 @@ link rates come from the hardware catalog, never typed here.
 """
 from __future__ import annotations
 
+import re
+
 from .. import hardware, units
 from . import failures as _failures
 from .ibstat import LINK_LAYERS, IbStatus
 from .nccl_log import NcclLog
+from .nccl_topo import LOC_BW_GB_S
 from .nvlink import NvlinkStatus
 from .smi_pcie import SmiPcie
 from .topo import PCIE_PATHS, TopoMatrix
@@ -37,6 +40,9 @@ def _ranges(indices: list[int]) -> str:
 def topo_findings(t: TopoMatrix) -> list[str]:
     """Findings for ``nvidia-smi topo -m``: NVLink, socket crossings, NIC placement, NUMA."""
     n, pairs, counts = len(t.gpus), t.pairs(), t.pair_counts()
+    if n == 1:
+        return [f"1 GPU, {len(t.nics)} NIC(s): no GPU pairs, so nothing in this machine crosses NVLink or PCIe "
+                "between GPUs; collectives need a second GPU (busbw of an all-reduce over one rank is 0 by definition)"]
     out = [f"{n} GPU(s), {len(t.nics)} NIC(s); GPU pairs by path: "
            + ", ".join(f"{k} {v}" for k, v in counts.items() if v)]
     nv = t.nv_counts()
@@ -104,7 +110,8 @@ def nccl_findings(log: NcclLog) -> list[str]:
     if log.socket_fallback:
         eth100 = hardware.network("eth-100g").per_direction
         why = "the log says 'NET/IB : No device found'" if log.ib_missing else "no IB or libfabric transport is named"
-        out.append(f"NCCL used NET/Socket: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
+        one_node = " (this run is one node, so nothing crossed it yet)" if log.nnodes == 1 else ""
+        out.append(f"NCCL used NET/Socket{one_node}: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
                    f"at most the Ethernet line rate, about {units.format_bandwidth(eth100)} for a 100 Gb/s port and "
                    f"usually less, against about {units.format_bandwidth(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
                    f"port; install the RDMA stack or the cloud's NCCL net plugin")
@@ -290,11 +297,16 @@ def iblinkinfo_findings(f) -> list[str]:
     return out
 
 
+_IP_INTERFACE = re.compile(r"^(?:eth|en|ib|bond|wl|lo)[0-9a-z]*$")  # netdevs (eth0, ens5, ib0), not mlx5_0 or efa_0
+
+
 def nccl_topo_findings(t) -> list[str]:
     """Findings for NCCL's topology (XML dump or the System lines of a log)."""
     out = [f"NCCL's topology ({t.form}): {t.gpus} GPU(s), {len(t.nets)} network port(s), {t.cpus} CPU node(s)"
            + ("; the pasted dump is cut short, so counts are a lower bound" if t.truncated else "")]
-    if t.nvlinks_per_gpu:
+    if t.nvlinks_per_gpu and not any(t.nvlinks_per_gpu):
+        out.append("no NVLink: every GPU reaches the others (if any) over PCIe or the CPU")
+    elif t.nvlinks_per_gpu:
         links = sorted(set(t.nvlinks_per_gpu))
         out.append(f"NVLinks per GPU: {', '.join(map(str, links))}" + ("; they end at NVSwitches" if t.nvswitch
                                                                          else "; GPU to GPU (no NVSwitch named)"))
@@ -303,15 +315,27 @@ def nccl_topo_findings(t) -> list[str]:
     if t.link_bw_gb_s:
         out.append("link bandwidths NCCL assumes (GB/s per direction): " +
                    ", ".join(f"{k} {v:g}" for k, v in sorted(t.link_bw_gb_s.items())))
-    if t.max_bw_gb_s is not None:
+    if t.placeholder_links:
+        out.append(f"{len(t.placeholder_links)} link(s) at 5000 GB/s ({', '.join(t.placeholder_links[:3])}): not a "
+                   "rate but NCCL's placeholder for a link it could not measure (LOC_BW), e.g. a virtual NIC that is "
+                   "not a PCI device; that link's real rate is not in the log")
+    if t.max_bw_gb_s is not None and t.max_bw_gb_s == LOC_BW_GB_S:
+        out.append(f"maxBw {t.max_bw_gb_s:g} GB/s is the placeholder too: NCCL found no path from a GPU to a peer "
+                   "GPU or a measured NIC to bound its rings and trees (one GPU alone, for instance)")
+    elif t.max_bw_gb_s is not None:
         out.append(f"maxBw {t.max_bw_gb_s:g} GB/s, totalBw {t.total_bw_gb_s:g} GB/s: maxBw is the best bandwidth NCCL "
                    "found from one GPU to the network or its peers, an upper bound for its rings and trees")
     if t.nets:
         speeds = sorted({n["speed_gbit_s"] for n in t.nets})
-        no_gdr = [n["name"] for n in t.nets if n["gdr"] is False]
+        ip = [n["name"] for n in t.nets if _IP_INTERFACE.match(n["name"])]
+        no_gdr = [n["name"] for n in t.nets if n["gdr"] is False and n["name"] not in ip]
         out.append(f"network ports: {', '.join(n['name'] for n in t.nets)} at {', '.join(f'{v:g}' for v in speeds)} "
                    "Gb/s" + (f"; GPUDirect RDMA off (gdr=0) on {', '.join(no_gdr)}: traffic is staged through host "
                              "memory (nvidia_peermem, ACS)" if no_gdr else ""))
+        if ip:
+            out.append(f"{', '.join(ip)}: an IP interface, not an RDMA device, so NCCL's socket transport (TCP through "
+                       "host memory) carries that traffic and GPUDirect RDMA does not apply; NCCL found no "
+                       "InfiniBand, RoCE or EFA device on this machine")
     return out
 
 

@@ -202,6 +202,9 @@ def _read_ib(scan: _Scan, no: int, body: str) -> None:
     m = _IB_USING.match(body)
     if m:
         devs = _IB_DEV.findall(m.group(1))
+        if not devs and m.group(1).replace("[RO]", "").strip() == "":
+            scan.ib_missing, scan.recognised = True, scan.recognised + 1  # NCCL 2.2x: 'Using [RO]; OOB' and no device
+            return
         if not devs:
             raise fail(no, "IB devices such as '[0]mlx5_0:1/IB' after 'NET/IB : Using'", m.group(1))
         for dev, layer in devs:

@@ -18,7 +18,9 @@ _TAG = re.compile(r"<(system|cpu|pci|gpu|nvlink|nic|net|xgmi)\b([^<>]*)>")
 _ATTR = re.compile(r"([\w.-]+)=\"([^\"<>]*)\"")
 _SYSTEM_LINE = re.compile(r"=== System : maxBw ([0-9.]+) totalBw ([0-9.]+) ===")
 _LOG_LINK = re.compile(r"\+ (PCI|NVL|NET|SYS|C2C|LOC|P2P)\[([0-9.]+)\] - (GPU|NIC|NET|NVS|PCI|CPU)/([0-9A-Fa-f-]+)")
+_NET_BW = re.compile(r"NET/[0-9A-Fa-f-]+ \([^()]*/([0-9]+\.[0-9]+)\)")
 NVSWITCH_CLASS = "0x068000"  # the PCI class NCCL gives an NVSwitch as an nvlink target
+LOC_BW_GB_S = 5000.0  # NCCL's LOC_BW (src/graph/topo.h): the bandwidth it gives a link it did not measure
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,17 @@ class NcclTopo:
     cpus: int
     max_bw_gb_s: float | None      # log form: NCCL's maxBw / totalBw, GB/s
     total_bw_gb_s: float | None
-    link_bw_gb_s: dict             # log form: the largest bandwidth of each link type, GB/s
+    link_bw_gb_s: dict             # log form: the largest bandwidth of each link type, GB/s (placeholders left out)
     truncated: bool
+    placeholder_links: tuple = ()  # log form: links NCCL gave LOC_BW (5000 GB/s) instead of a measured rate
+
 
     def to_json(self) -> dict:
         return {"form": self.form, "gpus": self.gpus, "gpu_sm": list(self.gpu_sm),
                 "nvlinks_per_gpu": list(self.nvlinks_per_gpu), "nvswitch": self.nvswitch, "nets": list(self.nets),
                 "cpus": self.cpus, "max_bw_gb_s": self.max_bw_gb_s, "total_bw_gb_s": self.total_bw_gb_s,
-                "link_bw_gb_s": dict(self.link_bw_gb_s), "truncated": self.truncated}
+                "link_bw_gb_s": dict(self.link_bw_gb_s), "truncated": self.truncated,
+                "placeholder_links": list(self.placeholder_links)}
 
 
 def _number(no, text, what):
@@ -82,7 +87,7 @@ def _xml(numbered) -> NcclTopo:
 
 def _log(numbered) -> NcclTopo:
     max_bw = total_bw = None
-    gpus, nets, cpus, link_bw, nvswitch = set(), {}, set(), {}, False
+    gpus, nets, cpus, link_bw, nvswitch, placeholders = set(), {}, set(), {}, False, []
     for no, line in numbered:
         if "System : maxBw" in line:
             m = _SYSTEM_LINE.search(line)
@@ -99,18 +104,24 @@ def _log(numbered) -> NcclTopo:
         if not m:
             continue
         kind, bw, node, ident = m.group(1), _number(no, m.group(2), "a bandwidth in GB/s in brackets"), m.group(3), m.group(4)
-        link_bw[kind] = max(link_bw.get(kind, 0.0), bw)
+        if bw == LOC_BW_GB_S and kind != "LOC":
+            placeholders.append(f"{kind} to {node}/{ident}")
+        else:
+            link_bw[kind] = max(link_bw.get(kind, 0.0), bw)
         if node == "GPU":
             gpus.add(ident)
         elif node == "NET":
-            nets[ident] = {"name": f"NET/{ident}", "speed_gbit_s": bw * 8, "port": None, "gdr": None}
+            exact = _NET_BW.search(line)  # '(0/0/0/1.250000)': the same rate unrounded
+            if exact and abs(float(exact.group(1)) - bw) <= 0.05 * max(bw, 0.1):
+                bw = float(exact.group(1))
+            nets[ident] = {"name": f"NET/{ident}", "speed_gbit_s": round(bw * 8, 3), "port": None, "gdr": None}
         elif node == "NVS":
             nvswitch = True
     if max_bw is None:
         raise fail(1, "'=== System : maxBw B totalBw T ===' before the topology lines", None)
     return NcclTopo(form="log", gpus=len(gpus), gpu_sm=(), nvlinks_per_gpu=(), nvswitch=nvswitch,
                     nets=tuple(nets.values()), cpus=len(cpus), max_bw_gb_s=max_bw, total_bw_gb_s=total_bw,
-                    link_bw_gb_s=link_bw, truncated=False)
+                    link_bw_gb_s=link_bw, truncated=False, placeholder_links=tuple(placeholders))
 
 
 def parse(text) -> NcclTopo:

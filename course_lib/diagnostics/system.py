@@ -86,6 +86,8 @@ def predicted_busbw(t: TopoMatrix, nvlink_status: NvlinkStatus | None = None,
     ``system`` (a catalog system or a system file the learner wrote) that system is used instead
     of the closest one, on the matrix's GPU count.
     """
+    if len(t.gpus) < 2:
+        return None  # one GPU: no collective between GPUs to predict (topo_findings says so)
     if system is not None:
         g = min(len(t.gpus), system.gpus_per_node)
         found = system, g, f"the given system {system.id} ({system.gpu_link.name}), {g} of its GPUs as in the matrix"

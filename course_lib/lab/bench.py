@@ -522,6 +522,10 @@ def _slow_size_note(probe, config, seconds_left) -> str | None:
             f"this size takes about {est:.0f} s, {room}")
 
 
+ONE_RANK_NOTE = ("note: 1 rank: nothing crosses a link between ranks, so busbw is 0 by definition ((n-1)/n = 0); "
+                 "the times are the launch and a local copy, not the interconnect: start 2 or more ranks")
+
+
 def oversubscription_note(ranks: int, collective: str, algorithms) -> str | None:
     """One line when ``ranks`` local ranks outnumber this machine's cores (their steps then wait for
     the scheduler: a small operation may take seconds), else None."""
@@ -721,6 +725,8 @@ def main(argv=None) -> int:
     note = oversubscription_note(max(ranks), config["collective"], config["algorithms"])
     if note:
         print(note, file=sys.stderr, flush=True)
+    if 1 in ranks:
+        print(ONE_RANK_NOTE, file=sys.stderr, flush=True)
     print(HEADER, flush=True)
     try:  # each size's rows are printed as soon as they are measured, and kept when a later size fails
         sweep(ranks=ranks, backend=backend, timeout=args.timeout, on_row=lambda row: print(format_row(row), flush=True),
@@ -756,7 +762,11 @@ def _torchrun(config, args):
                           in ("127.0.0.1", "localhost") else "")
     if not os.environ["GLOO_SOCKET_IFNAME"]:
         del os.environ["GLOO_SOCKET_IFNAME"]
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout))
+    # device_id binds the NCCL communicator to this rank's GPU (without it torch warns that it guesses)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout),
+                            **({"device_id": torch.device(device)} if backend == "nccl" else {}))
+    if dist.get_rank() == 0 and dist.get_world_size() == 1:
+        print(ONE_RANK_NOTE, file=sys.stderr, flush=True)
     try:
         rows = measure(dist.get_rank(), dist.get_world_size(), device=device, **config)
     finally:
