@@ -222,9 +222,74 @@ def _shown(source: str) -> str:
     return authoring.HIDDEN_RE.sub("", source).strip()
 
 
+# Calls and names that reach the interpreter's own machinery; an answer cell computes a number or a choice.
+REACHING = ("__import__", "getattr", "setattr", "delattr", "exec", "eval", "compile", "globals", "locals", "vars",
+            "get_ipython", "open", "breakpoint")
+
+
+def _words(source: str) -> set[str]:
+    """What a cell names, read from its syntax: identifiers, attributes, imported modules, string constants and
+    strings built by ``+``, ``join`` or f-strings of constants (``'import' + 'lib'`` is ``importlib``), dunder
+    attributes. A cell that does not parse (IPython magics aside) is read as text."""
+    import ast
+
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {w for w in SUSPICIOUS + REACHING if w in source}
+
+    def text(node):  # the string a constant expression spells, or None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = text(node.left), text(node.right)
+            return None if left is None or right is None else left + right
+        if isinstance(node, ast.JoinedStr):
+            parts = [text(v) if not isinstance(v, ast.FormattedValue) else text(v.value) for v in node.values]
+            return None if None in parts else "".join(parts)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
+                and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))):
+            sep, parts = text(node.func.value), [text(e) for e in node.args[0].elts]
+            return None if sep is None or None in parts else sep.join(parts)
+        return None
+
+    found, spelled = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+            if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in SUSPICIOUS:
+                found.add("a dunder attribute (" + node.attr + ")")
+            if isinstance(node.value, ast.Name):
+                found.add(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                found.update(alias.name.split("."))
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.update(node.module.split("."))
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in getattr(node, "targets", None) or [node.target]:
+                if isinstance(target, ast.Attribute):  # json.loads = ..., checks.grade = ...: a patch, not an answer
+                    found.add("rebinds " + ast.unparse(target))
+                elif isinstance(target, ast.Name) and target.id in ("checks", "grading", "course_lib"):
+                    found.add(f"{target.id} =")  # the grader's module replaced by something else
+        spelled_here = text(node)
+        if spelled_here:
+            spelled.append(spelled_here)
+    out = {w for w in REACHING if w in found or w in spelled}
+    out |= {w for w in found if w.startswith(("a dunder attribute", "rebinds "))}
+    names = " ".join(sorted(found))
+    out |= {w for w in SUSPICIOUS if w in names or any(w in s for s in spelled)}
+    return out
+
+
 def _suspicious(source: str, allowed: str = "") -> list[str]:
-    """The words of SUSPICIOUS in ``source`` that ``allowed`` (the reference solution's cell) does not use."""
-    return sorted({w for w in SUSPICIOUS if w in source and w not in allowed})
+    """What ``source`` reaches for (:func:`_words`: SUSPICIOUS words, dunders, REACHING calls) that ``allowed``
+    (the reference solution's cell) does not also use. A hint for the reader: the grade itself is decided
+    outside the learner's kernel."""
+    return sorted(_words(source) - _words(allowed))
 
 
 def inspect_submission(submission, release, student: str = "student", reference=None) -> list[Problem]:

@@ -177,3 +177,35 @@ def test_chapter_02_solution_full_blank_zero_one_wrong_loses_its_points(graded_0
     assert graded_02["full"] == (TOTAL_02, TOTAL_02)
     assert graded_02["blank"] == (0.0, TOTAL_02)
     assert graded_02["onewrong"] == (TOTAL_02 - checks.spec("02.3")["points"], TOTAL_02)
+
+
+# ---------------------------------------------------------------- the screen reads syntax, not substrings
+@pytest.mark.parametrize("source, flagged", [
+    ("m = __import__('import' + 'lib')", {"__import__", "importlib"}),
+    ("name = ''.join(['sys', '.modules'])", {"sys.modules"}),
+    ("k = f\"{'answer'}_key\"", {"answer_key"}),
+    ("get_ipython().events.register('pre_run_cell', lambda *a: get_ipython().displayhook('ok'))", {"get_ipython"}),
+    ("import json\njson.loads = lambda s: {}", {"rebinds json.loads"}),
+    ("x = (1).__float__()", {"__float__"}),
+    ("g = getattr(__builtins__, 'op' + 'en')", {"getattr", "open", "builtins"}),
+    ("%matplotlib inline\nrate_gb_s = 16 * 32 * 128 / 130 / 8", set()),
+])
+def test_the_screen_sees_through_spelling(source, flagged):
+    assert set(instructor._suspicious(source)) == flagged
+
+
+def test_no_honest_answer_cell_of_the_course_is_flagged():
+    """Every reference answer cell of the 11 chapters passes the screen on its own (written items fetch their
+    model answer from grading, which the reference may do and a learner's cell may not)."""
+    import nbformat
+
+    cells = [c for path in sorted(authoring.SOLUTIONS.glob("*.ipynb"))
+             for c in nbformat.read(path, as_version=4).cells
+             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+    assert len(cells) >= 80
+    for cell in cells:
+        if "grading.model_answer" in cell.source:
+            assert instructor._suspicious(cell.source) == ["grading"]
+            assert instructor._suspicious(cell.source, allowed=cell.source) == []
+        else:
+            assert instructor._suspicious(cell.source) == [], cell.source
