@@ -37,7 +37,7 @@ def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
     ax.set_xlabel("time in the step, ms")
     ax.set_ylim(-1.2, 4.6)
     ax.set_xlim(left=-0.02 * ms * total_s)
-    ax.set_title(f"compute: forward (light), backward in {buckets} bucket-sized pieces (dark),\nbucket all-reduces "
+    ax.set_title(f"compute (blue): forward light, backward in {buckets} bucket-sized pieces dark;\nbucket all-reduces "
                  f"(purple): {units.format_time(comm_s)} of communication", fontsize=style.FONT_NORMAL)
     ax.grid(axis="x", alpha=0.3)
     return ax
