@@ -265,3 +265,22 @@ def test_the_palette_lint_fails_on_a_literal_planted_in_a_real_view(tmp_path):
     lines[at] = lines[at].replace("color=style.YOURS", 'color="tab:red"', 1)
     found = palette_violations("\n".join(lines), "course_lib/views/pcie.py")
     assert found == [f"course_lib/views/pcie.py:{at + 1}: colour literal 'tab:red' (argument color)"]
+
+
+def test_named_sizes_and_series_helpers():
+    from course_lib import topology
+    assert style.FONT_SMALL < style.FONT_NORMAL < style.FONT_TITLE
+    assert style.larger(style.FONT_SMALL, 2) == style.FONT_SMALL + 2
+    assert [style.series(k) for k in range(len(style.SERIES_COLOURS) + 1)] == \
+        list(style.SERIES_COLOURS) + [style.SERIES_COLOURS[0]]
+    fig = plt.figure(figsize=(2 * topology.NOTEBOOK_WIDTH_IN, 3))
+    assert style.notebook_points(fig, topology.READABLE_POINTS) == pytest.approx(topology.readable_points(fig))
+    assert style.notebook_points(fig) == pytest.approx(2 * style.FONT_SMALL)   # drawn twice as large, shrunk by 2
+    plt.close(fig)
+
+
+def test_every_phase_and_regime_has_a_colour():
+    from course_lib import costmodel
+    phases = {t["phase"] for step in range(1, 7) for t in ch04.ring_step_info(step, 4)["transfers"]}
+    assert phases == set(style.PHASE_COLOURS)
+    assert len(style.REGIME_COLOURS) >= len(costmodel.SCALE_REGIMES)   # the view zips them: none may go undrawn
