@@ -5,13 +5,15 @@ an algorithm id (:mod:`course_lib.collectives`), a link family, a step-time cate
 07 and 08 break a training step down the same way), a memory category (chapters 06 and 07), a
 network transport, where a transfer goes (inside the node or across nodes). Views and explorers
 take their colours from here and define none of their own (topology drawings, a lower layer that
-may not import this module, keep their device colours in ``topology.NODE_COLOURS``).
+may not import this module, keep their device colours in ``topology.NODE_COLOURS``). Text sizes
+are named here too (FONT_SMALL, FONT_NORMAL, FONT_TITLE); ``tests/test_style.py`` fails on any colour
+literal or numeric font size in the drawing code, naming its file and line.
 Axis helpers put bytes and times on an axis with the course's own unit formatting
 (:mod:`course_lib.units`).
 """
 from __future__ import annotations
 
-from . import units
+from . import topology, units
 
 # Algorithm ids of course_lib.collectives (plus the library / system ones the chapters name).
 ALGORITHM_COLOURS = {
@@ -40,19 +42,62 @@ TRANSPORT_COLOURS = {"infiniband": "tab:green", "roce": "tab:blue", "tcp": "tab:
 REACH_COLOURS = {"inside": "#55a868", "across": "#dd8452"}
 # Several rings over one topology (chapter 02): ring k takes RING_COLOURS[k % len(RING_COLOURS)].
 RING_COLOURS = ("tab:red", "tab:blue", "tab:purple", "tab:orange", "tab:cyan", "tab:brown")
-# Systems compared in one figure (chapter 07's TP crossing): system k takes SERIES_COLOURS[k % len(...)].
-SERIES_COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:purple")
-GUIDE = "0.35"          # reference lines: limits, budgets, "ideal"
+# Series that mean nothing beyond telling them apart (systems compared in chapter 07's TP crossing, published
+# sweeps, validation groups): series k takes series(k).
+SERIES_COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:purple", "tab:orange", "tab:cyan", "tab:gray")
+# A collective's two phases (chapter 04's ring): reduce-scatter, then all-gather.
+PHASE_COLOURS = {"reduce-scatter": "tab:red", "all-gather": "tab:green"}
+# How far a measured scaling case is from the model's regimes (costmodel.SCALE_REGIMES, in order).
+REGIME_COLOURS = ("tab:blue", "tab:orange", "tab:red", "black")
+OVERESTIMATE = "tab:blue"    # the model above a measurement (ratio >= 1)
+UNDERESTIMATE = "tab:orange"  # the model below it
+SUMMED = "0.25"         # a buffer summed over all ranks (chapter 04's collectives), dark under white text
+# Colour maps: one colour per rank's data; an order (step, level) or a quantity (MFU) from dark to light;
+# how much of a reduction a chunk holds; pipeline stages; forward and backward micro-batches by chunk.
+RANK_CMAP = "tab10"
+ORDER_CMAP = "viridis"
+FILL_CMAP = "Blues"
+STAGE_CMAP = "Set2"
+WORK_CMAPS = {"forward": "Blues", "backward": "Oranges"}
+INK = "black"           # marks and lines that must read on any background; text on light fills
+PAPER = "white"         # text on dark fills, gaps between bars, hollow markers
+GUIDE = "0.35"          # reference lines: limits, budgets, "ideal", node boundaries; secondary text
+CONTEXT = "0.55"        # data drawn only as context behind the data that matter (the other sweeps, a range)
 SHADE = "0.9"           # shaded regions behind data
 HIGHLIGHT = "#f0e442"   # the learner's choice, behind data (drawn translucent)
+YOURS = "tab:red"       # the learner's own choice or hardware, as a marker or line on top of data
+REFERENCE = "tab:gray"  # published reference points beside a model curve
+AGREEMENT = "tab:green"  # the band where model and measurement agree ("within 20%")
+MEASURED = "tab:red"    # a published measurement (or quoted figure) the model is compared with
+MODEL = "tab:blue"      # the course model's prediction beside a measurement
+# Text sizes in points (before the notebook shrinks a figure wider than its column: see readable_points).
+FONT_SMALL = 8          # annotations, legends, tick and cell labels
+FONT_NORMAL = 9         # axis labels, panel titles
+FONT_TITLE = 10         # a figure's title
+
+
+def series(k: int) -> str:
+    """The colour of a figure's ``k``-th series, where the series mean nothing beyond telling them apart."""
+    return SERIES_COLOURS[k % len(SERIES_COLOURS)]
+
+
+def notebook_points(fig, points=FONT_SMALL) -> float:
+    """Font size that reads at ``points`` once ``fig`` is shrunk to the notebook's width
+    (``topology.readable_points`` is this at ``topology.READABLE_POINTS``)."""
+    return topology.readable_points(fig) * points / topology.READABLE_POINTS
+
+
+def larger(points, steps=1):
+    """A text size ``steps`` points above ``points`` (a title over text drawn at ``points``)."""
+    return points + steps
 
 _TABLES = {"algorithm": ALGORITHM_COLOURS, "link": LINK_COLOURS, "step": STEP_COLOURS, "memory": MEMORY_COLOURS,
-           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS}
+           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS, "phase": PHASE_COLOURS}
 
 
 def colour(kind: str, key: str) -> str:
     """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work',
-    'transport', 'reach')."""
+    'transport', 'reach', 'phase')."""
     if kind not in _TABLES:
         raise ValueError(f"kind must be one of {sorted(_TABLES)}; got {kind!r}")
     table = _TABLES[kind]
@@ -61,7 +106,7 @@ def colour(kind: str, key: str) -> str:
     return table[key]
 
 
-def decorate(ax, *, title=None, xlabel=None, ylabel=None, legend=None, grid=True, fontsize=9):
+def decorate(ax, *, title=None, xlabel=None, ylabel=None, legend=None, grid=True, fontsize=FONT_NORMAL):
     """Title, labels, a light grid and (``legend``: a location string or True) a legend, at readable sizes."""
     if title is not None:
         ax.set_title(title, fontsize=fontsize + 1)
@@ -105,7 +150,7 @@ def time_axis(ax, axis="y", *, log=False):
     return ax
 
 
-def name_points_along(ax, points, fontsize=8):
+def name_points_along(ax, points, fontsize=FONT_SMALL):
     """Name points that lie along a falling line, (name, x, y) each: neighbours alternate above-right and
     below-left of their points, so their names never meet; the rightmost name goes below-left, inside the
     Axes. Returns the annotations (a view moves them on later events)."""

@@ -288,19 +288,19 @@ def test_show_functions_render_html():
 def test_explorer_builds_without_a_frontend_and_follows_the_system():
     box = pl.planner_explorer()
     controls = box.controls
-    assert {"gpus", "nic_gb_s", "nvlink_gb_s", "system", "model", "global_batch", "tokens_t"} <= set(controls)
+    assert {"gpus", "nic_gbit_s", "nvlink_gb_s", "system", "model", "global_batch", "tokens_t"} <= set(controls)
     assert "953 tokens/s per GPU" in box.readout
     controls["system"].value = "dgx-a100"      # link sliders follow the catalog
-    assert controls["nic_gb_s"].value == pytest.approx(25.0)
+    assert controls["nic_gbit_s"].value == pytest.approx(200.0)
     assert controls["nvlink_gb_s"].value == pytest.approx(300.0)
     assert "✘" in box.readout                    # A100 on 1,024 GPUs misses the brief
-    assert "3 GB/s" in box.render(gpus=2048, nic_gb_s=3.0)
+    assert "NICs of 25 Gb/s" in box.render(gpus=2048, nic_gbit_s=25.0)
     plt.close("all")
 
 
 @pytest.mark.parametrize("kwargs, name", [({"gpus": 1000}, "gpus"), ({"model": "gpt-9"}, "model"),
                                           ({"system": "dgx-h999"}, "system"), ({"global_batch": 100}, "global_batch"),
-                                          ({"tokens_t": 50}, "tokens_t"), ({"nic_gb_s": 0.1}, "nic_gb_s"),
+                                          ({"tokens_t": 50}, "tokens_t"), ({"nic_gbit_s": 5}, "nic_gbit_s"),
                                           ({"nvlink_gb_s": 1}, "nvlink_gb_s")])
 def test_explorer_validates(kwargs, name):
     with pytest.raises(ValueError, match=name):

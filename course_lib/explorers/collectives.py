@@ -15,7 +15,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from .. import collectives, costmodel, datafiles, evidence, hardware, units, validate
+from .. import collectives, costmodel, datafiles, evidence, hardware, style, units, validate
 from ..views import collectives as views
 from ..views.collectives import format_oversubscription, oversubscription_lines  # noqa: F401 (public here)
 from ..widgets import GPU_COUNTS, explorer, gpu_count_slider, link_speed_slider
@@ -112,7 +112,7 @@ def draw_collectives(ranks=4, axes=None):
         views.draw_collective(ax, name, *collective_buffers(name, p))
     fig = axes[0].figure
     fig.suptitle(f"The six collectives on {p} ranks\n(letters: each rank's data; Σ: summed over "
-                 "all ranks; dotted: nothing there)", fontsize=10)
+                 "all ranks; dotted: nothing there)", fontsize=style.FONT_TITLE)
     if new:  # panels as wide as the page allows: 8 ranks' cells still hold their 8 pt labels
         fig.subplots_adjust(left=0.0, right=1.0, bottom=0.0, top=1 - 0.95 / fig.get_figheight(), wspace=0.02)
     return axes
@@ -274,7 +274,7 @@ def ring_step_info(step, ranks=4) -> dict:
     return {"phase": phase, "step": step, "transfers": transfers, "text": text}
 
 
-def draw_ring_step(step=0, ranks=4, ax=None, fontsize=8):
+def draw_ring_step(step=0, ranks=4, ax=None, fontsize=style.FONT_SMALL):
     """Draw the ring's chunks after ``step`` steps (0 to 2(p-1)) and the transfers of that step.
 
     Each rank is a row of p cells placed clockwise around a circle; a cell lists the ranks whose

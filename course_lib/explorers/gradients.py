@@ -59,15 +59,15 @@ def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
     c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
     curve_label, chosen_label, title = _labels(c)
     (curve,) = ax.loglog(c["speeds_gb_s"], c["times_s"], color=style.colour("algorithm", "ring"), label=curve_label)
-    refs = ax.plot([r[1] for r in c["references"]], [r[2] for r in c["references"]], "o", color="tab:gray")[0]
+    refs = ax.plot([r[1] for r in c["references"]], [r[2] for r in c["references"]], "o", color=style.REFERENCE)[0]
     notes = style.name_points_along(ax, c["references"])
-    (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color="tab:red", label=chosen_label)
+    (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color=style.YOURS, label=chosen_label)
     style.decorate(ax, title=title, xlabel="link bandwidth per GPU, GB/s per direction",
-                   ylabel="time per step", fontsize=9)
+                   ylabel="time per step", fontsize=style.FONT_NORMAL)
     # Plain tick labels (1, 10, 100 GB/s; 10 ms, 1 s): cheaper to draw on every event than mathtext powers of ten.
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     style.time_axis(ax, "y")
-    legend = ax.legend(loc="upper right", fontsize=8)
+    legend = ax.legend(loc="upper right", fontsize=style.FONT_SMALL)
 
     def update(gpus, link_gb_s, parameters_b, dtype_bytes):
         c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
@@ -79,7 +79,7 @@ def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
         curve_label, chosen_label, title = _labels(c)
         for text, label in zip(legend.get_texts(), (curve_label, chosen_label)):
             text.set_text(label)
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=style.FONT_TITLE)
         ax.relim()
         ax.autoscale_view()
 

@@ -103,7 +103,7 @@ def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=Fals
         ax.set_xticks(list(x), list(frame.labels))
         state["span"] = ax.axvspan(-0.5, 0.5, color=style.HIGHLIGHT, alpha=0.25, zorder=0)
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=style.FONT_SMALL)
         state["n"] = len(frame.labels)
         state["labels"] = frame.labels
 
@@ -122,7 +122,7 @@ def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=Fals
         state["span"].set_visible(frame.chosen is not None)
         if frame.chosen is not None:
             state["span"].set_x(frame.chosen - 0.5)
-        ax.set_title(frame.title, fontsize=9)
+        ax.set_title(frame.title, fontsize=style.FONT_NORMAL)
         ax.relim()
         ax.set_autoscale_on(True)
         ax.autoscale_view()
@@ -195,9 +195,9 @@ def _draw_memory(ax, frame):
         for i, (bar, h) in enumerate(zip(state["bars"], frame["gb"])):
             bar.set_height(h)
             chosen = i == frame["chosen"]
-            bar.set_edgecolor("black" if chosen else "none")
+            bar.set_edgecolor(style.INK if chosen else "none")
             bar.set_linewidth(2.0 if chosen else 0.0)
-        ax.set_title(frame["title"], fontsize=9)
+        ax.set_title(frame["title"], fontsize=style.FONT_NORMAL)
         ax.set_ylim(*frame["ylim"])
 
     build(frame)

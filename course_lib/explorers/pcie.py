@@ -13,7 +13,7 @@ from html import escape
 
 import numpy as np
 
-from .. import datafiles, evidence, hardware, tables, topology, units, validate
+from .. import datafiles, evidence, hardware, style, tables, topology, units, validate
 from ..lab.host_device import (DIRECTIONS, MEMORIES, HostDeviceMeasurement,  # noqa: F401 (public here)
                                measure_host_device_bandwidth)
 from ..views import pcie as views
@@ -416,7 +416,7 @@ def draw_system(system_id="consumer-4090-pcie"):
     import matplotlib.pyplot as plt
     _, ax = plt.subplots(figsize=(6.5, 3.2))
     topology.bridge_pair(system_id).draw(ax=ax)
-    ax.set_title(ax.get_title(), fontsize=9)
+    ax.set_title(ax.get_title(), fontsize=style.FONT_NORMAL)
     return ax
 
 

@@ -455,8 +455,8 @@ def show_validation_ranges():
 
 # ---------------------------------------------------------------- the explorer
 
-def _explorer_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s):
-    return plan_run(model, system, gpus, global_batch, nic_gbit_s=units.bytes_to_bits(nic_gb_s),
+def _explorer_plan(model, system, gpus, global_batch, nic_gbit_s, nvlink_gb_s):
+    return plan_run(model, system, gpus, global_batch, nic_gbit_s=nic_gbit_s,
                     gpu_link_gb_s=nvlink_gb_s, fast=True)
 
 
@@ -478,8 +478,8 @@ def draw_breakdown(ax, plan_, top=6):
     return views.draw_breakdown(ax, plan_.ranked[:validate.integer("top", top, low=1, high=50)])
 
 
-def _title(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t) -> str:
-    p = _cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s)
+def _title(model, system, gpus, nic_gbit_s, nvlink_gb_s, global_batch, tokens_t) -> str:
+    p = _cached_plan(model, system, gpus, global_batch, nic_gbit_s, nvlink_gb_s)
     title = f"{parallel.model(model).name} on {gpus:,} GPUs of {system}, batch {global_batch}"
     if p.ranked:
         n = run_numbers(p.best, tokens_t * 1e12)
@@ -490,19 +490,19 @@ def _title(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t) -
 def _draw(ax, **values):
     view = views.BreakdownView(ax)
 
-    def update(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
-        view.update(_cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s).ranked,
-                    _title(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t))
+    def update(model, system, gpus, nic_gbit_s, nvlink_gb_s, global_batch, tokens_t):
+        view.update(_cached_plan(model, system, gpus, global_batch, nic_gbit_s, nvlink_gb_s).ranked,
+                    _title(model, system, gpus, nic_gbit_s, nvlink_gb_s, global_batch, tokens_t))
     update(**values)
     return update
 
 
-def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t):
-    p = _cached_plan(model, system, gpus, global_batch, nic_gb_s, nvlink_gb_s)
-    sys_ = hardware.resolve_system(system).variant(nic_gbit_s=units.bytes_to_bits(nic_gb_s), gpu_link_gb_s=nvlink_gb_s)
+def _readout(model, system, gpus, nic_gbit_s, nvlink_gb_s, global_batch, tokens_t):
+    p = _cached_plan(model, system, gpus, global_batch, nic_gbit_s, nvlink_gb_s)
+    sys_ = hardware.resolve_system(system).variant(nic_gbit_s=nic_gbit_s, gpu_link_gb_s=nvlink_gb_s)
     links = (f"Links: GPU {nvlink_gb_s:.3g} GB/s per direction, network "
              f"{sys_.nic_bandwidth_per_gpu / units.GB:.3g} GB/s per direction per GPU "
-             f"({sys_.nics_per_node} NICs of {nic_gb_s:.3g} GB/s per {sys_.gpus_per_node}-GPU node)")
+             f"({sys_.nics_per_node} NICs of {nic_gbit_s:.3g} Gb/s per {sys_.gpus_per_node}-GPU node)")
     if not p.ranked:
         return f"No layout fits in memory ({p.searched} searched). {links}."
     b = p.best
@@ -523,10 +523,10 @@ def _readout(model, system, gpus, nic_gb_s, nvlink_gb_s, global_batch, tokens_t)
 
 
 def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_batch=1024, tokens_t=2.0,
-                     nic_gb_s=None, nvlink_gb_s=None):
-    """The full planner: model, system, GPU count, NIC and GPU-link speed (GB/s per direction), batch, tokens.
+                     nic_gbit_s=None, nvlink_gb_s=None):
+    """The full planner: model, system, GPU count, NIC (Gb/s) and GPU-link (GB/s) speeds per direction, batch, tokens.
 
-    nic_gb_s / nvlink_gb_s default to the system's catalog values and follow the system
+    nic_gbit_s / nvlink_gb_s default to the system's catalog values and follow the system
     dropdown; tokens_t is trillions of tokens. Each redraw runs one reduced planner search.
 
     Shows: the planner's best layout and its training time follow the cluster: more GPUs shorten the
@@ -541,15 +541,15 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
         raise ValueError(f"global_batch must be one of {EXPLORER_BATCHES}, got {global_batch!r}")
     tokens_t = validate.number("tokens_t", tokens_t, low=0.1, high=20)
     sys_ = hardware.system(system)
-    nic = (sys_.nic.per_direction / units.GB if nic_gb_s is None
-           else validate.number("nic_gb_s", nic_gb_s, low=1, high=400))
+    nic = (units.bytes_to_bits(sys_.nic.per_direction) / 1e9 if nic_gbit_s is None
+           else validate.number("nic_gbit_s", nic_gbit_s, low=10, high=1600))
     nvl = (sys_.gpu_link.per_direction / units.GB if nvlink_gb_s is None
            else validate.number("nvlink_gb_s", nvlink_gb_s, low=5, high=2000))
     controls = {
         "model": w.Dropdown(options=list(EXPLORER_MODELS), value=model, description="model"),
         "system": w.Dropdown(options=list(ALL_SYSTEMS), value=system, description="system"),
         "gpus": gpu_count_slider(gpus, options=EXPLORER_GPUS, description="GPUs"),
-        "nic_gb_s": link_speed_slider(nic, low=1, high=400, description="NIC port GB/s per direction"),
+        "nic_gbit_s": link_speed_slider(nic, low=10, high=1600, description="NIC port Gb/s (bits!) per direction"),
         "nvlink_gb_s": link_speed_slider(nvl, low=5, high=2000,
                                          description="GPU link (NVLink/PCIe) GB/s per direction"),
         "global_batch": gpu_count_slider(global_batch, options=EXPLORER_BATCHES,
@@ -560,7 +560,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
 
     def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)
         s = hardware.system(system_id)
-        return {"nic_gb_s": s.nic.per_direction / units.GB, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
+        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
     return explorer(_draw, controls, readout=_readout, title="Capstone planner: layouts, days and GPU-hours",
                     figsize=(8.5, 4.4), follow={"system": follow_system})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import costmodel, hardware, units, validate
+from .. import costmodel, hardware, style, units, validate
 from ..diagnostics import nccl_tests
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
@@ -59,17 +59,17 @@ def _label(nodes, nics_per_node, nic_gbit_s):
 def _draw(ax, nodes, nics_per_node, nic_gbit_s):
     """Draw once; returns the updater that moves the scaled-out curve for every later slider event."""
     run = measured_run()["rows"]
-    (one,) = ax.plot(SIZES, _one_box_busbw_gb_s(), "o-", color="tab:green", ms=4, label="one box, predicted")
-    (measured,) = ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color="black", ms=7,
+    (one,) = ax.plot(SIZES, _one_box_busbw_gb_s(), "o-", color=style.colour("reach", "inside"), ms=4, label="one box, predicted")
+    (measured,) = ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color=style.INK, ms=7,
             label="one box, measured (published)")
-    (many,) = ax.plot(SIZES, _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s), "s--", color="tab:blue", ms=4,
+    (many,) = ax.plot(SIZES, _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s), "s--", color=style.colour("reach", "across"), ms=4,
                       label=_label(nodes, nics_per_node, nic_gbit_s))
     ax.set_xscale("log", base=2)
     ticks = SIZES[::3]
     ax.set_xticks(ticks, [units.format_bytes(s, binary=True) for s in ticks])
     ax.set_xlabel("message size")
     ax.set_ylabel("all-reduce busbw, GB/s")
-    ax.set_title("4x RTX 4090 (PCIe Gen4 x16, P2P on), from its system file", fontsize=10)
+    ax.set_title("4x RTX 4090 (PCIe Gen4 x16, P2P on), from its system file", fontsize=style.FONT_TITLE)
     legend = {}
 
     def update(nodes, nics_per_node, nic_gbit_s):
@@ -80,7 +80,7 @@ def _draw(ax, nodes, nics_per_node, nic_gbit_s):
             if "box" in legend:
                 legend["box"].remove()
             shown = [one, measured, many] if nodes > 1 else [one, measured]
-            legend["box"] = ax.legend(shown, [line.get_label() for line in shown], fontsize=9, loc="lower right")  # 8.4 pt on the notebook's 7.5 in
+            legend["box"] = ax.legend(shown, [line.get_label() for line in shown], fontsize=style.FONT_NORMAL, loc="lower right")  # 8.4 pt on the notebook's 7.5 in
             legend["many"] = nodes > 1
         elif nodes > 1:
             legend["box"].get_texts()[-1].set_text(many.get_label())

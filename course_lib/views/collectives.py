@@ -36,10 +36,10 @@ def arrow(ax, a, b, colour, rad=0.0, lw=1.2, shrink=9):
                                  shrinkA=shrink, shrinkB=shrink, connectionstyle=f"arc3,rad={rad}"))
 
 
-def nodes(ax, pos, labels=None, size=0.16, fontsize=8):
+def nodes(ax, pos, labels=None, size=0.16, fontsize=style.FONT_SMALL):
     from matplotlib.patches import Circle
     for r, (x, y) in enumerate(pos):
-        ax.add_patch(Circle((x, y), size, fc="white", ec="black", lw=1.0, zorder=3))
+        ax.add_patch(Circle((x, y), size, fc=style.PAPER, ec=style.INK, lw=1.0, zorder=3))
         ax.text(x, y, str(r) if labels is None else labels[r], ha="center", va="center", fontsize=fontsize,
                 zorder=4)
 
@@ -49,25 +49,25 @@ def nodes(ax, pos, labels=None, size=0.16, fontsize=8):
 def _cell_colour(owner):
     import matplotlib.pyplot as plt
     if owner == "sum":
-        return "0.25"
-    return plt.get_cmap("tab10")(int(owner) % 10)
+        return style.SUMMED
+    return plt.get_cmap(style.RANK_CMAP)(int(owner) % 10)
 
 
-def _draw_buffers(ax, rows, x0, y0, cell=1.0, fontsize=8):
+def _draw_buffers(ax, rows, x0, y0, cell=1.0, fontsize=style.FONT_SMALL):
     from matplotlib.patches import Rectangle
     for r, cells in enumerate(rows):
         y = y0 - r * 1.25 * cell
         for c, item in enumerate(cells):
             x = x0 + c * cell
             if item is None:
-                ax.add_patch(Rectangle((x, y), cell, cell, fc="white", ec="0.7", lw=0.8, ls=":"))
+                ax.add_patch(Rectangle((x, y), cell, cell, fc=style.PAPER, ec=style.CONTEXT, lw=0.8, ls=":"))
                 continue
             label, owner = item
             colour = _cell_colour(owner)
-            ax.add_patch(Rectangle((x, y), cell, cell, fc=colour, ec="black", lw=0.8,
+            ax.add_patch(Rectangle((x, y), cell, cell, fc=colour, ec=style.INK, lw=0.8,
                                    alpha=1.0 if owner == "sum" else 0.55))
             ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center", fontsize=fontsize,
-                    color="white" if owner == "sum" else "black")
+                    color=style.PAPER if owner == "sum" else style.INK)
 
 
 def draw_collective(ax, name, before, after):
@@ -78,15 +78,15 @@ def draw_collective(ax, name, before, after):
     _draw_buffers(ax, before, 0.0, 0.0)
     _draw_buffers(ax, after, width_b + gap, 0.0)
     for r in range(p):
-        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=8)
+        ax.text(-0.2, -r * 1.25 + 0.5, f"rank {r}", ha="right", va="center", fontsize=style.FONT_SMALL)
     mid_y = -(p - 1) * 1.25 / 2 + 0.5
     ax.annotate("", xy=(width_b + gap - 0.25, mid_y), xytext=(width_b + 0.25, mid_y),
                 arrowprops={"arrowstyle": "-|>", "lw": 1.5})
     ax.set_xlim(-2.2, width_b + gap + width_a + 0.3)
     ax.set_ylim(-(p - 1) * 1.25 - 0.4, 1.9)
-    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=8, color="0.3")
-    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=8, color="0.3")
-    ax.set_title(name.replace("_", "-"), fontsize=10)
+    ax.text(width_b / 2, 1.25, "before", ha="center", fontsize=style.FONT_SMALL, color=style.GUIDE)
+    ax.text(width_b + gap + width_a / 2, 1.25, "after", ha="center", fontsize=style.FONT_SMALL, color=style.GUIDE)
+    ax.set_title(name.replace("_", "-"), fontsize=style.FONT_TITLE)
     ax.set_aspect("equal")
     ax.axis("off")
 
@@ -97,7 +97,7 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
     """Naive, ring, binomial tree (``tree_steps`` at ``tree_pos``) and halving-doubling
     (``butterfly_steps``) all-reduces on ``p`` ranks, on four Axes. Colour = step (dark early)."""
     import matplotlib.pyplot as plt
-    cmap = plt.get_cmap("viridis")
+    cmap = plt.get_cmap(style.ORDER_CMAP)
     pos = circle(p)
     ax = axes[0]  # naive: everyone to rank 0 in the middle, and back
     centre, outer = np.array([[0.0, 0.0]]), circle(p - 1)
@@ -105,19 +105,19 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
         arrow(ax, outer[i], centre[0], cmap(0.1), rad=0.12)
         arrow(ax, centre[0], outer[i], cmap(0.75), rad=0.12)
     nodes(ax, np.vstack([centre, outer]))
-    ax.set_title(f"naive (parameter server)\nrank 0: {p - 1} buffers in, {p - 1} out", fontsize=9)
+    ax.set_title(f"naive (parameter server)\nrank 0: {p - 1} buffers in, {p - 1} out", fontsize=style.FONT_NORMAL)
     ax = axes[1]  # ring
     for r in range(p):
         arrow(ax, pos[r], pos[(r + 1) % p], style.colour("algorithm", "ring"), rad=-0.25)
     nodes(ax, pos)
-    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=9)
+    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=style.FONT_NORMAL)
     ax = axes[2]  # binomial tree: the reduce half
     levels = len(tree_steps) // 2
     for k, step in enumerate(tree_steps[:levels]):
         for a, b in step:
             arrow(ax, tree_pos[a], tree_pos[b], cmap(k / max(1, levels)), rad=0.0)
     nodes(ax, tree_pos)
-    ax.set_title(f"binomial tree\n{levels} steps up (reduce), {levels} down", fontsize=9)
+    ax.set_title(f"binomial tree\n{levels} steps up (reduce), {levels} down", fontsize=style.FONT_NORMAL)
     ax = axes[3]  # halving-doubling as a butterfly: ranks across, steps down
     xs, hd = np.linspace(-1, 1, p), butterfly_steps
     for k, step in enumerate(hd):
@@ -125,10 +125,10 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
         for a, b in step:
             ax.plot([xs[a], xs[b]], [y0, y1], "-", color=cmap(k / len(hd)), lw=0.9)
     for k in range(len(hd) + 1):
-        ax.plot(xs, np.full(p, 1 - k * 2 / len(hd)), "o", color="black", ms=3)
-    ax.text(1.1, 0.5, "halving", fontsize=8, va="center", rotation=-90)
-    ax.text(1.1, -0.5, "doubling", fontsize=8, va="center", rotation=-90)
-    ax.set_title(f"halving-doubling (butterfly)\n{len(hd) // 2} halving + {len(hd) // 2} doubling steps", fontsize=9)
+        ax.plot(xs, np.full(p, 1 - k * 2 / len(hd)), "o", color=style.INK, ms=3)
+    ax.text(1.1, 0.5, "halving", fontsize=style.FONT_SMALL, va="center", rotation=-90)
+    ax.text(1.1, -0.5, "doubling", fontsize=style.FONT_SMALL, va="center", rotation=-90)
+    ax.set_title(f"halving-doubling (butterfly)\n{len(hd) // 2} halving + {len(hd) // 2} doubling steps", fontsize=style.FONT_NORMAL)
     for ax in axes:
         ax.set_aspect("equal")
         ax.set_xlim(-1.35, 1.55)
@@ -183,31 +183,31 @@ def _ring_boxes(ax, state, centres, width, cell, fontsize):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     p = len(state)
-    cmap, everyone = plt.get_cmap("Blues"), frozenset(range(p))
+    cmap, everyone = plt.get_cmap(style.FILL_CMAP), frozenset(range(p))
     for r, (x, y) in enumerate(centres):
         x0, y0 = x - width / 2, y - cell / 2
         ax.text(x, y + cell / 2 + 0.06, f"rank {r}", ha="center", va="bottom", fontsize=fontsize, weight="bold")
         for c, holds in enumerate(state[r]):
             done = holds == everyone
             shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
-            ax.add_patch(Rectangle((x0 + c * cell, y0), cell, cell, fc=cmap(shade), ec="black",
+            ax.add_patch(Rectangle((x0 + c * cell, y0), cell, cell, fc=cmap(shade), ec=style.INK,
                                    lw=2.0 if done else 0.6, zorder=2))
             label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
             ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
-                    fontsize=fontsize, color="white" if shade > 0.55 else "black")
+                    fontsize=fontsize, color=style.PAPER if shade > 0.55 else style.INK)
             if p <= 4 or r == 0:  # from 5 ranks on, only rank 0's chunks are named: the columns match
                 ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize,
-                        color="0.4")
+                        color=style.GUIDE)
 
 
-def draw_ring_state(ax, state, info, step, fontsize=8):
+def draw_ring_state(ax, state, info, step, fontsize=style.FONT_SMALL):
     """The ring's chunks (``state``: per rank, per chunk, the set of ranks summed in) and the
     transfers of ``step`` (``info`` from ``ring_step_info``): red reduce-scatter, green all-gather."""
     p = len(state)
     centres, width, cell, radius = _ring_layout(p)
     _ring_boxes(ax, state, centres, width, cell, fontsize)
     if step > 0:
-        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
+        colour = style.colour("phase", info["phase"])
         rad = -0.35
         for t in info["transfers"]:
             a, b = centres[t["src"]] * 0.62, centres[t["dst"]] * 0.62
@@ -215,7 +215,7 @@ def draw_ring_state(ax, state, info, step, fontsize=8):
             d = b - a
             label_at = (a + b) / 2 + 0.5 * rad * np.array([d[1], -d[0]])
             ax.text(label_at[0], label_at[1], f"c{t['chunk']}", ha="center", va="center", fontsize=fontsize,
-                    color=colour, zorder=4, bbox={"fc": "white", "ec": "none", "pad": 0.3})
+                    color=colour, zorder=4, bbox={"fc": style.PAPER, "ec": "none", "pad": 0.3})
     lim = radius + width / 2 + 0.15
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-radius - 0.6, radius + 0.75)
@@ -223,11 +223,11 @@ def draw_ring_state(ax, state, info, step, fontsize=8):
     ax.axis("off")
     title = "start: every rank holds only its own data" if step == 0 else \
         f"step {step} of {2 * (p - 1)}: {info['phase']}"
-    ax.set_title(title, fontsize=fontsize + 2)
+    ax.set_title(title, fontsize=style.larger(fontsize, 2))
     return ax
 
 
-def draw_ring_table(ax, state, info, step, fontsize=8):
+def draw_ring_table(ax, state, info, step, fontsize=style.FONT_SMALL):
     """One step of the ring as a table: a row per rank, a column per chunk, each cell listing the ranks
     whose data it holds (from 5 ranks on, a count; Σ: the full sum, black border). The cells that
     arrived in this ``step`` have a red (reduce-scatter) or green (all-gather) border, with an arrow
@@ -236,21 +236,21 @@ def draw_ring_table(ax, state, info, step, fontsize=8):
     from matplotlib.patches import Rectangle
     p = len(state)
     pitch = 1.45  # rows apart: room for the arrows between them
-    cmap, everyone = plt.get_cmap("Blues"), frozenset(range(p))
+    cmap, everyone = plt.get_cmap(style.FILL_CMAP), frozenset(range(p))
     for c in range(p):
-        ax.text(c + 0.5, 0.12, f"c{c}", ha="center", va="bottom", fontsize=fontsize, color="0.4")
+        ax.text(c + 0.5, 0.12, f"c{c}", ha="center", va="bottom", fontsize=fontsize, color=style.GUIDE)
     for r in range(p):
         y = -1.0 - r * pitch
         ax.text(-0.15, y + 0.5, f"r{r}", ha="right", va="center", fontsize=fontsize, weight="bold")
         for c, holds in enumerate(state[r]):
             done = holds == everyone
             shade = 0.12 + 0.7 * (len(holds) - 1) / max(1, p - 1)
-            ax.add_patch(Rectangle((c, y), 1, 1, fc=cmap(shade), ec="black", lw=2.0 if done else 0.6, zorder=2))
+            ax.add_patch(Rectangle((c, y), 1, 1, fc=cmap(shade), ec=style.INK, lw=2.0 if done else 0.6, zorder=2))
             label = "Σ" if done else ("".join(str(i) for i in sorted(holds)) if p <= 4 else f"{len(holds)}")
             ax.text(c + 0.5, y + 0.5, label, ha="center", va="center", fontsize=fontsize, zorder=3,
-                    color="white" if shade > 0.55 else "black")
+                    color=style.PAPER if shade > 0.55 else style.INK)
     if step > 0:
-        colour = "tab:red" if info["phase"] == "reduce-scatter" else "tab:green"
+        colour = style.colour("phase", info["phase"])
         for t in info["transfers"]:
             c, src, dst = t["chunk"], t["src"], t["dst"]
             y_dst = -1.0 - dst * pitch
@@ -265,7 +265,7 @@ def draw_ring_table(ax, state, info, step, fontsize=8):
     ax.set_ylim(-1.0 - (p - 1) * pitch - 0.5, 0.75)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title("start" if step == 0 else f"step {step} of {2 * (p - 1)}\n{info['phase']}", fontsize=fontsize + 1)
+    ax.set_title("start" if step == 0 else f"step {step} of {2 * (p - 1)}\n{info['phase']}", fontsize=style.larger(fontsize))
     return ax
 
 
@@ -287,7 +287,7 @@ def draw_ring_steps(states, infos, ncols):
                  "all-gather. " + ("A cell lists the ranks whose data it holds" if p <= 4 else
                                    "A cell counts the ranks whose data it holds")
                  + "; Σ = the full sum;\ncoloured border: the chunk that arrived in this step from the row above "
-                 f"(r0's from r{p - 1}).", fontsize=9)
+                 f"(r0's from r{p - 1}).", fontsize=style.FONT_NORMAL)
     fig.tight_layout()
     return fig
 
@@ -303,18 +303,18 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title, crossover=None):
     n = curves["sizes"]
     lines = {name: ax.plot(n, curves[name], "-", color=style.colour("algorithm", name), label=label)[0]
              for name, label in labels.items()}
-    (bound,) = ax.plot(n, curves["lower_bound"], "k--", lw=1.2, label="lower bound 2(p-1)/p · n/B")
-    (mark,) = ax.plot(*point, "D", color="black", ms=8, zorder=5)
+    (bound,) = ax.plot(n, curves["lower_bound"], "--", color=style.INK, lw=1.2, label="lower bound 2(p-1)/p · n/B")
+    (mark,) = ax.plot(*point, "D", color=style.INK, ms=8, zorder=5)
     ring_colour = style.colour("algorithm", "ring")
     cross = ax.axvline(n[0], color=ring_colour, ls=":", lw=1.4)
-    cross_text = ax.text(n[0], 0.03, "", transform=ax.get_xaxis_transform(), fontsize=9, color=ring_colour)
+    cross_text = ax.text(n[0], 0.03, "", transform=ax.get_xaxis_transform(), fontsize=style.FONT_NORMAL, color=ring_colour)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_bytes(x) if x > 0 else ""))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_time(x) if x > 0 else ""))
     # sizes that read at 8 pt or more on the explorer's 8 in wide figure, shrunk to the notebook's 7.5 in
-    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=10)
-    legend = ax.legend(fontsize=9, loc="upper left")
+    style.decorate(ax, xlabel="message size per rank (SI)", ylabel="all-reduce time", fontsize=style.FONT_TITLE)
+    legend = ax.legend(fontsize=style.FONT_NORMAL, loc="upper left")
     entries = dict(zip(labels, zip(legend.get_lines(), legend.get_texts())))
 
     def update(curves, chosen, point, title, crossover=None):
@@ -336,7 +336,7 @@ def draw_cost_curves(ax, labels, curves, chosen, point, title, crossover=None):
             cross_text.set_horizontalalignment("right" if right_half else "left")
             cross_text.set_text("ring beats recursive doubling from this line on → " if right_half
                                 else " from this line on, ring beats recursive doubling →")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=style.FONT_TITLE)
         ax.set_autoscaley_on(True)
         ax.relim()
         ax.autoscale_view()
@@ -359,7 +359,7 @@ def draw_sweeps(ax, sweeps, grid, model):
     from matplotlib.lines import Line2D
     sweep_handles, rates = [], {}
     for i, cases in enumerate(sweeps.values()):
-        colour, system = f"C{i}", cases[0]["system"]
+        colour, system = style.series(i), cases[0]["system"]
         m = model[system]
         (dots,) = ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
                           label=f"{cases[0]['as_measured']} (model: {system})")
@@ -369,23 +369,23 @@ def draw_sweeps(ax, sweeps, grid, model):
         rates.setdefault((m["link_name"], m["link_gb_s"]), colour)
     for (name, gb_s), colour in rates.items():
         ax.axhline(gb_s, color=colour, lw=0.8, alpha=0.5)
-        ax.text(grid[0], gb_s + 8, f"{name}: {gb_s:g} GB/s per direction", fontsize=9, color=colour,
+        ax.text(grid[0], gb_s + 8, f"{name}: {gb_s:g} GB/s per direction", fontsize=style.FONT_NORMAL, color=colour,
                 ha="left", va="bottom")  # on the left, where every sweep is still near zero
     ax.set_xscale("log", base=2)
     ticks = [2.0**k for k in range(10, 35, 5)]
     ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks])
     ax.set_xlabel("all-reduce size (nccl-tests size column)")
     ax.set_ylabel("busbw, GB/s per direction")
-    ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=10)
+    ax.set_title("Published 8-GPU all-reduce sweeps vs the model", fontsize=style.FONT_TITLE)
     ax.grid(True, which="both", alpha=0.25)
-    kinds = [Line2D([], [], color="0.3", marker="o", ls="", ms=7, label="measured"),
-             Line2D([], [], color="0.3", ls="--", lw=1.2, label="simple ring model, spec bandwidth"),
-             Line2D([], [], color="0.3", ls=":", lw=1.6, label="course model, achievable bandwidth")]
-    sweeps_legend = ax.legend(handles=sweep_handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-                              frameon=False, title="measured sweep (colour)", title_fontsize=9)
+    kinds = [Line2D([], [], color=style.GUIDE, marker="o", ls="", ms=7, label="measured"),
+             Line2D([], [], color=style.GUIDE, ls="--", lw=1.2, label="simple ring model, spec bandwidth"),
+             Line2D([], [], color=style.GUIDE, ls=":", lw=1.6, label="course model, achievable bandwidth")]
+    sweeps_legend = ax.legend(handles=sweep_handles, fontsize=style.FONT_NORMAL, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                              frameon=False, title="measured sweep (colour)", title_fontsize=style.FONT_NORMAL)
     ax.add_artist(sweeps_legend)
     sweeps_legend.set_clip_on(False)  # add_artist clips to the Axes; this legend sits under them
-    ax.legend(handles=kinds, fontsize=9, loc="center left", bbox_to_anchor=(0.0, 0.62))
+    ax.legend(handles=kinds, fontsize=style.FONT_NORMAL, loc="center left", bbox_to_anchor=(0.0, 0.62))
     return ax
 
 

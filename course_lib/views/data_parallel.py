@@ -19,26 +19,26 @@ def draw_overlap_timeline(ax, rows, buckets, total_s, comm_s):
     ms = 1e3
     for label, sched, y0 in rows:
         for name, s, e in sched["compute"]:
-            colour = "tab:green" if name == "forward" else "tab:blue"
-            ax.barh(y0 + 1.0, (e - s) * ms, left=s * ms, height=0.8, color=colour, edgecolor="white")
+            colour, alpha = style.colour("step", "compute"), 0.55 if name == "forward" else 1.0
+            ax.barh(y0 + 1.0, (e - s) * ms, left=s * ms, height=0.8, color=colour, alpha=alpha, edgecolor=style.PAPER)
         for i, (name, s, e) in enumerate(sched["comm"]):
-            ax.barh(y0, (e - s) * ms, left=s * ms, height=0.8, color="tab:orange" if i % 2 else "tab:red",
-                    edgecolor="white")
-            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=8, color="white")
+            ax.barh(y0, (e - s) * ms, left=s * ms, height=0.8, color=style.colour("step", "data-parallel comm"),
+                    alpha=0.7 if i % 2 else 1.0, edgecolor=style.PAPER)
+            ax.text((s + e) / 2 * ms, y0, str(i + 1), ha="center", va="center", fontsize=style.FONT_SMALL, color=style.PAPER)
         end_b, end = sched["backward_end_s"] * ms, sched["step_s"] * ms
-        ax.plot([end_b, end_b], [y0 - 0.5, y0 + 1.5], color="black", lw=1, ls=":")
+        ax.plot([end_b, end_b], [y0 - 0.5, y0 + 1.5], color=style.INK, lw=1, ls=":")
         if end > end_b:
             ax.annotate("", xy=(end, y0 - 0.55), xytext=(end_b, y0 - 0.55),
-                        arrowprops={"arrowstyle": "<->", "color": "black", "lw": 1})
+                        arrowprops={"arrowstyle": "<->", "color": style.INK, "lw": 1})
             ax.text((end_b + end) / 2, y0 - 0.75, f"exposed {units.format_time(sched['exposed_s'])}",
-                    ha="center", va="top", fontsize=8)
-        ax.text(0, y0 + 1.55, label, ha="left", va="center", fontsize=9, fontweight="bold")
-    ax.set_yticks([0, 1, 2.6, 3.6], ["all-reduce", "compute", "all-reduce", "compute"], fontsize=8)
+                    ha="center", va="top", fontsize=style.FONT_SMALL)
+        ax.text(0, y0 + 1.55, label, ha="left", va="center", fontsize=style.FONT_NORMAL, fontweight="bold")
+    ax.set_yticks([0, 1, 2.6, 3.6], ["all-reduce", "compute", "all-reduce", "compute"], fontsize=style.FONT_SMALL)
     ax.set_xlabel("time in the step, ms")
     ax.set_ylim(-1.2, 4.6)
     ax.set_xlim(left=-0.02 * ms * total_s)
-    ax.set_title(f"forward (green), backward in {buckets} bucket-sized pieces (blue),\nbucket all-reduces "
-                 f"(red/orange): {units.format_time(comm_s)} of communication", fontsize=9)
+    ax.set_title(f"compute (blue): forward light, backward in {buckets} bucket-sized pieces dark;\nbucket all-reduces "
+                 f"(purple): {units.format_time(comm_s)} of communication", fontsize=style.FONT_NORMAL)
     ax.grid(axis="x", alpha=0.3)
     return ax
 
@@ -53,15 +53,15 @@ def draw_zero_memory(ax, rows, params, gpus, capacity_bytes=None):
         bottom += vals
     for i, r in enumerate(rows):
         ax.text(i, bottom[i], f"{r['total'] / units.GB:.3g} GB\nsends {r['ratio_to_ddp']:.2g}x DDP",
-                ha="center", va="bottom", fontsize=8)
+                ha="center", va="bottom", fontsize=style.FONT_SMALL)
     if capacity_bytes is not None:
-        ax.axhline(capacity_bytes / units.GB, color="black", ls="--", lw=1, label=f"{capacity_bytes / units.GB:.0f} GB")
+        ax.axhline(capacity_bytes / units.GB, color=style.INK, ls="--", lw=1, label=f"{capacity_bytes / units.GB:.0f} GB")
     ax.set_xticks(x, ["ZeRO-0\n(DDP)", "ZeRO-1\noptimizer", "ZeRO-2\n+ gradients", "ZeRO-3\n+ weights"])
     ax.set_ylabel("model states per GPU, GB")
     ax.set_ylim(0, bottom.max() * 1.25)
     ax.set_title(f"{params / 1e9:.3g}B parameters, mixed-precision Adam (2 + 2 + 12 bytes each), "
-                 f"{gpus} GPUs", fontsize=10)
-    ax.legend(fontsize=8)
+                 f"{gpus} GPUs", fontsize=style.FONT_TITLE)
+    ax.legend(fontsize=style.FONT_SMALL)
     return ax
 
 
@@ -75,15 +75,15 @@ def draw_dp_ring(ax, topo, order, leaves, info, system_name, link_name, nodes, r
         if leaf is not None:  # GPU -> its rail's leaf switch -> the other node's GPU on the same rail
             xl, yl = topo.pos[leaf]
             ax.annotate("", xy=(xl, yl - 0.15), xytext=(x1, y1 + 0.15),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
+                        arrowprops={"arrowstyle": "-|>", "color": style.colour("reach", "across"), "lw": 2.2})
             ax.annotate("", xy=(x2, y2 + 0.15), xytext=(xl, yl - 0.15),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2})
+                        arrowprops={"arrowstyle": "-|>", "color": style.colour("reach", "across"), "lw": 2.2})
         else:
             ax.annotate("", xy=(x2, y2 + 0.35), xytext=(x1, y1 + 0.35),
-                        arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.6,
+                        arrowprops={"arrowstyle": "-|>", "color": style.colour("reach", "inside"), "lw": 1.6,
                                     "connectionstyle": "arc3,rad=-0.4"})
-    ax.set_title(f"DP ring {ring} over {nodes} x {system_name}:\nblue hops on {link_name} (through the NVSwitch), "
-                 f"red hops leave the node on one rail.\nThis ring's slowest link: "
+    ax.set_title(f"DP ring {ring} over {nodes} x {system_name}:\ngreen hops on {link_name} (through the NVSwitch), "
+                 f"orange hops leave the node on one rail.\nThis ring's slowest link: "
                  f"{units.format_bandwidth(info['one_ring'])}; {info['rings']} rings, one per rail, use every NIC.",
                  fontsize=topology.readable_points(ax.figure))
     return ax
@@ -93,23 +93,23 @@ def draw_zero3_ladder(ax, rows, ptdp):
     """Measured ZeRO-3 and PTD-P TFLOP/s per GPU (``ptdp``: megatron_dp_rows' PTD-P rows) against the model
     and its pessimistic variants (``rows`` from ``zero3_ladder``)."""
     g = [r["gpus"] for r in rows]
-    styles = (("model", "course model (overlap, node's 8 NICs)", "tab:blue", "o-"),
-              ("no_overlap", "no overlap", "tab:cyan", "s--"),
-              ("own_nic", "each GPU only its own NIC", "tab:purple", "^--"),
-              ("own_nic_no_overlap", "own NIC and no overlap", "tab:gray", "v--"))
+    styles = (("model", "course model (overlap, node's 8 NICs)", style.MODEL, "o-"),
+              ("no_overlap", "no overlap", style.series(5), "s--"),
+              ("own_nic", "each GPU only its own NIC", style.series(3), "^--"),
+              ("own_nic_no_overlap", "own NIC and no overlap", style.series(6), "v--"))
     for key, label, colour, fmt in styles:
         ax.plot(g, [r[key] for r in rows], fmt, color=colour, label=label, ms=5)
-    ax.plot(g, [r["measured"] for r in rows], "D-", color="tab:red", lw=2.2, label="ZeRO-3 measured (Megatron-LM 2021)")
-    ax.plot([r["gpus"] for r in ptdp], [r["measured"] for r in ptdp], "*-", color="tab:green", ms=9,
+    ax.plot(g, [r["measured"] for r in rows], "D-", color=style.MEASURED, lw=2.2, label="ZeRO-3 measured (Megatron-LM 2021)")
+    ax.plot([r["gpus"] for r in ptdp], [r["measured"] for r in ptdp], "*-", color=style.series(2), ms=9,
             label="PTD-P measured (TP 8 x PP 12 x DP)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(g, [str(x) for x in g])
     ax.set_xlabel("A100 GPUs (global batch fixed at 1536 sequences)")
     ax.set_ylabel("TFLOP/s per GPU")
     ax.set_ylim(0, max(max(r["model"] for r in rows), max(r["measured"] for r in ptdp)) * 1.15)
-    ax.set_title("GPT-3 175B with ZeRO-3 alone: the model vs measurement", fontsize=10)
+    ax.set_title("GPT-3 175B with ZeRO-3 alone: the model vs measurement", fontsize=style.FONT_TITLE)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=style.FONT_SMALL, loc="lower left")
     return ax
 
 
@@ -130,40 +130,40 @@ def draw_scaling(axes, r):
 
     ax1, ax2, twin = axes
     x = np.log2(r.gpus)
-    compute = ax1.bar(x, r.compute_s, color="tab:blue", width=0.7, label="compute")
-    exposed = ax1.bar(x, r.exposed_s, bottom=r.compute_s, color="tab:red", width=0.7, label="exposed DP comm")
-    (comm,) = ax1.plot(x, r.comm_s, "_", color="black", ms=14, mew=2, label="DP comm if nothing hidden")
+    compute = ax1.bar(x, r.compute_s, color=style.colour("step", "compute"), width=0.7, label="compute")
+    exposed = ax1.bar(x, r.exposed_s, bottom=r.compute_s, color=style.colour("step", "data-parallel comm"), width=0.7, label="exposed DP comm")
+    (comm,) = ax1.plot(x, r.comm_s, "_", color=style.INK, ms=14, mew=2, label="DP comm if nothing hidden")
     boundary = np.log2(r.gpus_per_node) + 0.5
-    ax1.axvline(boundary, color="0.4", ls=":", lw=1)
-    ax1.text(boundary + 0.08, 0.665, "node boundary", fontsize=8, color="0.3", va="bottom",
+    ax1.axvline(boundary, color=style.GUIDE, ls=":", lw=1)
+    ax1.text(boundary + 0.08, 0.665, "node boundary", fontsize=style.FONT_SMALL, color=style.GUIDE, va="bottom",
              transform=ax1.get_xaxis_transform())
-    (chosen,) = ax1.bar([x[r.selected]], [r.step_s[r.selected]], width=0.8, fill=False, edgecolor="black", lw=1.5)
-    ax1.set_xticks(x, [str(g) for g in r.gpus], fontsize=9)
-    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)", fontsize=9)
-    ax1.set_ylabel("step time, s", fontsize=9)
-    (eff,) = twin.plot(x, 100 * r.efficiency, "o-", color="tab:green", ms=4, label="scaling efficiency")
+    (chosen,) = ax1.bar([x[r.selected]], [r.step_s[r.selected]], width=0.8, fill=False, edgecolor=style.INK, lw=1.5)
+    ax1.set_xticks(x, [str(g) for g in r.gpus], fontsize=style.FONT_NORMAL)
+    ax1.set_xlabel("GPUs (data parallel, same sequences per GPU)", fontsize=style.FONT_NORMAL)
+    ax1.set_ylabel("step time, s", fontsize=style.FONT_NORMAL)
+    (eff,) = twin.plot(x, 100 * r.efficiency, "o-", color=style.series(2), ms=4, label="scaling efficiency")
     twin.set_ylim(0, 155)
     twin.set_yticks([0, 20, 40, 60, 80, 100])
-    twin.tick_params(axis="y", labelsize=9)
-    twin.set_ylabel("scaling efficiency, %", color="tab:green", fontsize=9)
+    twin.tick_params(axis="y", labelsize=style.FONT_NORMAL)
+    twin.set_ylabel("scaling efficiency, %", color=style.series(2), fontsize=style.FONT_NORMAL)
     handles, labels = ax1.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
-    ax1.legend(handles + extra[0], labels + extra[1], fontsize=8, loc="upper left", ncol=2)
-    ax1.set_title(_scaling_title(r), fontsize=10)
+    ax1.legend(handles + extra[0], labels + extra[1], fontsize=style.FONT_SMALL, loc="upper left", ncol=2)
+    ax1.set_title(_scaling_title(r), fontsize=style.FONT_TITLE)
 
     stacks, bottom = {}, np.zeros(4)
     for i, part in enumerate(MEMORY_PARTS):
         stacks[part] = ax2.bar(range(4), r.memory_gb[:, i], bottom=bottom, color=style.colour("memory", part),
                                label=part)
         bottom = bottom + r.memory_gb[:, i]
-    (stage,) = ax2.bar([r.zero], [bottom[r.zero]], fill=False, edgecolor="black", lw=1.5)
-    usable = ax2.axhline(r.usable_gb, color="black", ls="--", lw=1, label="usable memory")
-    ax2.set_xticks(range(4), ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"], fontsize=9)
-    ax2.set_ylabel("memory per GPU, GB", fontsize=9)
-    ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=10)
-    ax2.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: bars and line stay clear
+    (stage,) = ax2.bar([r.zero], [bottom[r.zero]], fill=False, edgecolor=style.INK, lw=1.5)
+    usable = ax2.axhline(r.usable_gb, color=style.INK, ls="--", lw=1, label="usable memory")
+    ax2.set_xticks(range(4), ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"], fontsize=style.FONT_NORMAL)
+    ax2.set_ylabel("memory per GPU, GB", fontsize=style.FONT_NORMAL)
+    ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=style.FONT_TITLE)
+    ax2.legend(fontsize=style.FONT_SMALL, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: bars and line stay clear
     for ax in (ax1, ax2):
-        ax.tick_params(axis="y", labelsize=9)
+        ax.tick_params(axis="y", labelsize=style.FONT_NORMAL)
         # Both y labels at one fixed place, clear of 5-digit tick labels: the layout is made once, at the
         # first result, so a label placed automatically would move into the figure's edge later.
         ax.yaxis.set_label_coords(0, 0.5, transform=offset_copy(ax.transAxes, ax.figure, x=-0.5, units="inches"))
@@ -188,7 +188,7 @@ def draw_scaling(axes, r):
         chosen.set_x(x[r.selected] - 0.4)
         chosen.set_height(r.step_s[r.selected])
         eff.set_ydata(100 * r.efficiency)
-        ax1.set_title(_scaling_title(r), fontsize=10)
+        ax1.set_title(_scaling_title(r), fontsize=style.FONT_TITLE)
         bottom = np.zeros(4)
         for i, part in enumerate(MEMORY_PARTS):
             for bar, b, h in zip(stacks[part], bottom, r.memory_gb[:, i]):
@@ -198,7 +198,7 @@ def draw_scaling(axes, r):
         stage.set_x(r.zero - 0.4)
         stage.set_height(bottom[r.zero])
         usable.set_ydata([r.usable_gb, r.usable_gb])
-        ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=10)
+        ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=style.FONT_TITLE)
         limits(r)
 
     return update

@@ -19,23 +19,23 @@ def draw_model_vs_measured(ax, rows):
     y = np.arange(len(rows))
     lo = np.array([r["measured_low"] for r in rows]) / units.GB
     hi = np.array([r["measured_high"] for r in rows]) / units.GB
-    ax.barh(y, np.maximum(hi - lo, 2), left=np.where(hi - lo < 2, lo - 1, lo), height=0.5, color="0.6",
+    ax.barh(y, np.maximum(hi - lo, 2), left=np.where(hi - lo < 2, lo - 1, lo), height=0.5, color=style.CONTEXT,
             label="measured (stated range)")
-    for key, marker, colour, name in (("textbook_busbw", "o", "tab:red", "textbook two-level (spec)"),
-                                      ("ring_busbw", "s", "tab:blue", "pipelined ring (spec)"),
-                                      ("model_busbw", "D", "tab:green", "course model (stated algorithm, achievable)")):
+    for key, marker, colour, name in (("textbook_busbw", "o", style.series(1), "textbook two-level (spec)"),
+                                      ("ring_busbw", "s", style.colour("algorithm", "ring"), "pipelined ring (spec)"),
+                                      ("model_busbw", "D", style.series(2), "course model (stated algorithm, achievable)")):
         ax.plot([r[key] / units.GB for r in rows], y, marker, color=colour, label=name, ms=6)
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=style.FONT_SMALL)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first run at the top, no empty margin
-    ax.set_xlabel("all-reduce busbw, GB/s (per direction, nccl-tests definition)", fontsize=9)
+    ax.set_xlabel("all-reduce busbw, GB/s (per direction, nccl-tests definition)", fontsize=style.FONT_NORMAL)
     # a tall chart: the busbw axis is labelled at the top and the bottom, and the legend sits above it,
     # so every row is read without scrolling to the end
-    ax.tick_params(axis="x", labeltop=True, top=True, labelsize=8)
+    ax.tick_params(axis="x", labeltop=True, top=True, labelsize=style.FONT_SMALL)
     ax.grid(True, axis="x", alpha=0.3)
     for row in y[1::2]:
-        ax.axhspan(row - 0.5, row + 0.5, color="0.5", alpha=0.06, lw=0)  # bands guide the eye along a row
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, borderaxespad=1.8, frameon=False)
-    ax.set_title("Multi-node all-reduce busbw, GB/s per direction: published measurements vs models", fontsize=10,
+        ax.axhspan(row - 0.5, row + 0.5, color=style.CONTEXT, alpha=0.06, lw=0)  # bands guide the eye along a row
+    ax.legend(fontsize=style.FONT_SMALL, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, borderaxespad=1.8, frameon=False)
+    ax.set_title("Multi-node all-reduce busbw, GB/s per direction: published measurements vs models", fontsize=style.FONT_TITLE,
                  pad=44)
     return ax
 
@@ -47,17 +47,17 @@ def draw_transports(ax, rows):
     hi = np.array([r["efficiency_high"] for r in rows]) * 100
     ax.barh(y, hi, color=[TRANSPORT_COLOURS[r["kind"]] for r in rows], alpha=0.35)
     ax.barh(y, lo, color=[TRANSPORT_COLOURS[r["kind"]] for r in rows])
-    ax.set_yticks(y, [f"{r['transport']} ({r['line_gbit_s']:g} Gb/s)" for r in rows], fontsize=8)
+    ax.set_yticks(y, [f"{r['transport']} ({r['line_gbit_s']:g} Gb/s)" for r in rows], fontsize=style.FONT_SMALL)
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
     ax.set_xlabel("NCCL bandwidth per NIC, % of line rate (per direction)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title("RDMA (InfiniBand, RoCE) vs TCP sockets\n(dark: low end of the stated range; light: high end)",
-                 fontsize=10)
+                 fontsize=style.FONT_TITLE)
     return ax
 
 
-REGIME_STYLES = (("tab:blue", "o"), ("tab:orange", "s"), ("tab:red", "^"), ("k", "D"))  # by costmodel.SCALE_REGIMES
+REGIME_STYLES = tuple(zip(style.REGIME_COLOURS, ("o", "s", "^", "D")))  # by costmodel.SCALE_REGIMES
 
 
 def _ratio_ticks(ax, ticks):
@@ -73,27 +73,27 @@ def draw_validation_ratios(ax, by_regime, worst, role):
     pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
     from matplotlib.ticker import FuncFormatter
 
-    ax.axhspan(1 / 1.2, 1.2, color="tab:green", alpha=0.12, label="within 20%")
-    ax.axhspan(0.5, 2.0, color="tab:green", alpha=0.05, label="within 50%")
-    ax.axhline(1.0, color="0.3", lw=0.8)
+    ax.axhspan(1 / 1.2, 1.2, color=style.AGREEMENT, alpha=0.12, label="within 20%")
+    ax.axhspan(0.5, 2.0, color=style.AGREEMENT, alpha=0.05, label="within 50%")
+    ax.axhline(1.0, color=style.GUIDE, lw=0.8)
     for (name, rs), (colour, marker) in zip(by_regime, REGIME_STYLES):
         if rs:
             ax.scatter([r["nbytes"] for r in rs], [r["ratio"] for r in rs], s=22, color=colour, marker=marker,
                        label=f"{name} ({len(rs)})", alpha=0.8)
     for i, r in enumerate(worst):  # alternate above and below; names of large sizes end at their point
         right = r["nbytes"] > 2**24
-        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=8, ha="right" if right else "left",
+        ax.annotate(r["id"], (r["nbytes"], r["ratio"]), fontsize=style.FONT_SMALL, ha="right" if right else "left",
                     xytext=(-4 if right else 4, 4 if i % 2 == 0 else -11), textcoords="offset points")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(0.12, 9)
     ticks = [2.0**k for k in range(0, 35, 5)]
-    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=8)
+    ax.set_xticks(ticks, [units.format_bytes(t, binary=True) for t in ticks], fontsize=style.FONT_SMALL)
     _ratio_ticks(ax, (0.25, 0.5, 1, 2, 4))
     ax.set_xlabel("all-reduce size (nccl-tests size column)")
     ax.set_ylabel("predicted / measured busbw")
-    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=9)
-    ax.legend(fontsize=8, loc="lower right", ncol=3)
+    ax.set_title(f"{role} cases: model / measurement by size and node count", fontsize=style.FONT_NORMAL)
+    ax.legend(fontsize=style.FONT_SMALL, loc="lower right", ncol=3)
     return ax
 
 
@@ -103,8 +103,8 @@ def draw_node_sweeps(ax, sweeps, named=4):
     thin grey lines, the ``named`` sweeps that leave the +-35% band furthest in colour with their names."""
     from matplotlib.ticker import FuncFormatter
 
-    ax.axhspan(1 / 1.35, 1.35, color="tab:green", alpha=0.12, label="within 35%")
-    ax.axhline(1.0, color="0.3", lw=0.8)
+    ax.axhspan(1 / 1.35, 1.35, color=style.AGREEMENT, alpha=0.12, label="within 35%")
+    ax.axhline(1.0, color=style.GUIDE, lw=0.8)
 
     def worst(rs):
         return max(abs(np.log(r["predicted_busbw"] / r["measured_busbw"])) for r in rs)
@@ -117,8 +117,8 @@ def draw_node_sweeps(ax, sweeps, named=4):
         if name in loud:
             ax.plot(x, y, "o-", lw=1.4, ms=3.5, label=name[:34])
         else:
-            ax.plot(x, y, "-", color="0.55", lw=0.7, alpha=0.7)
-    ax.plot([], [], "-", color="0.55", lw=0.7, label=f"the other {len(sweeps) - len(loud)} sweeps")
+            ax.plot(x, y, "-", color=style.CONTEXT, lw=0.7, alpha=0.7)
+    ax.plot([], [], "-", color=style.CONTEXT, lw=0.7, label=f"the other {len(sweeps) - len(loud)} sweeps")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(1 / 3, 10)
@@ -126,8 +126,8 @@ def draw_node_sweeps(ax, sweeps, named=4):
     _ratio_ticks(ax, (0.5, 1, 2, 4, 8))
     ax.set_xlabel("nodes")
     ax.set_ylabel("predicted / measured busbw")
-    ax.set_title(f"{len(sweeps)} node-count sweeps against the model", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"{len(sweeps)} node-count sweeps against the model", fontsize=style.FONT_NORMAL)
+    ax.legend(fontsize=style.FONT_SMALL, loc="upper left")
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -153,28 +153,28 @@ def draw_cliff(ax, r):
     textbook two-level and pipelined rings across nodes, your job marked. Returns ``update(r)``."""
     from matplotlib.ticker import FuncFormatter
 
-    (intra,) = ax.plot(r.intra_gpus, r.intra_busbw_gb_s, "o-", color="tab:green",
+    (intra,) = ax.plot(r.intra_gpus, r.intra_busbw_gb_s, "o-", color=style.series(2),
                        label="inside one node (ring over NVLink)")
-    (hier,) = ax.plot(r.gpus, r.hierarchical_busbw_gb_s, "o-", color="tab:red", label="across nodes: textbook two-level")
-    (ring,) = ax.plot(r.gpus, r.ring_busbw_gb_s, "s--", color="tab:blue", ms=4,
+    (hier,) = ax.plot(r.gpus, r.hierarchical_busbw_gb_s, "o-", color=style.series(1), label="across nodes: textbook two-level")
+    (ring,) = ax.plot(r.gpus, r.ring_busbw_gb_s, "s--", color=style.colour("algorithm", "ring"), ms=4,
                       label="across nodes: pipelined rings (NCCL-like)")
-    boundary = ax.axvline(r.gpus_per_node, color="0.4", ls=":", lw=1)
-    note = ax.text(r.gpus_per_node, 0.02, " node boundary", fontsize=8, color="0.3", transform=ax.get_xaxis_transform())
-    nvlink = ax.axhline(r.nvlink_gb_s, color="tab:green", ls=":", lw=1)
-    nics = ax.axhline(r.usable_gb_s, color="tab:blue", ls=":", lw=1)
-    (job,) = ax.plot(r.nodes * r.gpus_per_node, r.busbw_gb_s, "D", color="black", ms=9, zorder=5, label=_job_label(r))
+    boundary = ax.axvline(r.gpus_per_node, color=style.GUIDE, ls=":", lw=1)
+    note = ax.text(r.gpus_per_node, 0.02, " node boundary", fontsize=style.FONT_SMALL, color=style.GUIDE, transform=ax.get_xaxis_transform())
+    nvlink = ax.axhline(r.nvlink_gb_s, color=style.series(2), ls=":", lw=1)
+    nics = ax.axhline(r.usable_gb_s, color=style.colour("algorithm", "ring"), ls=":", lw=1)
+    (job,) = ax.plot(r.nodes * r.gpus_per_node, r.busbw_gb_s, "D", color=style.INK, ms=9, zorder=5, label=_job_label(r))
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel("GPUs in the job")
     ax.set_ylabel("busbw, GB/s per direction")
-    title = ax.set_title(_cliff_title(r), fontsize=9)
+    title = ax.set_title(_cliff_title(r), fontsize=style.FONT_NORMAL)
     ax.grid(True, which="both", alpha=0.3)
     legend = {}
 
     def make_legend(r):
         intra.set_visible(r.gpus_per_node > 1)  # one GPU per node: nothing inside the node
         lines = [line for line in (intra, hier, ring, job) if line.get_visible()]
-        legend["box"] = ax.legend(lines, [line.get_label() for line in lines], fontsize=8, loc="best")
+        legend["box"] = ax.legend(lines, [line.get_label() for line in lines], fontsize=style.FONT_SMALL, loc="best")
         legend["intra"] = intra.get_visible()
 
     def limits():
@@ -214,7 +214,7 @@ def draw_collnet(ax, v):
     labels = {"ring": "ring (model)", "nvls": "NVLS tree (model)", "collnet": "CollNet / SHARP (model)"}
     for algo, values in v["busbw"].items():
         ax.plot(x, np.array(values) / units.GB, "-", color=style.ALGORITHM_COLOURS[algo], label=labels[algo])
-    ax.axhline(v["nic_line_rate"] / units.GB, color="0.4", ls="--", lw=1,
+    ax.axhline(v["nic_line_rate"] / units.GB, color=style.GUIDE, ls="--", lw=1,
                label="node's NIC line rate (per direction)")
     for role, face in (("fit", None), ("test", "none")):
         pts = [p for p in v["published"] if p["role"] == role]
@@ -229,7 +229,7 @@ def draw_collnet(ax, v):
     ax.set_ylabel("all-reduce busbw, GB/s")
     ax.set_ylim(0, None)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=style.FONT_SMALL, loc="lower left")
     ax.set_title(f"In-network reduction across nodes ({v['system']}, "
-                 f"{units.format_bytes(v['nbytes'], binary=True)})", fontsize=10)
+                 f"{units.format_bytes(v['nbytes'], binary=True)})", fontsize=style.FONT_TITLE)
     return ax

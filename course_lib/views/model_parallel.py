@@ -30,13 +30,13 @@ class ScheduleView:
         from matplotlib.patches import Patch
         from matplotlib.transforms import ScaledTranslation
         self.ax, self.scale, self._labels = ax, scale, []
-        self.size = 8.0 * max(1.0, ax.figure.get_figwidth() / 7.5)  # points, before the notebook shrinks it
-        self._blues, self._oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
-        self._boxes = ax.add_collection(PolyCollection([], edgecolors="white", linewidths=0.5), autolim=False)
+        self.size = style.notebook_points(ax.figure)  # points, before the notebook shrinks it
+        self._blues, self._oranges = plt.get_cmap(style.WORK_CMAPS["forward"]), plt.get_cmap(style.WORK_CMAPS["backward"])
+        self._boxes = ax.add_collection(PolyCollection([], edgecolors=style.PAPER, linewidths=0.5), autolim=False)
         self._note = ax.text(0.5, 0.5, "", ha="center", va="center", transform=ax.transAxes, visible=False,
                              fontsize=self.size)
         handles = [Patch(color=self._blues(0.65), label="forward"), Patch(color=self._oranges(0.65), label="backward"),
-                   Patch(fc="white", ec="0.6", label="idle (bubble)")]
+                   Patch(fc=style.PAPER, ec=style.CONTEXT, label="idle (bubble)")]
         # the legend on the x label's line, right of the label (which sits on the left): clear of each other
         below_ticks = ax.transAxes + ScaledTranslation(0, -(1.4 * self.size + 9) / 72, ax.figure.dpi_scale_trans)
         self._legend = ax.legend(handles=handles, fontsize=self.size, loc="upper right", bbox_to_anchor=(1.0, 0.0),
@@ -82,7 +82,7 @@ class ScheduleView:
             boxes.append(((x0, y0), (x1, y0), (x1, y0 + 0.8), (x0, y0 + 0.8)))
             if label:
                 self._labels[i].set(x=(x0 + x1) / 2, y=o.device, text=str(o.micro_batch + 1),
-                                    color="black" if o.kind == "B" else "white")
+                                    color=style.INK if o.kind == "B" else style.PAPER)
         self._boxes.set_verts(boxes)
         self._boxes.set_facecolor(colours)
         every = max(1, int(np.ceil(1.3 * self.size / self._points_per_unit(sched)[1])))  # GPU rows named
@@ -116,19 +116,19 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     from matplotlib.patches import Rectangle
     g = gpus_per_node
     nodes = -(-len(ranks) // g)
-    cmap = plt.get_cmap("Set2")
+    cmap = plt.get_cmap(style.STAGE_CMAP)
     for r in ranks:
         x, y = r["local"], r["node"]
-        ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec="0.3", lw=0.8))
+        ax.add_patch(Rectangle((x + 0.05, y + 0.08), 0.9, 0.84, fc=cmap(r["pp_rank"] % 8), ec=style.GUIDE, lw=0.8))
         ax.text(x + 0.5, y + 0.5, f"rank {r['rank']}\nTP{r['tp_rank']} DP{r['dp_rank']}", ha="center", va="center",
-                fontsize=8)
+                fontsize=style.FONT_SMALL)
     for r in ranks:  # outline each TP group
         if r["tp_rank"] == 0:
             x, y = r["local"], r["node"]
             width = min(tp, g - x)
-            ax.add_patch(Rectangle((x + 0.02, y + 0.04), width - 0.04, 0.92, fc="none", ec="black", lw=2.2))
+            ax.add_patch(Rectangle((x + 0.02, y + 0.04), width - 0.04, 0.92, fc="none", ec=style.INK, lw=2.2))
     for n in range(nodes):
-        ax.text(-0.2, n + 0.5, f"node {n}", ha="right", va="center", fontsize=8)
+        ax.text(-0.2, n + 0.5, f"node {n}", ha="right", va="center", fontsize=style.FONT_SMALL)
     for s in range(pp):
         ax.bar(0, 0, color=cmap(s % 8), label=f"pipeline stage {s}")
     lines = [f"{k} groups of {v['size']}: {v['link']}" + (" (crosses nodes)" if v["crosses_nodes"] else "")
@@ -137,12 +137,12 @@ def draw_rank_map(ax, ranks, links, tp, pp, dp, gpus_per_node, system_name):
     ax.set_ylim(nodes + 0.1, -0.1)
     ax.set_axis_off()
     ax.set_title(f"TP{tp} x PP{pp} x DP{dp} on {system_name},\nMegatron rank order (thick boxes: TP groups)\n"
-                 + "\n".join(lines), fontsize=9)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
+                 + "\n".join(lines), fontsize=style.FONT_NORMAL)
+    ax.legend(fontsize=style.FONT_SMALL, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=min(pp, 4), frameon=False)
     return ax
 
 
-LAYOUT_POINTS = 8.0  # every text of the layout explorer: its figure is the notebook's 7.5 in, so 8 pt reads at 8 pt
+LAYOUT_POINTS = style.FONT_SMALL  # every text of the layout explorer: its figure is the notebook's 7.5 in, so 8 pt reads at 8 pt
 
 
 def layout_axes(fig):
@@ -166,7 +166,7 @@ class LayoutView:
         self._shape = None
         self._step_bars, self._step_legend = _bar_row(step, BREAKDOWN_COLOURS, "seconds per step")
         self._mem_bars, self._mem_legend = _bar_row(memory, MEMORY_COLOURS, "GB per GPU (red line: usable)")
-        self._usable = memory.axvline(0.0, color="red", lw=1.5)
+        self._usable = memory.axvline(0.0, color=style.YOURS, lw=1.5)
         self._notes = [a.text(0.5, 0.5, "selected layout is impossible\n(see the readout)", ha="center", va="center",
                               transform=a.transAxes, fontsize=LAYOUT_POINTS, visible=False) for a in (step, memory)]
 
@@ -179,13 +179,13 @@ class LayoutView:
             artist.remove()
         rows, cols = len(tps), len(pps)
         cells = [_square(j, i) for i in range(rows) for j in range(cols)]
-        self._cells = ax.add_collection(PolyCollection(cells, facecolors="white", edgecolors="white", linewidths=1),
+        self._cells = ax.add_collection(PolyCollection(cells, facecolors=style.PAPER, edgecolors=style.PAPER, linewidths=1),
                                         autolim=False)
-        self._hatch = ax.add_collection(PolyCollection([], facecolors="white", edgecolors="0.85", hatch="//"),
+        self._hatch = ax.add_collection(PolyCollection([], facecolors=style.PAPER, edgecolors=style.SHADE, hatch="//"),
                                         autolim=False)
         self._labels = {(t, p): ax.text(j + 0.5, i + 0.5, "", ha="center", va="center", fontsize=size)
                         for i, t in enumerate(tps) for j, p in enumerate(pps)}
-        self._frame = ax.add_patch(Rectangle((0, 0), 1, 1, fc="none", ec="red", lw=2.5))
+        self._frame = ax.add_patch(Rectangle((0, 0), 1, 1, fc="none", ec=style.YOURS, lw=2.5))
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_xticks(np.arange(cols) + 0.5, [str(p) for p in pps], fontsize=size)
@@ -204,7 +204,7 @@ class LayoutView:
         tps, pps = grid["tps"], grid["pps"]
         if (tuple(tps), tuple(pps)) != self._shape:
             self._build_heat(tps, pps)
-        cmap, top = plt.get_cmap("viridis"), best.mfu if best is not None else 1.0
+        cmap, top = plt.get_cmap(style.ORDER_CMAP), best.mfu if best is not None else 1.0
         rgba, invalid = np.ones((len(tps), len(pps), 4)), []  # white: impossible (hatched)
         for i, t in enumerate(tps):
             for j, p in enumerate(pps):
@@ -217,10 +217,10 @@ class LayoutView:
                 if e.fits:
                     shade = 0.15 + 0.85 * max(0.0, min(e.mfu / top, 1.0)) ** 2
                     rgba[i, j] = cmap(shade)
-                    label.set(text=f"{e.mfu:.0%}, {mem:.0f}", color="white" if shade < 0.6 else "black")
+                    label.set(text=f"{e.mfu:.0%}, {mem:.0f}", color=style.PAPER if shade < 0.6 else style.INK)
                 else:
                     rgba[i, j] = (0.8, 0.8, 0.8, 1.0)
-                    label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color="0.3")
+                    label.set(text=f"{mem:.0f}" if mem < 1e4 else "too big", color=style.GUIDE)
         self._cells.set_facecolor(rgba.reshape(-1, 4))
         self._hatch.set_verts(invalid)
         framed = (tp, pp) in grid["cells"] or (tp, pp) in grid["invalid"]
@@ -308,9 +308,9 @@ def _set_bars(bars, key, values, fmt) -> float:
 
 def draw_validation(ax, rows):
     """Predicted vs measured TFLOP/s per GPU (``rows`` from ``validation_rows``)."""
-    groups = {"weak-scaling": ("o", "tab:blue", "Table 1 weak scaling, 1.7B -> 1T"),
-              "gpt3-175b": ("*", "tab:red", "GPT-3 175B, 1024 GPUs"),
-              "ptdp-vs-zero3-175b": ("s", "tab:green", "GPT-3 175B, 384-1536 GPUs (Table 2)")}
+    groups = {"weak-scaling": ("o", style.series(0), "Table 1 weak scaling, 1.7B -> 1T"),
+              "gpt3-175b": ("*", style.series(1), "GPT-3 175B, 1024 GPUs"),
+              "ptdp-vs-zero3-175b": ("s", style.series(2), "GPT-3 175B, 384-1536 GPUs (Table 2)")}
     for key, (marker, colour, label) in groups.items():
         sel = [r for r in rows if r["group"] == key]
         if sel:
@@ -318,15 +318,15 @@ def draw_validation(ax, rows):
                     ls="none", label=label)
     lo = min(min(r["measured"], r["predicted"]) for r in rows) * 0.85
     hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.1
-    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="model = measurement")
-    ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color="0.9", label="within 10%")
+    ax.plot([lo, hi], [lo, hi], "-", color=style.INK, lw=0.8, label="model = measurement")
+    ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color=style.SHADE, label="within 10%")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured TFLOP/s per GPU (Narayanan et al. 2021)")
     ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
-    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=10)
+    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=style.FONT_TITLE)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=style.FONT_SMALL, loc="upper left")
     return ax
 
 
@@ -347,10 +347,10 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
         rows = s["scan"]
         right.plot([r["tp"] for r in rows], [r["tflops_per_gpu"] for r in rows], "-", color=c, alpha=0.6)
         for r in rows:
-            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else "white", ms=7)
+            right.plot(r["tp"], r["tflops_per_gpu"], "o", color=c, mfc=c if r["fits"] else style.PAPER, ms=7)
         right.plot([], [], "o-", color=c, label=f"{sid} (hollow: does not fit in memory)")
-        left.axvspan(g * 1.02, 80, color="0.9", zorder=0)
-        right.axvspan(g * 1.02, 80, color="0.9", zorder=0)
+        left.axvspan(g * 1.02, 80, color=style.SHADE, zorder=0)
+        right.axvspan(g * 1.02, 80, color=style.SHADE, zorder=0)
     for a in (left, right):
         a.set_xscale("log", base=2)
         a.set_xlim(0.8, 80)
@@ -358,18 +358,18 @@ def draw_tp_crossing(left, right, series, model_name, right_title):
         a.set_xlabel("tensor-parallel degree t (grey: beyond one 8-GPU node)")
         a.grid(True, which="both", alpha=0.3)
     left.set_yscale("log")
-    left.axhline(1.0, color="black", lw=0.8)
+    left.axhline(1.0, color=style.INK, lw=0.8)
     left.set_ylabel("TP communication / compute")
-    left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=9)
-    links = [Line2D([], [], color="0.3", marker="o", ls="-", label="inside the node: NVLink"),
-             Line2D([], [], color="0.3", marker="s", ls="--", label="beyond: all NICs carry the ring (model)"),
-             Line2D([], [], color="0.3", marker="^", ls=":", label="beyond: one NIC share per GPU")]
-    left.add_artist(left.legend(handles=systems, fontsize=8, loc="lower right"))
-    left.legend(handles=links, fontsize=8, loc="upper left")
+    left.set_title(f"{model_name}: one layer, fwd + bwd, bandwidth only", fontsize=style.FONT_NORMAL)
+    links = [Line2D([], [], color=style.GUIDE, marker="o", ls="-", label="inside the node: NVLink"),
+             Line2D([], [], color=style.GUIDE, marker="s", ls="--", label="beyond: all NICs carry the ring (model)"),
+             Line2D([], [], color=style.GUIDE, marker="^", ls=":", label="beyond: one NIC share per GPU")]
+    left.add_artist(left.legend(handles=systems, fontsize=style.FONT_SMALL, loc="lower right"))
+    left.legend(handles=links, fontsize=style.FONT_SMALL, loc="upper left")
     right.set_ylabel("TFLOP/s per GPU (parallel.estimate)")
-    right.set_title(right_title, fontsize=9)
+    right.set_title(right_title, fontsize=style.FONT_NORMAL)
     right.set_ylim(bottom=0)
-    right.legend(fontsize=8, loc="lower left")
+    right.legend(fontsize=style.FONT_SMALL, loc="lower left")
 
 
 # ---------------------------------------------------------------- tables (HTML)

@@ -20,16 +20,16 @@ def draw_mesh(ax, m):
     rings for every link, the two-GPU consumer references, your choice. Returns ``update(m)``."""
     from matplotlib.ticker import FixedLocator
     counts = m.counts
-    (one,) = ax.plot(counts, m.one_ring_s, "o-", color="tab:orange", label="one ring (only the links to its neighbour)")
-    (every,) = ax.plot(counts, m.all_links_s, "s-", color="tab:blue",
+    (one,) = ax.plot(counts, m.one_ring_s, "o-", color=style.series(4), label="one ring (only the links to its neighbour)")
+    (every,) = ax.plot(counts, m.all_links_s, "s-", color=style.series(0),
                        label="enough rings to use every link (= an NVSwitch port)")
-    (refs,) = ax.plot([2] * len(m.references), [t for _, t in m.references], "^", color="tab:gray")
-    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=8, color="0.3")
+    (refs,) = ax.plot([2] * len(m.references), [t for _, t in m.references], "^", color=style.REFERENCE)
+    notes = [ax.annotate(label, (2, t), textcoords="offset points", xytext=(6, -2), fontsize=style.FONT_SMALL, color=style.GUIDE)
              for label, t in m.references]
-    (chosen,) = ax.plot([], [], "D", color="tab:red", ms=8, zorder=5, label="your choice")
-    mark = ax.axvline(m.gpus, color="tab:red", ls=":", lw=1)
-    shade = ax.axvspan(m.links_per_gpu + 1.5, counts[-1] + 0.5, color="0.85", zorder=0)
-    note = ax.text(0, 0.02, "no full mesh:\nfewer links\nthan peers", fontsize=8, va="bottom", color="0.3",
+    (chosen,) = ax.plot([], [], "D", color=style.YOURS, ms=8, zorder=5, label="your choice")
+    mark = ax.axvline(m.gpus, color=style.YOURS, ls=":", lw=1)
+    shade = ax.axvspan(m.links_per_gpu + 1.5, counts[-1] + 0.5, color=style.SHADE, zorder=0)
+    note = ax.text(0, 0.02, "no full mesh:\nfewer links\nthan peers", fontsize=style.FONT_SMALL, va="bottom", color=style.GUIDE,
                    transform=ax.get_xaxis_transform())
     ax.set_yscale("log")
     style.time_axis(ax, "y")
@@ -37,7 +37,7 @@ def draw_mesh(ax, m):
     ax.xaxis.set_major_locator(FixedLocator(counts))
     ax.set_xlim(counts[0] - 0.5, counts[-1] + 0.5)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center right", fontsize=8)
+    ax.legend(loc="center right", fontsize=style.FONT_SMALL)
 
     def update(m):
         one.set_ydata(m.one_ring_s)
@@ -57,7 +57,7 @@ def draw_mesh(ax, m):
             note.set_x(m.links_per_gpu + 1.7)
         ax.set_ylabel(f"all-reduce of {units.format_bytes(m.nbytes)}")
         ax.set_title(f"{m.links_per_gpu} links x {m.link_gb_s:.3g} GB/s per direction per GPU, split over the peers",
-                     fontsize=10)
+                     fontsize=style.FONT_TITLE)
         ax.relim()
         ax.autoscale_view(scalex=False)
 
@@ -87,18 +87,18 @@ def draw_measurements(ax, rows, efficiency):
     labels = [textwrap.fill(f"{r['system'].split(' (')[0]}: {r['kind'].split(',')[0]}", 34, break_on_hyphens=False)
               for r in rows]
     y = np.arange(len(rows))
-    ax.barh(y, [r["ratio"] for r in rows], color="tab:green", alpha=0.8)
+    ax.barh(y, [r["ratio"] for r in rows], color=style.series(2), alpha=0.8)
     for i, r in enumerate(rows):  # inside the bar, where there is room for it at 8 pt
         ax.text(0.02, i, f"{r['measured_gb_s']:g} of {r['spec_gb_s']:g} GB/s {r['direction']}",
-                va="center", fontsize=8, color="white")
-    ax.axvline(1.0, color="black", lw=1)
-    ax.axvline(efficiency, color="tab:red", ls="--", lw=1, label=f"course model: {efficiency:.0%} of spec")
-    ax.set_yticks(y, labels, fontsize=8)
+                va="center", fontsize=style.FONT_SMALL, color=style.PAPER)
+    ax.axvline(1.0, color=style.INK, lw=1)
+    ax.axvline(efficiency, color=style.series(1), ls="--", lw=1, label=f"course model: {efficiency:.0%} of spec")
+    ax.set_yticks(y, labels, fontsize=style.FONT_SMALL)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.3)
     ax.set_xlabel("measured / spec (same direction convention)")
     ax.set_title("NVLink: what published measurements reach")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=style.FONT_SMALL)
     return ax
 
 

@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from .. import style, units
+from .. import style, topology, units
 from ..widgets import html_table, show_html
 
 GB = units.GB
@@ -28,24 +28,24 @@ def draw_fabric(axes, s):
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
     from matplotlib.transforms import ScaledTranslation, blended_transform_factory
     left, right = axes
-    size = 8.5 * max(1.0, left.figure.get_figwidth() / 7.5)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
+    size = topology.readable_points(left.figure)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
     counts, cut = s.counts, s.buildable
     lines = {
-        "switch_ring": left.plot(counts, s.switch_ring, "o-", color="tab:orange",
+        "switch_ring": left.plot(counts, s.switch_ring, "o-", color=style.colour("algorithm", "ring"),
                                  label="NVSwitch, ring (= mesh using every wire)")[0],
-        "switch_nvls": left.plot(counts, s.switch_nvls, "o-", color="tab:red",
+        "switch_nvls": left.plot(counts, s.switch_nvls, "o-", color=style.colour("algorithm", "nvls"),
                                  label="NVSwitch + in-switch reduction (ideal)")[0],
-        "mesh_ok": left.plot(counts[:cut], s.mesh_one_ring[:cut], "s--", color="tab:green",
+        "mesh_ok": left.plot(counts[:cut], s.mesh_one_ring[:cut], "s--", color=style.series(2),
                              label="full mesh, one ring on direct wires")[0],
-        "mesh_no": left.plot(counts[cut - 1:], s.mesh_one_ring[cut - 1:], ":", color="tab:green", alpha=0.5)[0],
-        "tree": left.plot(s.tree_gpus, s.tree_time, "^-", color="tab:purple", label="PCIe tree, ring")[0],
-        "switch_bis": right.plot(counts, s.switch_bis / GB, "o-", color="tab:orange")[0],
-        "mesh_bis_ok": right.plot(counts[:cut], s.mesh_bis[:cut] / GB, "s--", color="tab:green")[0],
-        "mesh_bis_no": right.plot(counts[cut - 1:], s.mesh_bis[cut - 1:] / GB, ":", color="tab:green", alpha=0.5)[0],
-        "tree_bis": right.plot(s.tree_gpus, s.tree_bis / GB, "^-", color="tab:purple")[0],
+        "mesh_no": left.plot(counts[cut - 1:], s.mesh_one_ring[cut - 1:], ":", color=style.series(2), alpha=0.5)[0],
+        "tree": left.plot(s.tree_gpus, s.tree_time, "^-", color=style.series(3), label="PCIe tree, ring")[0],
+        "switch_bis": right.plot(counts, s.switch_bis / GB, "o-", color=style.colour("algorithm", "ring"))[0],
+        "mesh_bis_ok": right.plot(counts[:cut], s.mesh_bis[:cut] / GB, "s--", color=style.series(2))[0],
+        "mesh_bis_no": right.plot(counts[cut - 1:], s.mesh_bis[cut - 1:] / GB, ":", color=style.series(2), alpha=0.5)[0],
+        "tree_bis": right.plot(s.tree_gpus, s.tree_bis / GB, "^-", color=style.series(3))[0],
     }
-    marks = [a.axvline(s.gpus, color="0.4", ls=":", lw=1) for a in (left, right)]
-    dots = [a.plot([], [], "D", color="black", ms=5, zorder=5)[0] for a in (left, right)]
+    marks = [a.axvline(s.gpus, color=style.GUIDE, ls=":", lw=1) for a in (left, right)]
+    dots = [a.plot([], [], "D", color=style.INK, ms=5, zorder=5)[0] for a in (left, right)]
     for a in (left, right):
         a.set_xscale("log", base=2)
         a.set_yscale("log")
@@ -105,29 +105,29 @@ def draw_measurements(left, right, sweeps, rows, line_rate):
             left.plot(s["grid"], s["nvls"] / GB, "-", color=colour, lw=1.5, label="model, NVLS")
         left.axhline(s["line_rate"] / GB, color=colour, ls=":", lw=1)
         left.text(s["grid"][0], s["line_rate"] / GB + 6, f"{gpu} line rate {s['line_rate'] / GB:.0f} GB/s per direction",
-                  color=colour, fontsize=8, ha="left")  # on the left, where the sweeps are still near zero
+                  color=colour, fontsize=style.FONT_SMALL, ha="left")  # on the left, where the sweeps are still near zero
     left.set_xscale("log", base=2)
     ticks = [2**10, 2**15, 2**20, 2**25, 2**30, 2**33]
     left.set_xticks(ticks, [units.format_bytes(t, binary=True, digits=2) for t in ticks])
     left.set_xlabel("all-reduce size per GPU")
     left.set_ylabel("busbw, GB/s (nccl-tests definition)")
-    left.set_title("8 GPUs: A100 (no NVLS) and H200 (NVLS), Azure sweeps", fontsize=9)
+    left.set_title("8 GPUs: A100 (no NVLS) and H200 (NVLS), Azure sweeps", fontsize=style.FONT_NORMAL)
     left.set_ylim(0, 560)
     left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.36))
+    left.legend(fontsize=style.FONT_SMALL, loc="center left", bbox_to_anchor=(0.0, 0.36))
     g = [r["gpus"] for r in rows]
-    right.plot(g, [r["measured_ring"] / GB for r in rows], "s", color="tab:gray", label="measured, ring")
-    right.plot(g, [r["measured_nvls"] / GB for r in rows], "o", color="tab:red", label="measured, NVLS")
-    right.plot(g, [r["model_ring"] / GB for r in rows], "--", color="tab:gray", label="model, ring")
-    right.plot(g, [r["model_nvls"] / GB for r in rows], "-", color="tab:red", label="model, NVLS")
-    right.axhline(line_rate / GB, color="black", ls=":", lw=1)
-    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=8)
+    right.plot(g, [r["measured_ring"] / GB for r in rows], "s", color=style.colour("algorithm", "ring"), label="measured, ring")
+    right.plot(g, [r["measured_nvls"] / GB for r in rows], "o", color=style.colour("algorithm", "nvls"), label="measured, NVLS")
+    right.plot(g, [r["model_ring"] / GB for r in rows], "--", color=style.colour("algorithm", "ring"), label="model, ring")
+    right.plot(g, [r["model_nvls"] / GB for r in rows], "-", color=style.colour("algorithm", "nvls"), label="model, NVLS")
+    right.axhline(line_rate / GB, color=style.INK, ls=":", lw=1)
+    right.text(2, line_rate / GB + 5, "H100 line rate, 450 GB/s per direction", fontsize=style.FONT_SMALL)
     right.set_xlabel("GPUs in the all-reduce (one H100 node)")
     right.set_ylabel("busbw, GB/s")
-    right.set_title("busbw vs GPU count, 2-4 GB (nccl issue 1455)", fontsize=9)
+    right.set_title("busbw vs GPU count, 2-4 GB (nccl issue 1455)", fontsize=style.FONT_NORMAL)
     right.set_ylim(0, 560)
     right.grid(True, alpha=0.3)
-    right.legend(fontsize=8, loc="lower right")
+    right.legend(fontsize=style.FONT_SMALL, loc="lower right")
 
 
 def draw_topologies(axes, topologies, titles=None, **draw_kwargs):

@@ -32,7 +32,7 @@ class BreakdownView:
         from matplotlib.patches import Patch
         from matplotlib.transforms import ScaledTranslation
         self.ax, self.rows = ax, rows
-        self.size = 8.0 * max(1.0, ax.figure.get_figwidth() / 7.5)  # points, before the notebook shrinks it
+        self.size = style.notebook_points(ax.figure)  # points, before the notebook shrinks it
         self._bars = ax.add_collection(PolyCollection([], edgecolors="none"), autolim=False)
         self._values = [ax.text(0, 0, "", va="center", fontsize=self.size) for _ in range(rows)]
         self._note = ax.text(0.5, 0.5, "no layout fits in GPU memory:\nadd GPUs or pick a GPU with more memory",
@@ -111,10 +111,10 @@ def draw_gpu_sweep(axes, rows, brief, model_name):
         x = [r["gpus"] for r in mine]
         axes[0].plot(x, [r["days"] for r in mine], "o-", label=sid)
         axes[1].plot(x, [r["gpu_hours"] / 1e6 for r in mine], "o-", label=sid)
-    axes[0].axhline(brief.max_days, color="0.3", ls=":", lw=1)
-    axes[1].axhline(brief.max_gpu_hours / 1e6, color="0.3", ls=":", lw=1)
+    axes[0].axhline(brief.max_days, color=style.GUIDE, ls=":", lw=1)
+    axes[1].axhline(brief.max_gpu_hours / 1e6, color=style.GUIDE, ls=":", lw=1)
     for ax in axes:
-        ax.axvline(brief.max_gpus, color="0.3", ls=":", lw=1)
+        ax.axvline(brief.max_gpus, color=style.GUIDE, ls=":", lw=1)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("days to train")
     axes[1].set_ylabel("million GPU-hours")
@@ -123,9 +123,9 @@ def draw_gpu_sweep(axes, rows, brief, model_name):
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("GPUs")
-        ax.set_title(f"{model_name}, {brief.tokens / 1e12:g}T tokens, batch {brief.global_batch}: {what}", fontsize=9)
+        ax.set_title(f"{model_name}, {brief.tokens / 1e12:g}T tokens, batch {brief.global_batch}: {what}", fontsize=style.FONT_NORMAL)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=style.FONT_SMALL)
     return axes
 
 
@@ -133,16 +133,16 @@ def draw_published_comparison(ax, rows):
     """Predicted / published for each run (``rows`` from ``published_comparison``), with the +-20% band."""
     y = np.arange(len(rows))
     ratios = [r["ratio"] for r in rows]
-    ax.axvspan(0.8, 1.2, color="tab:green", alpha=0.12, label="within 20%")
-    ax.axvline(1.0, color="0.3", lw=1)
-    ax.barh(y, [r - 1 for r in ratios], left=1, color=["tab:blue" if r >= 1 else "tab:orange" for r in ratios])
+    ax.axvspan(0.8, 1.2, color=style.AGREEMENT, alpha=0.12, label="within 20%")
+    ax.axvline(1.0, color=style.GUIDE, lw=1)
+    ax.barh(y, [r - 1 for r in ratios], left=1, color=[style.OVERESTIMATE if r >= 1 else style.UNDERESTIMATE for r in ratios])
     for yi, r in zip(y, ratios):
-        ax.text(r, yi, f" {r:.2f}", va="center", fontsize=8)
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
+        ax.text(r, yi, f" {r:.2f}", va="center", fontsize=style.FONT_SMALL)
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=style.FONT_SMALL)
     ax.set_xlim(0.6, 1.4)
     ax.set_xlabel("predicted / published (> 1: the model is pessimistic)")
-    ax.set_title("The course's planner against published training runs", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("The course's planner against published training runs", fontsize=style.FONT_TITLE)
+    ax.legend(fontsize=style.FONT_SMALL, loc="lower right")
     return ax
 
 

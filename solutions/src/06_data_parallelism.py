@@ -143,10 +143,11 @@ for overlap in (True, False):
 #
 # ## 3. Explorer: model size, GPUs, network speed, ZeRO stage
 # Every GPU keeps the same work (sequences per GPU), so the ideal is a flat row of bars (weak scaling).
-# Blue is compute, red the exposed data-parallel communication, the black tick the whole DP communication
-# if nothing were hidden, green the scaling efficiency; the lower panel is the memory per GPU of each ZeRO
-# stage at your GPU count. Up to 8 GPUs the ring stays on NVLink; beyond, it crosses the network, where
-# each GPU has its own NIC at the speed you choose. The default is a 100 Gb/s port per GPU:
+# Blue is compute, purple the exposed data-parallel communication (the colours of chapters 07 and 08),
+# the black tick the whole DP communication if nothing were hidden, green the scaling efficiency; the
+# lower panel is the memory per GPU of each ZeRO stage at your GPU count. Up to 8 GPUs the ring stays
+# on NVLink; beyond, it crosses the network, where each GPU has its own NIC at the speed you choose.
+# The default is a 100 Gb/s port per GPU:
 
 # %%
 eth100 = hardware.network("eth-100g")
@@ -155,10 +156,10 @@ explorer = dp.dp_scaling_explorer(model="megatron-7.5b", gpus=64, link_gb_s=eth1
 
 # %% [markdown]
 # Things to try:
-# - network speed from 12.5 to 50 GB/s (one NDR port per GPU, as on a DGX H100): the red vanishes;
+# - network speed from 12.5 to 50 GB/s (one NDR port per GPU, as on a DGX H100): the purple vanishes;
 # - back to 12.5 GB/s, sequences per GPU from 1 to 8: more compute per step hides the same all-reduce
 #   better (weak scaling with a bigger per-GPU batch);
-# - ZeRO stage 0: the memory bar goes past the GPU; ZeRO-3: memory drops, red grows (section 6);
+# - ZeRO stage 0: the memory bar goes past the GPU; ZeRO-3: memory drops, purple grows (section 6);
 # - untick overlap: every millisecond of communication lands on the step.
 #
 # ## 4. Scaling efficiency and the limits of linear scaling
@@ -221,8 +222,8 @@ dp.show_published_scaling()
 # ## 5. The data-parallel ring on real hardware
 #
 # Across nodes a ring over 16 GPUs of two DGX H100s looks like this on the rail-optimised fat tree of
-# chapter 05. Inside a node the hops go through the NVSwitch (blue); two hops leave the nodes, each on one
-# rail, through that rail's leaf switch (red):
+# chapter 05. Inside a node the hops go through the NVSwitch (green); two hops leave the nodes, each on one
+# rail, through that rail's leaf switch (orange), the colours of inside and across nodes in chapters 07 and 10:
 
 # %%
 dp.draw_dp_ring("dgx-h100", nodes=2, ring=0);

@@ -316,16 +316,18 @@ importlib.reload(course_lib.grading).grade("08.3", why_h200_wins)
 
 # %% [markdown]
 # ### 3.3 Explorer: the full planner
-# Pick a model and a system, then move the GPU count, the link speeds (GB/s **per direction**: one NIC port,
-# and one GPU's NVLink or PCIe), the global batch and the token count. Each bar is one of the best six
-# layouts, its step time split into compute, pipeline bubble and *exposed* communication; the readout
-# gives days and GPU-hours and ticks the brief's limits. Changing the system resets both link sliders to
-# its catalog values. To stay fast, the explorer searches a reduced space (micro-batch 1-2, ZeRO-1,
-# interleave 1-2, TP up to 16); `parallel.plan` may find a layout a few % faster. Things to try:
+# Pick a model and a system, then move the GPU count, the link speeds (**per direction**: one NIC port
+# in Gb/s, bits, as in chapters 05, 07 and 09; one GPU's NVLink or PCIe in GB/s), the global batch and
+# the token count. Each bar is one of the best six layouts, its step time split into compute, pipeline
+# bubble and *exposed* communication; the readout gives days and GPU-hours and ticks the brief's limits.
+# Changing the system resets both link sliders to its catalog values. To stay fast, the explorer searches
+# a reduced space (micro-batch 1-2, ZeRO-1, interleave 1-2, TP up to 16); `parallel.plan` may find a
+# layout a few % faster. Things to try:
 # - DGX H200, GPUs from 1,024 to 2,048 and 4,096: days halve, GPU-hours creep up;
 # - DGX H100 at 1,024 GPUs, then DGX H200: the pipeline disappears from the winner;
-# - DGX H200, NIC speed down to 3 GB/s per direction: the layout changes to live with it;
-# - global batch 256 at 4,096 GPUs: TP has to leave the node, and the red and orange bars grow;
+# - DGX H200, NIC speed down to 25 Gb/s per direction: the layout changes to live with it;
+# - global batch 256 at 4,096 GPUs: TP has to leave the node, and the orange (tensor-parallel) and purple
+#   (data-parallel) bars grow;
 # - GB200 NVL72 with the GPU link at 50 GB/s per direction: what the 72-GPU NVLink domain was worth.
 
 # %%
