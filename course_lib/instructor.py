@@ -258,6 +258,10 @@ def _words(source: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)  # def __eq__(...): an object that lies to comparisons
+            if node.name.startswith("__") and node.name.endswith("__") and node.name not in SUSPICIOUS:
+                found.add("a dunder method (" + node.name + ")")
         elif isinstance(node, ast.Attribute):
             found.add(node.attr)
             if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in SUSPICIOUS:
@@ -279,7 +283,7 @@ def _words(source: str) -> set[str]:
         if spelled_here:
             spelled.append(spelled_here)
     out = {w for w in REACHING if w in found or w in spelled}
-    out |= {w for w in found if w.startswith(("a dunder attribute", "rebinds "))}
+    out |= {w for w in found if w.startswith(("a dunder attribute", "a dunder method", "rebinds "))}
     names = " ".join(sorted(found))
     out |= {w for w in SUSPICIOUS if w in names or any(w in s for s in spelled)}
     return out

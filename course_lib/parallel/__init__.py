@@ -63,5 +63,6 @@ from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
                        bucket_count, dp_phase, zero3_step_bytes)
 from .step import estimate, estimate_layout  # noqa: F401
-from .validation import (all_to_all_bottleneck_bandwidth, modern_validation_summary,  # noqa: F401
+from .validation import (all_to_all_bottleneck_bandwidth, layer_efficiency_measured,  # noqa: F401
+                         modern_validation_summary,
                          modern_validation_table, published_modern, validation_summary, validation_table)

@@ -155,3 +155,20 @@ def modern_validation_summary(rows=None) -> str:
                  "group's fit cases; test cases never set it). *: the model's memory check says the run does not fit "
                  "(see the case's 'assumed').")
     return "\n".join(lines)
+
+
+def layer_efficiency_measured() -> list[dict]:
+    """One layer's forward + backward on a real GPU (``published_training.json``'s ``layer_efficiency_h200``):
+    per catalog model, the measured fraction of dense bf16 peak beside the ``gpu_efficiency`` assumption.
+
+    Each row: model, hidden, seq_len, ms, model_tflops, fraction_of_peak, and ``layer_over_assumed`` (the
+    measured fraction over the assumption). A check of the assumption: nothing here sets it.
+    """
+    from .layouts import assumption
+
+    block = published()["layer_efficiency_h200"]
+    assumed = assumption("gpu_efficiency")
+    return [{**row, "gpu": block["gpu"], "assumed": assumed, "layer_over_assumed": row["fraction_of_peak"] / assumed,
+             "matmul_fraction": block["matmul_8192_tflops"] / block["peak_bf16_tflops"], "source": block["source"]}
+            for row in block["layers"]]
+

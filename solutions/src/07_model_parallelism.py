@@ -468,6 +468,33 @@ print(f"assumed {parallel.assumption('gpu_efficiency'):.2f}; GPT-3 on 1024 GPUs 
 # Both are above the assumption, and the larger model needs more: the signature of GEMM efficiency growing
 # with matrix size, which one constant cannot follow.
 #
+# We checked the compute price on a real GPU. `benchmarks/device_compute_check.py` builds one layer of each
+# model below in PyTorch, with exactly the weights the course's FLOP formula counts, and times its forward and
+# backward pass on one H200 (bf16, micro-batch 1). That is the best a step's compute can do: no optimizer,
+# embeddings, loss, communication or pipeline bubble.
+
+# %%
+from course_lib.views import compute_check
+
+layer_rows = parallel.layer_efficiency_measured()
+for r in layer_rows:
+    print(f"{r['model']:<14} hidden {r['hidden']:>6}  {r['ms']:7.2f} ms  {r['model_tflops']:5.0f} TFLOP/s = "
+          f"{r['fraction_of_peak']:.0%} of peak, {r['layer_over_assumed']:.2f}x the assumption")
+compute_check.plot_layer_efficiency(layer_rows);
+small, large = layer_rows[0], layer_rows[-1]
+glue("layer_small_model", small["model"], "{}")
+glue("layer_small", small["fraction_of_peak"], "{:.0%}")
+glue("layer_large", max(r["fraction_of_peak"] for r in layer_rows[1:]), "{:.0%}")
+glue("layer_large_min", min(r["fraction_of_peak"] for r in layer_rows[1:]), "{:.0%}")
+glue("layer_matmul", small["matmul_fraction"], "{:.0%}")
+
+# %% [markdown]
+# The smallest model's layer ({{layer_small_model}}) reaches {{layer_small}} of peak, close to the assumption; from
+# 7B up every layer reaches {{layer_large_min}}-{{layer_large}}, not far below a plain large matrix product
+# ({{layer_matmul}}). So on Hopper the single constant is too low for large models' layers and about right for small
+# ones: a whole step loses part of that to the work this measurement leaves out, and how much is exactly what one
+# constant cannot say. Where the planner's compute time matters, measure one layer of your own model this way.
+#
 # **2. Tensor-parallel communication is assumed fully exposed.** The model adds every TP all-reduce to the
 # step time, as the 2021 runs did; newer Megatron-LM versions can overlap much of it with the neighbouring
 # matrix multiplications (`--tp-comm-overlap`, with sequence parallelism and Transformer Engine). How much is at stake: make the TP all-reduces
