@@ -190,6 +190,10 @@ def test_step_range_scales_only_the_exposed_communication():
     r = cm.step_range(NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
     assert not r["known"] and r["missing"] == ["tensor parallel"] and "no range" in cm.step_phrase(
         NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
+    # nothing exposed: the step is its own range, and the phrase says why
+    hidden = NS(step_time_s=1.0, nodes=8, traffic=[idle])
+    assert cm.step_range(hidden, "dgx-h100")["exposed"] == [] and "no exposed communication" in cm.step_phrase(
+        hidden, "dgx-h100")
 
 
 def test_explorer_readouts_carry_the_range_of_their_regime():

@@ -226,15 +226,18 @@ def step_range(estimate, system, network=None) -> dict:
     ``crosses_nodes``, ``group_size``, ``bytes_per_call`` and ``exposed_s``). Compute and the pipeline bubble
     are taken as priced; each kind's exposed time t becomes t / high .. t / low of the range of its regime
     (its message size, the nodes its group spans, ``system``'s fabric). Returns low_s, high_s (None where a
-    kind with exposed time has no range), known, and missing (the kinds without a range).
+    kind with exposed time has no range), known, missing (the kinds without a range) and exposed (the kinds
+    with exposed time; none: all communication hides behind compute and the range is the step itself).
     """
     sys_ = hardware.resolve_system(system)
     step = float(estimate.step_time_s)
     low = high = step
     missing = []
+    exposed = []
     for t in estimate.traffic:
         if t.exposed_s <= 0 or t.bytes_per_call <= 0:
             continue
+        exposed.append(t.kind)
         nodes = max(2, -(-t.group_size // sys_.gpus_per_node)) if t.crosses_nodes else 1
         rng = range_for(t.bytes_per_call, min(nodes, estimate.nodes) if t.crosses_nodes else 1, sys_, network)
         if not rng.known:
@@ -244,12 +247,18 @@ def step_range(estimate, system, network=None) -> dict:
         high += t.exposed_s / rng.low - t.exposed_s
     known = not missing
     return {"step_s": step, "low_s": low if known else None, "high_s": high if known else None, "known": known,
-            "missing": missing}
+            "missing": missing, "exposed": exposed}
 
 
 def step_phrase(estimate, system, network=None) -> str:
     """The step time with its range, for a readout: 'step 1.2 s (published collectives in these regimes: 1.1-1.4 s)'."""
     r = step_range(estimate, system, network)
+    if not r["exposed"]:
+        return (f"step {units.format_time(r['step_s'])} (no exposed communication: it all hides behind compute, "
+                "so the spread of published collective runs does not widen it)")
+    if r["known"] and units.format_time(r["low_s"]) == units.format_time(r["high_s"]):
+        return (f"step {units.format_time(r['step_s'])} (its exposed communication is too small for the spread of "
+                "published collective runs in its regimes to move it)")
     if r["known"]:
         return (f"step {units.format_time(r['step_s'])} (with the spread of published collective runs in the "
                 f"regimes of its exposed communication: {units.format_time(r['low_s'])} to {units.format_time(r['high_s'])})")
