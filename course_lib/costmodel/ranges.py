@@ -131,13 +131,22 @@ class Range:
             return None
         return bool(not self.holds(ratio) and abs(ratio - 1.0) > NEAR_MODEL)
 
+    @property
+    def caveat(self) -> str:
+        """What the model leaves out in this regime, as a clause starting '; ' (or ''): below 128 MiB on a
+        plugin network, the plugin's per-message software cost (efficiency.json ``plugin_message_cost``)."""
+        if self.regime.family == "plugin network" and self.regime.size != SIZE_BANDS[-1][0]:
+            return ("; the model has no per-message cost for the network plugin (assumed none: no form fit its "
+                    "fit cases, efficiency.json plugin_message_cost), so runs here are often slower")
+        return ""
+
     def describe(self) -> str:
         """One sentence: what published runs in this regime measured against the model, or that there are too few."""
         if not self.known:
             return (f"{self.regime}: too few published test runs in this regime ({self.cases} from {self.sources} "
-                    f"source(s); a range needs {MIN_CASES} from {MIN_SOURCES}), so no range")
+                    f"source(s); a range needs {MIN_CASES} from {MIN_SOURCES}), so no range{self.caveat}")
         return (f"{self.regime}: published runs in this regime measured {self.low:.2f}-{self.high:.2f}x of the model "
-                f"({SHARE:.0%} of {self.cases} test cases)")
+                f"({SHARE:.0%} of {self.cases} test cases){self.caveat}")
 
 
 def range_for(nbytes, nodes, system, network=None) -> Range:
@@ -213,10 +222,10 @@ def range_phrase(predicted_gb_s, rng: Range) -> str:
         raise ValueError(f"rng must be a costmodel.Range (from range_for); got {rng!r}")
     if not rng.known:
         return (f"too few published test runs in this regime ({rng.regime}: {rng.cases} from {rng.sources} "
-                "source(s)) for a range")
+                f"source(s)) for a range{rng.caveat}")
     low, high = rng.busbw(predicted_gb_s)
     return (f"published runs in this regime ({rng.regime}) measured {rng.low:.2f}-{rng.high:.2f}x of the model "
-            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s")
+            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s{rng.caveat}")
 
 
 def step_range(estimate, system, network=None) -> dict:
