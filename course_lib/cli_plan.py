@@ -1,11 +1,13 @@
 """``python -m course_lib plan``: memory, traffic and step time of a parallel layout, or the planner's pick.
 
 With --tp/--pp given it evaluates that layout; with --search (or without --tp) it runs the
-planner and also prints the best layouts. --json prints the result as JSON (SI units).
+planner and also prints the best layouts. Each step time comes with its range (``costmodel.step_range``:
+the exposed communication scaled by the spread of published runs in its regimes) or says which traffic's
+regime has too few published runs for one. --json prints the result as JSON (SI units).
 """
 from __future__ import annotations
 
-from . import cli, parallel, systemfile, tp_scans
+from . import cli, costmodel, parallel, systemfile, tp_scans
 
 
 def _run(args) -> int:
@@ -34,8 +36,10 @@ def _run(args) -> int:
                                 gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs,
                                 ep=args.ep or 1, cp=args.cp or 1, fsdp=args.fsdp, hsdp=args.hsdp, **modern)
         out["estimate"] = est.to_dict()
+        out["estimate"]["step_range"] = costmodel.step_range(est, system)
         if not args.json:
             print(est.summary())
+            print(f"  range: {costmodel.step_phrase(est, system)}")
     if args.search or "estimate" not in out:
         search = {}
         if args.ep is not None:
@@ -48,10 +52,14 @@ def _run(args) -> int:
         result = parallel.plan(model, system, global_batch=args.global_batch, gpu_efficiency=args.gpu_efficiency,
                                dp_overlap=not args.no_dp_overlap, **kwargs, **search, **modern)
         out["plan"] = result.to_dict(top=args.top)
+        if result.ranked:
+            out["plan"]["best_step_range"] = costmodel.step_range(result.best, system)
         if not args.json:
             if "estimate" in out:
                 print()
             print(result.summary(top=args.top))
+            if result.ranked:
+                print(f"range of the best layout's step: {costmodel.step_phrase(result.best, system)}")
     if args.json:
         print(cli.dumps(out, default=str))
     return 0

@@ -268,19 +268,41 @@ def test_double_binary_tree_load_follows_nccls_trees():
         cm.double_binary_tree_load(0)
 
 
-def test_two_node_tree_halves_the_network_bytes_only_where_nccl_runs_it():
+def test_tree_correction_is_nccls_table_by_size():
+    # index log2(size / 64 B): 64 B -> 0, 1 MiB -> 14, 256 MiB -> 22; from 512 MiB (index 23) on, 1
+    assert cm.tree_correction([64, 2**20, 2**28], "Simple").tolist() == [0.9, 0.5, 0.9]
+    assert cm.tree_correction([2**29, 2**33], "LL").tolist() == [1.0, 1.0]
+    assert cm.tree_correction([2**20 + 5], "LL128").tolist() == cm.tree_correction([2**20], "LL128").tolist()
+    with pytest.raises(ValueError, match="protocol"):
+        cm.tree_correction(2**20, "LL64")
+
+
+def test_two_node_tree_is_chosen_per_size_by_nccls_estimate_and_priced_as_it_runs():
+    sizes = [2**k for k in range(3, 35)]
+    for system in ("dgx-a100", "gcp-a3-mega", "aws-p4d", "alps-gh200"):
+        p = cm.predict("all_reduce", sizes, system, nodes=2)
+        tree = p.algorithms == "tree"
+        # NCCL's estimate: the tree for small messages, the ring for large ones (its size-by-size tree
+        # correction can flip a middle size back and forth, as NCCL itself does)
+        assert tree[0] and not tree[-1], system
+        ring_or_tree = np.isin(p.algorithms, ["ring", "tree"])
+        f = cm.fabric(system)
+        prefers = cm.nccl_prefers_tree("all_reduce", np.asarray(sizes, dtype=float),
+                                       f.gpus_per_node, 2, f, f.required_protocol)
+        assert np.array_equal(tree[ring_or_tree], prefers[ring_or_tree]), system
+        # the tree that runs is priced as NCCL_ALGO=Tree is: each byte crosses the network once
+        forced = cm.predict("all_reduce", sizes, system, nodes=2, algorithm="tree")
+        np.testing.assert_allclose(p.time_s[tree], forced.time_s[tree])
+    # large all-reduces on two nodes: the ring at the NICs' rate on every fabric (A3 Mega: 200 GB/s of NICs)
     big = 2**33
-    # InfiniBand: NCCL's default two-node runs measure the NICs' rate, so auto stays on ring or NVLS tree
-    assert cm.predict("all_reduce", big, "dgx-a100", nodes=2).algorithms[0] == "ring"
-    ring = cm.predict("all_reduce", big, "dgx-a100", nodes=2, algorithm="ring").busbw[0]
-    forced = cm.predict("all_reduce", big, "dgx-a100", nodes=2, algorithm="tree").busbw[0]
-    assert forced > 1.05 * ring                                   # NCCL_ALGO=Tree: one crossing per byte
-    # TCPXO and EFA: the tree is NCCL's default there, busbw above the NICs' rate (A3 Mega: 339 GB/s over 200)
     a3 = cm.predict("all_reduce", big, "gcp-a3-mega", nodes=2)
-    assert a3.algorithms[0] == "tree" and a3.busbw[0] > 1.4 * cm.fabric("gcp-a3-mega").net_bw_node
+    assert a3.algorithms[0] == "ring" and a3.busbw[0] < cm.fabric("gcp-a3-mega").net_bw_node
+    ring = cm.predict("all_reduce", big, "dgx-a100", nodes=2, algorithm="ring").busbw[0]
+    assert cm.predict("all_reduce", big, "dgx-a100", nodes=2, algorithm="tree").busbw[0] > 1.05 * ring
+    # NCCL_ALGO=Ring,Tree still chooses between them; NCCL_ALGO=Tree alone is not masked
+    assert cm.predict("all_reduce", big, "dgx-a100", nodes=2, algorithm=("tree",)).algorithms[0] == "tree"
     # three nodes: the tree is back to two crossings unless forced (then 1.5)
-    three = cm.predict("all_reduce", big, "gcp-a3-mega", nodes=3)
-    assert three.busbw[0] < cm.fabric("gcp-a3-mega").net_bw_node
+    assert cm.predict("all_reduce", big, "gcp-a3-mega", nodes=3).busbw[0] < cm.fabric("gcp-a3-mega").net_bw_node
 
 
 def test_first_generation_efa_runs_simple_only():

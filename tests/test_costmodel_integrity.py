@@ -190,6 +190,10 @@ def test_step_range_scales_only_the_exposed_communication():
     r = cm.step_range(NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
     assert not r["known"] and r["missing"] == ["tensor parallel"] and "no range" in cm.step_phrase(
         NS(step_time_s=1.0, nodes=64, traffic=[t, mid]), "dgx-h100")
+    # nothing exposed: the step is its own range, and the phrase says why
+    hidden = NS(step_time_s=1.0, nodes=8, traffic=[idle])
+    assert cm.step_range(hidden, "dgx-h100")["exposed"] == [] and "no exposed communication" in cm.step_phrase(
+        hidden, "dgx-h100")
 
 
 def test_explorer_readouts_carry_the_range_of_their_regime():
@@ -209,3 +213,13 @@ def test_unusual_means_outside_the_range_and_not_near_the_model():
     assert rng.unusual(1.01) is False          # just above a range that ends at 1.00: within 5% of the model
     assert rng.unusual(1.10) is True and rng.unusual(0.80) is True and rng.unusual(0.95) is False
     assert cm.Range(rng.regime, 3, 1, None, None).unusual(0.5) is None
+
+
+def test_plugin_ranges_below_128_mib_say_the_per_message_cost_is_assumed_none():
+    c = cm.efficiency_data()["plugin_message_cost"]
+    assert c["role"] == "assumed" and c["assumed"] and c["us_per_proxy_step"] == 0.0
+    mid = cm.range_for(2**24, 2, "gcp-a3-mega")
+    assert mid.regime.family == "plugin network" and "plugin_message_cost" in mid.describe()
+    assert "plugin_message_cost" in cm.range_phrase(100.0, mid)
+    assert mid.caveat and not cm.range_for(2**30, 2, "gcp-a3-mega").caveat       # large sizes: no caveat
+    assert not cm.range_for(2**24, 2, "dgx-h100").caveat                          # InfiniBand: NCCL's own transport

@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from course_lib.__main__ import main
 
 
@@ -10,6 +12,27 @@ def test_plan_layout_text(capsys):
     assert main(["plan", "--gpus", "1024", "--tp", "8", "--pp", "16", "--global-batch", "1536"]) == 0
     out = capsys.readouterr().out
     assert "TP8 x PP16 x DP8" in out and "TFLOP/s per GPU" in out and "pipeline bubble" in out
+
+
+def test_plan_step_time_carries_its_range_or_says_why_not(capsys):
+    from course_lib import costmodel, parallel
+    args = ["--model", "megatron-7.5b", "--system", "dgx-h100", "--nodes", "16", "--tp", "8", "--global-batch", "512"]
+    est = parallel.estimate(parallel.model("megatron-7.5b"), "dgx-h100", tp=8, nodes=16, global_batch=512)
+    r = costmodel.step_range(est, "dgx-h100")
+    assert r["known"] and r["low_s"] < r["step_s"] < r["high_s"]
+    assert main(["plan", *args]) == 0
+    assert f"  range: {costmodel.step_phrase(est, 'dgx-h100')}" in capsys.readouterr().out
+    assert main(["plan", *args, "--json"]) == 0
+    rng = json.loads(capsys.readouterr().out)["estimate"]["step_range"]
+    assert rng["low_s"] == pytest.approx(r["low_s"]) and rng["high_s"] == pytest.approx(r["high_s"])
+    # pipeline sends across nodes: their regime has too few published runs, and the readout says so
+    assert main(["plan", "--model", "gpt3-175b", "--system", "dgx-h100", "--nodes", "64", "--tp", "8", "--pp", "8"]) == 0
+    assert "no range: too few published test runs for the regime of its pipeline send/recv traffic" in \
+        capsys.readouterr().out
+    # the planner's best layout too
+    assert main(["plan", "--gpus", "64", "--model", "megatron-7.5b", "--system", "dgx-h100", "--global-batch", "64",
+                 "--json", "--top", "2"]) == 0
+    assert "known" in json.loads(capsys.readouterr().out)["plan"]["best_step_range"]
 
 
 def test_plan_search_json(capsys):

@@ -26,7 +26,6 @@ class Fabric:
     arch: str = "ampere"     # GPU generation for NCCL's per-generation tables: volta, ampere, hopper, blackwell
     net_algorithms: tuple = ()  # across nodes, the only algorithms the fabric's NCCL setup allows; () = all
     net_protocols: tuple = ()   # across nodes, the only protocols it allows; () = all (fabrics.json "nccl")
-    two_node_tree: bool = False  # NCCL's default on two nodes runs the tree, crossing the network once per byte
     mnnvl: bool = False      # the NVLink domain spans trays (GB200 NVL72): between domains NCCL's default is the ring
     required_protocol: str | None = None  # NCCL_PROTO the fabric's stack sets for every collective (EFA v1: Simple)
     net_decline: float = 1.0  # the node-count decline already applied to net_bw_node (costmodel.node_decline)
@@ -106,5 +105,5 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
                   gpus_per_node=sys_.gpus_per_node, channels=channels_for(sys_.gpu_link),
                   pcie_bw=sys_.pcie.per_direction * eff("pcie"), arch=gpu_generation(sys_),
                   net_algorithms=tuple(nccl.get("algorithms", ())), net_protocols=tuple(nccl.get("protocols", ())),
-                  two_node_tree=bool(nccl.get("two_node_tree", False)), mnnvl=bool((sys_.raw or {}).get("mnnvl")),
+                  mnnvl=bool((sys_.raw or {}).get("mnnvl")),
                   required_protocol=nccl.get("protocol"))

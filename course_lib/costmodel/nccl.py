@@ -54,8 +54,13 @@ def pipeline_fill_bytes(nbytes, ranks, channels, nodes=1):
     return fill["share"] * np.minimum(nbytes, ranks * channels * fill["chunk_bytes"])
 
 
-def _ring(coll, n, g, N, f: Fabric, bw, protocol):
-    """NCCL ring per protocol: {protocol: seconds}. bw: the ring's busbw-sense bandwidth, bytes/s."""
+def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
+    """NCCL ring per protocol: {protocol: seconds}. bw: the ring's busbw-sense bandwidth, bytes/s.
+
+    rating: NCCL's own estimate, used only to choose (``nccl_prefers_tree``): its Simple latency across
+    nodes times the ring plateau factor (ring.cc: x1.4 from sm80, x1.9 before, for all-reduce once a rank
+    and channel hold at least 64 bytes).
+    """
     T = protocol_table()
     p = g * N
     steps, vol = coll.algorithm("ring").terms(p)
@@ -69,6 +74,9 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol):
             intra = max(intra, T["net_overhead_us"] * (T["net_overhead_simple_factor"] if proto == "Simple" else 1))
         inter = T["hw_latency_us"]["net"]["ring"][proto] + _net_extra_us(f)
         lat = f.launch + 1e-6 * (T["base_latency_us"]["ring"][proto] + (steps - n_inter) * intra + n_inter * inter)
+        if rating and proto == "Simple" and N > 1 and coll.id == "all_reduce":
+            plateau = T["ring_plateau"]["before_sm80" if f.arch == "volta" else "sm80_on"]
+            lat = f.launch + (lat - f.launch) * np.where(n / (f.channels * p) >= 64, plateau, 1.0)
         if proto == "LL":
             b = min(bw * T["ll_bw_factor"]["ring"], _ll_cap(N, f.arch))
             out[proto] = lat + vol * n / b
@@ -122,22 +130,47 @@ def _dtree_load(N) -> float:
     return max(halves(r) + halves(second(r)) for r in range(N)) / 2
 
 
-def _tree_net_bytes_per_byte(coll, N, f: Fabric, forced) -> float:
+def _tree_net_bytes_per_byte(coll, N, forced) -> float:
     """Bytes each node pushes through its NICs, per direction, per byte of message, for NCCL's tree.
 
     All-reduce: the busiest node of the double binary tree (``double_binary_tree_load``: 1.0 on two
-    nodes, 1.5 on three, 2.0 beyond) when the tree is forced, or on two nodes where NCCL runs it by
-    default (fabrics.json ``two_node_tree``: EFA, TCPXO). Otherwise 2.0, NCCL's own assumption when it
-    chooses (tuning.cc rates the tree at half its bus bandwidth): on InfiniBand and RoCE its default
-    two-node runs measure busbw at the NICs' rate (nccl-tests 100, 175, 169; nccl 495, 812; maintainers
-    in nccl-tests 160, 196), and on three or more nodes it chooses the ring for large messages (nccl
-    1801). Broadcast and reduce: 1.
+    nodes, 1.5 on three, 2.0 beyond) when the tree runs (forced, or chosen on two nodes by
+    ``nccl_prefers_tree``). Otherwise 2.0, NCCL's own rating when it chooses (tree.cc rates the tree at
+    half its bus bandwidth whatever the node count). Broadcast and reduce: 1.
     """
     if coll.id != "all_reduce":
         return 1.0
-    if forced or (N == 2 and f.two_node_tree):
-        return double_binary_tree_load(N)
-    return 2.0
+    return double_binary_tree_load(N) if forced else 2.0
+
+
+def tree_correction(nbytes, protocol):
+    """NCCL's ``treeCorrectionFactor`` for an all-reduce of ``nbytes``: the share of its tree bandwidth NCCL's
+    estimate keeps at that size (efficiency.json ``nccl_protocols.tree_correction``; 1 from 512 MiB on)."""
+    table = protocol_table()["tree_correction"]
+    protocol = validate.choice("protocol", protocol, PROTOCOLS)
+    n = np.asarray(_sizes(nbytes), dtype=float)
+    idx = np.floor(np.log2(np.maximum(n, 1) / 64)).astype(int)  # log2i(nBytes >> 6)
+    row = np.asarray(table[protocol], dtype=float)
+    inside = (n >= 64) & (idx < table["sizes_below_index"])
+    return np.where(inside, row[np.clip(idx, 0, row.size - 1)], 1.0)
+
+
+def nccl_prefers_tree(coll, n, g, N, f: Fabric, protocol):
+    """Where NCCL's own estimate (``nccl_version``) picks its tree over its ring, per size: a bool array.
+
+    NCCL rates both from one cost model (ring.cc, tree.cc): the tree at half its bus bandwidth x
+    ``tree_correction`` (it does not credit the single crossing of a two-node tree), the ring with its
+    plateau latency; the lower estimate wins. ``protocol`` limits both to one protocol, as NCCL_PROTO does.
+    coll: a collective id (e.g. ``"all_reduce"``) or ``collectives.get``'s object.
+    """
+    coll = collectives.get(coll) if isinstance(coll, str) else coll
+    ring = _ring(coll, n, g, N, f, min(f.intra_bw, f.net_bw_node_for(g)), protocol, rating=True)
+    tree = _tree(coll, n, g, N, f, protocol, rating=True)
+    if not ring or not tree:
+        return np.full(np.shape(n), bool(tree))
+    best = lambda t: np.min(np.vstack([np.broadcast_to(np.asarray(v, dtype=float), np.shape(n)) for v in t.values()]),
+                            axis=0)
+    return best(tree) < best(ring)
 
 
 def node_decline_constants() -> dict:
@@ -172,10 +205,11 @@ def tree_net_rate(f: Fabric, gpus) -> float:
     return min(rate, cap["gb_s_per_node"] * units.GB) if f.arch in cap["generations"] else rate
 
 
-def _tree(coll, n, g, N, f: Fabric, protocol, forced=False):
+def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
     """NCCL tree per protocol (chain inside a node, double binary tree between nodes): {protocol: seconds}.
 
-    forced: the tree was asked for (NCCL_ALGO=Tree), not chosen by NCCL itself.
+    forced: the tree runs (NCCL_ALGO=Tree, or NCCL chose it): priced with what its double binary tree
+    really sends. rating: NCCL's own estimate, used only to choose: ``tree_correction`` applied.
     """
     T = protocol_table()
     up_down = 2 if coll.id == "all_reduce" else 1
@@ -183,7 +217,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False):
     if N == 1:
         t_bw = up_down * chain_vol * n / f.intra_bw if g > 1 else 0.0 * n
     else:
-        t_bw = np.maximum(_tree_net_bytes_per_byte(coll, N, f, forced) * n / tree_net_rate(f, g),
+        t_bw = np.maximum(_tree_net_bytes_per_byte(coll, N, forced and not rating) * n / tree_net_rate(f, g),
                           up_down * n / f.intra_bw)
     depth = collectives.log2_steps(N)
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
@@ -199,6 +233,8 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False):
             if proto == "LL128":
                 t = t / T["ll128_tree_bw_factor"]["one_node" if N == 1 else "nodes"]
             t = t * (1 + fill / np.where(n > 0, n, 1))
+        if rating and coll.id == "all_reduce":
+            t = t / tree_correction(n, proto)
         out[proto] = lat + t
     return out
 

@@ -8,7 +8,7 @@ import numpy as np
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, node_decline
+from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, nccl_prefers_tree, node_decline
 
 
 def predict_algorithms() -> tuple:
@@ -102,7 +102,8 @@ def _notes(sys_, N, order) -> list:
         notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
     if N == 2 and "tree" in order:
         notes.append("NCCL's tree on two nodes sends each byte across the network once, not twice: busbw can "
-                     "exceed the NICs' rate (priced so where NCCL runs it by default: fabrics.json two_node_tree)")
+                     "exceed the NICs' rate (NCCL picks ring or tree per size by its own estimate, which does not "
+                     "credit that: costmodel.nccl_prefers_tree)")
     if "nvls" in order:
         notes.append("in-network reduction: busbw exceeds the link rate; efficiency is empirical")
     return notes
@@ -192,9 +193,20 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
             return np.broadcast_to(t.time_s, n.shape), np.full(n.shape, "Simple")
         return _best(t, n.shape)
 
+    # ring or tree, per size, as NCCL's own estimate picks them; the tree that runs is priced as it runs
+    picks_tree = None
+    if algorithm == "auto" and N > 1 and coll.id == "all_reduce" and all(
+            (allowed is None or a in allowed) and raw(a) is not None for a in ("ring", "tree")):
+        picks_tree = nccl_prefers_tree(coll, n, g, N, f, protocol)
+
     def one(name):
-        t = raw(name)
-        return None if t is None else best(t)
+        t = raw(name, forced=picks_tree is not None and name == "tree" and N == 2)
+        if t is None:
+            return None
+        seconds, protos = best(t)
+        if picks_tree is not None and name in ("ring", "tree"):
+            seconds = np.where(picks_tree == (name == "tree"), seconds, np.inf)
+        return seconds, protos
 
     phases = None
     if algorithm == "auto":

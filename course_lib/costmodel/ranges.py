@@ -131,13 +131,22 @@ class Range:
             return None
         return bool(not self.holds(ratio) and abs(ratio - 1.0) > NEAR_MODEL)
 
+    @property
+    def caveat(self) -> str:
+        """What the model leaves out in this regime, as a clause starting '; ' (or ''): below 128 MiB on a
+        plugin network, the plugin's per-message software cost (efficiency.json ``plugin_message_cost``)."""
+        if self.regime.family == "plugin network" and self.regime.size != SIZE_BANDS[-1][0]:
+            return ("; the model has no per-message cost for the network plugin (assumed none: no form fit its "
+                    "fit cases, efficiency.json plugin_message_cost), so runs here are often slower")
+        return ""
+
     def describe(self) -> str:
         """One sentence: what published runs in this regime measured against the model, or that there are too few."""
         if not self.known:
             return (f"{self.regime}: too few published test runs in this regime ({self.cases} from {self.sources} "
-                    f"source(s); a range needs {MIN_CASES} from {MIN_SOURCES}), so no range")
+                    f"source(s); a range needs {MIN_CASES} from {MIN_SOURCES}), so no range{self.caveat}")
         return (f"{self.regime}: published runs in this regime measured {self.low:.2f}-{self.high:.2f}x of the model "
-                f"({SHARE:.0%} of {self.cases} test cases)")
+                f"({SHARE:.0%} of {self.cases} test cases){self.caveat}")
 
 
 def range_for(nbytes, nodes, system, network=None) -> Range:
@@ -213,10 +222,10 @@ def range_phrase(predicted_gb_s, rng: Range) -> str:
         raise ValueError(f"rng must be a costmodel.Range (from range_for); got {rng!r}")
     if not rng.known:
         return (f"too few published test runs in this regime ({rng.regime}: {rng.cases} from {rng.sources} "
-                "source(s)) for a range")
+                f"source(s)) for a range{rng.caveat}")
     low, high = rng.busbw(predicted_gb_s)
     return (f"published runs in this regime ({rng.regime}) measured {rng.low:.2f}-{rng.high:.2f}x of the model "
-            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s")
+            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s{rng.caveat}")
 
 
 def step_range(estimate, system, network=None) -> dict:
@@ -226,15 +235,18 @@ def step_range(estimate, system, network=None) -> dict:
     ``crosses_nodes``, ``group_size``, ``bytes_per_call`` and ``exposed_s``). Compute and the pipeline bubble
     are taken as priced; each kind's exposed time t becomes t / high .. t / low of the range of its regime
     (its message size, the nodes its group spans, ``system``'s fabric). Returns low_s, high_s (None where a
-    kind with exposed time has no range), known, and missing (the kinds without a range).
+    kind with exposed time has no range), known, missing (the kinds without a range) and exposed (the kinds
+    with exposed time; none: all communication hides behind compute and the range is the step itself).
     """
     sys_ = hardware.resolve_system(system)
     step = float(estimate.step_time_s)
     low = high = step
     missing = []
+    exposed = []
     for t in estimate.traffic:
         if t.exposed_s <= 0 or t.bytes_per_call <= 0:
             continue
+        exposed.append(t.kind)
         nodes = max(2, -(-t.group_size // sys_.gpus_per_node)) if t.crosses_nodes else 1
         rng = range_for(t.bytes_per_call, min(nodes, estimate.nodes) if t.crosses_nodes else 1, sys_, network)
         if not rng.known:
@@ -244,12 +256,18 @@ def step_range(estimate, system, network=None) -> dict:
         high += t.exposed_s / rng.low - t.exposed_s
     known = not missing
     return {"step_s": step, "low_s": low if known else None, "high_s": high if known else None, "known": known,
-            "missing": missing}
+            "missing": missing, "exposed": exposed}
 
 
 def step_phrase(estimate, system, network=None) -> str:
     """The step time with its range, for a readout: 'step 1.2 s (published collectives in these regimes: 1.1-1.4 s)'."""
     r = step_range(estimate, system, network)
+    if not r["exposed"]:
+        return (f"step {units.format_time(r['step_s'])} (no exposed communication: it all hides behind compute, "
+                "so the spread of published collective runs does not widen it)")
+    if r["known"] and units.format_time(r["low_s"]) == units.format_time(r["high_s"]):
+        return (f"step {units.format_time(r['step_s'])} (its exposed communication is too small for the spread of "
+                "published collective runs in its regimes to move it)")
     if r["known"]:
         return (f"step {units.format_time(r['step_s'])} (with the spread of published collective runs in the "
                 f"regimes of its exposed communication: {units.format_time(r['low_s'])} to {units.format_time(r['high_s'])})")

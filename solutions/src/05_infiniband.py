@@ -291,12 +291,15 @@ print("\n".join(ib.comparison_lines(rows)))
 #    the NVLink line rate, because the switch does the adding.
 # 3. **Two nodes are special.** On exactly two nodes NCCL's double binary tree has a single edge
 #    between the nodes, so each byte crosses the network once instead of about twice, and busbw can
-#    reach nearly twice the NICs' rate (two A3 Mega VMs: 339 GB/s over NICs that carry 200). NCCL runs
-#    that tree by default on some fabrics ([EFA](../docs/glossary.md#efa), Google's [TCPXO](../docs/glossary.md#tcpxo): `two_node_tree` in the course's fabric
-#    data) and not on others: the InfiniBand and [RoCE](../docs/glossary.md#roce) pairs in the data sit at the NICs' rate, so NCCL
-#    ran the ring there. Forced with `NCCL_ALGO=Tree` the tree halves the network bytes anywhere. Read a
-#    two-node number as a property of the algorithm, not of the wire; NCCL's maintainers advise
-#    `NCCL_ALGO=RING` to measure a network on two nodes.
+#    reach nearly twice the NICs' rate (two A3 Mega VMs: 339 GB/s over NICs that carry 200). Whether
+#    NCCL runs it is its own estimate's call, size by size, and the rule changed between versions: NCCL
+#    2.19 rated a two-node tree by the faster NVLink side and picked it for large messages, as runs on
+#    fabrics such as [EFA](../docs/glossary.md#efa) and Google's [TCPXO](../docs/glossary.md#tcpxo) show (that A3 Mega pair); NCCL 2.32,
+#    whose tables the course uses, rates it by the network and picks it only for small and middle sizes,
+#    the ring for large ones (the InfiniBand and [RoCE](../docs/glossary.md#roce) pairs in the data sit at the NICs' rate). Forced with
+#    `NCCL_ALGO=Tree` the tree halves the network bytes anywhere. Read a two-node number as a property of
+#    the algorithm and the NCCL version, not of the wire; NCCL's maintainers advise `NCCL_ALGO=RING` to
+#    measure a network on two nodes.
 # 4. **Configuration beats the model.** A RoCE cluster with PCIe [ACS](../docs/glossary.md#acs) left enabled ran at a fraction of
 #    its link rate (nccl-tests issue 112 in the sources); GPUDirect RDMA disabled, a NIC on the wrong
 #    socket, or the TCP fallback all do the same. The model tells you what to expect; a large shortfall
