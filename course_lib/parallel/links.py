@@ -77,8 +77,9 @@ def cross_node_time(system, collective, nbytes, ranks, stride=1) -> float:
 
     Priced by the network model (``costmodel.predict``) for the nodes and GPUs per node the group
     occupies: NCCL's ring (and, for an all-reduce, tree) with their protocols (LL, LL128, Simple) at
-    this size, a network latency on every step that crosses nodes, the fastest of them
-    (``CROSS_NODE_ALGORITHMS``). No other traffic shares the NICs.
+    this size, a network latency on every step that crosses nodes; of ``CROSS_NODE_ALGORITHMS`` the one NCCL's
+    own estimate picks (``costmodel.nccl_prefers_tree``), which is not always the faster. No other traffic
+    shares the NICs.
     """
     sys_ = hardware.resolve_system(system)
     collective = validate.choice("collective", collective, CROSS_NODE_ALGORITHMS)

@@ -549,17 +549,26 @@ for sid in tp_scans.scan_ids():
     for to in (16, 32):
         f = tp_scans.fall(scan_rows, sid, 8, to)
         print(f"{sid}: TP 8 -> {to}: published fall {f['measured']:.0%}, model {f['predicted']:.0%}")
+falls = [tp_scans.fall(scan_rows, sid, 8, 16) for sid in tp_scans.scan_ids()]
+glue("tp_falls_model", " and ".join(f"{f['predicted']:.0%}" for f in falls), "{}")
+glue("tp_falls_published", " and ".join(f"{f['measured']:.0%}" for f in falls), "{}")
+share = {r["tp"]: r["tp_share"] for r in scan_rows if r["scan"] == tp_scans.scan_ids()[0]}
+glue("tp_share_8", share[8], "{:.0%}")
+glue("tp_share_16", share[16], "{:.0%}")
+tp32 = next(r for r in scan_rows if r["scan"] == tp_scans.scan_ids()[0] and r["tp"] == 32)
+glue("tp32_model", tp32["predicted_rel"], "{:.2f}")
+glue("tp32_published", tp32["measured_rel"], "{:.2f}")
 
 # %% [markdown]
-# From TP 8 to 16 the model falls 35% and 34% against 43% published in both scans (0.79-0.83 of the fall),
-# and the TP share of the step jumps from about a third to about three fifths. On two nodes NCCL runs its
-# tree over EFA, which sends each byte across the network once (chapter 05), and the course prices EFA on
-# P5 at first-generation EFA's measured 0.64 of the line rate, about 256 GB/s per node: an *assumed* figure,
-# because no published P5 run is bound by its NICs alone (P6's EFA measures 0.96; priced that way these
-# scans would fall only 30%). The fall depends on the fabric: price TP across nodes on your own cluster's
-# system (chapter 09). Inside the node the model falls somewhat faster than measured (its in-node
-# all-reduce is a plain ring on NVLink, without NVLS). Where it still fails: TP 32 without sequence
-# parallelism, on four nodes, keeps 0.34 of TP 8 in the model against 0.20 measured. The model's busbw
+# From TP 8 to 16 the model falls {{tp_falls_model}} against {{tp_falls_published}} published, and the TP share of the
+# step jumps from {{tp_share_8}} to {{tp_share_16}}. On two nodes the model runs what NCCL 2.32 picks at these message
+# sizes (chapter 05): the ring, although the tree, which sends each byte across the network once, would be faster
+# here. The course prices EFA on P5 at first-generation EFA's measured 0.64 of the line rate, about 256 GB/s per
+# node: an *assumed* figure, because no published P5 run is bound by its NICs alone (P6's EFA measures 0.96, and
+# priced that way these scans would fall less). The fall depends on the fabric and on NCCL's choice: price TP
+# across nodes on your own cluster's system (chapter 09). Inside the node the model falls somewhat faster than
+# measured (its in-node all-reduce is a plain ring on NVLink, without NVLS). Where it still fails: TP 32 without
+# sequence parallelism, on four nodes, keeps {{tp32_model}} of TP 8 in the model against {{tp32_published}} measured. The model's busbw
 # barely declines from two nodes to four (×0.972 per doubling beyond four), and it keeps one GPU efficiency
 # while each GPU's matrices shrink to 96
 # columns. In a real step the TP ring also shares the NICs with pipeline sends and the data-parallel
