@@ -23,7 +23,6 @@ from ..widgets import explorer, gpu_count_slider, link_speed_slider
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
 PCIE_TREE_MAX_GPUS = 16  # two sockets with PCIe switches: what topology.pcie_tree builds
 PCIE_GENERATIONS = (3, 4, 5, 6)
-LAYOUT_FOR_GENERATION = {1: "dgx-2", 2: "dgx-a100", 3: "dgx-h100", 4: "gb200-nvl72"}
 ALGORITHMS = ("ring", "nvls", "nvls_refined")
 
 
@@ -61,7 +60,7 @@ def generations() -> list[dict]:
     rows = []
     for gen in hardware.nvswitch_generations():
         port = hardware.nvlink(gen["nvlink_generation"], 1).per_direction
-        lay = layout(LAYOUT_FOR_GENERATION[gen["generation"]])
+        lay = layout(hardware.nvswitch_layout_id(gen["generation"]))
         spread = lay["links_per_gpu_per_chip"]
         rows.append({
             "generation": gen["generation"], "year": gen["year"], "nvlink_generation": gen["nvlink_generation"],
