@@ -125,17 +125,22 @@ def nvswitch_generations() -> list[dict]:
     return [dict(row) for row in catalog()["nvswitch"]]
 
 
+def nvswitch_generation(generation) -> dict:
+    """One NVSwitch generation's catalog row; an unknown generation raises ValueError naming the known ones."""
+    rows = {row["generation"]: row for row in catalog()["nvswitch"]}
+    if generation not in rows:
+        raise ValueError(f"NVSwitch generation {generation!r} is not in data/hardware.json \"nvswitch\"; "
+                         f"known generations: {', '.join(map(str, rows))}")
+    return dict(rows[generation])
+
+
 def nvswitch_layout_id(generation) -> str:
     """The ``data/nvswitch.json`` layout that shows an NVSwitch generation (its catalog row's ``layout``).
 
     An unknown generation, or one whose row names no layout of nvswitch.json, raises ValueError naming it.
     """
-    rows = {row["generation"]: row for row in catalog()["nvswitch"]}
-    if generation not in rows:
-        raise ValueError(f"NVSwitch generation {generation!r} is not in data/hardware.json \"nvswitch\"; "
-                         f"known generations: {', '.join(map(str, rows))}")
     layouts = datafiles.load("nvswitch.json")["layouts"]
-    layout = rows[generation].get("layout")
+    layout = nvswitch_generation(generation).get("layout")
     if layout not in layouts:
         raise ValueError(f"NVSwitch generation {generation} (data/hardware.json) has layout {layout!r}, not a layout of "
                          f"data/nvswitch.json; known layouts: {', '.join(layouts)}")
@@ -288,7 +293,7 @@ class System:
     def in_network_reduction(self) -> bool:
         """True where the NVSwitch can reduce in the switch (NVLink SHARP / NVLS)."""
         gen = self.nvswitch_generation
-        return gen is not None and bool(catalog()["nvswitch"][gen - 1]["in_network_reduction"])
+        return gen is not None and bool(nvswitch_generation(gen)["in_network_reduction"])
 
 
 def fabric_runs_on(fabric: str, family: str) -> bool:

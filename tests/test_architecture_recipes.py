@@ -56,7 +56,8 @@ def _copy(tmp_path: Path, *paths: str) -> Path:
 
 def _run(repo: Path, *argv: str, status: int = 0) -> str:
     """Run ``python *argv`` in the copy (its course_lib first on the path); stdout + stderr."""
-    env = dict(os.environ, PYTHONPATH=str(repo), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(repo), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # a pytest run needs none of the plugins (4 s of start-up)
     env.pop("COURSE_LIB_ANSWER_KEY", None)
     proc = subprocess.run([sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
@@ -121,11 +122,11 @@ def test_recipe_add_a_catalog_system(tmp_path):
     _append_to_list(repo, HARDWARE, "systems", dict(base, id="lab-h100-4nic", name="Our lab's DGX H100, 4 NICs",
                                                     nics_per_node=4, source="our-lab-cabling"))
     _new_source(repo, "our-lab-cabling", "Our lab's cabling sheet: 4 of the DGX H100's 8 NIC ports cabled")
-    # 3. the goldens price every catalog system: --check names the new cases, record.py writes them
-    assert _run(repo, f"{GOLDEN}/record.py", "--check", status=1).split(": ")[-1].split() == ["catalog.txt,", "predict.txt"]
+    # 3. the goldens list and price every catalog system: re-recorded, catalog.txt and predict.txt gain lines
     _run(repo, f"{GOLDEN}/record.py")
     after = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
     assert after.keys() == before.keys()
+    assert [name for name in sorted(before) if after[name] != before[name]] == ["catalog.txt", "predict.txt"]
     for name in before:  # lines are added, none removed or changed
         diff = list(difflib.ndiff(before[name].splitlines(), after[name].splitlines()))
         assert not [line for line in diff if line.startswith("- ")], f"{name}: a recorded line changed"
@@ -170,7 +171,7 @@ def test_recipe_add_an_algorithm(tmp_path):
     _edit(repo, CHAPTER_04, '"double_binary_tree")\n', '"double_binary_tree", "bidirectional_ring")\n')
     # 5. the style test passes, and the goldens: predict's own choice is NCCL's, so only chapter 04's
     #    cost explorer moves (its "Fastest here")
-    _run(repo, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "tests/test_style.py")
+    _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_style.py")
     _run(repo, f"{GOLDEN}/record.py")
     changed = [name for name in before if (repo / GOLDEN / name).read_text(encoding="utf-8") != before[name]]
     assert changed == ["explorers.txt"]
@@ -187,3 +188,112 @@ def test_recipe_add_an_algorithm(tmp_path):
                              "print(rows['bidirectional_ring']['label'], rows['bidirectional_ring']['time_s'])")
     label, seconds = table.rsplit(" ", 1)
     assert label == "two rings, opposite directions" and float(seconds) == 14 * 5e-6 + 7 / 8 * 1e9 / 100e9
+
+
+# ---------------------------------------------------------------- recipe: a chapter
+
+def test_recipe_add_a_chapter(tmp_path):
+    recipe = _recipe("Add a chapter")
+    for named in ("course.toml", "solutions/src", "data/exercises", ANSWER_KEY, "grading seal", "authoring build",
+                  "README", "tests/test_contract.py", "tests/test_readme.py"):
+        assert named in recipe, f"the recipe does not name {named}"
+    notebooks = [str(p.relative_to(ROOT)) for p in sorted([*(ROOT / "solutions").glob("*.ipynb"),
+                                                           *(ROOT / "notebooks").glob("*.ipynb")])]
+    repo = _copy(tmp_path, *LIBRARY, *TEST_SUPPORT, "tests/test_contract.py", "tests/test_layering.py",
+                 "tests/test_readme.py", "README.md", "solutions/src", ANSWER_KEY, *notebooks)
+    # 1. one [[chapter]] entry
+    with open(repo / "course.toml", "a", encoding="utf-8") as toml:
+        toml.write('\n[[chapter]]\nnumber = "99"\nslug = "demo"\ntitle = "A demo chapter"\nminutes = 20\n'
+                   f'exercises = "{EXERCISES}/99.json"\n')
+    # 2. its source, with one graded exercise (answer cell, then the check with its hidden test)
+    (repo / "solutions/src/99_demo.py").write_text(
+        "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes.\n\n"
+        "# %%\nfrom course_lib import checks\n\n"
+        '# %% nbgrader={"grade": false, "grade_id": "ex99-1-answer", "locked": false, "schema_version": 3, '
+        '"solution": true}\n### BEGIN SOLUTION\nnvlink4_gb_s = 900 / 2\n### END SOLUTION\n\n'
+        '# %% nbgrader={"grade": true, "grade_id": "ex99-1-check", "locked": true, "points": 1, "schema_version": 3, '
+        '"solution": false}\nchecks.check("99.1", nvlink4_gb_s)\n### BEGIN HIDDEN TESTS\n'
+        'import importlib, course_lib.grading\nimportlib.reload(course_lib.grading).grade("99.1", nvlink4_gb_s)\n'
+        "### END HIDDEN TESTS\n", encoding="utf-8")
+    # 3. its exercises file, without keys
+    (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
+        "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
+        "concept": "NVLink 4 is quoted as 900 GB/s bidirectional", "formula": "900 / 2"}}, indent=1) + "\n",
+        encoding="utf-8")
+    judge = ("from course_lib import checks, grading, instructor\nprint('self-check', checks.evaluate('99.1', 450.0).status)\n"
+             "try:\n    print('grading', grading.evaluate('99.1', 450.0).status)\n"
+             "except ValueError as exc:\n    print('grading refuses:', exc)\n")
+    unsealed = _run(repo, "-c", judge)
+    assert "self-check recorded" in unsealed and "grading refuses: exercise_id '99.1' has no entry in the answer key" in unsealed
+    # 4. the answer key, 5. the seal
+    _add_to_object(repo, ANSWER_KEY, "", {"99.1": 450.0})
+    assert _run(repo, "-m", "course_lib.grading", "seal").split() == ["sealed", "99.1"]
+    assert "key" in json.loads((repo / EXERCISES / "99.json").read_text(encoding="utf-8"))["99.1"]
+    assert _run(repo, "-c", judge + "print('99_demo' in instructor.chapters())").splitlines() == \
+        ["self-check correct", "grading correct", "True"]  # and the instructor's tooling lists the chapter
+    # 6. the notebooks: build writes the new chapter's two
+    built = _run(repo, "-m", "course_lib.authoring", "build")
+    assert "99_demo.ipynb" in built and "01_pcie" not in built
+    assert "nvlink4_gb_s = None" in (repo / "notebooks/99_demo.ipynb").read_text(encoding="utf-8")
+    # 7. the README's syllabus row; the contract and README tests pass for it
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    last = [line for line in readme.splitlines() if re.match(r"^\| \d\d \| \[", line)][-1]
+    _edit(repo, "README.md", last + "\n", last + "\n| 99 | [a demo chapter](notebooks/99_demo.ipynb) | NVLink per direction |\n")
+    passed = _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_contract.py",
+                  "tests/test_readme.py", "-k", "99_demo or syllabus or manifest_lists_every_chapter_source")
+    assert re.search(r"\b4 passed\b", passed)
+
+
+# ---------------------------------------------------------------- recipe: a GPU generation
+
+def test_recipe_add_a_gpu_generation(tmp_path):
+    recipe = _recipe("Add a GPU generation")
+    for named in ('"nvlink"', '"gpus"', "nccl_arch", "data/efficiency.json", "ll_max_bw_gb_s", "by_nvlink_generation",
+                  '"nvswitch"', "layout", "data/nvswitch.json", "Add a catalog system"):
+        assert named in recipe, f"the recipe does not name {named}"
+    repo = _copy(tmp_path, *LIBRARY)
+    # 1. NVLink 6: 3.6 TB/s per GPU as NVIDIA's NVLink page quotes it (36 x 50 GB/s per direction: the split assumed)
+    _append_to_list(repo, HARDWARE, "nvlink", {"generation": 6, "gpu": "Rubin", "links_per_gpu": 36,
+                                               "link_gb_s_per_direction": 50, "year": 2026, "source": "nvidia-nvlink"})
+    # 2. the GPU, with its NCCL generation (a new one: "rubin")
+    _append_to_list(repo, HARDWARE, "gpus", {"id": "rubin-example", "name": "Example NVLink-6 GPU", "memory_gb": 288,
+                                             "bf16_dense_tflops": 2500, "nvlink_generation": 6, "nccl_arch": "rubin",
+                                             "pcie_generation": 6, "source": "nvidia-nvlink"})
+    # 5. its NVSwitch generation, naming a layout, and 6. a system that uses it (the catalog-system recipe)
+    _append_to_list(repo, HARDWARE, "nvswitch", {"generation": 5, "nvlink_generation": 6, "ports": 72,
+                                                 "layout": "rubin-example-8", "system": "an 8-GPU board", "chips_in_system": 4,
+                                                 "gpus_in_domain": 8, "in_network_reduction": True, "year": 2026,
+                                                 "source": "nvidia-nvlink"})
+    base = next(r for r in json.loads((repo / HARDWARE).read_text(encoding="utf-8"))["systems"] if r["id"] == "dgx-b200")
+    _append_to_list(repo, HARDWARE, "systems", dict(base, id="rubin-example-8gpu", name="8 example NVLink-6 GPUs",
+                                                    gpu="rubin-example", nvlink_generation=6, nvlink_links_per_gpu=36,
+                                                    nvswitch_generation=5, pcie_generation=6))
+    predict = ("-m", "course_lib", "predict", "all_reduce", "--system", "rubin-example-8gpu", "-b", "1G", "-e", "1G")
+    generations = ("-c", f"from {NVSWITCH_CHAPTER} import generations\nrow = generations()[-1]\n"
+                         "print(row['generation'], row['chips_in_system'], row['links_per_gpu_per_chip'])")
+    # what the data does not know yet is refused in one line naming it and the known ones
+    refused = lambda argv: [line for line in _run(repo, *argv, status=2 if argv[0] == "-m" else 1).splitlines()
+                            if line.strip()][-1]  # noqa: E731
+    assert refused(predict) == "error: nvlink_generation must be one of 4, 5; got '6'"
+    # 4. the NVLink generation's NVLS efficiency (its switch reduces in the network)
+    _add_to_object(repo, EFFICIENCY, "technologies/nvls/by_nvlink_generation",
+                   {"6": {"efficiency": 0.54, "source": "nccl-2140", "derivation": "assumed: NVLink 5's"}})
+    assert refused(predict) == ("error: gpu rubin-example has NCCL generation 'rubin', which has no row in "
+                                "efficiency.json nccl_protocols; known generations: volta, ampere, hopper, blackwell, "
+                                "cdna3, cdna4")
+    # 3. the new nccl_arch's rows in efficiency.json
+    _add_to_object(repo, EFFICIENCY, "nccl_protocols/ll_max_bw_gb_s/one_node", {"rubin": 282.0})
+    _add_to_object(repo, EFFICIENCY, "nccl_protocols/ll128_max_bw_per_channel_gb_s", {"rubin": 40.0})
+    priced = _run(repo, *predict)
+    assert "rubin-example-8gpu" in priced and re.search(r"^\s+1073741824\s", priced, re.MULTILINE)
+    # 5. chapter 03's generation table: refused in one line until the layout the row names exists
+    assert refused(generations) == ("ValueError: NVSwitch generation 5 (data/hardware.json) has layout "
+                                    "'rubin-example-8', not a layout of data/nvswitch.json; known layouts: dgx-2, "
+                                    "dgx-a100, dgx-h100, dgx-b200, gb200-nvl72")
+    _edit(repo, NVSWITCH_DATA, '"derived": true}\n  },\n  "switch_system"',
+          '"derived": true},\n    "rubin-example-8": ' + json.dumps(
+              {"name": "8 example NVLink-6 GPUs", "nvswitch_generation": 5, "gpus": 8, "chips": 4, "links_per_gpu": 36,
+               "links_per_gpu_per_chip": [9, 9, 9, 9], "chips_reached_per_gpu": 4, "gpu_ports_per_chip": 72,
+               "trunk_ports_per_chip": 0, "external_ports_per_chip": 0, "source": "nvidia-nvlink", "derived": True})
+          + '\n  },\n  "switch_system"')
+    assert _run(repo, *generations).splitlines()[-1] == "5 4 9 to each of 4 chips"

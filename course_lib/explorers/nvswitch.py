@@ -44,12 +44,6 @@ def layout(system_id) -> dict:
     return dict(nvswitch_data()["layouts"][system_id], id=system_id)
 
 
-def _switch_generation(generation) -> dict:
-    rows = hardware.nvswitch_generations()
-    generation = validate.integer("generation", generation, low=1, high=len(rows))
-    return rows[generation - 1]
-
-
 # ---------------------------------------------------------------- generations and ports
 
 def generations() -> list[dict]:
@@ -109,7 +103,7 @@ def _per_chip(value, chips):
 def port_budget(system_id) -> dict:
     """Where the ports of a system's switch chips go: to GPUs, to another baseboard, out of the box, unused."""
     lay = layout(system_id)
-    ports = _switch_generation(lay["nvswitch_generation"])["ports"]
+    ports = hardware.nvswitch_generation(lay["nvswitch_generation"])["ports"]
     chips = lay["chips"]
     gpu = sum(_per_chip(lay["gpu_ports_per_chip"], chips))
     trunk = sum(_per_chip(lay["trunk_ports_per_chip"], chips))
@@ -180,7 +174,7 @@ def chip_topology(system_id="dgx-h100") -> topology.Topology:
     if lay["chips_reached_per_gpu"] != lay["chips"]:
         raise ValueError(f"system_id must be a system whose GPUs all reach every chip (one baseboard); "
                          f"{system_id!r} spans two baseboards")
-    gen = _switch_generation(lay["nvswitch_generation"])
+    gen = hardware.nvswitch_generation(lay["nvswitch_generation"])
     link = hardware.nvlink(gen["nvlink_generation"], 1).per_direction
     topo = topology.Topology(name=f"{lay['name']}: {lay['chips']} NVSwitch {lay['nvswitch_generation']} chips")
     g, c = lay["gpus"], lay["chips"]
