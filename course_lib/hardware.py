@@ -121,8 +121,30 @@ def nvlink_generations() -> list[dict]:
 
 
 def nvswitch_generations() -> list[dict]:
-    """The NVSwitch generations as catalog rows (ports, system, domain size, SHARP)."""
+    """The NVSwitch generations as catalog rows (ports, system, domain size, SHARP, layout)."""
     return [dict(row) for row in catalog()["nvswitch"]]
+
+
+def nvswitch_generation(generation) -> dict:
+    """One NVSwitch generation's catalog row; an unknown generation raises ValueError naming the known ones."""
+    rows = {row["generation"]: row for row in catalog()["nvswitch"]}
+    if generation not in rows:
+        raise ValueError(f"NVSwitch generation {generation!r} is not in data/hardware.json \"nvswitch\"; "
+                         f"known generations: {', '.join(map(str, rows))}")
+    return dict(rows[generation])
+
+
+def nvswitch_layout_id(generation) -> str:
+    """The ``data/nvswitch.json`` layout that shows an NVSwitch generation (its catalog row's ``layout``).
+
+    An unknown generation, or one whose row names no layout of nvswitch.json, raises ValueError naming it.
+    """
+    layouts = datafiles.load("nvswitch.json")["layouts"]
+    layout = nvswitch_generation(generation).get("layout")
+    if layout not in layouts:
+        raise ValueError(f"NVSwitch generation {generation} (data/hardware.json) has layout {layout!r}, not a layout of "
+                         f"data/nvswitch.json; known layouts: {', '.join(layouts)}")
+    return layout
 
 
 # ---------------------------------------------------------------- networks
@@ -180,14 +202,16 @@ class GPU:
     bf16_flops: float  # dense peak, FLOP/s
     source: str
     note: str = ""
+    nccl_arch: str | None = None  # the row of NCCL's per-generation tables (hardware.json); None: not stated
 
 
 def gpu(gpu_id) -> GPU:
-    """A GPU by id (``h100-sxm``, ``a100-sxm`` ...): memory in bytes, dense BF16 peak in FLOP/s."""
+    """A GPU by id (``h100-sxm``, ``a100-sxm`` ...): memory in bytes, dense BF16 peak in FLOP/s, NCCL generation."""
     rows = {r["id"]: r for r in catalog()["gpus"]}
     row = rows[validate.choice("gpu_id", gpu_id, rows)]
     return GPU(id=row["id"], name=row["name"], memory_bytes=row["memory_gb"] * units.GB,
-               bf16_flops=row["bf16_dense_tflops"] * 1e12, source=row["source"], note=row.get("note", ""))
+               bf16_flops=row["bf16_dense_tflops"] * 1e12, source=row["source"], note=row.get("note", ""),
+               nccl_arch=row.get("nccl_arch"))
 
 
 @dataclass(frozen=True)
@@ -269,7 +293,7 @@ class System:
     def in_network_reduction(self) -> bool:
         """True where the NVSwitch can reduce in the switch (NVLink SHARP / NVLS)."""
         gen = self.nvswitch_generation
-        return gen is not None and bool(catalog()["nvswitch"][gen - 1]["in_network_reduction"])
+        return gen is not None and bool(nvswitch_generation(gen)["in_network_reduction"])
 
 
 def fabric_runs_on(fabric: str, family: str) -> bool:

@@ -7,7 +7,8 @@ generation tables unless the file overrides the per-link rate)::
     id = "lab-l40s"                     # required
     name = "4x L40S on PCIe Gen4"       # optional, defaults to id
     gpu = "a100-pcie"                   # a catalog GPU id, or describe it in an optional [gpu] table:
-                                        # [gpu] name = "...", memory_gb = 48, bf16_dense_tflops = 362
+                                        # [gpu] name = "...", memory_gb = 48, bf16_dense_tflops = 362,
+                                        # nccl_arch = "ampere" (NCCL's table row; needed to price it)
     gpus_per_node = 4
     nodes = 2                           # optional, default 1 (kept in System.raw["nodes"])
     cpu_sockets = 2                     # optional, default 1
@@ -49,7 +50,7 @@ _FIELDS = {
     "gpu_link": {"kind", "generation", "links", "topology", "nvswitch_generation", "link_gb_s_per_direction"},
     "pcie": {"generation", "lanes_per_gpu", "switches"},
     "network": {"kind", "fabric", "gbit_s", "count", "nic"},
-    "gpu": {"name", "memory_gb", "bf16_dense_tflops", "source", "note"},
+    "gpu": {"name", "memory_gb", "bf16_dense_tflops", "source", "note", "nccl_arch"},
     "network.nic": {"name", "gpus"},
 }
 _REQUIRED = {"system": ("id", "gpu", "gpus_per_node", "source"), "gpu_link": ("kind",), "pcie": ("generation",),
@@ -149,7 +150,8 @@ def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
         id=gpu_id, name=_string(p, where, "gpu.name", g["name"]),
         memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
         bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
-        source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""))
+        source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""),
+        nccl_arch=_string(p, where, "gpu.nccl_arch", g["nccl_arch"]) if "nccl_arch" in g else None)
 
 
 def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:

@@ -1,30 +1,37 @@
-"""docs/ARCHITECTURE.md's three recipes, each followed step by step in a temporary copy (or with the
-registry's own ``register``), checking that the result shows up where the recipe says it does."""
+"""docs/ARCHITECTURE.md's recipes, each followed as a real edit.
+
+Each test copies what its recipe touches and runs into a temporary folder, edits the real files there
+exactly as the recipe says (no loader is patched), runs the commands the recipe names with this
+interpreter (the copy first on the path) and checks what the recipe promises. A step the recipe leaves
+out makes its test fail, so the page cannot go stale silently.
+"""
 from __future__ import annotations
 
-import contextlib
-import copy
-import io
+import difflib
 import json
+import os
 import re
 import shutil
-from dataclasses import replace
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
-from course_lib import authoring, collectives, costmodel, datafiles, hardware, instructor, manifest
-from course_lib.__main__ import main
+from course_lib import manifest
 
 ROOT = manifest.ROOT
 DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
-
-def _run(*argv) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(list(argv)) == 0
-    return out.getvalue()
+# Where the recipes' files and modules live: each path appears here once (explorers/ may become chapters/).
+HARDWARE, SOURCES = "course_lib/data/hardware.json", "course_lib/data/sources.json"
+NVSWITCH_DATA, EFFICIENCY = "course_lib/data/nvswitch.json", "course_lib/data/efficiency.json"
+COLLECTIVES, STYLE = "course_lib/collectives.py", "course_lib/style.py"
+CHAPTER_04 = "course_lib/explorers/collectives.py"           # chapter 04's own ALGORITHMS tuple
+PLANNER, LAYOUTS = "course_lib.explorers.planner", "course_lib.explorers.model_parallel"
+NVSWITCH_CHAPTER, CHAPTER_04_MODULE = "course_lib.explorers.nvswitch", "course_lib.explorers.collectives"
+GOLDEN = "tests/golden"
+ANSWER_KEY, EXERCISES = "solutions/answers.json", "course_lib/data/exercises"
+LIBRARY = ("course_lib", "course.toml")                      # what every copy holds
+TEST_SUPPORT = ("tests/__init__.py", "tests/conftest.py")
 
 
 def _recipe(title: str) -> str:
@@ -32,6 +39,64 @@ def _recipe(title: str) -> str:
     match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#{{2,3}} |\Z)", DOC, re.MULTILINE | re.DOTALL)
     assert match, f"ARCHITECTURE.md has no recipe {title!r}"
     return match.group(1)
+
+
+def _copy(tmp_path: Path, *paths: str) -> Path:
+    """A copy of these repository paths (files or folders, no caches) under ``tmp_path/repo``."""
+    repo = tmp_path / "repo"
+    for rel in paths:
+        src, dst = ROOT / rel, repo / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(src, dst)
+    return repo
+
+
+def _run(repo: Path, *argv: str, status: int = 0) -> str:
+    """Run ``python *argv`` in the copy (its course_lib first on the path); stdout + stderr."""
+    env = dict(os.environ, PYTHONPATH=str(repo), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # a pytest run needs none of the plugins (4 s of start-up)
+    env.pop("COURSE_LIB_ANSWER_KEY", None)
+    proc = subprocess.run([sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == status, f"python {' '.join(argv)}: exit {proc.returncode}, wanted {status}\n{out[-3000:]}"
+    return out
+
+
+def _edit(repo: Path, rel: str, old: str, new: str) -> None:
+    """One textual edit of a real file of the copy: ``old`` occurs exactly once and becomes ``new``."""
+    path = repo / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{rel}: {old!r} occurs {text.count(old)} times"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _append_to_list(repo: Path, rel: str, key: str, row: dict) -> None:
+    """Add ``row`` as the last element of the top-level list ``key`` of a JSON data file, one line, as its rows are."""
+    path = repo / rel
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f'"{key}": [')
+    end = start + text[start:].index("\n  ]")
+    path.write_text(text[:end] + ",\n    " + json.dumps(row) + text[end:], encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8"))[key][-1] == row
+
+
+def _add_to_object(repo: Path, rel: str, key: str, entries: dict) -> None:
+    """Add ``entries`` to the JSON object at ``key`` (a path of keys) of a data file."""
+    path = repo / rel
+    data = json.loads(path.read_text(encoding="utf-8"))
+    target = data
+    for part in key.split("/") if key else ():
+        target = target[part]
+    target.update(entries)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _new_source(repo: Path, source_id: str, title: str) -> None:
+    _add_to_object(repo, SOURCES, "", {source_id: {"title": title, "url": f"https://example.org/{source_id}",
+                                                   "publisher": "our lab", "year": 2026}})
 
 
 def test_the_layer_table_matches_the_layering_test():
@@ -42,113 +107,193 @@ def test_the_layer_table_matches_the_layering_test():
             assert f"`{module}`" in rows[str(layer)], f"ARCHITECTURE.md: {module} missing from layer {layer}"
 
 
-# ---------------------------------------------------------------- recipe 1: a catalog system
+# ---------------------------------------------------------------- recipe: a catalog system
 
-def test_recipe_add_a_catalog_system(tmp_path, monkeypatch):
+def test_recipe_add_a_catalog_system(tmp_path):
     recipe = _recipe("Add a catalog system")
-    assert "data/hardware.json" in recipe and "data/sources.json" in recipe
-    # 1. one entry in data/hardware.json's "systems" (here: a DGX H100 cabled with 4 NICs instead of 8),
-    #    citing a source id of data/sources.json
-    catalog = copy.deepcopy(hardware.catalog())
-    base = next(row for row in catalog["systems"] if row["id"] == "dgx-h100")
-    catalog["systems"].append(dict(base, id="lab-h100-4nic", name="Our lab's DGX H100, 4 NICs cabled",
-                                   nics_per_node=4, source="dgx-h100-guide"))
-    copied = tmp_path / "hardware.json"
-    copied.write_text(json.dumps(catalog), encoding="utf-8")
-    real_load = datafiles.load
-    monkeypatch.setattr(datafiles, "load", lambda name: json.loads(copied.read_text(encoding="utf-8"))
-                        if name == "hardware.json" else real_load(name))
-    hardware.catalog.cache_clear()
-    try:
-        # 2. it shows up: the catalog, `systems`, and `predict --system`, priced like the same hardware
-        assert "lab-h100-4nic" in hardware.system_ids()
-        assert "lab-h100-4nic" in _run("systems")
-        assert datafiles.source(hardware.system("lab-h100-4nic").source)["url"].startswith("https://")
-        ours = _run("predict", "all_reduce", "--system", "lab-h100-4nic", "--nodes", "2", "-b", "1G", "-e", "1G")
-        same = _run("predict", "all_reduce", "--system", "dgx-h100", "--nics", "4", "--nodes", "2",
-                    "-b", "1G", "-e", "1G")
-        eight = _run("predict", "all_reduce", "--system", "dgx-h100", "--nodes", "2", "-b", "1G", "-e", "1G")
-        rows = lambda text: [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-        assert rows(ours) == rows(same) and rows(ours) != rows(eight)
-    finally:
-        monkeypatch.undo()
-        hardware.catalog.cache_clear()
-    assert "lab-h100-4nic" not in hardware.system_ids()
+    for named in ("data/hardware.json", "data/sources.json", "tests/golden/record.py", "planner_explorer",
+                  "layout_explorer"):
+        assert named in recipe, f"the recipe does not name {named}"
+    repo = _copy(tmp_path, *LIBRARY, GOLDEN)
+    assert _run(repo, "-c", "import course_lib; print(course_lib.__file__)").startswith(str(repo))
+    before = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
+    # 1-2. one object in "systems", the closest system copied with what differs changed, citing a new source
+    base = next(r for r in json.loads((repo / HARDWARE).read_text(encoding="utf-8"))["systems"] if r["id"] == "dgx-h100")
+    _append_to_list(repo, HARDWARE, "systems", dict(base, id="lab-h100-4nic", name="Our lab's DGX H100, 4 NICs",
+                                                    nics_per_node=4, source="our-lab-cabling"))
+    _new_source(repo, "our-lab-cabling", "Our lab's cabling sheet: 4 of the DGX H100's 8 NIC ports cabled")
+    # 3. the goldens list and price every catalog system: re-recorded, catalog.txt and predict.txt gain lines
+    _run(repo, f"{GOLDEN}/record.py")
+    after = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
+    assert after.keys() == before.keys()
+    assert [name for name in sorted(before) if after[name] != before[name]] == ["catalog.txt", "predict.txt"]
+    for name in before:  # lines are added, none removed or changed
+        diff = list(difflib.ndiff(before[name].splitlines(), after[name].splitlines()))
+        assert not [line for line in diff if line.startswith("- ")], f"{name}: a recorded line changed"
+    added = [line[2:] for line in difflib.ndiff(before["catalog.txt"].splitlines(), after["catalog.txt"].splitlines())
+             if line.startswith("+ ")]
+    assert any(line.startswith("lab-h100-4nic ") and "4 x InfiniBand NDR" in line for line in added)  # `systems`
+    assert '"name": "Our lab\'s DGX H100, 4 NICs",' in "\n".join(added)                         # `systems --json`
+    # 4. nothing else: predict prices it like the same box told --nics 4 ...
+    case = "$ python -m course_lib predict all_reduce --system lab-h100-4nic --nodes 2 -b 32K -e 16G -f 4\n"
+    ours = after["predict.txt"].split(case)[1].split("[exit 0]")[0]
+    same = _run(repo, "-m", "course_lib", "predict", "all_reduce", "--system", "dgx-h100", "--nics", "4",
+                "--nodes", "2", "-b", "32K", "-e", "16G", "-f", "4")
+    rows = lambda text: [line for line in text.splitlines() if line.strip() and not line.startswith("#")]  # noqa: E731
+    assert rows(ours) == rows(same) and len(rows(ours)) == 10  # 32K to 16G, factor 4
+    # ... and the planner and layout explorers take its id (their dropdowns add it)
+    shown = _run(repo, "-c", f"from {PLANNER} import planner_explorer\nfrom {LAYOUTS} import layout_explorer\n"
+                             "for make in (planner_explorer, layout_explorer):\n"
+                             "    print('shows', make(system='lab-h100-4nic').values()['system'])")
+    assert re.findall(r"^shows (\S+)$", shown, re.MULTILINE) == ["lab-h100-4nic", "lab-h100-4nic"]
 
 
-# ---------------------------------------------------------------- recipe 2: a collective or an algorithm
+# ---------------------------------------------------------------- recipe: a collective or an algorithm
 
-def test_recipe_add_an_algorithm_to_the_registry():
+def test_recipe_add_an_algorithm(tmp_path):
     recipe = _recipe("Add a collective or an algorithm")
-    assert "collectives.py" in recipe and "register" in recipe
-    # 1. one Algorithm with its alpha-beta terms: two rings in opposite directions, each carrying half
-    #    of the buffer, so each direction of a port moves (p-1)/p of it
-    bidir = collectives.Algorithm("bidirectional_ring", "two rings, opposite directions",
-                                  steps=lambda p: 2 * (p - 1), volume=lambda p: (p - 1) / p,
-                                  note="each ring carries half the buffer; both directions of every link busy")
-    old = collectives.get("all_reduce")
-    # 2. register it with the collective (or add it to the entry in collectives.py)
-    collectives.register(replace(old, algorithms={**old.algorithms, bidir.id: bidir}))
-    try:
-        # 3. the registry-driven cost model prices it, the CLI offers it, its label is the registry's
-        assert "bidirectional_ring" in costmodel.predict_algorithms()
-        t = costmodel.collective_time("all_reduce", 1e9, 8, 100e9, 5e-6, "bidirectional_ring")
-        assert t == pytest.approx(14 * 5e-6 + 7 / 8 * 1e9 / 100e9)
-        assert t < costmodel.collective_time("all_reduce", 1e9, 8, 100e9, 5e-6, "ring")
-        assert collectives.label("all_reduce", "bidirectional_ring") == "two rings, opposite directions"
-        pred = costmodel.predict("all_reduce", 2**30, "dgx-h100", algorithm="bidirectional_ring")
-        ring = costmodel.predict("all_reduce", 2**30, "dgx-h100", algorithm="ring")
-        assert float(pred.busbw[0]) > 0 and pred.algorithm == "bidirectional_ring"
-        assert float(pred.time_s[0]) != float(ring.time_s[0])
-        out = _run("predict", "all_reduce", "--system", "dgx-h100", "--algo", "bidirectional_ring",
-                   "-b", "1G", "-e", "1G")
-        assert "bidirectional_ring" in out or "two rings" in out
-    finally:
-        collectives.register(old)
-    assert "bidirectional_ring" not in costmodel.predict_algorithms()
+    for named in ("collectives.py", "ALGORITHM_COLOURS", "style.py", CHAPTER_04, "tests/test_style.py",
+                  "tests/golden/record.py"):
+        assert named in recipe, f"the recipe does not name {named}"
+    repo = _copy(tmp_path, *LIBRARY, *TEST_SUPPORT, "tests/test_style.py", GOLDEN)
+    before = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
+    # 1-2. one Algorithm with its alpha-beta terms, added to all_reduce's entry: two rings in opposite
+    #      directions, each carrying half of the buffer, so each direction of a port moves (p-1)/p of it
+    _edit(repo, COLLECTIVES, "\nregister(Collective(\"all_reduce\"",
+          '\nBIDIRECTIONAL_RING = Algorithm("bidirectional_ring", "two rings, opposite directions",\n'
+          '                               lambda p: 2 * (p - 1), _share, "each ring carries half the buffer")\n'
+          '\nregister(Collective("all_reduce"')
+    _edit(repo, COLLECTIVES, "HALVING_DOUBLING, NAIVE,\n                           IN_NETWORK)",
+          "HALVING_DOUBLING, NAIVE,\n                           IN_NETWORK, BIDIRECTIONAL_RING)")
+    # 3. its colour
+    _edit(repo, STYLE, 'ALGORITHM_COLOURS = {\n', 'ALGORITHM_COLOURS = {\n    "bidirectional_ring": "#aec7e8",\n')
+    # 4. chapter 04 teaches it: its own tuple
+    _edit(repo, CHAPTER_04, '"double_binary_tree")\n', '"double_binary_tree", "bidirectional_ring")\n')
+    # 5. the style test passes, and the goldens: predict's own choice is NCCL's, so only chapter 04's
+    #    cost explorer moves (its "Fastest here")
+    _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_style.py")
+    _run(repo, f"{GOLDEN}/record.py")
+    changed = [name for name in before if (repo / GOLDEN / name).read_text(encoding="utf-8") != before[name]]
+    assert changed == ["explorers.txt"]
+    moved = [line for line in difflib.ndiff(before["explorers.txt"].splitlines(),
+                                            (repo / GOLDEN / "explorers.txt").read_text(encoding="utf-8").splitlines())
+             if line.startswith("+ ")]
+    assert len(moved) == 1 and "Fastest here: <b>two rings, opposite directions</b>" in moved[0]
+    # nothing else: predict offers and prices it under the registry's label; chapter 04's table lists it
+    out = _run(repo, "-m", "course_lib", "predict", "all_reduce", "--system", "dgx-h100", "--algo",
+               "bidirectional_ring", "-b", "1G", "-e", "1G")
+    assert "two rings, opposite directions" in out or "bidirectional_ring" in out
+    table = _run(repo, "-c", f"from {CHAPTER_04_MODULE} import algorithm_table\n"
+                             "rows = {r['algorithm']: r for r in algorithm_table(1e9, 8, 100e9, 5e-6)}\n"
+                             "print(rows['bidirectional_ring']['label'], rows['bidirectional_ring']['time_s'])")
+    label, seconds = table.rsplit(" ", 1)
+    assert label == "two rings, opposite directions" and float(seconds) == 14 * 5e-6 + 7 / 8 * 1e9 / 100e9
 
 
-# ---------------------------------------------------------------- recipe 3: a chapter
+# ---------------------------------------------------------------- recipe: a chapter
 
-def test_recipe_add_a_chapter(tmp_path, monkeypatch):
+def test_recipe_add_a_chapter(tmp_path):
     recipe = _recipe("Add a chapter")
-    assert "course.toml" in recipe and "authoring build" in recipe
-    # a temporary copy of what authoring reads: the manifest and the chapter sources
-    shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
-    shutil.copytree(ROOT / "solutions" / "src", tmp_path / "solutions" / "src")
-    exercises = tmp_path / "course_lib" / "data" / "exercises"
-    exercises.mkdir(parents=True)
+    for named in ("course.toml", "solutions/src", "data/exercises", ANSWER_KEY, "grading seal", "authoring build",
+                  "README", "tests/test_contract.py", "tests/test_readme.py"):
+        assert named in recipe, f"the recipe does not name {named}"
+    notebooks = [str(p.relative_to(ROOT)) for p in sorted([*(ROOT / "solutions").glob("*.ipynb"),
+                                                           *(ROOT / "notebooks").glob("*.ipynb")])]
+    repo = _copy(tmp_path, *LIBRARY, *TEST_SUPPORT, "tests/test_contract.py", "tests/test_layering.py",
+                 "tests/test_readme.py", "README.md", "solutions/src", ANSWER_KEY, *notebooks)
     # 1. one [[chapter]] entry
-    with open(tmp_path / "course.toml", "a", encoding="utf-8") as toml:
+    with open(repo / "course.toml", "a", encoding="utf-8") as toml:
         toml.write('\n[[chapter]]\nnumber = "99"\nslug = "demo"\ntitle = "A demo chapter"\nminutes = 20\n'
-                   'exercises = "course_lib/data/exercises/99.json"\n')
-    # 2. its source, with one graded exercise, and 3. its exercises file
-    (tmp_path / "solutions" / "src" / "99_demo.py").write_text(
+                   f'exercises = "{EXERCISES}/99.json"\n')
+    # 2. its source, with one graded exercise (answer cell, then the check with its hidden test)
+    (repo / "solutions/src/99_demo.py").write_text(
         "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes.\n\n"
+        "# %%\nfrom course_lib import checks\n\n"
         '# %% nbgrader={"grade": false, "grade_id": "ex99-1-answer", "locked": false, "schema_version": 3, '
-        '"solution": true}\n### BEGIN SOLUTION\nnvlink4_gb_s = 900 / 2\n### END SOLUTION\n', encoding="utf-8")
-    (exercises / "99.json").write_text(json.dumps({"99.1": {"variable": "nvlink4_gb_s", "kind": "number",
-                                                            "expected": 450.0, "points": 1}}), encoding="utf-8")
-    toml = tmp_path / "course.toml"
-    new = manifest.chapter("99", toml)
-    assert new.stem == "99_demo" and new.exercises_path.is_file() and len(manifest.chapters(toml)) == len(manifest.chapters()) + 1
-    # 4. authoring build writes both notebooks (and stale() wanted them)
-    assert new.student_notebook in authoring.stale(toml)
-    written = authoring.build(toml)
-    assert {new.solution_notebook, new.student_notebook} <= set(written)
-    student = json.loads(new.student_notebook.read_text(encoding="utf-8"))
-    code = "".join("".join(c["source"]) for c in student["cells"] if c["cell_type"] == "code")
-    assert "nvlink4_gb_s = None" in code and "900 / 2" not in code
-    assert authoring.stale(toml) == []
-    # ... and the instructor tooling and the other readers of the manifest list it
-    monkeypatch.setattr(manifest, "MANIFEST", toml)
-    manifest._default.cache_clear()
-    try:
-        assert "99_demo" in instructor.chapters()
-    finally:
-        monkeypatch.undo()
-        manifest._default.cache_clear()
-    # a source the manifest does not list is reported, not silently skipped
-    (tmp_path / "solutions" / "src" / "98_forgotten.py").write_text("# %% [markdown]\n# # 98\n", encoding="utf-8")
-    assert tmp_path / "solutions" / "src" / "98_forgotten.py" in authoring.stale(toml)
-    assert Path(ROOT / "notebooks" / "99_demo.ipynb").exists() is False
+        '"solution": true}\n### BEGIN SOLUTION\nnvlink4_gb_s = 900 / 2\n### END SOLUTION\n\n'
+        '# %% nbgrader={"grade": true, "grade_id": "ex99-1-check", "locked": true, "points": 1, "schema_version": 3, '
+        '"solution": false}\nchecks.check("99.1", nvlink4_gb_s)\n### BEGIN HIDDEN TESTS\n'
+        'import importlib, course_lib.grading\nimportlib.reload(course_lib.grading).grade("99.1", nvlink4_gb_s)\n'
+        "### END HIDDEN TESTS\n", encoding="utf-8")
+    # 3. its exercises file, without keys
+    (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
+        "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
+        "concept": "NVLink 4 is quoted as 900 GB/s bidirectional", "formula": "900 / 2"}}, indent=1) + "\n",
+        encoding="utf-8")
+    judge = ("from course_lib import checks, grading, instructor\nprint('self-check', checks.evaluate('99.1', 450.0).status)\n"
+             "try:\n    print('grading', grading.evaluate('99.1', 450.0).status)\n"
+             "except ValueError as exc:\n    print('grading refuses:', exc)\n")
+    unsealed = _run(repo, "-c", judge)
+    assert "self-check recorded" in unsealed and "grading refuses: exercise_id '99.1' has no entry in the answer key" in unsealed
+    # 4. the answer key, 5. the seal
+    _add_to_object(repo, ANSWER_KEY, "", {"99.1": 450.0})
+    assert _run(repo, "-m", "course_lib.grading", "seal").split() == ["sealed", "99.1"]
+    assert "key" in json.loads((repo / EXERCISES / "99.json").read_text(encoding="utf-8"))["99.1"]
+    assert _run(repo, "-c", judge + "print('99_demo' in instructor.chapters())").splitlines() == \
+        ["self-check correct", "grading correct", "True"]  # and the instructor's tooling lists the chapter
+    # 6. the notebooks: build writes the new chapter's two
+    built = _run(repo, "-m", "course_lib.authoring", "build")
+    assert "99_demo.ipynb" in built and "01_pcie" not in built
+    assert "nvlink4_gb_s = None" in (repo / "notebooks/99_demo.ipynb").read_text(encoding="utf-8")
+    # 7. the README's syllabus row; the contract and README tests pass for it
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    last = [line for line in readme.splitlines() if re.match(r"^\| \d\d \| \[", line)][-1]
+    _edit(repo, "README.md", last + "\n", last + "\n| 99 | [a demo chapter](notebooks/99_demo.ipynb) | NVLink per direction |\n")
+    passed = _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_contract.py",
+                  "tests/test_readme.py", "-k", "99_demo or syllabus or manifest_lists_every_chapter_source")
+    assert re.search(r"\b4 passed\b", passed)
+
+
+# ---------------------------------------------------------------- recipe: a GPU generation
+
+def test_recipe_add_a_gpu_generation(tmp_path):
+    recipe = _recipe("Add a GPU generation")
+    for named in ('"nvlink"', '"gpus"', "nccl_arch", "data/efficiency.json", "ll_max_bw_gb_s", "by_nvlink_generation",
+                  '"nvswitch"', "layout", "data/nvswitch.json", "Add a catalog system"):
+        assert named in recipe, f"the recipe does not name {named}"
+    repo = _copy(tmp_path, *LIBRARY)
+    # 1. NVLink 6: 3.6 TB/s per GPU as NVIDIA's NVLink page quotes it (36 x 50 GB/s per direction: the split assumed)
+    _append_to_list(repo, HARDWARE, "nvlink", {"generation": 6, "gpu": "Rubin", "links_per_gpu": 36,
+                                               "link_gb_s_per_direction": 50, "year": 2026, "source": "nvidia-nvlink"})
+    # 2. the GPU, with its NCCL generation (a new one: "rubin")
+    _append_to_list(repo, HARDWARE, "gpus", {"id": "rubin-example", "name": "Example NVLink-6 GPU", "memory_gb": 288,
+                                             "bf16_dense_tflops": 2500, "nvlink_generation": 6, "nccl_arch": "rubin",
+                                             "pcie_generation": 6, "source": "nvidia-nvlink"})
+    # 5. its NVSwitch generation, naming a layout, and 6. a system that uses it (the catalog-system recipe)
+    _append_to_list(repo, HARDWARE, "nvswitch", {"generation": 5, "nvlink_generation": 6, "ports": 72,
+                                                 "layout": "rubin-example-8", "system": "an 8-GPU board", "chips_in_system": 4,
+                                                 "gpus_in_domain": 8, "in_network_reduction": True, "year": 2026,
+                                                 "source": "nvidia-nvlink"})
+    base = next(r for r in json.loads((repo / HARDWARE).read_text(encoding="utf-8"))["systems"] if r["id"] == "dgx-b200")
+    _append_to_list(repo, HARDWARE, "systems", dict(base, id="rubin-example-8gpu", name="8 example NVLink-6 GPUs",
+                                                    gpu="rubin-example", nvlink_generation=6, nvlink_links_per_gpu=36,
+                                                    nvswitch_generation=5, pcie_generation=6))
+    predict = ("-m", "course_lib", "predict", "all_reduce", "--system", "rubin-example-8gpu", "-b", "1G", "-e", "1G")
+    generations = ("-c", f"from {NVSWITCH_CHAPTER} import generations\nrow = generations()[-1]\n"
+                         "print(row['generation'], row['chips_in_system'], row['links_per_gpu_per_chip'])")
+    # what the data does not know yet is refused in one line naming it and the known ones
+    refused = lambda argv: [line for line in _run(repo, *argv, status=2 if argv[0] == "-m" else 1).splitlines()
+                            if line.strip()][-1]  # noqa: E731
+    assert refused(predict) == "error: nvlink_generation must be one of 4, 5; got '6'"
+    # 4. the NVLink generation's NVLS efficiency (its switch reduces in the network)
+    _add_to_object(repo, EFFICIENCY, "technologies/nvls/by_nvlink_generation",
+                   {"6": {"efficiency": 0.54, "source": "nccl-2140", "derivation": "assumed: NVLink 5's"}})
+    assert refused(predict) == ("error: gpu rubin-example has NCCL generation 'rubin', which has no row in "
+                                "efficiency.json nccl_protocols; known generations: volta, ampere, hopper, blackwell, "
+                                "cdna3, cdna4")
+    # 3. the new nccl_arch's rows in efficiency.json
+    _add_to_object(repo, EFFICIENCY, "nccl_protocols/ll_max_bw_gb_s/one_node", {"rubin": 282.0})
+    _add_to_object(repo, EFFICIENCY, "nccl_protocols/ll128_max_bw_per_channel_gb_s", {"rubin": 40.0})
+    priced = _run(repo, *predict)
+    assert "rubin-example-8gpu" in priced and re.search(r"^\s+1073741824\s", priced, re.MULTILINE)
+    # 5. chapter 03's generation table: refused in one line until the layout the row names exists
+    assert refused(generations) == ("ValueError: NVSwitch generation 5 (data/hardware.json) has layout "
+                                    "'rubin-example-8', not a layout of data/nvswitch.json; known layouts: dgx-2, "
+                                    "dgx-a100, dgx-h100, dgx-b200, gb200-nvl72")
+    _edit(repo, NVSWITCH_DATA, '"derived": true}\n  },\n  "switch_system"',
+          '"derived": true},\n    "rubin-example-8": ' + json.dumps(
+              {"name": "8 example NVLink-6 GPUs", "nvswitch_generation": 5, "gpus": 8, "chips": 4, "links_per_gpu": 36,
+               "links_per_gpu_per_chip": [9, 9, 9, 9], "chips_reached_per_gpu": 4, "gpu_ports_per_chip": 72,
+               "trunk_ports_per_chip": 0, "external_ports_per_chip": 0, "source": "nvidia-nvlink", "derived": True})
+          + '\n  },\n  "switch_system"')
+    assert _run(repo, *generations).splitlines()[-1] == "5 4 9 to each of 4 chips"

@@ -413,10 +413,19 @@ def test_nccl_generation_comes_from_data_and_an_unknown_one_is_refused():
     assert cm.gpu_generation("amd-mi355x-8gpu") == "cdna4" and cm.gpu_generation("amd-mi325x-8gpu") == "cdna3"
     assert cm.gpu_generation("gb300-nvl72") == "blackwell" and cm.gpu_generation("hgx-h100-4gpu") == "hopper"
     assert "assumed" in cm.protocol_table()["generations_note"]
-    odd = dataclasses.replace(hardware.system("amd-mi355x-8gpu"), raw={"nccl_arch": "cdna9"},
-                              gpu=dataclasses.replace(hardware.gpu("mi355x"), id="mystery"))
-    with pytest.raises(ValueError, match="NCCL generation 'cdna9'"):
+    odd = dataclasses.replace(hardware.system("amd-mi355x-8gpu"),
+                              gpu=dataclasses.replace(hardware.gpu("mi355x"), id="mystery", nccl_arch="cdna9"))
+    with pytest.raises(ValueError, match="gpu mystery has NCCL generation 'cdna9'.*known generations: volta, ampere"):
         cm.predict("all_reduce", 2**20, odd)
+    # a GPU that states no generation (a newer NVLink than the tables know, say) is refused, not priced as Ampere
+    unstated = dataclasses.replace(hardware.system("dgx-b200"),
+                                   gpu=dataclasses.replace(hardware.gpu("b200"), id="nvlink6-gpu", nccl_arch=None))
+    with pytest.raises(ValueError, match=r"^gpu nvlink6-gpu states no nccl_arch .*known generations: volta"):
+        cm.fabric(unstated)
+    # every catalog GPU states a generation the tables have (no fallback through its NVLink generation)
+    known = cm.protocol_table()["ll_max_bw_gb_s"]["one_node"]
+    assert all(row["nccl_arch"] in known for row in hardware.catalog()["gpus"])
+    assert [cm.gpu_generation(s) for s in ("dgx-1-v100", "dgx-a100", "aws-g6e-l40s", "azure-nd-mi300x-v5")] == ["volta", "ampere", "ampere", "cdna3"]
 
 
 def test_hgx_h100_4gpu_has_no_nvls_and_prices_marenostrum():

@@ -37,8 +37,9 @@ def test_layouts_agree_with_the_catalog():
         assert sum(spread) == lay["links_per_gpu"]
         gen = hardware.nvswitch_generations()[lay["nvswitch_generation"] - 1]
         assert hardware.nvlink_generations()[gen["nvlink_generation"] - 1]["links_per_gpu"] == lay["links_per_gpu"]
-    for generation, sid in nv.LAYOUT_FOR_GENERATION.items():
-        assert nv.layout(sid)["chips"] == hardware.nvswitch_generations()[generation - 1]["chips_in_system"]
+    for gen in hardware.nvswitch_generations():  # the layout each generation names in hardware.json shows it
+        lay = nv.layout(hardware.nvswitch_layout_id(gen["generation"]))
+        assert lay["chips"] == gen["chips_in_system"] and lay["nvswitch_generation"] == gen["generation"]
 
 
 # ---------------------------------------------------------------- generations and ports

@@ -29,6 +29,19 @@ def test_nvlink_generations_match_vendor_totals():
     assert hardware.nvlink(3, 2).per_direction == 50e9
 
 
+def test_an_nvswitch_generation_names_its_layout_and_an_unknown_one_is_one_line():
+    assert [hardware.nvswitch_layout_id(g["generation"]) for g in hardware.nvswitch_generations()] == \
+        ["dgx-2", "dgx-a100", "dgx-h100", "gb200-nvl72"]
+    with pytest.raises(ValueError, match=r"^NVSwitch generation 5 is not in data/hardware.json \"nvswitch\"; "
+                                         r"known generations: 1, 2, 3, 4$"):
+        hardware.nvswitch_layout_id(5)
+
+
+def test_an_nvlink_generation_the_catalog_lacks_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"generation must be .*6"):
+        hardware.nvlink(6)
+
+
 def test_networks_are_bits():
     assert hardware.network("ib-ndr").per_direction == 50e9
     assert hardware.network("ib-ndr200").per_direction == 25e9

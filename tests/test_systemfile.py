@@ -284,3 +284,15 @@ def test_each_new_catalog_system_has_a_system_file_that_prices_like_it(sid):
         a = costmodel.predict("all_reduce", [2**20, 2**30], mine, nodes=nodes)
         b = costmodel.predict("all_reduce", [2**20, 2**30], sid, nodes=nodes)
         assert a.busbw == pytest.approx(b.busbw, rel=1e-9) and list(a.algorithms) == list(b.algorithms)
+
+
+def test_an_own_gpu_states_its_nccl_generation_to_be_priced(tmp_path):
+    """A [gpu] table's GPU gets NCCL's tables only for the generation it states (no silent Ampere)."""
+    own_gpu = L40S_LIKE.replace('gpu = "a100-pcie"', 'gpu = "my-gpu"') + (
+        '\n[gpu]\nname = "My GPU"\nmemory_gb = 48\nbf16_dense_tflops = 362\n')
+    unstated = systemfile.load_system(write(tmp_path, own_gpu, "unstated.toml"))
+    with pytest.raises(ValueError, match=r"^gpu my-gpu states no nccl_arch .*\[gpu\] nccl_arch\); known generations: volta"):
+        costmodel.predict("all_reduce", 2**20, unstated)
+    stated = systemfile.load_system(write(tmp_path, own_gpu + 'nccl_arch = "hopper"\n', "stated.toml"))
+    assert stated.gpu.nccl_arch == "hopper" and costmodel.fabric(stated).arch == "hopper"
+    assert costmodel.predict("all_reduce", 2**20, stated).busbw[0] > 0

@@ -44,9 +44,6 @@ class Fabric:
         return self.net_bw_node_for(gpus) / gpus
 
 
-_ARCH_BY_NVLINK = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
-
-
 def _nvlink_generation(sys_):
     """The NVLink generation of a system's GPU (the catalog GPU row), else the system's own ``raw`` entry, else None."""
     gen = next((r.get("nvlink_generation") for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), None)
@@ -54,14 +51,16 @@ def _nvlink_generation(sys_):
 
 
 def gpu_generation(system) -> str:
-    """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell, or an RCCL one: cdna3, cdna4): the
-    catalog GPU's ``nccl_arch``, else its NVLink generation (no NVLink: the Ampere row). A generation without a
-    row in efficiency.json ``nccl_protocols`` raises ValueError naming it."""
+    """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell, or an RCCL one: cdna3, cdna4): its GPU's
+    ``nccl_arch`` (hardware.json, or a system file's [gpu] table). A GPU that states none, or one without a row in
+    efficiency.json ``nccl_protocols``, raises ValueError naming it and the known generations."""
     sys_ = hardware.resolve_system(system)
-    row = next((r for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), {})
-    arch = row.get("nccl_arch") or (sys_.raw or {}).get("nccl_arch") \
-        or _ARCH_BY_NVLINK.get(_nvlink_generation(sys_), "ampere")
+    arch = sys_.gpu.nccl_arch
     known = efficiency_data()["nccl_protocols"]["ll_max_bw_gb_s"]["one_node"]
+    if arch is None:
+        raise ValueError(f"gpu {sys_.gpu.id} states no nccl_arch (the row of NCCL's per-generation tables it gets: "
+                         f"its hardware.json gpus row, or a system file's [gpu] nccl_arch); "
+                         f"known generations: {', '.join(known)}")
     if arch not in known:
         raise ValueError(f"gpu {sys_.gpu.id} has NCCL generation {arch!r}, which has no row in efficiency.json "
                          f"nccl_protocols; known generations: {', '.join(known)}")

@@ -448,7 +448,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     """
     import ipywidgets as w
     model_id = validate.choice("model_id", model_id, GRID_MODELS)
-    system = validate.choice("system", system, GRID_SYSTEMS)
+    system = validate.choice("system", system, hardware.system_ids())  # the catalog is the one list
     if gpus not in GRID_GPU_COUNTS:
         raise ValueError(f"gpus must be one of {GRID_GPU_COUNTS}, got {gpus!r}")
     for name, value in (("tp", tp), ("pp", pp)):
@@ -461,7 +461,7 @@ def layout_explorer(model_id="gpt3-175b", system="dgx-a100", gpus=1024, tp=8, pp
     controls = {
         "model_id": w.Dropdown(options=[(parallel.model(i).name, i) for i in GRID_MODELS], value=model_id,
                                description="model"),
-        "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in GRID_SYSTEMS], value=system,
+        "system": w.Dropdown(options=[(hardware.system(i).name, i) for i in dict.fromkeys((*GRID_SYSTEMS, system))], value=system,
                              description="system"),
         "gpus": gpu_count_slider(gpus, options=GRID_GPU_COUNTS),
         "nic_gbit_s": link_speed_slider(links["nic_gbit_s"], low=10, high=1600,

@@ -23,7 +23,6 @@ from ..widgets import explorer, gpu_count_slider, link_speed_slider
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
 PCIE_TREE_MAX_GPUS = 16  # two sockets with PCIe switches: what topology.pcie_tree builds
 PCIE_GENERATIONS = (3, 4, 5, 6)
-LAYOUT_FOR_GENERATION = {1: "dgx-2", 2: "dgx-a100", 3: "dgx-h100", 4: "gb200-nvl72"}
 ALGORITHMS = ("ring", "nvls", "nvls_refined")
 
 
@@ -45,12 +44,6 @@ def layout(system_id) -> dict:
     return dict(nvswitch_data()["layouts"][system_id], id=system_id)
 
 
-def _switch_generation(generation) -> dict:
-    rows = hardware.nvswitch_generations()
-    generation = validate.integer("generation", generation, low=1, high=len(rows))
-    return rows[generation - 1]
-
-
 # ---------------------------------------------------------------- generations and ports
 
 def generations() -> list[dict]:
@@ -61,7 +54,7 @@ def generations() -> list[dict]:
     rows = []
     for gen in hardware.nvswitch_generations():
         port = hardware.nvlink(gen["nvlink_generation"], 1).per_direction
-        lay = layout(LAYOUT_FOR_GENERATION[gen["generation"]])
+        lay = layout(hardware.nvswitch_layout_id(gen["generation"]))
         spread = lay["links_per_gpu_per_chip"]
         rows.append({
             "generation": gen["generation"], "year": gen["year"], "nvlink_generation": gen["nvlink_generation"],
@@ -110,7 +103,7 @@ def _per_chip(value, chips):
 def port_budget(system_id) -> dict:
     """Where the ports of a system's switch chips go: to GPUs, to another baseboard, out of the box, unused."""
     lay = layout(system_id)
-    ports = _switch_generation(lay["nvswitch_generation"])["ports"]
+    ports = hardware.nvswitch_generation(lay["nvswitch_generation"])["ports"]
     chips = lay["chips"]
     gpu = sum(_per_chip(lay["gpu_ports_per_chip"], chips))
     trunk = sum(_per_chip(lay["trunk_ports_per_chip"], chips))
@@ -181,7 +174,7 @@ def chip_topology(system_id="dgx-h100") -> topology.Topology:
     if lay["chips_reached_per_gpu"] != lay["chips"]:
         raise ValueError(f"system_id must be a system whose GPUs all reach every chip (one baseboard); "
                          f"{system_id!r} spans two baseboards")
-    gen = _switch_generation(lay["nvswitch_generation"])
+    gen = hardware.nvswitch_generation(lay["nvswitch_generation"])
     link = hardware.nvlink(gen["nvlink_generation"], 1).per_direction
     topo = topology.Topology(name=f"{lay['name']}: {lay['chips']} NVSwitch {lay['nvswitch_generation']} chips")
     g, c = lay["gpus"], lay["chips"]

@@ -534,7 +534,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
     """
     import ipywidgets as w
     model = validate.choice("model", model, EXPLORER_MODELS)
-    system = validate.choice("system", system, ALL_SYSTEMS)
+    system = validate.choice("system", system, hardware.system_ids())  # the catalog is the one list
     if gpus not in EXPLORER_GPUS:
         raise ValueError(f"gpus must be one of {EXPLORER_GPUS}, got {gpus!r}")
     if global_batch not in EXPLORER_BATCHES:
@@ -547,7 +547,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
            else validate.number("nvlink_gb_s", nvlink_gb_s, low=5, high=2000))
     controls = {
         "model": w.Dropdown(options=list(EXPLORER_MODELS), value=model, description="model"),
-        "system": w.Dropdown(options=list(ALL_SYSTEMS), value=system, description="system"),
+        "system": w.Dropdown(options=list(dict.fromkeys((*ALL_SYSTEMS, system))), value=system, description="system"),
         "gpus": gpu_count_slider(gpus, options=EXPLORER_GPUS, description="GPUs"),
         "nic_gbit_s": link_speed_slider(nic, low=10, high=1600, description="NIC port Gb/s (bits!) per direction"),
         "nvlink_gb_s": link_speed_slider(nvl, low=5, high=2000,
