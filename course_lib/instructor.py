@@ -429,7 +429,8 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
     print(f"[course_lib] autograde {assignment}: {len(submissions)} submissions; {why}", flush=True)
     env = _env()
     if isolated:
-        sandbox.ensure_user()
+        if not sandbox.rootless():
+            sandbox.ensure_user()
         env["JUPYTER_PATH"] = str(sandbox.kernelspec(course_dir / "grading_kernel", course_dir)) + os.pathsep + \
             env.get("JUPYTER_PATH", "")
         extra.append(f"--Execute.kernel_name={sandbox.KERNEL_NAME}")

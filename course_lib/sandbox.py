@@ -14,11 +14,18 @@
   capabilities, ``no_new_privs``), with a clean environment (no ``COURSE_LIB_ANSWER_KEY``), in an
   empty writable working folder, Python in isolated mode (no user site-packages, no ``PYTHON*``).
 
+Not root (an instructor's own laptop): where the kernel lets unprivileged users make user namespaces
+(most Linux distributions do), the same view is built in a new user namespace, and the answer key and the
+instructor's home are hidden as well; the kernel keeps the instructor's uid (a user namespace cannot switch
+to another user) with no capabilities, so what it can still write is the instructor's files outside the
+course, the repository, the venv and the home folder. Where user namespaces are refused the kernel runs as
+the instructor, unisolated, and autograde says so. ``python -m course_lib.sandbox --check --course DIR``
+shows, on this machine, what a kernel could reach.
+
 Limits: the network is shared (the kernel talks to nbgrader over loopback TCP), so a submission can
 open connections; files elsewhere on the machine that are readable by every user stay readable (keep
 the answer key ``chmod 600``, or out of the repository); CPU, memory and disk are not capped beyond
-nbgrader's time limit per cell. Not root: the kernel runs as the instructor, unisolated, and autograde
-says so.
+nbgrader's time limit per cell.
 """
 from __future__ import annotations
 
@@ -40,14 +47,35 @@ STAGE_AT = "/mnt"  # an existing, normally empty folder, covered by a private tm
 KEEP_ENV = ("LANG", "LC_ALL", "TZ", "MPLBACKEND", "OMP_NUM_THREADS", "COURSE_LIB_MODE")
 
 
+def rootless() -> bool:
+    """True when the sandbox is built without root, in a user namespace of the instructor's own: not root,
+    or ``COURSE_LIB_SANDBOX=rootless`` (root that wants no system user; the tests' way to build that view)."""
+    return os.geteuid() != 0 or os.environ.get("COURSE_LIB_SANDBOX") == "rootless"
+
+
+def _user_namespaces() -> bool:
+    """Whether this user may make a user namespace with its own mounts (``unshare -r -m``)."""
+    try:
+        return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def available() -> tuple[bool, str]:
     """Whether kernels can be isolated here, and if not, why (one line)."""
-    if os.geteuid() != 0:
-        return False, "autograde is not running as root, so submissions run as the instructor, unisolated"
-    missing = [tool for tool in ("unshare", "setpriv", "mount", "useradd") if shutil.which(tool) is None]
+    tools = ("unshare", "setpriv", "mount") + (() if rootless() else ("useradd",))
+    missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
         return False, f"{', '.join(missing)} not found, so submissions run unisolated"
-    return True, f"each submission runs as the user {USER!r} in its own mount and PID namespaces"
+    if not rootless():
+        return True, f"each submission runs as the user {USER!r} in its own mount and PID namespaces"
+    if not _user_namespaces():
+        return False, ("autograde is not running as root and this kernel refuses unprivileged user namespaces, "
+                       "so submissions run as the instructor, unisolated")
+    return True, ("each submission runs in its own user, mount and PID namespaces with no capabilities; not root, "
+                  "so it keeps your uid: the package, venv and key are read-only or hidden, the course folder, "
+                  "repository and home hidden (run autograde as root for a separate user)")
 
 
 def ensure_user() -> pwd.struct_passwd:
@@ -80,28 +108,38 @@ def _hidden(course_dir: Path) -> list[Path]:
     return hidden
 
 
-def _kept() -> list[Path]:
-    """What is mounted back, read-only, inside the hidden repository: the package and the venv."""
+def _kept(hidden: list[Path]) -> list[Path]:
+    """What is mounted back, read-only, inside the hidden folders: the package and the venv (where hidden)."""
     venv = Path(sys.prefix)
     keep = [PACKAGE, ROOT / "course.toml", ROOT / "pyproject.toml"]
-    if venv.is_relative_to(ROOT):
+    if any(venv.is_relative_to(h) for h in hidden):
         keep.append(venv)
     return [p for p in keep if p.exists()]
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """``paths`` without those inside another of them (a repository in the home folder is hidden with it)."""
+    paths = [p.resolve() for p in paths]
+    return [p for i, p in enumerate(paths)
+            if p not in paths[:i] and not any(p != q and p.is_relative_to(q) for q in paths)]
 
 
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
-def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
-    """PID 1 of the new namespaces, still root: build the view, then become the user and exec the kernel."""
-    user = ensure_user()
+def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None) -> None:
+    """PID 1 of the new namespaces, still root (or root of a user namespace): build the view, then become the
+    user (or drop every capability) and exec the kernel; ``connection`` None runs :data:`CHECK` instead."""
+    user = None if rootless_inside(home_outside) else ensure_user()
+    candidates = _outermost(_hidden(course_dir) + ([Path(home_outside)] if user is None and home_outside else []))
+    candidates = [p for p in candidates if p != Path("/")]
     _mount("--make-rprivate", "/")
     # keep a handle on each kept path before /tmp and the repository are hidden (a clone under /tmp, as
     # CI's may be, disappears with the fresh /tmp): the handles live on a private tmpfs over STAGE_AT
     stage = Path(STAGE_AT) / ".stage"
     _mount("-t", "tmpfs", "-o", "mode=700,nosuid,nodev", "tmpfs", STAGE_AT)
-    kept = _kept()
+    kept = _kept(candidates)
     for i, path in enumerate(kept):
         target = stage / str(i)
         target.mkdir(parents=True) if path.is_dir() else (stage.mkdir(exist_ok=True), target.touch())
@@ -109,7 +147,8 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
     for path in FRESH:
         if Path(path).is_dir():
             _mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", path)
-    hidden = [p for p in _hidden(course_dir) if p.is_dir()]  # one under /tmp is hidden already
+    key = grading_key_path()
+    hidden = [p for p in candidates if p.is_dir()]  # one under /tmp is hidden already
     for path in hidden:
         _mount("-t", "tmpfs", "-o", "mode=755,nosuid,nodev", "tmpfs", str(path))
     for i, path in enumerate(kept):
@@ -122,6 +161,11 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
     for original, stripped in grading.strip_keys(Path("/tmp/.keyless")).items():  # no sealed answer to hash either
         _mount("--bind", str(stripped), str(original))
         _mount("-o", "remount,bind,ro", str(original))
+    if key.is_file():  # the key itself, wherever $COURSE_LIB_ANSWER_KEY puts it: an empty file in its place
+        empty = Path("/tmp/.empty")
+        empty.write_text("")
+        _mount("--bind", str(empty), str(key))
+        _mount("-o", "remount,bind,ro", str(key))
     for i in range(len(kept)):
         subprocess.run(["umount", "-l", str(stage / str(i))], check=False)
     subprocess.run(["umount", "-l", STAGE_AT], check=False)
@@ -130,41 +174,104 @@ def _inside(course_dir: Path, connection: str, extra: list[str]) -> None:
     home = Path("/tmp/home")
     home.mkdir(mode=0o700)
     conn = home / "kernel.json"
-    conn.write_text(connection)
-    for path in (home, conn):
-        os.chown(path, user.pw_uid, user.pw_gid)
+    conn.write_text(connection or "")
+    if user is not None:
+        for path in (home, conn):
+            os.chown(path, user.pw_uid, user.pw_gid)
     env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
-    env.update(HOME=str(home), USER=USER, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
+    env.update(HOME=str(home), USER=USER if user is not None else os.environ.get("USER", "instructor"),
+               PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
                MPLCONFIGDIR=str(home / ".mpl"), IPYTHONDIR=str(home / ".ipython"))
+    command = ([sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
+               else [sys.executable, "-I", "-c", CHECK, str(course_dir), str(key), str(home_outside or ""), str(PACKAGE)])
     os.chdir(home)
     child = os.fork()  # the kernel is not PID 1, so it can die (os.kill of itself) like any kernel
     if child:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the kernel, not for its keeper
         _, status = os.waitpid(child, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)  # PID 1 exits: every process left in here dies
+    who = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"] if user is not None else []
     os.execve(shutil.which("setpriv"), [
-        "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-        sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra], env)
+        "setpriv", *who, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command], env)
+
+
+def rootless_inside(home_outside) -> bool:
+    """Inside the namespaces: True when they were made without root (``main`` passes ``--home`` then)."""
+    return home_outside is not None
+
+
+def grading_key_path() -> Path:
+    from . import grading
+    return grading.key_path()
+
+
+# What ``--check`` runs in the sandbox instead of a kernel: try what a submission would, print one line each.
+CHECK = """
+import os, sys, json
+from pathlib import Path
+import sysconfig
+course, key, home, package = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+site = Path(sysconfig.get_paths()['purelib'])
+def writable(folder):
+    try:
+        probe = folder / '.course_sandbox_probe'
+        probe.write_text('x'); probe.unlink()
+        return True
+    except OSError:
+        return False
+rows = [
+    ('the course package', 'writable' if writable(package) else 'read-only'),
+    ('site-packages', 'writable' if writable(site) else 'read-only'),
+    ('the course folder', 'visible' if course.is_dir() and any(course.iterdir()) else 'hidden'),
+    ('the answer key', 'readable' if key.is_file() and key.stat().st_size > 0 else 'hidden'),
+    ('COURSE_LIB_ANSWER_KEY', 'set' if 'COURSE_LIB_ANSWER_KEY' in os.environ else 'unset'),
+]
+if home:
+    rows.append(('your home folder', 'visible' if Path(home).is_dir() and any(Path(home).iterdir()) else 'hidden'))
+outside = open('/proc/self/uid_map').read().split()
+rows.append(('uid', str(os.getuid()) + (f' (uid {outside[1]} outside its user namespace)' if outside[1] != '0' or os.getuid() != int(outside[0]) else '')))
+for what, state in rows:
+    print(f'{what}: {state}')
+bad = {'writable', 'visible', 'readable', 'set'}
+sys.exit(1 if any(state in bad for _, state in rows) else 0)
+"""
 
 
 def main(argv=None) -> None:
+    """``[--inside [--home H]] --course DIR CONNECTION_FILE [kernel args]`` (nbgrader's kernelspec), or
+    ``--check --course DIR``: what a submission's kernel could reach here, one line each (exit 1 if anything)."""
     args = list(sys.argv[1:] if argv is None else argv)
     inside = args[:1] == ["--inside"]
     if inside:
         args = args[1:]
-    assert args[0] == "--course"
-    course_dir, connection_file, extra = Path(args[1]), args[2], args[3:]
-    ok, _ = available()
+    home = None
+    if args[:1] == ["--home"]:
+        home, args = args[1], args[2:]
+    check = args[:1] == ["--check"]
+    if check:
+        args = args[1:]
+    if args[:1] != ["--course"] or len(args) < (2 if check else 3):
+        print("error: usage: python -m course_lib.sandbox --check --course DIR", file=sys.stderr)
+        sys.exit(2)
+    course_dir = Path(args[1]).resolve()
+    connection_file, extra = (None, []) if check else (args[2], args[3:])
+    ok, why = available()
+    if check and not inside:
+        print(f"sandbox: {why}", flush=True)
     if not ok:  # unisolated: the kernel as nbgrader would have started it
+        if check:
+            sys.exit(1)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra])
     if inside:
-        _inside(course_dir, Path(connection_file).read_text(), extra)
+        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)
         return
+    userns = ["--user", "--map-root-user"] if rootless() else []
+    home_args = ["--home", os.environ.get("HOME") or str(Path.home())] if rootless() else []
     os.execv(shutil.which("unshare"), [
-        "unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
-        sys.executable, "-m", "course_lib.sandbox", "--inside", "--course", str(course_dir),
-        str(Path(connection_file).resolve()), *extra])
+        "unshare", *userns, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
+        sys.executable, "-m", "course_lib.sandbox", "--inside", *home_args,
+        *(["--check"] if check else []), "--course", str(course_dir),
+        *([] if check else [str(Path(connection_file).resolve())]), *extra])
 
 
 if __name__ == "__main__":
