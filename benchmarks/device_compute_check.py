@@ -10,7 +10,10 @@ formula counts, times forward + backward (CUDA events, median of ``--repeats``),
 - ``model_tflops``: the course's FLOPs for that layer (``3 x (2 x matmul params + 4 s h)`` per token, the
   formula of ``transformer.training_flops``, which counts full, not causal, attention) over the time;
 - ``efficiency``: that over the GPU's dense bf16 peak from the catalog, beside the assumed value;
-- a plain bf16 matrix product (8192^3) as the machine's own ceiling.
+- a plain bf16 matrix product (8192^3) as the machine's own ceiling;
+- the bytes one layer's forward pass keeps for its backward (``torch.cuda.memory_allocated`` before and
+  after the forward; its output stands for its input, which the formula counts) beside
+  ``transformer.activation_bytes_per_layer`` with recompute none and selective.
 
 Run on a CUDA machine (``PYTHONPATH=. python3 benchmarks/device_compute_check.py --out DIR``); without one it
 says so in one line and exits 2. None of these numbers sets a constant: they are a test of the assumption.
@@ -114,16 +117,30 @@ def main(argv=None) -> int:
             layer(x).sum().backward()
 
         seconds = timed(step, torch, args.repeats)
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        out = layer(x)  # what the forward pass keeps for the backward pass, and its output (the next input)
+        torch.cuda.synchronize()
+        saved = torch.cuda.memory_allocated() - before
+        del out
+        formula = {rc: transformer.activation_bytes_per_layer(m, micro_batch=1, tp=1, recompute=rc)
+                   for rc in ("none", "selective")}
         flops = 3 * layer_flops_per_token(m) * m.seq_len
         row = {"model": model_id, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv, "ffn": m.ffn,
                "gated_mlp": m.gated_mlp, "seq_len": m.seq_len, "micro_batch": 1,
                "weights_built": weights, "weights_in_formula": m.dense_layer_params - 13 * m.hidden,
                "seconds": seconds, "model_tflops": flops / seconds / 1e12,
-               "efficiency": flops / seconds / peak}
+               "efficiency": flops / seconds / peak, "activation_bytes_measured": saved,
+               "activation_bytes_formula_none": formula["none"],
+               "activation_bytes_formula_selective": formula["selective"]}
         result["layers"].append(row)
         print(f"{model_id:<12} h={m.hidden:<6} s={m.seq_len:<5} {seconds * 1e3:8.2f} ms  "
               f"{row['model_tflops']:6.0f} TFLOP/s = {row['efficiency']:.0%} of peak "
-              f"(weights built {weights / 1e6:.1f} M, formula {row['weights_in_formula'] / 1e6:.1f} M)", flush=True)
+              f"(weights built {weights / 1e6:.1f} M, formula {row['weights_in_formula'] / 1e6:.1f} M); "
+              f"activations {saved / 1e9:.3f} GB vs formula {formula['none'] / 1e9:.3f} (none) "
+              f"{formula['selective'] / 1e9:.3f} (selective)", flush=True)
         del layer, x
         torch.cuda.empty_cache()
     print(f"matmul 8192^3 bf16: {result['matmul_8192_tflops']:.0f} TFLOP/s = "
