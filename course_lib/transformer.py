@@ -244,7 +244,11 @@ def model_state_bytes(params, dp=1, zero=0) -> dict:
 
 
 def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
-    """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit)."""
+    """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit).
+
+    ``recompute="none"`` stores the s x s attention scores (eager attention); fused (flash) attention never
+    stores them, and measured layers with it keep what ``"selective"`` gives (chapter 07, section 6).
+    """
     m = resolve_model(model_)
     b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
     t = validate.integer("tp", tp, low=1, high=m.heads)

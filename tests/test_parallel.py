@@ -282,3 +282,19 @@ def test_pipeline_sends_use_the_systems_own_link_latency():
     link = P.group_link("pcie-8gpu", 2, 4)
     one = costmodel.hop_latency("pcie") + send.bytes_per_call / link.bandwidth
     assert send.time_s == pytest.approx(send.calls_per_step * one)
+
+
+def test_one_measured_layer_checks_both_compute_and_memory_formulas():
+    """What chapter 07 says of the H200 layer measurements (benchmarks/device_compute_check.py): compute efficiency
+    grows with the matrices past the one assumed constant, and fused attention keeps what the selective formula
+    counts, far below the no-recomputation one."""
+    from course_lib import parallel
+
+    rows = parallel.layer_efficiency_measured()
+    assert [r["model"] for r in rows][0] == "megatron-1.7b" and len(rows) == 6
+    small, large = rows[0], rows[1:]
+    assert small["fraction_low"] <= small["assumed"] * 1.05 and small["fraction_high"] >= small["assumed"] * 0.9
+    assert all(r["over_assumed"] > 1.25 for r in large)
+    assert all(r["fraction_high"] < r["matmul_fraction"] for r in rows)  # a layer never beats a plain big product
+    assert all(0.85 < r["activation_over_selective"] < 1.15 for r in rows)
+    assert all(r["activation_over_none"] < 0.35 for r in rows)

@@ -159,16 +159,26 @@ def modern_validation_summary(rows=None) -> str:
 
 def layer_efficiency_measured() -> list[dict]:
     """One layer's forward + backward on a real GPU (``published_training.json``'s ``layer_efficiency_h200``):
-    per catalog model, the measured fraction of dense bf16 peak beside the ``gpu_efficiency`` assumption.
+    per catalog model, the measured fraction of dense bf16 peak (two runs) beside the ``gpu_efficiency``
+    assumption, and the bytes its forward kept beside ``activation_bytes_per_layer``.
 
-    Each row: model, hidden, seq_len, ms, model_tflops, fraction_of_peak, and ``layer_over_assumed`` (the
-    measured fraction over the assumption). A check of the assumption: nothing here sets it.
+    Each row: model, hidden, seq_len, ms and fraction_of_peak (both runs), ``fraction_low``/``fraction_high``,
+    ``over_assumed`` (the lower run over the assumption), activation_bytes and ``activation_over_none`` /
+    ``activation_over_selective`` (measured over the formula with recompute none / selective). A check of
+    both formulas: nothing here sets them.
     """
+    from ..transformer import activation_bytes_per_layer
     from .layouts import assumption
 
     block = published()["layer_efficiency_h200"]
     assumed = assumption("gpu_efficiency")
-    return [{**row, "gpu": block["gpu"], "assumed": assumed, "layer_over_assumed": row["fraction_of_peak"] / assumed,
-             "matmul_fraction": block["matmul_8192_tflops"] / block["peak_bf16_tflops"], "source": block["source"]}
-            for row in block["layers"]]
-
+    rows = []
+    for row in block["layers"]:
+        formula = {rc: activation_bytes_per_layer(row["model"], recompute=rc) for rc in ("none", "selective")}
+        lo, hi = min(row["fraction_of_peak"]), max(row["fraction_of_peak"])
+        rows.append({**row, "gpu": block["gpu"], "assumed": assumed, "fraction_low": lo, "fraction_high": hi,
+                     "over_assumed": lo / assumed, "matmul_fraction": min(block["matmul_8192_tflops"]) /
+                     block["peak_bf16_tflops"], "activation_over_none": row["activation_bytes"] / formula["none"],
+                     "activation_over_selective": row["activation_bytes"] / formula["selective"],
+                     "source": block["source"]})
+    return rows

@@ -14,10 +14,13 @@ def plot_layer_efficiency(rows, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.4))
     hidden = [r["hidden"] for r in rows]
-    ax.plot(hidden, [r["fraction_of_peak"] for r in rows], "o", color=style.MEASURED,
-            label=f"one layer, forward + backward, measured on one {rows[0]['gpu'].upper()}")
-    for r in rows:
-        ax.annotate(r["model"], (r["hidden"], r["fraction_of_peak"]), textcoords="offset points", xytext=(4, -10),
+    mid = [(r["fraction_low"] + r["fraction_high"]) / 2 for r in rows]
+    ax.errorbar(hidden, mid, yerr=[[m - r["fraction_low"] for m, r in zip(mid, rows)],
+                                   [r["fraction_high"] - m for m, r in zip(mid, rows)]],
+                fmt="o", color=style.MEASURED, capsize=3,
+                label=f"one layer, forward + backward, on one {rows[0]['gpu'].upper()} (two runs)")
+    for r, m in zip(rows, mid):
+        ax.annotate(r["model"], (r["hidden"], m), textcoords="offset points", xytext=(4, -10),
                     fontsize=style.FONT_SMALL)
     ax.axhline(rows[0]["assumed"], color=style.MODEL, label=f"planner's gpu_efficiency ({rows[0]['assumed']:.2f})")
     ax.axhline(rows[0]["matmul_fraction"], color=style.GUIDE, linestyle="--",

@@ -478,14 +478,14 @@ from course_lib.views import compute_check
 
 layer_rows = parallel.layer_efficiency_measured()
 for r in layer_rows:
-    print(f"{r['model']:<14} hidden {r['hidden']:>6}  {r['ms']:7.2f} ms  {r['model_tflops']:5.0f} TFLOP/s = "
-          f"{r['fraction_of_peak']:.0%} of peak, {r['layer_over_assumed']:.2f}x the assumption")
+    print(f"{r['model']:<14} hidden {r['hidden']:>6}  {r['ms'][0]:7.2f} ms  {r['fraction_low']:.0%}-{r['fraction_high']:.0%} "
+          f"of peak, {r['over_assumed']:.2f}x the assumption or more")
 compute_check.plot_layer_efficiency(layer_rows);
-small, large = layer_rows[0], layer_rows[-1]
+small = layer_rows[0]
 glue("layer_small_model", small["model"], "{}")
-glue("layer_small", small["fraction_of_peak"], "{:.0%}")
-glue("layer_large", max(r["fraction_of_peak"] for r in layer_rows[1:]), "{:.0%}")
-glue("layer_large_min", min(r["fraction_of_peak"] for r in layer_rows[1:]), "{:.0%}")
+glue("layer_small", f"{small['fraction_low']:.0%}-{small['fraction_high']:.0%}", "{}")
+glue("layer_large", max(r["fraction_high"] for r in layer_rows[1:]), "{:.0%}")
+glue("layer_large_min", min(r["fraction_low"] for r in layer_rows[1:]), "{:.0%}")
 glue("layer_matmul", small["matmul_fraction"], "{:.0%}")
 
 # %% [markdown]
@@ -494,6 +494,27 @@ glue("layer_matmul", small["matmul_fraction"], "{:.0%}")
 # ({{layer_matmul}}). So on Hopper the single constant is too low for large models' layers and about right for small
 # ones: a whole step loses part of that to the work this measurement leaves out, and how much is exactly what one
 # constant cannot say. Where the planner's compute time matters, measure one layer of your own model this way.
+#
+# The same run weighed what each layer's forward pass keeps for its backward pass, against the activation formula
+# the planner uses for memory (Korthikanti et al.'s accounting, `transformer.activation_bytes_per_layer`):
+
+# %%
+for r in layer_rows:
+    print(f"{r['model']:<14} kept {units.format_bytes(r['activation_bytes'])}: {r['activation_over_selective']:.2f}x "
+          f"the formula with selective recomputation, {r['activation_over_none']:.2f}x the formula without")
+glue("act_sel_lo", min(r["activation_over_selective"] for r in layer_rows), "{:.2f}")
+glue("act_sel_hi", max(r["activation_over_selective"] for r in layer_rows), "{:.2f}")
+glue("act_none_lo", min(r["activation_over_none"] for r in layer_rows), "{:.2f}")
+glue("act_none_hi", max(r["activation_over_none"] for r in layer_rows), "{:.2f}")
+
+# %% [markdown]
+# Without any recomputation the layers kept {{act_sel_lo}}-{{act_sel_hi}} times what the formula gives *with*
+# selective recomputation, and only {{act_none_lo}}-{{act_none_hi}} times its no-recomputation figure. PyTorch's
+# `scaled_dot_product_attention` runs as fused (flash) attention, which never stores the $s \times s$ scores: the
+# term that selective recomputation exists to drop is never there. So `recompute="none"` in the course's model
+# means attention that stores its scores (the eager kind); for a framework with fused attention (Megatron-Core with
+# Transformer Engine, PyTorch SDPA, FlashAttention) price activations with `recompute="selective"`: it costs no
+# extra compute there.
 #
 # **2. Tensor-parallel communication is assumed fully exposed.** The model adds every TP all-reduce to the
 # step time, as the 2021 runs did; newer Megatron-LM versions can overlap much of it with the neighbouring
