@@ -1,6 +1,6 @@
 """Drawings of chapter 04 (collectives): buffers, message patterns, the ring step by step, cost curves.
 
-Each function draws a result that :mod:`course_lib.explorers.collectives` computed; none computes
+Each function draws a result that :mod:`course_lib.chapters.collectives` computed; none computes
 a model number itself.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Drawings of chapter 06 (data parallelism): the overlap timeline, ZeRO memory, the DP ring on the
 fabric, the ZeRO-3 ladder and the scaling explorer.
 
-Each function draws a result that :mod:`course_lib.explorers.data_parallel` computed; none computes
+Each function draws a result that :mod:`course_lib.chapters.data_parallel` computed; none computes
 a model number itself. :func:`draw_scaling` returns an updater that moves the same artists for
 every later slider event (nothing is re-created).
 """

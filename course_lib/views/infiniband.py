@@ -1,7 +1,7 @@
 """Drawings of chapter 05 (InfiniBand): published runs against the models, RDMA against TCP, where the
 model stops being true, and the multi-node cliff explorer.
 
-Each function draws a result that :mod:`course_lib.explorers.infiniband` computed; none computes a
+Each function draws a result that :mod:`course_lib.chapters.infiniband` computed; none computes a
 model number itself. :func:`draw_cliff` returns an updater that moves the same artists for every
 later slider event (nothing is re-created).
 """

@@ -1,6 +1,6 @@
 """Drawings of chapter 07 (model parallelism): pipeline schedules, rank maps, the layout grid, validation.
 
-Each function draws a result that :mod:`course_lib.explorers.model_parallel` computed (a
+Each function draws a result that :mod:`course_lib.chapters.model_parallel` computed (a
 ``Schedule``, a rank map, a layout grid of ``parallel.Estimate``); none computes a model number.
 """
 from __future__ import annotations

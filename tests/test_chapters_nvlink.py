@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, grading, costmodel, hardware, topology  # noqa: E402
-from course_lib.explorers import nvlink as nv  # noqa: E402
+from course_lib.chapters import nvlink as nv  # noqa: E402
 
 
 # ---------------------------------------------------------------- links x rate

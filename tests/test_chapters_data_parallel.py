@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 import numpy as np  # noqa: E402
 
 from course_lib import checks, grading, costmodel, hardware, parallel, topology, units  # noqa: E402
-from course_lib.explorers import data_parallel as dp  # noqa: E402
+from course_lib.chapters import data_parallel as dp  # noqa: E402
 
 
 # ---------------------------------------------------------------- what DDP sends

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, grading, costmodel, hardware, units  # noqa: E402
-from course_lib.explorers import collectives as cl  # noqa: E402
+from course_lib.chapters import collectives as cl  # noqa: E402
 from course_lib.lab import calibrate  # noqa: E402
 
 

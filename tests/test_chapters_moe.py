@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from course_lib import parallel  # noqa: E402
-from course_lib.explorers import moe  # noqa: E402
+from course_lib.chapters import moe  # noqa: E402
 
 
 def test_ep_layer_costs_follow_the_link():
@@ -37,7 +37,7 @@ def test_cp_scan_and_readout():
     assert "EXPOSED" in moe._cp_readout("llama3-8b", 8192, 16) and "hidden" in moe._cp_readout("llama3-8b", 131072, 8)
 
 
-def test_explorers_build_and_react():
+def test_chapters_build_and_react():
     ep = moe.expert_parallel_explorer()
     before = ep.readout
     ep.controls["ep"].value = 64

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, costmodel, datafiles, hardware, topology, units  # noqa: E402
-from course_lib.explorers import nvswitch as nv  # noqa: E402
+from course_lib.chapters import nvswitch as nv  # noqa: E402
 
 H100 = 450e9  # bytes/s per direction (18 x 25 GB/s)
 

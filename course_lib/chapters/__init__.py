@@ -1,4 +1,4 @@
-"""Chapter explorers, one module per idea: the chapter's model functions and its live explorers.
+"""Chapters, one module (or package) per chapter: what the chapter computes and shows, and its live explorers.
 
 Each explorer is built by :func:`course_lib.widgets.explorer` (one output: the live widget, with a
 static view for exported HTML and GitHub); drawing lives in :mod:`course_lib.views` where a chapter's

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import costmodel, units  # noqa: E402
-from course_lib.explorers import your_cluster as yc  # noqa: E402
+from course_lib.chapters import your_cluster as yc  # noqa: E402
 
 
 def test_example_machine_and_its_run():

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, datafiles, grading, hardware, parallel, units  # noqa: E402
-from course_lib.explorers import planner as pl  # noqa: E402
+from course_lib.chapters import planner as pl  # noqa: E402
 
 P70 = parallel.model("llama2-70b").params
 

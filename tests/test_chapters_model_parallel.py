@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, datafiles, grading, hardware, parallel  # noqa: E402
-from course_lib.explorers import model_parallel as mp  # noqa: E402
+from course_lib.chapters import model_parallel as mp  # noqa: E402
 
 GPT3_LAYOUT = dict(gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full")
 
@@ -355,7 +355,7 @@ def test_schedule_explorer_readout_follows_the_schedule():
     plt.close("all")
 
 
-def test_explorers_validate():
+def test_chapters_validate():
     with pytest.raises(ValueError, match="gpus"):
         mp.layout_explorer(gpus=1000)
     with pytest.raises(ValueError, match="tp"):

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from course_lib import checks, costmodel, datafiles, hardware, units  # noqa: E402
-from course_lib.explorers import infiniband as ib  # noqa: E402
+from course_lib.chapters import infiniband as ib  # noqa: E402
 
 
 # ---------------------------------------------------------------- link arithmetic

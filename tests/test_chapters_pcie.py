@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from course_lib import checks, datafiles, grading, hardware, topology, units
-from course_lib.explorers import pcie
+from course_lib.chapters import pcie
 from course_lib.lab import host_device
 
 
