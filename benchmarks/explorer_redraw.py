@@ -37,7 +37,7 @@ def explorers() -> list[tuple[str, str]]:
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         mod = importlib.import_module(f"course_lib.chapters.{info.name}")
         found += [(info.name, name) for name, fn in inspect.getmembers(mod, inspect.isfunction)
-                  if name.endswith("_explorer") and fn.__module__ == mod.__name__]
+                  if name.endswith("_explorer") and f"{fn.__module__}.".startswith(f"{mod.__name__}.")]
     return found
 
 

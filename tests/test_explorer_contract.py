@@ -28,7 +28,7 @@ def _all_explorers():
     for info in pkgutil.iter_modules(course_lib.chapters.__path__):
         mod = importlib.import_module(f"course_lib.chapters.{info.name}")
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
-            if name.endswith("_explorer") and fn.__module__ == mod.__name__:
+            if name.endswith("_explorer") and f"{fn.__module__}.".startswith(f"{mod.__name__}."):  # its own or its package's
                 found.append(pytest.param(mod, name, id=f"{info.name}.{name}"))
     return found
 

@@ -192,7 +192,8 @@ def _explorers():
     for info in pkgutil.iter_modules(course_lib.chapters.__path__):
         module = importlib.import_module(f"course_lib.chapters.{info.name}")
         for name, fn in vars(module).items():
-            if name.endswith("_explorer") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+            if (name.endswith("_explorer") and inspect.isfunction(fn)
+                    and f"{fn.__module__}.".startswith(f"{module.__name__}.")):  # its own or its package's
                 found[f"{info.name}.{name}"] = fn
     return found
 

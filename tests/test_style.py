@@ -47,14 +47,14 @@ def test_axis_helpers_write_units():
 
 
 def _drawing_modules():
-    """Every module of the views and the explorers (topology, a lower layer, keeps its device colours)."""
+    """Every module of the views and the chapters, packages walked (topology, a lower layer, keeps its device colours)."""
     import importlib
     import pkgutil
 
     import course_lib.chapters
     import course_lib.views
     names = [info.name for package in (course_lib.views, course_lib.chapters)
-             for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
+             for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
     return [importlib.import_module(n) for n in names]
 
 
