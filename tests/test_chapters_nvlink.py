@@ -207,10 +207,10 @@ def test_explorer_readout_and_infeasible_meshes():
     plt.close("all")
     ex = nv.mesh_explorer(gpus=4, links_per_gpu=12, link_gb_s=25.0, size_gb=1.0)
     assert "No full mesh" in ex.render(gpus=8, links_per_gpu=6)
-    assert "64.3 GB/s per direction" in nv._readout(8, 18, 25.0, 1.0)
-    assert "No full mesh" in nv._readout(8, 6, 25.0, 1.0)
+    assert "64.3 GB/s per direction" in nv.mesh._readout(8, 18, 25.0, 1.0)
+    assert "No full mesh" in nv.mesh._readout(8, 6, 25.0, 1.0)
     fig, ax = plt.subplots()
-    nv._draw(ax, 16, 6, 25.0, 1.0)  # infeasible choice still draws
+    nv.mesh._draw(ax, 16, 6, 25.0, 1.0)  # infeasible choice still draws
     with pytest.raises(ValueError, match="links_per_gpu"):
         nv.mesh_explorer(links_per_gpu=0)
     plt.close("all")

@@ -55,7 +55,7 @@ def _breakdown():  # the planner explorer's defaults: the system's catalog link 
     from course_lib import hardware, units
     from course_lib.chapters import planner
     s = hardware.system("dgx-h200")
-    plan = planner._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, s.nic.per_direction / units.GB,
+    plan = planner.interactive._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, s.nic.per_direction / units.GB,
                                 s.gpu_link.per_direction / units.GB)
     return (_axes((8.5, 4.4)), plan), {}
 
