@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from ... import datafiles, hardware, parallel
 from ...views import data_parallel as views
-from ...widgets import html_table, show_html
+from ...widgets import show_html
 from .scaling import _dp_comm
 
 
@@ -81,29 +81,15 @@ def plot_zero3_ladder(ax=None, rows=None):
 
 def show_published_scaling():
     """Display the published DP scaling efficiencies with their sources."""
-    show_html(html_table(published_scaling_rows(), [
-        ("model", lambda r: r["model"]), ("GPUs", lambda r: r["gpus"]),
-        ("compared with", lambda r: f"{r['baseline_gpus']} GPUs" if r["baseline_gpus"] else "ideal line"),
-        ("scaling efficiency", lambda r: f"{100 * r['efficiency']:.0f}%"), ("network", lambda r: r["network"]),
-        ("source", lambda r: r["url"])]))
+    show_html(views.published_scaling_table(published_scaling_rows()))
 
 
 def show_megatron_dp():
     """Display the PTD-P and ZeRO-3 rows: measured vs predicted, and efficiency vs 384 GPUs."""
-    show_html(html_table(megatron_dp_rows(), [
-        ("scheme", lambda r: r["scheme"]), ("GPUs", lambda r: r["gpus"]),
-        ("measured TFLOP/s", lambda r: f"{r['measured']:.0f}"), ("model TFLOP/s", lambda r: f"{r['predicted']:.0f}"),
-        ("model / measured", lambda r: f"{r['ratio']:.2f}"),
-        ("measured eff. vs 384", lambda r: f"{100 * r['measured_efficiency']:.0f}%"),
-        ("model eff. vs 384", lambda r: f"{100 * r['predicted_efficiency']:.0f}%")]))
+    show_html(views.megatron_dp_table(megatron_dp_rows()))
 
 
 def show_zero3_ladder(rows=None):
     """Display :func:`zero3_ladder` as a table (TFLOP/s per GPU)."""
     rows = zero3_ladder() if rows is None else rows
-    show_html(html_table(rows, [
-        ("GPUs", lambda r: r["gpus"]), ("seq. per GPU", lambda r: r["micro_batch"]),
-        ("model compute s", lambda r: f"{r['compute_s']:.1f}"), ("model ZeRO-3 comm s", lambda r: f"{r['comm_s']:.1f}"),
-        ("course model", lambda r: f"{r['model']:.0f}"), ("no overlap", lambda r: f"{r['no_overlap']:.0f}"),
-        ("own NIC", lambda r: f"{r['own_nic']:.0f}"), ("own NIC, no overlap", lambda r: f"{r['own_nic_no_overlap']:.0f}"),
-        ("measured", lambda r: f"{r['measured']:.0f}"), ("model / measured", lambda r: f"{r['model'] / r['measured']:.2f}")]))
+    show_html(views.zero3_ladder_table(rows))

@@ -2,9 +2,9 @@
 """
 from __future__ import annotations
 
-from ... import costmodel, parallel, units, validate
+from ... import costmodel, parallel, validate
 from ...views import data_parallel as views
-from ...widgets import html_table, show_html
+from ...widgets import show_html
 
 
 DDP_BUCKET_BYTES = parallel.DDP_BUCKET_BYTES  # the one sourced constant: 25 MiB (bucket_cap_mb=25)
@@ -148,12 +148,4 @@ def show_zero_table(params=7.5e9, gpus=64):
     """Display :func:`zero_table` with the ZeRO paper's published figures next to it."""
     published = {c["zero"]: c["measured_model_state_bytes"] for c in parallel.published()["cases"]
                  if c["kind"] == "memory" and c["params"] == params and c["dp"] == gpus}
-    gb = lambda v: f"{v / units.GB:.3g}"  # noqa: E731
-    cols = [("stage", lambda r: f"ZeRO-{r['zero']}"), ("weights GB", lambda r: gb(r["weights"])),
-            ("gradients GB", lambda r: gb(r["gradients"])), ("optimizer GB", lambda r: gb(r["optimizer"])),
-            ("total GB per GPU", lambda r: gb(r["total"]))]
-    if published:
-        cols.append(("ZeRO paper, Fig. 1 (GB)", lambda r: gb(published[r["zero"]]) if r["zero"] in published else "-"))
-    cols += [("collectives per step", lambda r: r["collectives"]),
-             ("GB sent per GPU per step", lambda r: gb(r["bytes_sent"])), ("vs DDP", lambda r: f"{r['ratio_to_ddp']:.2f}x")]
-    show_html(html_table(zero_table(params, gpus), cols))
+    show_html(views.zero_table(zero_table(params, gpus), published))

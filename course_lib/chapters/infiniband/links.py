@@ -5,7 +5,8 @@ Bandwidths in bytes/s per direction unless a name says bits or bidirectional.
 from __future__ import annotations
 
 from ... import datafiles, hardware, units
-from ...widgets import html_table, show_html
+from ...views import infiniband as views
+from ...widgets import show_html
 
 
 IB_GENERATIONS = ("ib-edr", "ib-hdr", "ib-ndr", "ib-xdr")
@@ -45,8 +46,4 @@ def intra_inter_ratio(system="dgx-h100") -> float:
 
 def show_generations():
     """Table of InfiniBand generations per 4x port, bits and bytes, per direction and both."""
-    show_html(html_table(ib_generations(), {
-        "port": lambda r: r["name"], "year": lambda r: r["year"],
-        "Gb/s per direction (bits)": lambda r: f"{r['gbit_s_per_direction']:g}",
-        "GB/s per direction (bytes)": lambda r: f"{r['gb_s_per_direction']:g}",
-        "GB/s bidirectional": lambda r: f"{r['gb_s_bidirectional']:g}", "source": lambda r: r["source"]}))
+    show_html(views.generations_table(ib_generations()))

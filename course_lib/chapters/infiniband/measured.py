@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import costmodel, datafiles, evidence, hardware, units, validate
 from ...views import infiniband as views
-from ...widgets import html_table, show_html
+from ...widgets import show_html
 from .links import node_injection
 
 
@@ -118,26 +118,13 @@ def comparison_lines(rows=None) -> list[str]:
 
 def show_transports():
     """Table: line rate vs achieved per NIC for InfiniBand, RoCE and TCP."""
-    show_html(html_table(transports_table(), {
-        "transport": lambda r: r["transport"], "line rate": lambda r: f"{r['line_gbit_s']:g} Gb/s = {r['line_gb_s']:g} GB/s",
-        "NCCL achieved, GB/s per direction": lambda r: (f"{r['achieved_low_gb_s']:g}" if r["achieved_low_gb_s"] == r["achieved_high_gb_s"]
-                                                        else f"{r['achieved_low_gb_s']:g}-{r['achieved_high_gb_s']:g}"),
-        "share of line rate": lambda r: (f"{r['efficiency_low']:.0%}" if r["efficiency_low"] == r["efficiency_high"]
-                                         else f"{r['efficiency_low']:.0%}-{r['efficiency_high']:.0%}"),
-        "what": lambda r: r["what"], "source": lambda r: r["source"]}))
+    show_html(views.transports_table(transports_table()))
 
 
 def show_model_vs_measured(rows=None):
     """Table: measured busbw against the three models, GB/s per direction."""
     rows = model_vs_measured() if rows is None else rows
-    gb = lambda x: f"{x / units.GB:.0f}"
-    show_html(html_table(rows, {
-        "run": lambda r: r["label"],
-        "measured busbw": lambda r: gb(r["measured_low"]) if r["measured_low"] == r["measured_high"]
-        else f"{gb(r['measured_low'])}-{gb(r['measured_high'])}",
-        "textbook two-level": lambda r: gb(r["textbook_busbw"]), "pipelined ring": lambda r: gb(r["ring_busbw"]),
-        "course model (achievable)": lambda r: f"{gb(r['model_busbw'])} ({r['model_algorithm']})",
-        "source": lambda r: r["source"]}))
+    show_html(views.model_vs_measured_table(rows))
 
 
 def plot_model_vs_measured(ax=None, rows=None):
@@ -209,11 +196,7 @@ def collnet_view(system="dgx-b200", nbytes=16 * 2**30, nodes=COLLNET_NODES) -> d
 def show_collnet(view=None):
     """Table: the published CollNet runs (fit and test) with the model's ratio."""
     v = collnet_view() if view is None else view
-    show_html(html_table(v["published"], {
-        "case": lambda r: r["id"], "role": lambda r: r["role"], "nodes": lambda r: r["nodes"],
-        "size": lambda r: units.format_bytes(r["nbytes"], binary=True),
-        "measured busbw, GB/s": lambda r: f"{r['busbw'] / units.GB:.1f}",
-        "model / measured": lambda r: f"{r['ratio']:.2f}", "source": lambda r: r["source"]}))
+    show_html(views.collnet_table(v["published"]))
 
 
 def plot_collnet(ax=None, view=None):

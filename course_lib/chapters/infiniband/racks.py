@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ... import hardware, topology, validate
-from ...widgets import html_table, show_html
+from ...views import infiniband as views
+from ...widgets import show_html
 
 
 def rail_topology(system="dgx-h100", nodes=2) -> topology.Topology:
@@ -70,9 +71,7 @@ def ring_crossings(nnodes, nproc_per_node) -> dict:
 
 def show_rank_table(nnodes=2, nproc_per_node=4):
     """Table of the environment torchrun gives each process."""
-    show_html(html_table(rank_table(nnodes, nproc_per_node), {
-        "node (GROUP_RANK)": lambda r: r["node_rank"], "LOCAL_RANK (= GPU)": lambda r: r["local_rank"],
-        "RANK": lambda r: r["rank"], "WORLD_SIZE": lambda r: r["world_size"]}))
+    show_html(views.rank_table(rank_table(nnodes, nproc_per_node)))
 
 
 def draw_rails(system="dgx-h100", nodes=2, ax=None):
