@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import costmodel, hardware, style, units, validate
+from .. import costmodel, hardware, units, validate
+from ..views import gradients as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 # Reference links drawn on the plot: per-GPU bandwidth per direction from the catalog.
@@ -48,42 +49,10 @@ def exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes) -> dict:
             "gradient_bytes": gradient_bytes(p, dtype_bytes), "gpus": gpus, "link_gb_s": link_gb_s}
 
 
-def _labels(c):
-    return (f"ring all-reduce, {c['gpus']} GPUs", f"your link: {units.format_time(c['chosen_s'])}",
-            f"Exchanging {units.format_bytes(c['gradient_bytes'])} of gradients over {c['gpus']} GPUs")
-
-
 def _draw(ax, gpus, link_gb_s, parameters_b, dtype_bytes):
-    """Draw once; returns the updater that moves the same artists for every later slider event."""
-    from matplotlib.ticker import FuncFormatter
-    c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
-    curve_label, chosen_label, title = _labels(c)
-    (curve,) = ax.loglog(c["speeds_gb_s"], c["times_s"], color=style.colour("algorithm", "ring"), label=curve_label)
-    refs = ax.plot([r[1] for r in c["references"]], [r[2] for r in c["references"]], "o", color="tab:gray")[0]
-    notes = style.name_points_along(ax, c["references"])
-    (chosen,) = ax.plot(link_gb_s, c["chosen_s"], "D", color="tab:red", label=chosen_label)
-    style.decorate(ax, title=title, xlabel="link bandwidth per GPU, GB/s per direction",
-                   ylabel="time per step", fontsize=9)
-    # Plain tick labels (1, 10, 100 GB/s; 10 ms, 1 s): cheaper to draw on every event than mathtext powers of ten.
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    style.time_axis(ax, "y")
-    legend = ax.legend(loc="upper right", fontsize=8)
-
-    def update(gpus, link_gb_s, parameters_b, dtype_bytes):
-        c = exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes)
-        curve.set_ydata(c["times_s"])
-        refs.set_ydata([r[2] for r in c["references"]])
-        for note, (_, gb_s, t) in zip(notes, c["references"]):
-            note.xy = (gb_s, t)
-        chosen.set_data([link_gb_s], [c["chosen_s"]])
-        curve_label, chosen_label, title = _labels(c)
-        for text, label in zip(legend.get_texts(), (curve_label, chosen_label)):
-            text.set_text(label)
-        ax.set_title(title, fontsize=10)
-        ax.relim()
-        ax.autoscale_view()
-
-    return update
+    """Draw once (:func:`course_lib.views.gradients.draw_exchange`); returns the updater for later slider events."""
+    update = views.draw_exchange(ax, exchange_curve(gpus, link_gb_s, parameters_b, dtype_bytes))
+    return lambda **values: update(exchange_curve(**values))
 
 
 def _readout(gpus, link_gb_s, parameters_b, dtype_bytes):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from .. import hardware, parallel, style, units, validate
-from ..widgets import clear_artists, explorer
+from ..views import moe as views
+from ..widgets import explorer
 
 EP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 EXPERT_COUNTS = (8, 16, 32, 64, 128, 256)
@@ -88,50 +89,6 @@ class BarPairs:
     title: str
 
 
-def _draw_pairs(ax, frame: BarPairs, comm_label, compute_label, ylabel, log=False):
-    """Draw ``frame``; returns ``update(frame)``, which moves the same bars (redrawn only when the
-    number of degrees changes)."""
-    state = {}
-
-    def build(frame):
-        x = range(len(frame.labels))
-        state["comm"] = ax.bar([i - 0.2 for i in x], frame.comm, 0.4, label=comm_label, color=list(frame.comm_colours))
-        state["compute"] = ax.bar([i + 0.2 for i in x], frame.compute, 0.4, label=compute_label,
-                                  color=style.colour("step", "compute"))
-        if log and ax.get_yscale() != "log":
-            ax.set_yscale("log")
-        ax.set_xticks(list(x), list(frame.labels))
-        state["span"] = ax.axvspan(-0.5, 0.5, color=style.HIGHLIGHT, alpha=0.25, zorder=0)
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
-        state["n"] = len(frame.labels)
-        state["labels"] = frame.labels
-
-    def update(frame):
-        if len(frame.labels) != state["n"]:
-            clear_artists(ax)
-            build(frame)
-        elif frame.labels != state["labels"]:
-            ax.set_xticks(list(range(len(frame.labels))), list(frame.labels))
-            state["labels"] = frame.labels
-        for bar, h, c in zip(state["comm"], frame.comm, frame.comm_colours):
-            bar.set_height(h)
-            bar.set_facecolor(c)
-        for bar, h in zip(state["compute"], frame.compute):
-            bar.set_height(h)
-        state["span"].set_visible(frame.chosen is not None)
-        if frame.chosen is not None:
-            state["span"].set_x(frame.chosen - 0.5)
-        ax.set_title(frame.title, fontsize=9)
-        ax.relim()
-        ax.set_autoscale_on(True)
-        ax.autoscale_view()
-
-    build(frame)
-    update(frame)
-    return update
-
-
 def ep_title(experts, top_k, imbalance, base="deepseek-v3", system="dgx-h100") -> str:
     """The EP explorer's title: the base model's shapes with the learner's experts and top-k, saying
     where they differ from the catalog's (so a changed model never reads as the catalog one)."""
@@ -175,41 +132,11 @@ def ep_memory(experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h10
             "title": f"{m.experts} experts / EP = experts per GPU: routed-expert states per GPU, one MoE layer"}
 
 
-def _draw_memory(ax, frame):
-    """Bars of routed-expert memory per EP degree, the chosen one outlined; returns ``update(frame)``."""
-    state = {}
-
-    def build(frame):
-        state["bars"] = ax.bar(range(len(frame["labels"])), frame["gb"], 0.6, color=style.colour("memory", "optimizer"))
-        ax.set_xticks(list(range(len(frame["labels"]))), list(frame["labels"]))
-        if ax.get_yscale() != "log":  # once: setting it again would bring back the minor ticks the shell removed
-            ax.set_yscale("log")
-        ax.set_ylabel("GB per GPU and MoE layer")
-        state["n"] = len(frame["labels"])
-
-    def update(frame):
-        if len(frame["labels"]) != state["n"]:
-            clear_artists(ax)
-            build(frame)
-        ax.set_xticks(list(range(len(frame["labels"]))), list(frame["labels"]))
-        for i, (bar, h) in enumerate(zip(state["bars"], frame["gb"])):
-            bar.set_height(h)
-            chosen = i == frame["chosen"]
-            bar.set_edgecolor("black" if chosen else "none")
-            bar.set_linewidth(2.0 if chosen else 0.0)
-        ax.set_title(frame["title"], fontsize=9)
-        ax.set_ylim(*frame["ylim"])
-
-    build(frame)
-    update(frame)
-    return update
-
-
 def _ep_draw(axes, experts, top_k, ep, imbalance, base="deepseek-v3", system="dgx-h100"):
     time_ax, memory_ax = axes
-    update_time = _draw_pairs(time_ax, ep_frame(experts, top_k, ep, imbalance, base, system), "dispatch all-to-all",
+    update_time = views.draw_pairs(time_ax, ep_frame(experts, top_k, ep, imbalance, base, system), "dispatch all-to-all",
                               "routed experts' compute", "ms per MoE layer and micro-batch (forward)")
-    update_memory = _draw_memory(memory_ax, ep_memory(experts, top_k, ep, imbalance, base, system))
+    update_memory = views.draw_memory(memory_ax, ep_memory(experts, top_k, ep, imbalance, base, system))
 
     def update(**v):
         update_time(ep_frame(base=base, system=system, **v))
@@ -286,7 +213,7 @@ def cp_frame(model_id, seq_len, cp, system="dgx-h100") -> BarPairs:
 
 
 def _cp_draw(ax, model_id, seq_len, cp, system="dgx-h100"):
-    update = _draw_pairs(ax, cp_frame(model_id, seq_len, cp, system), "K/V transfer per step",
+    update = views.draw_pairs(ax, cp_frame(model_id, seq_len, cp, system), "K/V transfer per step",
                          "attention compute per step", "us per ring step, one layer (forward)", log=True)
     return lambda **v: update(cp_frame(system=system, **v))
 

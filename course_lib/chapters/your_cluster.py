@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import costmodel, hardware, units, validate
 from ..diagnostics import nccl_tests
+from ..views import your_cluster as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
 
 SYSTEMS = Path(hardware.__file__).resolve().parent / "data" / "systems"
@@ -52,45 +53,20 @@ def _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s) -> np.ndarray:
     return costmodel.predict("all_reduce", SIZES, scaled(nics_per_node, nic_gbit_s), nodes=nodes).busbw / units.GB
 
 
-def _label(nodes, nics_per_node, nic_gbit_s):
-    return f"{nodes} boxes, {nics_per_node} x {nic_gbit_s:.3g} Gb/s RoCE each, predicted"
+def scaling_frame(nodes, nics_per_node, nic_gbit_s) -> dict:
+    """The explorer's model result: busbw (GB/s) over SIZES for one box predicted, the published one-box run, and
+    ``nodes`` boxes with these NICs (RoCE)."""
+    run = measured_run()["rows"]
+    return {"sizes": SIZES, "one_box_gb_s": _one_box_busbw_gb_s(),
+            "measured_sizes": [r["size"] for r in run], "measured_gb_s": [r["busbw"] for r in run],
+            "scaled_gb_s": _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s),
+            "nodes": nodes, "nics_per_node": nics_per_node, "nic_gbit_s": nic_gbit_s}
 
 
 def _draw(ax, nodes, nics_per_node, nic_gbit_s):
-    """Draw once; returns the updater that moves the scaled-out curve for every later slider event."""
-    run = measured_run()["rows"]
-    (one,) = ax.plot(SIZES, _one_box_busbw_gb_s(), "o-", color="tab:green", ms=4, label="one box, predicted")
-    (measured,) = ax.plot([r["size"] for r in run], [r["busbw"] for r in run], "D", color="black", ms=7,
-            label="one box, measured (published)")
-    (many,) = ax.plot(SIZES, _scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s), "s--", color="tab:blue", ms=4,
-                      label=_label(nodes, nics_per_node, nic_gbit_s))
-    ax.set_xscale("log", base=2)
-    ticks = SIZES[::3]
-    ax.set_xticks(ticks, [units.format_bytes(s, binary=True) for s in ticks])
-    ax.set_xlabel("message size")
-    ax.set_ylabel("all-reduce busbw, GB/s")
-    ax.set_title("4x RTX 4090 (PCIe Gen4 x16, P2P on), from its system file", fontsize=10)
-    legend = {}
-
-    def update(nodes, nics_per_node, nic_gbit_s):
-        many.set_ydata(_scaled_busbw_gb_s(nodes, nics_per_node, nic_gbit_s))
-        many.set_label(_label(nodes, nics_per_node, nic_gbit_s))
-        if legend.get("many") != (nodes > 1):  # one box: no scaled-out curve, and no legend entry for it
-            many.set_visible(nodes > 1)
-            if "box" in legend:
-                legend["box"].remove()
-            shown = [one, measured, many] if nodes > 1 else [one, measured]
-            legend["box"] = ax.legend(shown, [line.get_label() for line in shown], fontsize=9, loc="lower right")  # 8.4 pt on the notebook's 7.5 in
-            legend["many"] = nodes > 1
-        elif nodes > 1:
-            legend["box"].get_texts()[-1].set_text(many.get_label())
-        ax.relim(visible_only=True)
-        ax.set_autoscale_on(True)
-        ax.autoscale_view()
-        ax.set_ylim(bottom=0)
-
-    update(nodes, nics_per_node, nic_gbit_s)
-    return update
+    """Draw once (:func:`course_lib.views.your_cluster.draw_scaling`); returns the updater for later events."""
+    update = views.draw_scaling(ax, scaling_frame(nodes, nics_per_node, nic_gbit_s))
+    return lambda **values: update(scaling_frame(**values))
 
 
 def _readout(nodes, nics_per_node, nic_gbit_s):
