@@ -9,7 +9,9 @@ range (:mod:`course_lib.costmodel.ranges`), with the fixed 0.67-1.5 where the re
 """
 from __future__ import annotations
 
-from .. import units
+from .. import units, validate
+from .efficiencies import fabric_kind_ids
+from .ranges import Range
 
 # what to check on fabrics that NCCL reaches through a net plugin instead of NET/IB (fabrics.json kinds)
 PLUGIN_CHECKS = {
@@ -30,8 +32,15 @@ def compare_advice(rows, nodes, fabric=None) -> list[str]:
     """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67.
 
     fabric: the fabric kind assumed (``costmodel.fabric_kind_ids()``); plugin fabrics (TCPXO, EFA, Slingshot)
-    get their own checks instead of InfiniBand's.
+    get their own checks instead of InfiniBand's. rows: compare's rows, each with ``size`` (bytes) and
+    ``ratio`` (predicted / measured busbw, None where the file had neither).
     """
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) and {"size", "ratio"} <= r.keys()
+                                                       for r in rows):
+        raise ValueError(f"rows must be a list of dicts with 'size' and 'ratio' (compare's rows), got {rows!r:.80}")
+    nodes = validate.integer("nodes", nodes, low=1)
+    if fabric is not None:
+        fabric = validate.choice("fabric", fabric, fabric_kind_ids())
     plugin = PLUGIN_CHECKS.get(fabric)
     slow = [r for r in rows if r["ratio"] is not None and r["ratio"] > 1.5]
     fast = [r for r in rows if r["ratio"] is not None and r["ratio"] < 0.67]
@@ -93,8 +102,11 @@ def unusual(ratio, rng):
     """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) is unusual for
     the regime's range ``rng`` (``Range.unusual``); ``"fixed"`` where the regime has no range and ``ratio`` is
     beyond 0.67-1.5 (a fallback); None where it is not unusual or has no ratio."""
+    if rng is not None and not isinstance(rng, Range):
+        raise ValueError(f"rng must be a costmodel.Range or None, got {rng!r:.80}")
     if ratio is None:
         return None
+    ratio = validate.positive("ratio", ratio)
     if rng is not None and rng.known:
         return "range" if rng.unusual(1 / ratio) else None
     return "fixed" if (ratio > 1.5 or ratio < 0.67) else None

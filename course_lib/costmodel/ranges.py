@@ -258,7 +258,11 @@ def step_phrase(estimate, system, network=None) -> str:
 
 
 def range_json(rng, busbw_gb_s):
-    """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band, or why none."""
+    """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band around the
+    predicted ``busbw_gb_s`` (GB/s), or why none (``rng`` None: spec bandwidth)."""
+    if rng is not None and not isinstance(rng, Range):
+        raise ValueError(f"rng must be a costmodel.Range or None, got {rng!r:.80}")
+    busbw_gb_s = validate.non_negative("busbw_gb_s", busbw_gb_s)
     if rng is None:
         return {"known": False, "why": "spec bandwidth: ranges are measured against the achievable model"}
     out = {"regime": str(rng.regime), "cases": rng.cases, "sources": rng.sources, "known": rng.known,
