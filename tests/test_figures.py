@@ -60,13 +60,14 @@ def _breakdown():  # the planner explorer's defaults: the system's catalog link 
     return (_axes((8.5, 4.4)), plan), {}
 
 
-# Arguments for functions that need some; everything else is called with its defaults.
+# Arguments for functions that need some, by the module that defines them (a chapter package's submodule);
+# everything else is called with its defaults.
 ARGUMENTS = {
-    "course_lib.chapters.collectives.draw_cost": lambda: ((_axes(), 64.0, 8, 50.0, 5.0, "ring"), {}),
-    "course_lib.chapters.model_parallel.draw_schedule": _schedule,
-    "course_lib.chapters.nvlink.draw_rings": _rings,
-    "course_lib.chapters.planner.plot_gpu_sweep": _sweep,
-    "course_lib.chapters.planner.draw_breakdown": _breakdown,
+    "course_lib.chapters.collectives.cost.draw_cost": lambda: ((_axes(), 64.0, 8, 50.0, 5.0, "ring"), {}),
+    "course_lib.chapters.model_parallel.pipeline.draw_schedule": _schedule,
+    "course_lib.chapters.nvlink.rings.draw_rings": _rings,
+    "course_lib.chapters.planner.runs.plot_gpu_sweep": _sweep,
+    "course_lib.chapters.planner.interactive.draw_breakdown": _breakdown,
     "course_lib.topology.draw_rails": lambda: ((topology.rail_fat_tree("dgx-h100", 2),), {}),
 }
 
