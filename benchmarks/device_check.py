@@ -61,7 +61,7 @@ def host_device(raw: Path) -> list[dict]:
     import contextlib
     import io
 
-    from course_lib.explorers import pcie
+    from course_lib.chapters import pcie
     from course_lib.lab.host_device import measure_host_device_bandwidth
 
     rows, report = [], io.StringIO()

@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/explorer_redraw.py [--repeat N]
 
-Every explorer in course_lib/explorers (each ``*_explorer`` function) is built at its defaults inside an IPython shell whose display
+Every explorer in course_lib/chapters (each ``*_explorer`` function) is built at its defaults inside an IPython shell whose display
 formatter renders matplotlib figures to PNG (as a notebook kernel's inline backend does), so the
 time of an event includes the image, whichever way the explorer shell produces it. Wall time is
 what a learner waits; CPU time (this process) is shown too, as the machine may be shared. One event = the
@@ -27,17 +27,17 @@ import matplotlib
 matplotlib.use("Agg")
 
 def explorers() -> list[tuple[str, str]]:
-    """Every explorer in course_lib/explorers: (module, builder), a builder being a function named *_explorer."""
+    """Every explorer in course_lib/chapters: (module, builder), a builder being a function named *_explorer."""
     import importlib
     import inspect
     import pkgutil
 
-    import course_lib.explorers as package
+    import course_lib.chapters as package
     found = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        mod = importlib.import_module(f"course_lib.explorers.{info.name}")
+        mod = importlib.import_module(f"course_lib.chapters.{info.name}")
         found += [(info.name, name) for name, fn in inspect.getmembers(mod, inspect.isfunction)
-                  if name.endswith("_explorer") and fn.__module__ == mod.__name__]
+                  if name.endswith("_explorer") and f"{fn.__module__}.".startswith(f"{mod.__name__}.")]
     return found
 
 
@@ -79,7 +79,7 @@ def _slider(handle):
 def time_explorer(module: str, func: str, repeat: int) -> dict:
     import importlib
 
-    mod = importlib.import_module(f"course_lib.explorers.{module}")
+    mod = importlib.import_module(f"course_lib.chapters.{module}")
     with contextlib.redirect_stdout(io.StringIO()):
         handle = getattr(mod, func)()
         control = _slider(handle)

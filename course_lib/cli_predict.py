@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cli, collectives, costmodel, datafiles, evidence, systemfile, units, validate
+from . import cli, collectives, costmodel, datafiles, systemfile, units, validate
 from .costmodel import ranges as regime_ranges
-from .diagnostics import nccl_tests
+from .diagnostics import compare, nccl_tests
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -121,25 +121,13 @@ def format_table(pred: costmodel.Prediction, dtype="float", system=None, network
     return "\n".join(lines)
 
 
-def _range_json(rng, busbw_gb_s):
-    """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band, or why none."""
-    if rng is None:
-        return {"known": False, "why": "spec bandwidth: ranges are measured against the achievable model"}
-    out = {"regime": str(rng.regime), "cases": rng.cases, "sources": rng.sources, "known": rng.known,
-           "describe": rng.describe()}
-    if rng.known:
-        low, high = rng.busbw(busbw_gb_s)
-        out.update(ratio_low=rng.low, ratio_high=rng.high, busbw_low_gb_s=low, busbw_high_gb_s=high)
-    return out
-
-
 def _to_json(pred: costmodel.Prediction, ranges) -> dict:
     return {"collective": pred.collective, "system": pred.system, "nodes": pred.nodes,
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
                       "busbw_gb_s": float(b / units.GB), "algorithm": str(al), "protocol": str(pr),
-                      "range": _range_json(rng, float(b / units.GB))}
+                      "range": costmodel.range_json(rng, float(b / units.GB))}
                      for n, t, a, b, al, pr, rng in zip(pred.nbytes, pred.time_s, pred.algbw, pred.busbw,
                                                         pred.algorithms, pred.protocols, ranges)],
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
@@ -166,189 +154,9 @@ def _predict(args) -> int:
 # ---------------------------------------------------------------- compare
 
 
-def ranks_from_bandwidths(collective, rows):
-    """Rank count implied by nccl-tests' busbw / algbw on rows with algbw >= 1 GB/s, or None.
-
-    busbw = algbw x factor(p); for all-reduce factor = 2(p-1)/p, so p = 2 / (2 - factor); for
-    all-gather / reduce-scatter / all-to-all factor = (p-1)/p, so p = 1 / (1 - factor).
-    """
-    coll = collectives.get(collective)
-    factors = nccl_tests.busbw_factors(rows)
-    if not factors or coll.busbw_factor(2) == coll.busbw_factor(3):
-        return None
-    f = float(np.median(factors))
-    top = 2.0 if coll.id in ("all_reduce",) else 1.0
-    if f >= top * 0.999:
-        return None
-    p = int(round(top / (top - f)))
-    return p if p >= 2 and abs(coll.busbw_factor(p) - f) < 0.02 else None
-
-
 MAX_COMPARE_BYTES = 4 * 2**20  # an nccl-tests log is a few KB; NCCL_DEBUG=INFO output of a large job a few MB
-_NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls", "collnetdirect": None,
-               "collnetchain": None, "pat": None}
-
-
-def _finite(value):
-    """A float for JSON: None (null) where it is NaN or infinite."""
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
-def _per_node(parsed) -> int | None:
-    """Nodes from the launcher line (``-np 16 -npernode 8`` -> 2), or None."""
-    cmd = parsed.get("command", {})
-    try:
-        procs, per_node = int(cmd["processes"]), int(cmd["processes_per_node"])
-    except (KeyError, ValueError):
-        return None
-    return procs // per_node if 0 < per_node <= procs and procs % per_node == 0 else None
-
-
-def compare_assumptions(parsed, sys_, args) -> dict:
-    """What compare assumes about the run, and where each value came from (file, flag, inferred, guessed)."""
-    out = {}
-    ranks_in_file = parsed["ranks"]
-    inferred = None if ranks_in_file else ranks_from_bandwidths(args.collective_id, parsed["rows"])
-    if args.nodes:
-        out["nodes"] = (args.nodes, "flag --nodes")
-    elif parsed["hosts"]:
-        out["nodes"] = (len(parsed["hosts"]), f"file: {len(parsed['hosts'])} host name(s) in the rank lines")
-    elif _per_node(parsed):
-        out["nodes"] = (_per_node(parsed), "file: launcher line (processes / processes per node)")
-    elif "file" in (sys_.raw or {}):
-        out["nodes"] = (systemfile.nodes_default(sys_), "system file (the log has no rank lines)")
-    else:
-        out["nodes"] = (1, "GUESSED: the file has no rank lines; pass --nodes")
-    nodes = out["nodes"][0]
-    if args.ngpus:
-        out["gpus_per_node"] = (args.ngpus, "flag -g")
-    elif ranks_in_file:
-        out["gpus_per_node"] = (max(1, ranks_in_file // nodes),
-                                f"file: {ranks_in_file} ranks ({parsed.get('ranks_from', 'rank lines')}) / {nodes} node(s)")
-    elif inferred:
-        out["gpus_per_node"] = (max(1, min(sys_.gpus_per_node, inferred // nodes)),
-                                f"inferred: busbw/algbw in the file implies {inferred} ranks; / {nodes} node(s)")
-    else:
-        out["gpus_per_node"] = (sys_.gpus_per_node, f"GUESSED: the catalog's {sys_.id}; pass -g")
-    out["nics_per_node"] = ((args.nics, "flag --nics") if args.nics else
-                            (sys_.nics_per_node, f"catalog {sys_.id} (nccl-tests does not print NICs): GUESSED"))
-    rate = args.nic_gbit or units.bytes_to_bits(sys_.nic.per_direction) / 1e9
-    out["nic_gbit_s"] = (rate, "flag --nic-gbit" if args.nic_gbit else f"catalog {sys_.id} ({sys_.nic.name}): GUESSED")
-    kind = args.fabric or costmodel.system_fabric_kind(sys_)
-    named = getattr(sys_, "fabric", "")
-    out["fabric"] = (kind, "flag --fabric" if args.fabric else
-                     f"{sys_.id} names it, the log does not: GUESSED" if named else
-                     f"default of {sys_.id}'s NIC family, the log does not say: GUESSED")
-    forced_algo = parsed["env"].get("algo")
-    if args.algo != "auto":
-        out["algorithm"] = (args.algo, "flag --algo")
-    elif forced_algo and _NCCL_ALGOS.get(forced_algo.lower().split(",")[0]):
-        out["algorithm"] = (_NCCL_ALGOS[forced_algo.lower().split(",")[0]], f"file: NCCL_ALGO={forced_algo}")
-    else:
-        out["algorithm"] = ("auto", "model's fastest per size (NCCL chooses too; the log does not say which it took)")
-    forced_proto = parsed["env"].get("proto")
-    if args.proto != "auto":
-        out["protocol"] = (args.proto, "flag --proto")
-    elif forced_proto and forced_proto in costmodel.PROTOCOLS:
-        out["protocol"] = (forced_proto, f"file: NCCL_PROTO={forced_proto}")
-    else:
-        out["protocol"] = ("auto", "model's fastest per size")
-    out["nccl_version"] = (parsed["nccl_version"] or "not in the file", "file" if parsed["nccl_version"] else "-")
-    return out
-
-
-# what to check on fabrics that NCCL reaches through a net plugin instead of NET/IB (fabrics.json kinds)
-_PLUGIN_CHECKS = {
-    "tcpxo": "NCCL_DEBUG=INFO should name the FasTrak (TCPXO) net plugin, not NET/Socket; the RxDM (TCPXO daemon) "
-             "must run on every node; source Google's nccl-env-profile.sh so NCCL_FASTRAK_IFNAME lists all 8 GPU NICs",
-    "efa": "NCCL_DEBUG=INFO should name NET/OFI (the aws-ofi-nccl plugin) with the efa provider, not NET/Socket; "
-           "fi_info -p efa lists the devices",
-    "slingshot": "NCCL_DEBUG=INFO should name NET/OFI with the cxi provider, not NET/Socket",
-}
-_PLUGIN_CHECKS["efa_p6"] = _PLUGIN_CHECKS["efa"]
-_PLUGIN_CHECKS["roce_gib"] = ("NCCL_DEBUG=INFO should name the gIB net plugin, not NET/Socket; source Google's gIB NCCL "
-                              "environment script on every node so NCCL uses all 8 GPU NICs")
-_PLUGIN_CHECKS["efa_v1"] = _PLUGIN_CHECKS["efa"] + "; NCCL_PROTO=simple (the plugin sets it on first-generation EFA)"
-NATIVE_FABRICS = ("infiniband", "roce", "ethernet_tcp")  # NCCL's own NET/IB and NET/Socket, no plugin
-
-
-def compare_advice(rows, nodes, fabric=None) -> list[str]:
-    """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67.
-
-    fabric: the fabric kind assumed (``costmodel.fabric_kind_ids()``); plugin fabrics (TCPXO, EFA, Slingshot)
-    get their own checks instead of InfiniBand's.
-    """
-    plugin = _PLUGIN_CHECKS.get(fabric)
-    slow = [r for r in rows if r["ratio"] is not None and r["ratio"] > 1.5]
-    fast = [r for r in rows if r["ratio"] is not None and r["ratio"] < 0.67]
-    span = lambda rs: f"{units.format_bytes(rs[0]['size'], binary=True)}-{units.format_bytes(rs[-1]['size'], binary=True)}"
-    out = []
-    small_slow = [r for r in slow if r["size"] < 2**20]
-    big_slow = [r for r in slow if r["size"] >= 2**20]
-    if small_slow:
-        out.append(f"measured slower than the model at {span(small_slow)} (ratio up to "
-                   f"{max(r['ratio'] for r in small_slow):.2f}): a fixed cost per call the model does not see: launch "
-                   "overhead and CPU speed, a proxy thread starved of CPU, or (across nodes) the network's latency "
-                   "(TCP sockets, EFA/SRD). Try: NCCL_DEBUG=INFO (look for 'NET/Socket' instead of 'NET/IB'); "
-                   "NCCL_PROTO=LL; bind ranks to their GPU's NUMA node; nccl-tests -G 1 (CUDA graphs)")
-    if big_slow and nodes > 1 and plugin:
-        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
-                   f"{max(r['ratio'] for r in big_slow):.2f}) across nodes on {fabric}: the network delivers less "
-                   "than assumed, or each message costs more than the fabric's fitted per-step latency. Likely: fewer "
-                   "or slower NICs than assumed (--nics, --nic-gbit), the plugin not loaded (TCP fallback), a "
-                   f"congested fabric. Try: NCCL_ALGO=Ring to measure the network alone; {plugin}")
-    elif big_slow and nodes > 1:
-        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
-                   f"{max(r['ratio'] for r in big_slow):.2f}) across nodes: the network delivers less than assumed. "
-                   "Likely: fewer or slower NICs than assumed (--nics, --nic-gbit), GPUDirect RDMA off (no 'GDRDMA' in "
-                   "NCCL_DEBUG=INFO channel lines), PCIe ACS or the IOMMU left on, TCP fallback, a congested or "
-                   "oversubscribed fabric. Try: NCCL_ALGO=Ring to measure the network alone; NCCL_IB_HCA to list "
-                   "every NIC; NCCL_NET_GDR_LEVEL=PHB; ib_write_bw between the two nodes")
-    elif big_slow:
-        out.append(f"measured slower than the model at {span(big_slow)} (ratio up to "
-                   f"{max(r['ratio'] for r in big_slow):.2f}) inside one node: NVLink links down or fewer than the "
-                   "catalog's (nvidia-smi nvlink --status), P2P off (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), traffic "
-                   "crossing CPU sockets on a PCIe box, NVLS off where the model used it. Try: NCCL_ALGO=Ring and "
-                   "NCCL_NVLS_ENABLE=1 in turn; nvidia-smi topo -m")
-    fast_small = [r for r in fast if r["size"] < 2**20]
-    fast_big = [r for r in fast if r["size"] >= 2**20]
-    rest = fast
-    if fast_small and nodes > 1:
-        out.append(f"measured faster than the model at {span(fast_small)} (ratio down to "
-                   f"{min(r['ratio'] for r in fast_small):.2f}) across nodes: each network step costs less here than "
-                   f"the {fabric or 'fabric'} latency the course fit on another machine, or NCCL used fewer network "
-                   "steps (a tree instead of a ring). Nothing to fix; note your own latency for the model")
-        rest = fast_big
-    if fast_big and nodes == 2:
-        out.append(f"measured faster than the model at {span(fast_big)} (ratio down to "
-                   f"{min(r['ratio'] for r in fast_big):.2f}) on two nodes: NCCL's tree or NVLS tree sends each byte "
-                   "across the network once on two nodes and can beat the NICs' rate; the model prices the tree that "
-                   "way only at the sizes where NCCL 2.32 picks it (older NCCL picked it for large sizes too). Try: "
-                   "NCCL_ALGO=Ring to see the network itself, --algo tree to compare with the tree, or --nics / "
-                   "--nic-gbit if the nodes have more network than assumed")
-        rest = [r for r in rest if r["size"] < 2**20]
-    if rest:
-        out.append(f"measured faster than the model at {span(rest)} (ratio down to {min(r['ratio'] for r in rest):.2f}): "
-                   "more or faster links than assumed (--system, --nics, --nic-gbit, -g), in-network reduction "
-                   "(NVLS or SHARP: NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE) the model did not use, or a launch cost "
-                   "lower than the course's 15 us (small sizes). Try: --algo nvls; check the NCCL version")
-    return out
-
-
 UNUSUAL_FLAGS = {"range": "  <-- unusual: outside the range", "fixed": "  <-- beyond 0.67-1.5 (no range here)", None: ""}
 _NO_RANGE_NOTE = "; sizes whose regime has no range are judged by the fixed 0.67-1.5"
-
-
-def unusual(ratio, rng):
-    """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) is unusual for
-    the regime's range ``rng`` (``Range.unusual``); ``"fixed"`` where the regime has no range and ``ratio`` is
-    beyond 0.67-1.5 (a fallback); None where it is not unusual or has no ratio."""
-    if ratio is None:
-        return None
-    if rng is not None and rng.known:
-        return "range" if rng.unusual(1 / ratio) else None
-    return "fixed" if (ratio > 1.5 or ratio < 0.67) else None
 
 
 def _compare(args) -> int:
@@ -366,32 +174,20 @@ def _compare(args) -> int:
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
-    args.collective_id = collective
     sys_ = systemfile.system_from_args(args)
     if args.nic_gbit:
         sys_ = sys_.variant(nic_gbit_s=args.nic_gbit)
-    assumed = compare_assumptions(parsed, sys_, args)
+    assumed = compare.assumptions(parsed, sys_, collective, nodes=args.nodes, gpus_per_node=args.ngpus,
+                                  nics_per_node=args.nics, nic_gbit_s=args.nic_gbit, fabric=args.fabric,
+                                  algorithm=args.algo, protocol=args.proto)
     nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
     g = min(g, sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
                              nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
     row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
-    out = []
-    for r, t, b, al, pr, rng in zip(parsed["rows"], pred.time_s, pred.busbw, pred.algorithms, pred.protocols, row_ranges):
-        measured = _finite(r["busbw"])
-        ratio = None
-        if _finite(r["time_us"]) and t > 0:
-            # predicted / measured busbw = measured / predicted time (same size, same factor); the times
-            # keep their digits where nccl-tests rounds a small busbw to 0.00
-            ratio = _finite(evidence.ratio(r["time_us"], t * 1e6))
-        elif measured:
-            ratio = _finite(evidence.ratio(b / units.GB, measured))
-        out.append({"size": r["size"], "measured_time_us": _finite(r["time_us"]), "predicted_time_us": _finite(t * 1e6),
-                    "measured_busbw": measured, "predicted_busbw": _finite(b / units.GB), "ratio": ratio,
-                    "algorithm": str(al), "protocol": str(pr), "range": _range_json(rng, float(b / units.GB)),
-                    "unusual": unusual(ratio, rng)})
-    advice = compare_advice(out, nodes, assumed["fabric"][0])
+    out = compare.rows(parsed["rows"], pred, row_ranges)
+    advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
     if args.json:
         print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,

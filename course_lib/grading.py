@@ -60,7 +60,7 @@ def answer_key() -> dict:
 
 @lru_cache(maxsize=None)
 def _planner_answers() -> dict:
-    from .explorers import planner
+    from .chapters import planner
     return planner.expected_answers()
 
 

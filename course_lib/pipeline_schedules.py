@@ -5,7 +5,7 @@ its input has arrived) and returns a :class:`Schedule`: every op with its start 
 step takes, the bubble it leaves (measured, next to the formula ``(p-1)/(v m)``), the activations each
 device holds at its peak, and the sends between devices. :func:`stage_timing` gives a real model's
 forward, backward and send times on one stage (from ``parallel.estimate``). Chapter 07 draws and explores it
-(:mod:`course_lib.explorers.model_parallel`, :mod:`course_lib.views.model_parallel`).
+(:mod:`course_lib.chapters.model_parallel`, :mod:`course_lib.views.model_parallel`).
 
 Units: seconds (or any time unit the caller uses for forward, backward and send times).
 """

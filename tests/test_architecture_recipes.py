@@ -25,9 +25,9 @@ DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 HARDWARE, SOURCES = "course_lib/data/hardware.json", "course_lib/data/sources.json"
 NVSWITCH_DATA, EFFICIENCY = "course_lib/data/nvswitch.json", "course_lib/data/efficiency.json"
 COLLECTIVES, STYLE = "course_lib/collectives.py", "course_lib/style.py"
-CHAPTER_04 = "course_lib/explorers/collectives.py"           # chapter 04's own ALGORITHMS tuple
-PLANNER, LAYOUTS = "course_lib.explorers.planner", "course_lib.explorers.model_parallel"
-NVSWITCH_CHAPTER, CHAPTER_04_MODULE = "course_lib.explorers.nvswitch", "course_lib.explorers.collectives"
+CHAPTER_04 = "course_lib/chapters/collectives/patterns.py"          # chapter 04's own ALGORITHMS tuple
+PLANNER, LAYOUTS = "course_lib.chapters.planner", "course_lib.chapters.model_parallel"
+NVSWITCH_CHAPTER, CHAPTER_04_MODULE = "course_lib.chapters.nvswitch", "course_lib.chapters.collectives"
 GOLDEN = "tests/golden"
 ANSWER_KEY, EXERCISES = "solutions/answers.json", "course_lib/data/exercises"
 LIBRARY = ("course_lib", "course.toml")                      # what every copy holds

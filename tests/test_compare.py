@@ -2,7 +2,7 @@
 import json
 from importlib import resources
 
-from course_lib import cli_predict as cp
+from course_lib import costmodel
 from course_lib.diagnostics import nccl_tests
 from course_lib.__main__ import main
 
@@ -60,22 +60,36 @@ def test_a_header_only_run_is_diagnosed_not_refused(tmp_path, capsys):
 
 def test_ranks_from_bandwidths_and_forced_algorithm_in_the_file():
     rows = [{"size": 2**30, "time_us": 1.0, "algbw": 100.0, "busbw": 187.5}]
-    assert cp.ranks_from_bandwidths("all_reduce", rows) == 16
-    assert cp.ranks_from_bandwidths("all_gather", [{"size": 1, "time_us": 1, "algbw": 100.0, "busbw": 87.5}]) == 8
+    assert nccl_tests.ranks_from_bandwidths("all_reduce", rows) == 16
+    assert nccl_tests.ranks_from_bandwidths("all_gather", [{"size": 1, "time_us": 1, "algbw": 100.0, "busbw": 87.5}]) == 8
     parsed = nccl_tests.parse_nccl_tests("mpirun -x NCCL_ALGO=Ring -x NCCL_PROTO=LL128 all_reduce_perf\n"
                                  "   1048576  262144 float sum -1 100.0 10.49 19.66 0 99.0 10.59 19.86 0\n")
     assert parsed["env"] == {"algo": "Ring", "proto": "LL128"}
 
 
+def test_ranks_and_collective_are_inferred_with_one_median_rule():
+    """Two rows, 8 ranks' all-reduce factor (1.75) and 16 ranks' (1.875): both inferences take the upper middle
+    factor (a factor a row showed), so the ranks inferred for all_reduce are the ranks at which the collective
+    inferred is all_reduce; a mean of the two (1.8125) is no rank count's factor."""
+    rows = [{"size": 2**30, "time_us": 1.0, "algbw": 100.0, "busbw": 175.0},
+            {"size": 2**31, "time_us": 2.0, "algbw": 100.0, "busbw": 187.5}]
+    assert nccl_tests.median_factor(rows) == 1.875
+    ranks = nccl_tests.ranks_from_bandwidths("all_reduce", rows)
+    assert ranks == 16
+    assert nccl_tests._from_bandwidths(rows, ranks)[0] == "all_reduce"
+    assert nccl_tests.ranks_from_bandwidths("broadcast", rows) is None            # its factor is 1 at every p
+    assert nccl_tests.median_factor([{"size": 1, "time_us": 1, "algbw": float("nan"), "busbw": 1.0}]) is None
+
+
 def test_advice_names_causes_for_fast_and_slow_ratios():
     rows = [{"size": 2**30, "ratio": 0.5}, {"size": 2**31, "ratio": 0.55}]
-    two = cp.compare_advice(rows, nodes=2)
+    two = costmodel.compare_advice(rows, nodes=2)
     assert len(two) == 1 and "NCCL_ALGO=Ring" in two[0] and "two nodes" in two[0]
-    one = cp.compare_advice([{"size": 2**30, "ratio": 2.0}], nodes=1)
+    one = costmodel.compare_advice([{"size": 2**30, "ratio": 2.0}], nodes=1)
     assert "nvlink --status" in one[0]
-    assert cp.compare_advice([{"size": 2**30, "ratio": 1.2}], nodes=1) == []
-    ib = cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2)
-    tcpxo = cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric="tcpxo")
+    assert costmodel.compare_advice([{"size": 2**30, "ratio": 1.2}], nodes=1) == []
+    ib = costmodel.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2)
+    tcpxo = costmodel.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric="tcpxo")
     assert "NCCL_IB_HCA" in ib[0] and "NCCL_IB_HCA" not in tcpxo[0] and "FasTrak" in tcpxo[0]  # plugin fabrics
 
 
@@ -92,17 +106,15 @@ def test_predict_takes_a_fabric_kind_and_a_protocol(capsys):
 
 def test_every_plugin_fabric_kind_gets_its_plugin_checks():
     """A fabric kind NCCL reaches through a net plugin is advised about its plugin, not NET/IB."""
-    from course_lib import costmodel
     for kind in costmodel.fabric_kind_ids():
-        advice = " ".join(cp.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric=kind))
-        if kind in cp.NATIVE_FABRICS:
-            assert kind not in cp._PLUGIN_CHECKS
+        advice = " ".join(costmodel.compare_advice([{"size": 2**24, "ratio": 2.0}], nodes=2, fabric=kind))
+        if kind in costmodel.NATIVE_FABRICS:
+            assert kind not in costmodel.PLUGIN_CHECKS
         else:
             assert "plugin" in advice.lower() or "NET/OFI" in advice, kind
 
 
 def test_compare_marks_sizes_outside_their_regimes_range(capsys):
-    from course_lib import costmodel
     data = json.loads(_run(capsys, "compare", str(SAMPLE), "--system", "gcp-a3-mega", "--json"))
     for r in data["rows"]:
         rng = costmodel.range_for(r["size"], 2, "gcp-a3-mega")

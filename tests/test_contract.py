@@ -125,7 +125,7 @@ def test_every_exercise_accepts_its_expected_answer_and_reports_an_unanswered_on
 # ---------------------------------------------------------------- public functions of the model modules
 
 MODEL_MODULES = sorted(name for name, layer in LAYERS.items() if layer < max(LAYERS.values())
-                       and name not in ("course_lib", "validate"))   # validate is the error helper itself
+                       and name not in ("course_lib", "validate", "cli"))   # the error helpers themselves
 BAD = "bogus-value"
 # Another word that names the same parameter in a message (the quantity the user typed).
 ALIASES = {"text": ("size", "bandwidth"), "nbytes": ("size",)}

@@ -197,7 +197,10 @@ def test_step_range_scales_only_the_exposed_communication():
 
 
 def test_explorer_readouts_carry_the_range_of_their_regime():
-    from course_lib.explorers import data_parallel, infiniband, planner, your_cluster
+    from course_lib.chapters import your_cluster
+    from course_lib.chapters.data_parallel import scaling as data_parallel
+    from course_lib.chapters.infiniband import hierarchical as infiniband
+    from course_lib.chapters.planner import interactive as planner
     texts = [your_cluster._readout(4, 2, 25.0), infiniband._readout(2, 8, 400.0, 450.0, 8, 1.0, True),
              data_parallel._readout("megatron-1.7b", 64, 50.0, 0, 1, True),
              planner._readout("llama2-70b", "dgx-h200", 1024, 50.0, 450.0, 1024, 2.0)]

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from course_lib import costmodel, evidence, parallel
-from course_lib.explorers import infiniband, nvlink, nvswitch, pcie, planner
+from course_lib.chapters import infiniband, nvlink, nvswitch, pcie, planner
 
 
 def test_a_comparison_row_carries_ratio_unit_and_citation():

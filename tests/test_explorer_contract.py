@@ -1,6 +1,6 @@
 """The explorer contract, once for every explorer (replaces the generic per-chapter copies).
 
-Every ``*_explorer`` function of course_lib/explorers builds at its defaults as ONE output whose
+Every ``*_explorer`` function of course_lib/chapters builds at its defaults as ONE output whose
 mime bundle carries the live widget and a static view (HTML caption + PNG); every control row
 shrinks with the output area, keeping a slider track of at least 250 px at full width and 120 px in a
 400 px output area; ``render(**values)`` with
@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-import course_lib.explorers
+import course_lib.chapters
 from course_lib import widgets
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -25,10 +25,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def _all_explorers():
     found = []
-    for info in pkgutil.iter_modules(course_lib.explorers.__path__):
-        mod = importlib.import_module(f"course_lib.explorers.{info.name}")
+    for info in pkgutil.iter_modules(course_lib.chapters.__path__):
+        mod = importlib.import_module(f"course_lib.chapters.{info.name}")
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
-            if name.endswith("_explorer") and fn.__module__ == mod.__name__:
+            if name.endswith("_explorer") and f"{fn.__module__}.".startswith(f"{mod.__name__}."):  # its own or its package's
                 found.append(pytest.param(mod, name, id=f"{info.name}.{name}"))
     return found
 
@@ -103,7 +103,7 @@ def test_explorer_contract(module, name, shown):
 
 
 def test_render_names_a_bad_control(shown):
-    from course_lib.explorers import gradients
+    from course_lib.chapters import gradients
     handle = gradients.gradient_exchange_explorer()
     with pytest.raises(ValueError, match="values"):
         handle.render(bogus=1)

@@ -36,37 +36,38 @@ def _axes(figsize=(8, 4.4)):
 
 
 def _schedule():
-    from course_lib.explorers import model_parallel
+    from course_lib.chapters import model_parallel
     return (model_parallel.pipeline_schedule(4, 8),), {}
 
 
 def _rings():
-    from course_lib.explorers import nvlink
+    from course_lib.chapters import nvlink
     rings = nvlink.dgx1_rings(nbytes=1e9)
     return (rings["topology"], rings["packed_rings"]), {"title": "DGX-1: three rings over disjoint links"}
 
 
 def _sweep():
-    from course_lib.explorers import planner
+    from course_lib.chapters import planner
     return (planner.gpu_sweep(planner.BRIEF, systems=("dgx-a100", "dgx-h100", "dgx-h200")), planner.BRIEF), {}
 
 
 def _breakdown():  # the planner explorer's defaults: the system's catalog link speeds, GB/s per direction
     from course_lib import hardware, units
-    from course_lib.explorers import planner
+    from course_lib.chapters import planner
     s = hardware.system("dgx-h200")
-    plan = planner._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, s.nic.per_direction / units.GB,
+    plan = planner.interactive._cached_plan("llama2-70b", "dgx-h200", 1024, 1024, s.nic.per_direction / units.GB,
                                 s.gpu_link.per_direction / units.GB)
     return (_axes((8.5, 4.4)), plan), {}
 
 
-# Arguments for functions that need some; everything else is called with its defaults.
+# Arguments for functions that need some, by the module that defines them (a chapter package's submodule);
+# everything else is called with its defaults.
 ARGUMENTS = {
-    "course_lib.explorers.collectives.draw_cost": lambda: ((_axes(), 64.0, 8, 50.0, 5.0, "ring"), {}),
-    "course_lib.explorers.model_parallel.draw_schedule": _schedule,
-    "course_lib.explorers.nvlink.draw_rings": _rings,
-    "course_lib.explorers.planner.plot_gpu_sweep": _sweep,
-    "course_lib.explorers.planner.draw_breakdown": _breakdown,
+    "course_lib.chapters.collectives.cost.draw_cost": lambda: ((_axes(), 64.0, 8, 50.0, 5.0, "ring"), {}),
+    "course_lib.chapters.model_parallel.pipeline.draw_schedule": _schedule,
+    "course_lib.chapters.nvlink.rings.draw_rings": _rings,
+    "course_lib.chapters.planner.runs.plot_gpu_sweep": _sweep,
+    "course_lib.chapters.planner.interactive.draw_breakdown": _breakdown,
     "course_lib.topology.draw_rails": lambda: ((topology.rail_fat_tree("dgx-h100", 2),), {}),
 }
 
@@ -187,12 +188,13 @@ def test_topology_drawing_is_readable_at_notebook_width(name):
 
 
 def _explorers():
-    import course_lib.explorers
+    import course_lib.chapters
     found = {}
-    for info in pkgutil.iter_modules(course_lib.explorers.__path__):
-        module = importlib.import_module(f"course_lib.explorers.{info.name}")
+    for info in pkgutil.iter_modules(course_lib.chapters.__path__):
+        module = importlib.import_module(f"course_lib.chapters.{info.name}")
         for name, fn in vars(module).items():
-            if name.endswith("_explorer") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+            if (name.endswith("_explorer") and inspect.isfunction(fn)
+                    and f"{fn.__module__}.".startswith(f"{module.__name__}.")):  # its own or its package's
                 found[f"{info.name}.{name}"] = fn
     return found
 

@@ -2,20 +2,28 @@
 
 Layers, lowest first; a module may import its own layer or lower ones, never a higher one:
 
-    0 data, validate, units      validate, units, datafiles (+ the bibliography), evidence, environment,
-                                 manifest (course.toml), textfiles (a learner's text file), the package itself
+    0 data, validate, units,     validate, units, datafiles (+ the bibliography), evidence, environment,
+      the error policy           manifest (course.toml), textfiles (a learner's text file), cli (the one
+                                 error path: every layer may raise into it), the package itself
     1 hardware, systemfile,      the hardware catalog and a learner's own systems (TOML);
       transformer                model shapes, FLOPs and memory
     2 collectives                the registry of collectives and algorithms
     3 costmodel, topology        alpha-beta model, graphs
     4 parallel                   DP/ZeRO/TP/PP memory, traffic, step time, planner
-    5 lab, explorers, views,     everything a learner or an instructor touches
-      widgets, style, tables, cli, tools, diagnostics, prose (numbers glued into a chapter's text),
-      glossary (the course's terms)
+    5 lab, chapters, views,      everything a learner or an instructor touches
+      exercises, widgets, style, tables, cli_* commands, tools, diagnostics, prose (numbers glued into a
+      chapter's text), glossary (the course's terms)
 
-Also: no module of course_lib/explorers imports another explorers module (each chapter stands
-alone), and no model module (layers 0-4) imports matplotlib or ipywidgets at module level
-(inside a function is fine: drawing helpers import them lazily).
+Rules inside layer 5 (each a RULES entry, each shown failing on a planted import below):
+
+    chapter-alone      no chapter (course_lib/chapters/X, a module or a package) imports another chapter
+    views-draw-only    views never import chapters: a view draws what a chapter computed and hands it
+    chapters-no-cli    chapters never import a cli_* command module (commands sit on chapters, not under)
+    grading-exercises  grading imports, of layer 5, only course_lib.exercises (its answer models and
+                       checkers); never chapters, views or cli_* commands
+
+And: no model module (layers 0-4) imports matplotlib or ipywidgets at module level (inside a function
+is fine: drawing helpers import them lazily).
 """
 from __future__ import annotations
 
@@ -28,22 +36,23 @@ PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 
 LAYERS = {
     "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "evidence": 0, "manifest": 0, "environment": 0,
-    "textfiles": 0, "notebook_save": 0,
+    "textfiles": 0, "notebook_save": 0, "cli": 0,
     "hardware": 1, "systemfile": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
     "parallel": 4, "tp_scans": 4, "pipeline_schedules": 4,
     # layer 5: what learners and instructors touch
-    "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
+    "lab": 5, "chapters": 5, "views": 5, "exercises": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
-    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5, "prose": 5, "glossary": 5,
+    "diagnostics": 5, "cli_inspect": 5, "tables": 5, "grading": 5, "prose": 5, "glossary": 5,
 }
+RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises")
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")
 
 
 def module_name(path: Path, root: Path) -> str:
-    """``course_lib/explorers/pcie.py`` -> ``course_lib.explorers.pcie`` (``__init__`` -> the package)."""
+    """``course_lib/chapters/pcie.py`` -> ``course_lib.chapters.pcie`` (``__init__`` -> the package)."""
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -93,8 +102,41 @@ def imports(path: Path, root: Path):
                 yield (full if _is_module(full, root) else target), node.lineno, top
 
 
-def violations(root: Path = PACKAGE) -> list[str]:
-    """Every layering problem under ``root`` (a course_lib tree), as readable lines."""
+def _group(module: str) -> str:
+    """The top-level group of a course_lib module name: ``course_lib.chapters.pcie.links`` -> ``chapters``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _chapter(module: str) -> str | None:
+    """The chapter a module belongs to (``course_lib.chapters.pcie[.links]`` -> ``pcie``); None outside chapters."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "chapters" else None
+
+
+def rule_breaks(mod: str, own: int, target: str, theirs: int | None) -> list[tuple[str, str]]:
+    """(rule, message) for each layer-5 rule that ``mod`` importing ``target`` (both course_lib names) breaks."""
+    out = []
+    group, their_group = _group(mod), _group(target)
+    mine, their_chapter = _chapter(mod), _chapter(target)
+    if mine and their_chapter and their_chapter != mine:
+        out.append(("chapter-alone", f"chapter module {mod} imports another chapter's module {target}"))
+    if group == "views" and their_group == "chapters":
+        out.append(("views-draw-only", f"view {mod} imports chapter module {target} (views never import chapters)"))
+    if group == "chapters" and their_group.startswith("cli_"):
+        out.append(("chapters-no-cli", f"chapter module {mod} imports command module {target} "
+                                       "(chapters never import cli_*)"))
+    if group == "grading" and theirs == TOP and their_group not in ("grading", "exercises"):
+        out.append(("grading-exercises", f"grading imports {target} (layer {theirs}); of layer {TOP} it may "
+                                         "import course_lib.exercises only"))
+    return out
+
+
+def violations(root: Path = PACKAGE, rules=RULES) -> list[str]:
+    """Every problem under ``root`` (a course_lib tree) that breaks one of ``rules``, as readable lines."""
+    unknown = set(rules) - set(RULES)
+    if unknown:
+        raise ValueError(f"rules must be among {RULES}, got {sorted(unknown)}")
     out = []
     for path in sorted(root.rglob("*.py")):
         mod = module_name(path, root)
@@ -105,21 +147,29 @@ def violations(root: Path = PACKAGE) -> list[str]:
             continue
         for target, line, top in imports(path, root):
             first = target.split(".")[0]
-            if first in GUI and own < TOP and top:
+            if "gui" in rules and first in GUI and own < TOP and top:
                 out.append(f"{rel}:{line}: model module {mod} (layer {own}) imports {target} at module level")
             if first != "course_lib":
                 continue
             theirs = layer(target)
-            if theirs is not None and theirs > own:
+            if "layers" in rules and theirs is not None and theirs > own:
                 out.append(f"{rel}:{line}: {mod} (layer {own}) imports {target} (layer {theirs}), a higher layer")
-            if (mod.startswith("course_lib.explorers.") and target.startswith("course_lib.explorers.")
-                    and target != mod):
-                out.append(f"{rel}:{line}: chapter module {mod} imports another chapter module {target}")
+            out += [f"{rel}:{line}: [{rule}] {text}" for rule, text in rule_breaks(mod, own, target, theirs)
+                    if rule in rules]
     return out
 
 
+GRADING_TODAY = "grading still imports chapters.planner and diagnostics (helper w27ex moves them to exercises)"
+
+
 def test_course_lib_respects_its_layers():
-    problems = violations()
+    problems = violations(rules=tuple(r for r in RULES if r != "grading-exercises"))
+    assert not problems, "layering violations:\n" + "\n".join(problems)
+
+
+@pytest.mark.xfail(strict=True, reason=GRADING_TODAY)
+def test_grading_imports_only_exercises_of_layer_5():
+    problems = violations(rules=("grading-exercises",))
     assert not problems, "layering violations:\n" + "\n".join(problems)
 
 
@@ -139,24 +189,64 @@ def test_the_checker_catches_each_kind_of_violation(tmp_path):
                                  "def draw():\n    import ipywidgets\n")          # lazily: fine
     _write(root, "parallel.py", "from .costmodel import draw\nfrom course_lib import hardware\n")
     _write(root, "mystery.py", "")                                                # no layer
-    _write(root, "explorers/__init__.py", "")
-    _write(root, "explorers/a.py", "import matplotlib\nfrom .b import thing\nfrom .. import parallel\n")
-    _write(root, "explorers/b.py", "def f():\n    from course_lib.explorers import a\n")
+    _write(root, "chapters/__init__.py", "")
+    _write(root, "chapters/a.py", "import matplotlib\nfrom .b import thing\nfrom .. import parallel\n")
+    _write(root, "chapters/b.py", "def f():\n    from course_lib.chapters import a\n")
+    _write(root, "chapters/c/__init__.py", "from .links import x\n")             # inside one chapter: fine
+    _write(root, "chapters/c/links.py", "from ...chapters.c import y\nfrom .. import a\n")
     found = violations(root)
     text = "\n".join(found)
     assert "course_lib.hardware (layer 1) imports course_lib.parallel (layer 4)" in text
     assert "model module course_lib.costmodel (layer 3) imports matplotlib.pyplot at module level" in text
     assert "ipywidgets" not in text
     assert "module course_lib.mystery has no layer" in text
-    assert "course_lib.explorers.a imports another chapter module course_lib.explorers.b" in text
-    assert "course_lib.explorers.b imports another chapter module course_lib.explorers.a" in text
+    assert "chapter module course_lib.chapters.a imports another chapter's module course_lib.chapters.b" in text
+    assert "chapter module course_lib.chapters.b imports another chapter's module course_lib.chapters.a" in text
+    assert "chapter module course_lib.chapters.c.links imports another chapter's module course_lib.chapters.a" in text
     assert not any("course_lib.parallel (layer 4) imports" in line for line in found)
-    assert not any("explorers.a (layer 5) imports matplotlib" in line for line in found)
-    assert len(found) == 5, text
+    assert not any("chapters.a (layer 5) imports matplotlib" in line for line in found)
+    assert len(found) == 6, text
+
+
+# A planted import for each layer-5 rule (file, line appended, the rule it breaks), and one that is now
+# allowed: cli, the error policy, sits in layer 0, so a model module may raise into it.
+PLANTED = (
+    ("views/pcie.py", "from ..chapters import pcie as _planted\n", "views-draw-only"),
+    ("chapters/gradients.py", "from .. import cli_predict as _planted\n", "chapters-no-cli"),
+    ("chapters/gradients.py", "from . import moe as _planted\n", "chapter-alone"),
+    ("grading.py", "def _planted():\n    from .views import planner\n", "grading-exercises"),
+    ("grading.py", "def _planted_command():\n    from . import cli_plan\n", "grading-exercises"),
+)
+ALLOWED = (("hardware.py", "from . import cli as _planted\n"), ("grading.py", "from . import exercises as _ok\n"))
+
+
+def test_each_rule_fails_on_a_planted_import_in_a_copy_of_the_package(tmp_path):
+    import shutil
+    root = tmp_path / "course_lib"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("data", "__pycache__", "*.json", "*.txt", "*.toml"))
+    (root / "exercises").mkdir(exist_ok=True)
+    (root / "exercises" / "__init__.py").touch()
+    before = set(violations(root))
+    for rel, text, _ in PLANTED + tuple((rel, text, None) for rel, text in ALLOWED):
+        with open(root / rel, "a") as f:
+            f.write(text)
+    new = sorted(set(violations(root)) - before)
+    report = "\n".join(new)
+    print(report)      # the failure a real violation prints (pytest -s shows it)
+    for rel, text, rule in PLANTED:
+        assert any(line.startswith(f"course_lib/{rel}:") and f"[{rule}]" in line for line in new), (rule, report)
+    assert not any(line.startswith("course_lib/hardware.py") or "imports course_lib.exercises" in line
+                   for line in new), report
+    assert len(new) == len(PLANTED), report
+
+
+def test_rules_are_named():
+    with pytest.raises(ValueError, match="rules must be among"):
+        violations(rules=("no-such-rule",))
 
 
 @pytest.mark.parametrize("module, expected", [("course_lib", 0), ("course_lib.lab.metrics", 5),
-                                               ("course_lib.explorers.pcie", 5), ("course_lib.collectives", 2),
+                                               ("course_lib.chapters.pcie", 5), ("course_lib.collectives", 2),
                                                ("course_lib.nothing", None)])
 def test_layer_of_a_module_name(module, expected):
     assert layer(module) == expected

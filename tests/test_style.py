@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from course_lib import collectives, parallel, style
-from course_lib.explorers import collectives as ch04, model_parallel as ch07, planner as ch08
+from course_lib.chapters import collectives as ch04, model_parallel as ch07, planner as ch08
 
 
 def test_chapters_07_and_08_colour_a_training_step_the_same_way():
@@ -47,14 +47,14 @@ def test_axis_helpers_write_units():
 
 
 def _drawing_modules():
-    """Every module of the views and the explorers (topology, a lower layer, keeps its device colours)."""
+    """Every module of the views and the chapters, packages walked (topology, a lower layer, keeps its device colours)."""
     import importlib
     import pkgutil
 
-    import course_lib.explorers
+    import course_lib.chapters
     import course_lib.views
-    names = [info.name for package in (course_lib.views, course_lib.explorers)
-             for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
+    names = [info.name for package in (course_lib.views, course_lib.chapters)
+             for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
     return [importlib.import_module(n) for n in names]
 
 
@@ -67,7 +67,7 @@ def test_no_view_or_explorer_keeps_a_palette_of_its_own():
 
 
 def test_chapter_06_memory_uses_the_memory_palette():
-    from course_lib.explorers import data_parallel as ch06
+    from course_lib.chapters import data_parallel as ch06
     fig, ax = plt.subplots()
     ch06.draw_zero_memory(ax=ax)
     faces = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}

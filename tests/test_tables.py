@@ -2,7 +2,7 @@
 import pytest
 
 from course_lib import tables
-from course_lib.explorers import pcie
+from course_lib.chapters import pcie
 
 
 @pytest.mark.parametrize("key, expected", [

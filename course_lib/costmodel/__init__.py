@@ -26,8 +26,9 @@ The package, one module per idea (lowest first): ``efficiencies`` (sourced effic
 latencies), ``flat`` (alpha-beta on one link: ``collective_time``, algbw/busbw, the two-level
 all-reduce and two-tier all-to-all), ``fabrics`` (``fabric``: what a system offers), ``nccl``
 (NCCL's ring, tree and NVLS per protocol), ``prediction`` (``predict``), ``validation``
-(against published measurements) and ``ranges`` (how far published runs in a prediction's regime sat
-from the model). Every public name is importable from ``course_lib.costmodel``.
+(against published measurements), ``ranges`` (how far published runs in a prediction's regime sat
+from the model) and ``advice`` (why a measured run differs from the model, and what to try). Every public
+name is importable from ``course_lib.costmodel``.
 """
 from __future__ import annotations
 
@@ -43,5 +44,6 @@ from .prediction import Prediction, predict, predict_algorithms  # noqa: F401
 from .validation import (GOALS, ROLES, SCALE_REGIMES, SIZE_REGIMES, case_system, node_sweep_study,  # noqa: F401
                          published, rows_of_role, scale_regime, size_regime, validation_by_regime, validation_goals,
                          validation_summary, validation_table)
-from .ranges import (Range, Regime, coverage_by_regime, range_for, range_phrase, ranges_for, regime,  # noqa: F401
-                     step_phrase, step_range)
+from .ranges import (Range, Regime, coverage_by_regime, range_for, range_json, range_phrase, ranges_for,  # noqa: F401
+                     regime, step_phrase, step_range)
+from .advice import NATIVE_FABRICS, PLUGIN_CHECKS, compare_advice, unusual  # noqa: F401

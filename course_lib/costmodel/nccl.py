@@ -155,15 +155,16 @@ def tree_correction(nbytes, protocol):
     return np.where(inside, row[np.clip(idx, 0, row.size - 1)], 1.0)
 
 
-def nccl_prefers_tree(coll, n, g, N, f: Fabric, protocol):
+def nccl_prefers_tree(collective, nbytes, gpus_per_node, nodes, fabric: Fabric, protocol):
     """Where NCCL's own estimate (``nccl_version``) picks its tree over its ring, per size: a bool array.
 
     NCCL rates both from one cost model (ring.cc, tree.cc): the tree at half its bus bandwidth x
     ``tree_correction`` (it does not credit the single crossing of a two-node tree), the ring with its
     plateau latency; the lower estimate wins. ``protocol`` limits both to one protocol, as NCCL_PROTO does.
-    coll: a collective id (e.g. ``"all_reduce"``) or ``collectives.get``'s object.
+    collective: a collective id (e.g. ``"all_reduce"``) or ``collectives.get``'s object; nbytes: sizes (array).
     """
-    coll = collectives.get(coll) if isinstance(coll, str) else coll
+    coll = collectives.get(collective) if isinstance(collective, str) else collective
+    n, g, N, f = nbytes, gpus_per_node, nodes, fabric
     ring = _ring(coll, n, g, N, f, min(f.intra_bw, f.net_bw_node_for(g)), protocol, rating=True)
     tree = _tree(coll, n, g, N, f, protocol, rating=True)
     if not ring or not tree:

@@ -273,3 +273,19 @@ def step_phrase(estimate, system, network=None) -> str:
                 f"regimes of its exposed communication: {units.format_time(r['low_s'])} to {units.format_time(r['high_s'])})")
     return (f"step {units.format_time(r['step_s'])} (no range: too few published test runs for the regime of its "
             f"{', '.join(sorted(set(r['missing'])))} traffic)")
+
+
+def range_json(rng, busbw_gb_s):
+    """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band around the
+    predicted ``busbw_gb_s`` (GB/s), or why none (``rng`` None: spec bandwidth)."""
+    if rng is not None and not isinstance(rng, Range):
+        raise ValueError(f"rng must be a costmodel.Range or None, got {rng!r:.80}")
+    busbw_gb_s = validate.non_negative("busbw_gb_s", busbw_gb_s)
+    if rng is None:
+        return {"known": False, "why": "spec bandwidth: ranges are measured against the achievable model"}
+    out = {"regime": str(rng.regime), "cases": rng.cases, "sources": rng.sources, "known": rng.known,
+           "describe": rng.describe()}
+    if rng.known:
+        low, high = rng.busbw(busbw_gb_s)
+        out.update(ratio_low=rng.low, ratio_high=rng.high, busbw_low_gb_s=low, busbw_high_gb_s=high)
+    return out

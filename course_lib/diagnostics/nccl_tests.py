@@ -122,18 +122,42 @@ def busbw_factors(rows) -> list[float]:
                   if math.isfinite(r["algbw"]) and math.isfinite(r["busbw"]) and r["algbw"] >= 1.0)
 
 
+def median_factor(rows) -> float | None:
+    """The median of :func:`busbw_factors` (the middle one; the upper of the two middle ones for an even count:
+    always a factor a row showed), or None where no row shows both bandwidths. Both inferences below use it."""
+    factors = busbw_factors(rows)
+    return factors[len(factors) // 2] if factors else None
+
+
 def _from_bandwidths(rows, ranks):
     """The collective whose busbw/algbw factor at ``ranks`` matches the rows' (only where exactly one does)."""
-    factors = busbw_factors(rows)
-    if not factors:
+    f = median_factor(rows)
+    if f is None:
         return None, "not in the file"
-    f = factors[len(factors) // 2]
     fits = {collectives.get(c).busbw_factor(ranks) for c in collectives.ids()
             if abs(collectives.get(c).busbw_factor(ranks) - f) < 0.02 * max(f, 1e-9)}
     names = [c for c in collectives.ids() if collectives.get(c).busbw_factor(ranks) in fits]
     if len(fits) == 1 and len(names) == 1:
         return names[0], f"inferred: busbw/algbw = {f:.3g} is {names[0]}'s factor at {ranks} ranks"
     return None, "not in the file"
+
+
+def ranks_from_bandwidths(collective, rows):
+    """Rank count implied by the rows' busbw / algbw (:func:`median_factor`) for ``collective``, or None.
+
+    busbw = algbw x factor(p), and every collective's factor is top x (p-1)/p with top = 2 x factor(2)
+    (all-reduce: 2(p-1)/p; all-gather, reduce-scatter, all-to-all: (p-1)/p), so p = top / (top - factor).
+    None where the factor does not depend on p (broadcast, reduce) or no whole p >= 2 gives it.
+    """
+    coll = collectives.get(collective)
+    f = median_factor(rows)
+    if f is None or coll.busbw_factor(2) == coll.busbw_factor(3):
+        return None
+    top = 2 * coll.busbw_factor(2)
+    if f >= top * 0.999:
+        return None
+    p = int(round(top / (top - f)))
+    return p if p >= 2 and abs(coll.busbw_factor(p) - f) < 0.02 else None
 
 
 def parse(text) -> NcclTestsRun:

@@ -2,7 +2,7 @@
 
 :func:`measure_host_device_bandwidth` times pinned and pageable copies in each direction and
 returns a :class:`HostDeviceMeasurement` (bytes/s per direction); without a CUDA GPU it measures
-nothing and says why. :mod:`course_lib.explorers.pcie` compares the result with the link's spec.
+nothing and says why. :mod:`course_lib.chapters.pcie` compares the result with the link's spec.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Drawings of chapter 06 (data parallelism): the overlap timeline, ZeRO memory, the DP ring on the
 fabric, the ZeRO-3 ladder and the scaling explorer.
 
-Each function draws a result that :mod:`course_lib.explorers.data_parallel` computed; none computes
+Each function draws a result that :mod:`course_lib.chapters.data_parallel` computed; none computes
 a model number itself. :func:`draw_scaling` returns an updater that moves the same artists for
 every later slider event (nothing is re-created).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import style, topology, units
+from ..widgets import html_table
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")   # colours: style.MEMORY_COLOURS
 
@@ -202,3 +203,46 @@ def draw_scaling(axes, r):
         limits(r)
 
     return update
+
+
+def published_scaling_table(rows) -> str:
+    """The table show_published_scaling displays: the published DP scaling efficiencies with their sources."""
+    return html_table(rows, [
+        ("model", lambda r: r["model"]), ("GPUs", lambda r: r["gpus"]),
+        ("compared with", lambda r: f"{r['baseline_gpus']} GPUs" if r["baseline_gpus"] else "ideal line"),
+        ("scaling efficiency", lambda r: f"{100 * r['efficiency']:.0f}%"), ("network", lambda r: r["network"]),
+        ("source", lambda r: r["url"])])
+
+
+def megatron_dp_table(rows) -> str:
+    """The table show_megatron_dp displays: the PTD-P and ZeRO-3 rows: measured vs predicted, and efficiency vs 384 GPUs."""
+    return html_table(rows, [
+        ("scheme", lambda r: r["scheme"]), ("GPUs", lambda r: r["gpus"]),
+        ("measured TFLOP/s", lambda r: f"{r['measured']:.0f}"), ("model TFLOP/s", lambda r: f"{r['predicted']:.0f}"),
+        ("model / measured", lambda r: f"{r['ratio']:.2f}"),
+        ("measured eff. vs 384", lambda r: f"{100 * r['measured_efficiency']:.0f}%"),
+        ("model eff. vs 384", lambda r: f"{100 * r['predicted_efficiency']:.0f}%")])
+
+
+def zero3_ladder_table(rows) -> str:
+    """The table show_zero3_ladder displays: :func:`zero3_ladder` as a table (TFLOP/s per GPU)."""
+    return html_table(rows, [
+        ("GPUs", lambda r: r["gpus"]), ("seq. per GPU", lambda r: r["micro_batch"]),
+        ("model compute s", lambda r: f"{r['compute_s']:.1f}"), ("model ZeRO-3 comm s", lambda r: f"{r['comm_s']:.1f}"),
+        ("course model", lambda r: f"{r['model']:.0f}"), ("no overlap", lambda r: f"{r['no_overlap']:.0f}"),
+        ("own NIC", lambda r: f"{r['own_nic']:.0f}"), ("own NIC, no overlap", lambda r: f"{r['own_nic_no_overlap']:.0f}"),
+        ("measured", lambda r: f"{r['measured']:.0f}"), ("model / measured", lambda r: f"{r['model'] / r['measured']:.2f}")])
+
+
+def zero_table(rows, published) -> str:
+    """The table show_zero_table displays: ZeRO stages' memory and traffic per GPU (``rows``), with the ZeRO
+    paper's published model-state bytes per stage (``published``: {stage: bytes}, a column only where given)."""
+    gb = lambda v: f"{v / units.GB:.3g}"  # noqa: E731
+    cols = [("stage", lambda r: f"ZeRO-{r['zero']}"), ("weights GB", lambda r: gb(r["weights"])),
+            ("gradients GB", lambda r: gb(r["gradients"])), ("optimizer GB", lambda r: gb(r["optimizer"])),
+            ("total GB per GPU", lambda r: gb(r["total"]))]
+    if published:
+        cols.append(("ZeRO paper, Fig. 1 (GB)", lambda r: gb(published[r["zero"]]) if r["zero"] in published else "-"))
+    cols += [("collectives per step", lambda r: r["collectives"]),
+             ("GB sent per GPU per step", lambda r: gb(r["bytes_sent"])), ("vs DDP", lambda r: f"{r['ratio_to_ddp']:.2f}x")]
+    return html_table(rows, cols)

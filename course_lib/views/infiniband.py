@@ -1,7 +1,7 @@
 """Drawings of chapter 05 (InfiniBand): published runs against the models, RDMA against TCP, where the
 model stops being true, and the multi-node cliff explorer.
 
-Each function draws a result that :mod:`course_lib.explorers.infiniband` computed; none computes a
+Each function draws a result that :mod:`course_lib.chapters.infiniband` computed; none computes a
 model number itself. :func:`draw_cliff` returns an updater that moves the same artists for every
 later slider event (nothing is re-created).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import style, units
+from ..widgets import html_table
 
 TRANSPORT_COLOURS = style.TRANSPORT_COLOURS
 
@@ -233,3 +234,51 @@ def draw_collnet(ax, v):
     ax.set_title(f"In-network reduction across nodes ({v['system']}, "
                  f"{units.format_bytes(v['nbytes'], binary=True)})", fontsize=style.FONT_TITLE)
     return ax
+
+
+def generations_table(rows) -> str:
+    """The table show_generations displays: InfiniBand generations per 4x port, bits and bytes, per direction and both."""
+    return html_table(rows, {
+        "port": lambda r: r["name"], "year": lambda r: r["year"],
+        "Gb/s per direction (bits)": lambda r: f"{r['gbit_s_per_direction']:g}",
+        "GB/s per direction (bytes)": lambda r: f"{r['gb_s_per_direction']:g}",
+        "GB/s bidirectional": lambda r: f"{r['gb_s_bidirectional']:g}", "source": lambda r: r["source"]})
+
+
+def transports_table(rows) -> str:
+    """The table show_transports displays: line rate vs achieved per NIC for InfiniBand, RoCE and TCP."""
+    return html_table(rows, {
+        "transport": lambda r: r["transport"], "line rate": lambda r: f"{r['line_gbit_s']:g} Gb/s = {r['line_gb_s']:g} GB/s",
+        "NCCL achieved, GB/s per direction": lambda r: (f"{r['achieved_low_gb_s']:g}" if r["achieved_low_gb_s"] == r["achieved_high_gb_s"]
+                                                        else f"{r['achieved_low_gb_s']:g}-{r['achieved_high_gb_s']:g}"),
+        "share of line rate": lambda r: (f"{r['efficiency_low']:.0%}" if r["efficiency_low"] == r["efficiency_high"]
+                                         else f"{r['efficiency_low']:.0%}-{r['efficiency_high']:.0%}"),
+        "what": lambda r: r["what"], "source": lambda r: r["source"]})
+
+
+def model_vs_measured_table(rows) -> str:
+    """The table show_model_vs_measured displays: measured busbw against the three models, GB/s per direction."""
+    gb = lambda x: f"{x / units.GB:.0f}"  # noqa: E731
+    return html_table(rows, {
+        "run": lambda r: r["label"],
+        "measured busbw": lambda r: gb(r["measured_low"]) if r["measured_low"] == r["measured_high"]
+        else f"{gb(r['measured_low'])}-{gb(r['measured_high'])}",
+        "textbook two-level": lambda r: gb(r["textbook_busbw"]), "pipelined ring": lambda r: gb(r["ring_busbw"]),
+        "course model (achievable)": lambda r: f"{gb(r['model_busbw'])} ({r['model_algorithm']})",
+        "source": lambda r: r["source"]})
+
+
+def collnet_table(rows) -> str:
+    """The table show_collnet displays: the published CollNet runs (fit and test) with the model's ratio."""
+    return html_table(rows, {
+        "case": lambda r: r["id"], "role": lambda r: r["role"], "nodes": lambda r: r["nodes"],
+        "size": lambda r: units.format_bytes(r["nbytes"], binary=True),
+        "measured busbw, GB/s": lambda r: f"{r['busbw'] / units.GB:.1f}",
+        "model / measured": lambda r: f"{r['ratio']:.2f}", "source": lambda r: r["source"]})
+
+
+def rank_table(rows) -> str:
+    """The table show_rank_table displays: the environment torchrun gives each process."""
+    return html_table(rows, {
+        "node (GROUP_RANK)": lambda r: r["node_rank"], "LOCAL_RANK (= GPU)": lambda r: r["local_rank"],
+        "RANK": lambda r: r["rank"], "WORLD_SIZE": lambda r: r["world_size"]})

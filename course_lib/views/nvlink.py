@@ -1,6 +1,6 @@
 """Drawings of chapter 02 (NVLink): the mesh explorer, rings on a topology, measurements, tables.
 
-Each function draws a result that :mod:`course_lib.explorers.nvlink` computed; none computes a
+Each function draws a result that :mod:`course_lib.chapters.nvlink` computed; none computes a
 model number itself. :func:`draw_mesh` returns an updater that moves the same artists in place.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Drawings of chapter 03 (NVSwitch): the fabric explorer, chip-level systems, NVLS measurements, tables.
 
-Each function draws a result that :mod:`course_lib.explorers.nvswitch` computed; none computes a
+Each function draws a result that :mod:`course_lib.chapters.nvswitch` computed; none computes a
 model number itself. :func:`draw_fabric` returns an updater that moves the same artists in place.
 """
 from __future__ import annotations

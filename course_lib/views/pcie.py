@@ -1,6 +1,6 @@
 """Drawings of chapter 01 (PCIe): generations, lanes, the switch explorer and the offload explorer.
 
-Each function draws a result that :mod:`course_lib.explorers.pcie` computed; none computes a model number.
+Each function draws a result that :mod:`course_lib.chapters.pcie` computed; none computes a model number.
 """
 from __future__ import annotations
 

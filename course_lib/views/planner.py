@@ -1,7 +1,7 @@
 """Drawings and tables of chapter 08 (capstone): step-time bars of the best layouts, the GPU-count
 sweep, the published runs, the offered systems' topology, and the chapter's HTML tables.
 
-Each function shows a result that :mod:`course_lib.explorers.planner` computed (a ``parallel.Plan``'s
+Each function shows a result that :mod:`course_lib.chapters.planner` computed (a ``parallel.Plan``'s
 ranked estimates, sweep rows, comparison rows); none computes a model number. ``BreakdownView`` is the
 planner explorer's plot: drawn once, then updated in place on every slider event.
 """

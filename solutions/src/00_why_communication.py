@@ -21,7 +21,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, environment, hardware, parallel, prose, units
-from course_lib.explorers import gradients
+from course_lib.chapters import gradients
 
 # %% [markdown]
 # ## Your environment

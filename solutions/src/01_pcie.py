@@ -26,7 +26,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, datafiles, hardware, prose, topology, units
-from course_lib.explorers import pcie
+from course_lib.chapters import pcie
 
 glue = prose.Glue("01")  # numbers the text quotes from the cells
 

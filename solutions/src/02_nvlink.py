@@ -25,7 +25,7 @@
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from course_lib import checks, costmodel, hardware, prose, units
-from course_lib.explorers import nvlink as nv
+from course_lib.chapters import nvlink as nv
 
 glue = prose.Glue("02")  # numbers the text quotes from the cells
 

@@ -24,7 +24,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, prose, topology, units
-from course_lib.explorers import nvswitch as nv
+from course_lib.chapters import nvswitch as nv
 
 # %% [markdown]
 # ## 1. What a switch buys you

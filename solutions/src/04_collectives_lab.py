@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 
 from course_lib import checks, costmodel, hardware, lab, prose, units
-from course_lib.explorers import collectives as cl
+from course_lib.chapters import collectives as cl
 
 # %% [markdown]
 # ## 1. Six collectives

@@ -29,7 +29,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, prose, units
-from course_lib.explorers import infiniband as ib
+from course_lib.chapters import infiniband as ib
 glue = prose.Glue("05")  # numbers the text below quotes from these cells
 
 # %% [markdown]

@@ -28,7 +28,7 @@
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, parallel, prose, units
 from course_lib.lab import ddp_run
-from course_lib.explorers import data_parallel as dp
+from course_lib.chapters import data_parallel as dp
 
 # %% [markdown]
 # ## 1. What DDP sends, and when

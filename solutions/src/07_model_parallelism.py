@@ -28,8 +28,8 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, parallel, prose, topology, units
-from course_lib.explorers import infiniband as ib
-from course_lib.explorers import model_parallel as mp
+from course_lib.chapters import infiniband as ib
+from course_lib.chapters import model_parallel as mp
 
 glue = prose.Glue("07")  # numbers the text quotes from the cells
 
@@ -624,7 +624,7 @@ glue("tp32_published", tp32["measured_rel"], "{:.2f}")
 # shrink with $s/c$ against compute, and $c$ may not exceed the number of (KV) heads.
 
 # %%
-from course_lib.explorers import moe  # noqa: E402  (the CP explorer lives with chapter 10's)
+from course_lib.chapters import moe  # noqa: E402  (the CP explorer lives with chapter 10's)
 
 for c, seq, where in ((4, 8192, "inside a node"), (8, 8192, "inside a node"), (64, 8192, "across 8 nodes"),
                       (64, 131072, "across 8 nodes")):

@@ -32,7 +32,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, hardware, parallel, prose, units
-from course_lib.explorers import planner as pl
+from course_lib.chapters import planner as pl
 
 glue = prose.Glue("08")  # numbers the text quotes from the cells
 

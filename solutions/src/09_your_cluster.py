@@ -288,7 +288,7 @@ glue("pcie_efficiency", costmodel.efficiency("pcie"), "{:.2f}")
 # diamonds are the published single-box run; the dashed curve is the model for the cluster you build.
 
 # %%
-from course_lib.explorers import your_cluster
+from course_lib.chapters import your_cluster
 
 your_cluster.scaling_explorer()
 

@@ -28,7 +28,7 @@
 # %%
 # %matplotlib inline
 from course_lib import checks, costmodel, hardware, parallel, prose, units
-from course_lib.explorers import moe
+from course_lib.chapters import moe
 from course_lib.lab import bench
 
 # %% [markdown]

@@ -72,7 +72,7 @@ def _explorer_readouts() -> str:
     matplotlib.use("Agg")
     lines = []
     for module, func in EXPLORERS:
-        mod = importlib.import_module(f"course_lib.explorers.{module}")
+        mod = importlib.import_module(f"course_lib.chapters.{module}")
         with contextlib.redirect_stdout(io.StringIO()):
             handle = getattr(mod, func)()
         lines.append(f"{module}.{func} {handle.values()}\n  {handle.readout}\n")
