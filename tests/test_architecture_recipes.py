@@ -116,12 +116,12 @@ def test_recipe_add_a_chapter(tmp_path, monkeypatch):
     # a temporary copy of what authoring reads: the manifest and the chapter sources
     shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
     shutil.copytree(ROOT / "solutions" / "src", tmp_path / "solutions" / "src")
-    exercises = tmp_path / "course_lib" / "data" / "exercises"
-    exercises.mkdir(parents=True)
+    exercises = tmp_path / "course_lib" / "exercises"   # the build reads each exercise's variable and points
+    shutil.copytree(ROOT / "course_lib" / "exercises", exercises, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     # 1. one [[chapter]] entry
     with open(tmp_path / "course.toml", "a", encoding="utf-8") as toml:
         toml.write('\n[[chapter]]\nnumber = "99"\nslug = "demo"\ntitle = "A demo chapter"\nminutes = 20\n'
-                   'exercises = "course_lib/data/exercises/99.json"\n')
+                   'exercises = "course_lib/exercises/99.json"\n')
     # 2. its source, with one graded exercise, and 3. its exercises file
     (tmp_path / "solutions" / "src" / "99_demo.py").write_text(
         "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes.\n\n"

@@ -59,7 +59,7 @@ def test_graded_cells_follow_nbgrader_and_match_the_exercise_data(source):
     assert len(ids) == len(set(ids)), "grade_id values must be unique"
     data = checks.exercises(chapter)
     for exercise, value in points.items():
-        assert exercise in data, f"{exercise} has no entry in data/exercises/{chapter}.json"
+        assert exercise in data, f"{exercise} has no entry in course_lib/exercises/{chapter}.json"
         assert data[exercise].get("points", 1) == value
 
 

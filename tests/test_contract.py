@@ -47,8 +47,8 @@ def test_each_chapter_states_its_manifest_entry(chapter):
     assert time, "the chapter's opening states no time"
     assert int(time.group(1)) * (60 if time.group(2) == "hours" else 1) == chapter.minutes
     assert chapter.solution_notebook.is_file() and chapter.student_notebook.is_file()
-    if chapter.exercises:   # checks and grading read the file named here; it ships in the package's data
-        assert chapter.exercises_path.is_relative_to(ROOT / "course_lib" / "data")
+    if chapter.exercises:   # checks and grading read the file named here; it ships in course_lib.exercises
+        assert chapter.exercises_path.is_relative_to(ROOT / "course_lib" / "exercises")
         assert chapter.exercises_path.is_file()
 
 

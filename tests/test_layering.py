@@ -11,7 +11,7 @@ Layers, lowest first; a module may import its own layer or lower ones, never a h
     4 parallel                   DP/ZeRO/TP/PP memory, traffic, step time, planner
     5 lab, explorers, views,     everything a learner or an instructor touches
       widgets, style, tables, cli, tools, diagnostics, prose (numbers glued into a chapter's text),
-      glossary (the course's terms)
+      glossary (the course's terms), exercises (each chapter's exercise specs, checkers, answer models)
 
 Also: no module of course_lib/explorers imports another explorers module (each chapter stands
 alone), and no model module (layers 0-4) imports matplotlib or ipywidgets at module level
@@ -37,6 +37,7 @@ LAYERS = {
     "lab": 5, "explorers": 5, "views": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
     "diagnostics": 5, "cli_inspect": 5, "tables": 5, "cli": 5, "grading": 5, "prose": 5, "glossary": 5,
+    "exercises": 5,
 }
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")
