@@ -70,7 +70,10 @@ EXERCISES = [(c, eid) for c in CHAPTERS if c.exercises for eid in checks.exercis
 
 
 def _cells(chapter) -> list[str]:
-    return re.split(r"^# %%.*$", chapter.source.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    """The chapter's code cells as its notebooks hold them (exercise directives expanded by the build), without
+    IPython's magics (``%matplotlib inline``), which are not Python."""
+    return [re.sub(r"^%.*$", "", c.source, flags=re.MULTILINE)
+            for c in authoring.read_source(chapter.source).cells if c.cell_type == "code"]
 
 
 def _chapter_imports(chapter) -> dict:
