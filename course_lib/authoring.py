@@ -1,7 +1,10 @@
 """Build the notebooks from their one source.
 
-``solutions/src/NN_name.py`` (jupytext percent format, nbgrader cell metadata)
-is the single source of each chapter. ``build()`` writes
+``solutions/src/NN_name.py`` (jupytext percent format) is the single source of each chapter. A graded
+exercise is one directive there, the cell header ``# %% exercise="NN.K"`` over its solution: the build
+expands it into the nbgrader cells (answer cell + locked check cell with hidden tests, or a written
+answer's cells) from the item's entry in ``course_lib/exercises/NN.json`` (:func:`exercise_cells`;
+docs/AUTHORING.md). ``build()`` writes
 
 * ``solutions/NN_name.ipynb``: the full notebook, solutions and hidden tests included
   (an instructor's nbgrader ``source/`` notebook);
