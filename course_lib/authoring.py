@@ -1,7 +1,10 @@
 """Build the notebooks from their one source.
 
-``solutions/src/NN_name.py`` (jupytext percent format, nbgrader cell metadata)
-is the single source of each chapter. ``build()`` writes
+``solutions/src/NN_name.py`` (jupytext percent format) is the single source of each chapter. A graded
+exercise is one directive there, the cell header ``# %% exercise="NN.K"`` over its solution: the build
+expands it into the nbgrader cells (answer cell + locked check cell with hidden tests, or a written
+answer's cells) from the item's entry in ``course_lib/exercises/NN.json`` (:func:`exercise_cells`;
+docs/AUTHORING.md). ``build()`` writes
 
 * ``solutions/NN_name.ipynb``: the full notebook, solutions and hidden tests included
   (an instructor's nbgrader ``source/`` notebook);
@@ -32,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import manifest, prose
+from . import exercises, manifest, prose
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "solutions" / "src"
@@ -119,26 +122,126 @@ def _clean(nb, stem: str):
     return nb
 
 
-def read_source(path: Path):
-    """Read a jupytext percent source into a notebook."""
+def read_source(path: Path, manifest_path=None):
+    """Read a jupytext percent source into a notebook, its exercise directives expanded
+    (:func:`expand_exercises`; ``manifest_path``: the course.toml that lists the chapter)."""
     import jupytext
-    return jupytext.read(path, fmt="py:percent")
+    nb = jupytext.read(path, fmt="py:percent")
+    if any(EXERCISE in cell.metadata for cell in nb.cells):
+        nb.cells = expand_exercises(nb.cells, _specs(path, manifest_path), path.name)
+    return nb
 
 
-def _choice_ids(stem: str) -> set[str]:
-    """The choice exercises of the chapter ``stem`` (``00_why_communication``), from its exercises file."""
-    import json
+def _specs(path: Path, manifest_path=None) -> dict:
+    """The exercises file of the chapter whose source is ``path`` (by stem, in the manifest), id -> entry."""
+    path = Path(path)
+    chapter = next((c for c in manifest.chapters(manifest_path) if c.source.stem == path.stem), None)
+    if chapter is None:
+        raise ValueError(f"{path.name}: no chapter of course.toml has this source, so its exercise directives "
+                         "have no exercises file; add its [[chapter]] entry")
+    return exercises.specs(chapter)
 
-    chapter = next((c for c in manifest.chapters() if c.source.stem == stem and c.exercises), None)
-    if chapter is None or not chapter.exercises_path.is_file():
-        return set()
-    data = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
-    return {i for i, s in data.items() if s.get("kind") == "choice"}
+
+# ---------------------------------------------------------------- the exercise directive
+
+EXERCISE = "exercise"   # a cell header's metadata: `# %% exercise="05.6"` (code) or `# %% [markdown] exercise="08.W1"`
+HIDDEN_TEST = ('{check}\n' + BEGIN_HIDDEN + '\nimport importlib, course_lib.grading\n'
+               'importlib.reload(course_lib.grading).grade("{id}", {name})\n' + END_HIDDEN)
+MODEL_ANSWER = (BEGIN_SOLUTION + '\nfrom course_lib import grading\n{name} = grading.model_answer("{id}")\n'
+                + END_SOLUTION)
 
 
-def _say_first_answer_counts(nb, stem: str):
+def _nbgrader(grade_id: str, *, grade: bool, solution: bool, locked: bool, points=None, task=None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution}
+    if points is not None:
+        meta["points"] = points
+    if task is not None:
+        meta["task"] = task
+    return {"nbgrader": meta}
+
+
+def _mark_solution(source: str, spec: dict) -> str:
+    """The answer cell's source with its solution block marked: the body of the exercise's function (after its
+    docstring) for a ``callable`` item defined in the cell, else the whole cell; markers already there stay."""
+    if BEGIN_SOLUTION in source:
+        return source
+    if spec.get("kind") == "callable":
+        found = [n for n in ast.parse(source).body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == spec.get("variable")]
+        if found:
+            node = found[0]
+            body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+            lines = source.split("\n")
+            first, last = body[0].lineno - 1, node.end_lineno
+            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
+            return "\n".join(lines[:first] + [indent + BEGIN_SOLUTION] + lines[first:last]
+                             + [indent + END_SOLUTION] + lines[last:])
+    return f"{BEGIN_SOLUTION}\n{source}\n{END_SOLUTION}"
+
+
+def exercise_cells(exercise_id: str, cell, spec: dict, where: str) -> list:
+    """The nbgrader cells that one exercise directive stands for (see docs/AUTHORING.md):
+
+    * a number, choice or callable item: the answer cell (the directive cell's code as the solution block;
+      ``grade_id`` ``exNN-K-answer``) and the locked check cell that calls ``checks.check`` and, hidden,
+      ``grading.grade`` (``exNN-K-check``, the item's ``points``);
+    * a written item (``free_text``) in a code cell, whose directive cell is empty: the manually graded answer
+      cell holding ``grading.model_answer`` (``exNN-K-answer``) and an ungraded ``checks.check`` cell;
+    * a written item in a markdown cell (``"cell": "markdown"``): that cell, manually graded (``exNN-k``),
+      its model answer marked by the author between the solution markers.
+    """
+    chapter, _, number = exercise_id.partition(".")
+    kind, name, points = spec.get("kind", "number"), spec.get("variable"), spec.get("points", 1)
+    grade_id = f"ex{chapter}-{number.lower()}"
+    if cell.cell_type == "markdown":
+        if kind != "free_text" or BEGIN_SOLUTION not in cell.source:
+            raise ValueError(f"{where}: a markdown exercise directive needs a free_text item whose model answer "
+                             f"sits between {BEGIN_SOLUTION!r} and {END_SOLUTION!r}; {exercise_id} is {kind}")
+        cell.metadata.update(_nbgrader(grade_id, grade=True, solution=True, locked=False, points=points, task=False))
+        return [cell]
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"{where}: exercise {exercise_id} needs a variable (a Python name) in its exercises file; "
+                         f"got {name!r}")
+    check = f'checks.check("{exercise_id}", {name})'
+    if kind == "free_text":
+        if cell.source.strip():
+            raise ValueError(f"{where}: the directive cell of written exercise {exercise_id} must be empty: "
+                             "its model answer lives in the exercises file (model_answer)")
+        cell.source = MODEL_ANSWER.format(id=exercise_id, name=name)
+        cell.metadata.update(_nbgrader(f"{grade_id}-answer", grade=True, solution=True, locked=False, points=points))
+        return [cell, nbformat.v4.new_code_cell(check)]
+    if not cell.source.strip():
+        raise ValueError(f"{where}: the directive cell of exercise {exercise_id} is empty: write the solution "
+                         f"that sets {name} in it")
+    cell.source = _mark_solution(cell.source, spec)
+    cell.metadata.update(_nbgrader(f"{grade_id}-answer", grade=False, solution=True, locked=False))
+    checker = nbformat.v4.new_code_cell(HIDDEN_TEST.format(check=check, id=exercise_id, name=name),
+                                        metadata=_nbgrader(f"{grade_id}-check", grade=True, solution=False,
+                                                           locked=True, points=points))
+    return [cell, checker]
+
+
+def expand_exercises(cells, specs: dict, where: str) -> list:
+    """``cells`` with each exercise directive (cell metadata ``exercise``) replaced by its nbgrader cells."""
+    out = []
+    for index, cell in enumerate(cells):
+        exercise_id = cell.metadata.pop(EXERCISE, None)
+        if exercise_id is None:
+            out.append(cell)
+            continue
+        if exercise_id not in specs:
+            raise ValueError(f"{where} cell {index}: exercise {exercise_id!r} has no entry in the chapter's exercises "
+                             f"file; it has {', '.join(sorted(specs)) or 'none'}")
+        if "nbgrader" in cell.metadata:
+            raise ValueError(f"{where} cell {index}: exercise {exercise_id}: a directive cell carries no nbgrader "
+                             "metadata (the build writes it)")
+        out += exercise_cells(exercise_id, cell, specs[exercise_id], f"{where} cell {index}")
+    return out
+
+
+def _say_first_answer_counts(nb, specs: dict):
     """Append :data:`FIRST_ANSWER_COUNTS` to the markdown cell above each choice exercise's check."""
-    choices = _choice_ids(stem)
+    choices = {i for i, s in specs.items() if s.get("kind") == "choice"}
     for index, cell in enumerate(nb.cells):
         found = CHECK_RE.search(cell.source) if cell.cell_type == "code" else None
         if not found or found.group(1) not in choices:
@@ -170,10 +273,11 @@ def fill_placeholders(nb, path: Path):
     return nb
 
 
-def render(path: Path) -> tuple[str, str]:
-    """(solution notebook JSON, student notebook JSON) for one source file."""
+def render(path: Path, manifest_path=None) -> tuple[str, str]:
+    """(solution notebook JSON, student notebook JSON) for one source file of the manifest's chapters."""
     stem = path.stem
-    solution = fill_placeholders(_say_first_answer_counts(_clean(read_source(path), stem), stem), path)
+    specs = _specs(path, manifest_path)
+    solution = fill_placeholders(_say_first_answer_counts(_clean(read_source(path, manifest_path), stem), specs), path)
     student = nbformat.reads(nbformat.writes(solution), as_version=4)
     for cell in student.cells:
         cell.source = to_student_source(cell.source, cell.cell_type)
@@ -195,7 +299,7 @@ def glue(numbers=None, manifest_path=None, timeout_s: int = 600) -> list[Path]:
         raise ValueError(f"chapters must be numbers of course.toml; got {', '.join(sorted(unknown))}")
     written = []
     for c in wanted:
-        nb = _clean(read_source(c.source), c.source.stem)
+        nb = _clean(read_source(c.source, manifest_path), c.source.stem)
         for cell in nb.cells:  # the prose is not read while executing; the placeholders may be new
             if cell.cell_type == "markdown":
                 cell.source = prose.PLACEHOLDER_RE.sub("?", cell.source)
@@ -236,7 +340,7 @@ def build(manifest_path=None) -> list[Path]:
     written = []
     for path in sources(manifest_path):
         targets(path)[1].parent.mkdir(exist_ok=True)
-        for text, target in zip(render(path), targets(path)):
+        for text, target in zip(render(path, manifest_path), targets(path)):
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 target.write_text(text, encoding="utf-8")
                 written.append(target)
@@ -250,7 +354,7 @@ def stale(manifest_path=None) -> list[Path]:
     expected = set()
     paths = sources(manifest_path)
     for path in paths:
-        for text, target in zip(render(path), targets(path)):
+        for text, target in zip(render(path, manifest_path), targets(path)):
             expected.add(target)
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 out.append(target)

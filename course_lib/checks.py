@@ -1,7 +1,7 @@
 """Feedback for graded exercises: rounding told apart from mistakes, hints in levels, no answers inside.
 
 Each exercise is described in its chapter's exercises file, the one ``course.toml`` names
-(:mod:`course_lib.manifest`; ``data/exercises/<chapter>.json`` today)::
+(:mod:`course_lib.manifest`; ``course_lib/exercises/<chapter>.json``, :mod:`course_lib.exercises`)::
 
     "00.1": {"variable": "grad_bytes_13b", "kind": "number", "skill": "compute",
              "key": {"salt": "...", "sealed": "..."},   # a salted hash of the answer, never the answer

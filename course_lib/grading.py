@@ -14,7 +14,8 @@ with the base types' own methods, so an object whose ``__eq__`` or ``__float__``
 
 The key is ``solutions/answers.json`` in the instructor's repository (or the file named by
 ``COURSE_LIB_ANSWER_KEY``): ``{"01.1": <number>, "00.3": "<letter>", "08.5": {"model": "08.5", "recorded": <number>}}``.
-Model answers (:data:`MODELS`) are computed from the library when graded (once per process); ``recorded`` is what the
+Model answers (each chapter's ``MODELS`` in :mod:`course_lib.exercises`) are computed from the library when
+graded (once per process); ``recorded`` is what the
 sealed self-check key was made from, and a test fails when the library moves one
 (``python -m course_lib.grading seal`` re-seals after a deliberate change). A model whose input is
 itself part of the answer reads that input from its key entry, never from the package: 09.8's
@@ -34,7 +35,6 @@ import json
 import os
 import secrets
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -58,89 +58,6 @@ def answer_key() -> dict:
 
 # ---------------------------------------------------------------- model answers
 
-@lru_cache(maxsize=None)
-def _planner_answers() -> dict:
-    from .chapters import planner
-    return planner.expected_answers()
-
-
-def _planner_answer(exercise_id: str):
-    return _planner_answers()[exercise_id]
-
-
-def _rtx4090_box():
-    from . import hardware
-    return hardware.load_system(PACKAGE / "data" / "systems" / "rtx4090x4_p2p.toml")
-
-
-@lru_cache(maxsize=None)
-def _rtx4090_ports_per_node() -> int:
-    """Chapter 09's box on 4 nodes: the fewest 25 Gb/s ports per node that keep 75% of one box's busbw."""
-    from . import costmodel
-    box = _rtx4090_box()
-    one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
-    return next(k for k in range(1, 65)
-                if costmodel.predict("all_reduce", 2**30, box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
-                                     nodes=4).busbw[0] >= 0.75 * one_box)
-
-
-@lru_cache(maxsize=None)
-def _rtx4090_predicted_over_measured() -> float:
-    """Chapter 09's box: the cost model's busbw of a 1 GiB all-reduce over the measured one."""
-    from . import costmodel, units
-    from .diagnostics import nccl_tests
-    systems = PACKAGE / "data" / "systems"
-    box = _rtx4090_box()
-    measured = nccl_tests.parse_nccl_tests((systems / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())
-    row = next(r for r in measured["rows"] if r["size"] == 2**30)
-    return costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
-
-
-@lru_cache(maxsize=None)
-def _system_file_busbw(system_toml: str) -> float:
-    """A system file's predicted busbw (GB/s) of a 1 GiB all-reduce on all its nodes (exercise 09.8).
-
-    The file is the answer half of a design exercise, so the package does not hold it: it is the key
-    entry's ``system_toml`` (the instructor's key); only this computation ships.
-    """
-    import tempfile
-
-    from . import costmodel, hardware, systemfile, units
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "system.toml"
-        path.write_text(system_toml, encoding="utf-8")
-        system = hardware.load_system(path)
-    nodes = systemfile.nodes_default(system)
-    return costmodel.predict("all_reduce", 2**30, system, nodes=nodes).busbw[0] / units.GB
-
-
-def _key_field(entry: dict, field: str, kind: type):
-    """One input of a model answer, read from its key entry (ValueError naming the field when it is missing)."""
-    value = entry.get(field)
-    if not isinstance(value, kind):
-        raise ValueError(f"the answer key {key_path()}: the entry of model {entry.get('model')!r} must have "
-                         f"{field!r} ({kind.__name__}); got {value!r}")
-    return value
-
-
-# exercise id -> the library computation its answer comes from (the planner's, the cost model's), called
-# with the exercise's key entry: a model whose input is itself an answer (09.8's system file) reads it there
-def _busbw_64_nodes_from_4() -> float:
-    """Chapter 05.10: Azure ND H100 v5's 335.3 GB/s ring busbw on 4 nodes, carried to 64 by the model's node decline."""
-    from . import costmodel
-    return 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
-
-
-MODELS = {
-    "05.10": lambda entry: _busbw_64_nodes_from_4(),
-    "08.5": lambda entry: _planner_answer("08.5"),
-    "08.6": lambda entry: _planner_answer("08.6"),
-    "09.6": lambda entry: _rtx4090_ports_per_node(),
-    "09.7": lambda entry: _rtx4090_predicted_over_measured(),
-    "09.8": lambda entry: _system_file_busbw(_key_field(entry, "system_toml", str)),
-}
-
-
 def expected(exercise_id: str):
     """The authoritative answer of one exercise (a model answer is computed now, from the library)."""
     key = answer_key()
@@ -148,7 +65,8 @@ def expected(exercise_id: str):
         raise ValueError(f"exercise_id {exercise_id!r} has no entry in the answer key {key_path()}")
     entry = key[exercise_id]
     if isinstance(entry, dict) and "model" in entry:
-        return MODELS[entry["model"]](entry)
+        from . import exercises
+        return exercises.model(entry["model"])(entry)
     return entry
 
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD .venv/bin/python scripts/exercise_skills.py [--min-beyond 0.4]
 
-Reads every exercise's ``skill`` and ``points`` from ``course_lib/data/exercises/*.json``
+Reads every exercise's ``skill`` and ``points`` from ``course_lib/exercises/*.json``
 (``checks.exercises``) and prints one row per chapter: points per skill, the total and the share of
 points that test more than computation (predict, explain, design, diagnose). With ``--min-beyond``
 the exit status is 1 when a chapter's share is below it.

@@ -29,7 +29,7 @@ CHAPTER_04 = "course_lib/chapters/collectives/patterns.py"          # chapter 04
 PLANNER, LAYOUTS = "course_lib.chapters.planner", "course_lib.chapters.model_parallel"
 NVSWITCH_CHAPTER, CHAPTER_04_MODULE = "course_lib.chapters.nvswitch", "course_lib.chapters.collectives"
 GOLDEN = "tests/golden"
-ANSWER_KEY, EXERCISES = "solutions/answers.json", "course_lib/data/exercises"
+ANSWER_KEY, EXERCISES = "solutions/answers.json", "course_lib/exercises"
 LIBRARY = ("course_lib", "course.toml")                      # what every copy holds
 TEST_SUPPORT = ("tests/__init__.py", "tests/conftest.py")
 
@@ -194,7 +194,7 @@ def test_recipe_add_an_algorithm(tmp_path):
 
 def test_recipe_add_a_chapter(tmp_path):
     recipe = _recipe("Add a chapter")
-    for named in ("course.toml", "solutions/src", "data/exercises", ANSWER_KEY, "grading seal", "authoring build",
+    for named in ("course.toml", "solutions/src", "course_lib/exercises", "exercise=\"", ANSWER_KEY, "grading seal", "authoring build",
                   "README", "tests/test_contract.py", "tests/test_readme.py"):
         assert named in recipe, f"the recipe does not name {named}"
     notebooks = [str(p.relative_to(ROOT)) for p in sorted([*(ROOT / "solutions").glob("*.ipynb"),
@@ -205,16 +205,11 @@ def test_recipe_add_a_chapter(tmp_path):
     with open(repo / "course.toml", "a", encoding="utf-8") as toml:
         toml.write('\n[[chapter]]\nnumber = "99"\nslug = "demo"\ntitle = "A demo chapter"\nminutes = 20\n'
                    f'exercises = "{EXERCISES}/99.json"\n')
-    # 2. its source, with one graded exercise (answer cell, then the check with its hidden test)
+    # 2. its source, with one graded exercise: a directive cell over the solution (the build writes the cell pair)
     (repo / "solutions/src/99_demo.py").write_text(
         "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes.\n\n"
         "# %%\nfrom course_lib import checks\n\n"
-        '# %% nbgrader={"grade": false, "grade_id": "ex99-1-answer", "locked": false, "schema_version": 3, '
-        '"solution": true}\n### BEGIN SOLUTION\nnvlink4_gb_s = 900 / 2\n### END SOLUTION\n\n'
-        '# %% nbgrader={"grade": true, "grade_id": "ex99-1-check", "locked": true, "points": 1, "schema_version": 3, '
-        '"solution": false}\nchecks.check("99.1", nvlink4_gb_s)\n### BEGIN HIDDEN TESTS\n'
-        'import importlib, course_lib.grading\nimportlib.reload(course_lib.grading).grade("99.1", nvlink4_gb_s)\n'
-        "### END HIDDEN TESTS\n", encoding="utf-8")
+        '# %% exercise="99.1"\nnvlink4_gb_s = 900 / 2\n', encoding="utf-8")
     # 3. its exercises file, without keys
     (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
         "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
@@ -234,7 +229,8 @@ def test_recipe_add_a_chapter(tmp_path):
     # 6. the notebooks: build writes the new chapter's two
     built = _run(repo, "-m", "course_lib.authoring", "build")
     assert "99_demo.ipynb" in built and "01_pcie" not in built
-    assert "nvlink4_gb_s = None" in (repo / "notebooks/99_demo.ipynb").read_text(encoding="utf-8")
+    student = (repo / "notebooks/99_demo.ipynb").read_text(encoding="utf-8")
+    assert "nvlink4_gb_s = None" in student and "ex99-1-check" in student and 'checks.check(\\"99.1\\"' in student
     # 7. the README's syllabus row; the contract and README tests pass for it
     readme = (repo / "README.md").read_text(encoding="utf-8")
     last = [line for line in readme.splitlines() if re.match(r"^\| \d\d \| \[", line)][-1]

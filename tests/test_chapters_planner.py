@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 
 from course_lib import checks, datafiles, grading, hardware, parallel, units  # noqa: E402
 from course_lib.chapters import planner as pl  # noqa: E402
+from course_lib.exercises import ch08  # noqa: E402
 
 P70 = parallel.model("llama2-70b").params
 
@@ -226,12 +227,12 @@ def test_validation_ranges_cover_every_group():
 # ---------------------------------------------------------------- exercises
 
 def _exercises():
-    text = resources.files("course_lib").joinpath("data/exercises/08.json").read_text(encoding="utf-8")
+    text = resources.files("course_lib").joinpath("exercises/08.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
 def test_exercise_data_matches_the_library():
-    data, expected = _exercises(), pl.expected_answers()
+    data, expected = _exercises(), ch08.expected_answers()
     assert set(expected) <= set(data)  # the rest are predictions (08.8) and written answers
     for key, value in expected.items():
         spec = data[key]

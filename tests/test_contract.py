@@ -47,8 +47,8 @@ def test_each_chapter_states_its_manifest_entry(chapter):
     assert time, "the chapter's opening states no time"
     assert int(time.group(1)) * (60 if time.group(2) == "hours" else 1) == chapter.minutes
     assert chapter.solution_notebook.is_file() and chapter.student_notebook.is_file()
-    if chapter.exercises:   # checks and grading read the file named here; it ships in the package's data
-        assert chapter.exercises_path.is_relative_to(ROOT / "course_lib" / "data")
+    if chapter.exercises:   # checks and grading read the file named here; it ships in course_lib.exercises
+        assert chapter.exercises_path.is_relative_to(ROOT / "course_lib" / "exercises")
         assert chapter.exercises_path.is_file()
 
 
@@ -70,7 +70,10 @@ EXERCISES = [(c, eid) for c in CHAPTERS if c.exercises for eid in checks.exercis
 
 
 def _cells(chapter) -> list[str]:
-    return re.split(r"^# %%.*$", chapter.source.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    """The chapter's code cells as its notebooks hold them (exercise directives expanded by the build), without
+    IPython's magics (``%matplotlib inline``), which are not Python."""
+    return [re.sub(r"^%.*$", "", c.source, flags=re.MULTILINE)
+            for c in authoring.read_source(chapter.source).cells if c.cell_type == "code"]
 
 
 def _chapter_imports(chapter) -> dict:

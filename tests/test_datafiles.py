@@ -7,6 +7,7 @@ import pytest
 from course_lib import datafiles
 
 DATA = pathlib.Path(datafiles.__file__).parent / "data"
+EXERCISES = pathlib.Path(datafiles.__file__).parent / "exercises"   # each chapter's exercises file
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.json")), ids=lambda p: p.name)
@@ -55,7 +56,7 @@ def test_one_source_has_one_id():
 
 
 def test_no_data_file_keeps_its_own_sources_map():
-    for path in sorted(DATA.rglob("*.json")):
+    for path in sorted(DATA.rglob("*.json")) + sorted(EXERCISES.glob("*.json")):
         if path.name != "sources.json" and path.parent.name != "samples":
             assert "sources" not in json.loads(path.read_text(encoding="utf-8")), path.name
 
@@ -63,7 +64,7 @@ def test_no_data_file_keeps_its_own_sources_map():
 def test_every_source_id_used_anywhere_resolves():
     bib = datafiles.bibliography()
     cited = {}
-    for path in sorted(DATA.rglob("*.json")):   # data files and exercises
+    for path in sorted(DATA.rglob("*.json")) + sorted(EXERCISES.glob("*.json")):   # data files and exercises
         if path.name != "sources.json" and path.parent.name != "samples":
             for sid in datafiles.cited_ids(json.loads(path.read_text(encoding="utf-8"))):
                 cited.setdefault(sid, path.name)

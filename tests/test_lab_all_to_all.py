@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from course_lib.lab import algorithms, bench, exercises, run  # noqa: E402
+from course_lib.exercises import ch10  # noqa: E402
+from course_lib.lab import algorithms, bench, run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.timeout(180),
@@ -53,10 +54,10 @@ def test_bench_rows_are_correct_and_in_nccl_tests_form():
 
 
 def test_chapter_10_names_the_bench_and_the_exercises_directly():
-    """Chapter 10 calls bench.sweep(collective="all_to_all"); its exercise file names exercises:all_to_all_checker."""
-    spec = json.loads((ROOT / "course_lib" / "data" / "exercises" / "10.json").read_text())
+    """Chapter 10 calls bench.sweep(collective="all_to_all"); its exercise file names exercises.ch10:all_to_all_checker."""
+    spec = json.loads((ROOT / "course_lib" / "exercises" / "10.json").read_text())
     checkers = {e.get("checker") for e in spec.values() if isinstance(e, dict)}
-    assert "course_lib.lab.exercises:all_to_all_checker" in checkers
+    assert "course_lib.exercises.ch10:all_to_all_checker" in checkers
     assert not any("bench_all_to_all" in str(c) for c in checkers)
     rows = bench.sweep(sizes=[4096], ranks=(2,), warmup=0, iters=1, timeout=60, collective="all_to_all").rows
     assert [(r["collective"], r["algorithm"], r["wrong"]) for r in rows] == [("all_to_all", "builtin", 0),
@@ -110,8 +111,8 @@ def _todo(output, input, rank, world_size):
 
 
 def test_the_exercise_checker():
-    assert exercises.all_to_all_checker(_good)[0]
-    ok, msg = exercises.all_to_all_checker(_swapped)
+    assert ch10.all_to_all_checker(_good)[0]
+    ok, msg = ch10.all_to_all_checker(_swapped)
     assert not ok and "chunk" in msg
     with pytest.raises(NotImplementedError):
-        exercises.all_to_all_checker(_todo)
+        ch10.all_to_all_checker(_todo)

@@ -1,4 +1,4 @@
-"""Checkers for the learner's ring all-reduce (chapter 04) and pairwise all-to-all (chapter 10).
+"""The checker of the learner's ring all-reduce (chapter 04; its exercise adapter is ``course_lib.exercises.ch04``).
 
 The learner writes, in a notebook cell::
 
@@ -16,9 +16,6 @@ integers, so any correct summation order gives exact bits. All ranks agree after
 (a built-in all-reduce of a flag) and stop together at the first failure, so a wrong answer
 is reported, not hung. ``check_ring`` prints feedback and returns a ``RingCheck``; it never
 raises for a wrong answer. ``grade_ring`` raises ``AssertionError`` unless correct (hidden tests).
-
-``all_to_all_checker(fn)`` grades chapter 10's ``fn(output, input, rank, world_size)`` against
-``all_to_all_single`` on 2 and 3 ranks, on the bench's all-to-all inputs (``bench.COLLECTIVES``).
 """
 from __future__ import annotations
 
@@ -486,61 +483,3 @@ def _say(result: RingCheck, verbose: bool) -> RingCheck:
     if verbose:
         print(result.message)
     return result
-
-
-def ring_checker(fn, ranks=RANKS, timeout: float = 30) -> tuple[bool, str]:
-    """Checker for a ``callable`` exercise (``checks`` kind): ``(ok, message)`` from ``check_ring``.
-
-    Raises ``NotImplementedError`` when the ring is not answered yet (a stub that raises it,
-    or None), so ``checks.check`` reports *not answered yet*; ranks and timeout as in ``check_ring``.
-    """
-    result = check_ring(fn, ranks=ranks, timeout=timeout, verbose=False)
-    if result.status == "not answered":
-        raise NotImplementedError(result.message)
-    return result.correct, result.message
-
-
-# ---------------------------------------------------------------- the chapter-10 all-to-all
-
-A2A_CASES = ((1, "int64"), (5, "float32"), (4096, "float32"))   # elements per chunk, dtype
-
-
-def _a2a_check_worker(rank, world_size, fn):
-    import torch
-    import torch.distributed as dist
-
-    from .bench import _all_to_all_inputs
-
-    for count, dtype in A2A_CASES:
-        inp, _ = _all_to_all_inputs(count * world_size, rank, world_size, getattr(torch, dtype))
-        mine, ref = torch.zeros_like(inp), torch.empty_like(inp)
-        fn(mine, inp.clone(), rank, world_size)
-        dist.all_to_all_single(ref, inp)
-        if not torch.equal(mine, ref):
-            bad = int((mine != ref).view(world_size, count).any(dim=1).nonzero()[0])
-            return {"ok": False, "detail": f"chunk {bad} of rank {rank}'s output differs from all_to_all_single "
-                                           f"({count} element(s) per chunk, {dtype})"}
-    return {"ok": True, "detail": ""}
-
-
-def all_to_all_checker(fn, ranks=(2, 3), timeout: float = 60) -> tuple[bool, str]:
-    """Grade ``fn(output, input, rank, world_size)``: on each rank count, output chunk j must equal rank j's
-    input chunk r (what ``all_to_all_single`` gives). (ok, message); NotImplementedError when unanswered."""
-    from .launch import RankError, RankTimeout, run
-
-    for p in ranks:
-        try:
-            outcome = run(_a2a_check_worker, ranks=p, timeout=timeout, args=(fn,), start_method="fork", echo=False)
-        except RankTimeout:
-            return False, (f"Your all-to-all on {p} ranks did not finish within {timeout:g} s: a deadlock? Post "
-                           "each step's receive (irecv) and send (isend) together and wait on both.")
-        except RankError as err:
-            if err.cause.startswith("NotImplementedError"):
-                raise NotImplementedError from None
-            return False, f"Your all-to-all on {p} ranks failed: rank {err.rank} raised {err.cause}"
-        bad = next((o for o in outcome if not o["ok"]), None)
-        if bad:
-            return False, (f"Not yet on {p} ranks: {bad['detail']}. Hint: at step s, send chunk (rank+s) % p "
-                           "to rank (rank+s) % p and receive into chunk (rank-s) % p from rank (rank-s) % p; "
-                           "copy your own chunk first.")
-    return True, f"Correct: your all-to-all matches all_to_all_single on {', '.join(map(str, ranks))} ranks."

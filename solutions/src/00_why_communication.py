@@ -165,35 +165,17 @@ gradients.gradient_exchange_explorer()
 # **Exercise 00.1** (1 point). How many **bytes** of gradients does one training step of a 13-billion-
 # parameter model produce with gradients in BF16? Store the number in `grad_bytes_13b`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.1"
 grad_bytes_13b = 13e9 * 2
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("00.1", grad_bytes_13b)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.1", grad_bytes_13b)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 00.2** (2 points). Those 13B-model gradients are all-reduced with a ring over **8 GPUs** that
 # talk over **PCIe Gen4 x16** (16 GT/s per lane, 128b/130b encoding). Ignoring latency, how many
 # **seconds** does one exchange take? Store it in `pcie_exchange_s`. You may use `hardware.pcie_link`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.2"
 pcie_per_direction = 16e9 * 128 / 130 / 8 * 16
 pcie_exchange_s = 2 * (8 - 1) / 8 * grad_bytes_13b / pcie_per_direction
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("00.2", pcie_exchange_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.2", pcie_exchange_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 00.3** (1 point). *Spot the error.* One of these claims from published material is wrong.
@@ -204,33 +186,15 @@ importlib.reload(course_lib.grading).grade("00.2", pcie_exchange_s)
 # - **C.** An NDR200 InfiniBand port moves about 100 GB/s.
 # - **D.** The gradients of a 70B-parameter model in BF16 take 140 GB.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.3"
 wrong_claim = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("00.3", wrong_claim)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.3", wrong_claim)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 00.4** (1 point). Then what *does* an NDR200 port carry, in **GB/s per direction**? Store it in
 # `ndr200_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.4"
 ndr200_gb_s = 200 / 8
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("00.4", ndr200_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.4", ndr200_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 00.5** (1 point). *Predict before you compute.* The exchange of exercise 00.2 (13B BF16
@@ -242,17 +206,8 @@ importlib.reload(course_lib.grading).grade("00.4", ndr200_gb_s)
 # - **C.** It doubles: twice the GPUs send.
 # - **D.** It stays exactly the same.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.5"
 predict_16_gpus = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("00.5", predict_16_gpus)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.5", predict_16_gpus)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 00.6** (1 point). *Find the mistake.* A colleague estimates the same 13B gradient exchange
@@ -264,17 +219,8 @@ importlib.reload(course_lib.grading).grade("00.5", predict_16_gpus)
 # - **C.** They counted the gradients in FP32, 4 bytes each.
 # - **D.** They read Gb/s as GB/s.
 
-# %% nbgrader={"grade": false, "grade_id": "ex00-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="00.6"
 colleague_mistake = "A"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex00-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("00.6", colleague_mistake)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("00.6", colleague_mistake)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Score yourself

@@ -390,18 +390,9 @@ print("costmodel's achievable fraction for PCIe:", costmodel.efficiency("pcie"))
 # per lane, 128b/130b encoding). At the link's spec rate, how many **seconds** does reading a **3 GB** file
 # (3 × 10⁹ bytes) take, if the drive itself were never the limit? Store it in `nvme_read_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.1"
 gen5_x4_bytes_s = 32e9 * 4 * 128 / 130 / 8
 nvme_read_s = 3e9 / gen5_x4_bytes_s
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.1", nvme_read_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.1", nvme_read_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 01.2** (1 point). *Design.* A 4-GPU server has **160 usable PCIe lanes** (two sockets with a
@@ -409,34 +400,16 @@ importlib.reload(course_lib.grading).grade("01.1", nvme_read_s)
 # own full-width link. How many **x16 network cards** can you add at most, each on its own full-width link?
 # Store the whole number in `max_nics`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.2"
 max_nics = (160 - 4 * 16 - 4 * 4) // 16
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.2", max_nics)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.2", max_nics)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 01.3** (1 point). *Predict without recomputing.* Section 5 staged a copy between two RTX 4090s
 # on Gen4 x8 links. On a workstation whose two GPUs each get **Gen5 x16**, still without P2P, how many times
 # **faster** is the same staged copy? Store the ratio (old time / new time) in `staged_speedup`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.3"
 staged_speedup = (32 / 16) * (16 / 8)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.3", staged_speedup)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.3", staged_speedup)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 01.4** (1 point). *Spot the error.* One of these claims is wrong. Which one? Store its letter
@@ -450,17 +423,8 @@ importlib.reload(course_lib.grading).grade("01.3", staged_speedup)
 # - **D.** Grace Hopper's NVLink-C2C, quoted at 900 GB/s, carries 450 GB/s in each direction, about 7x a
 #   PCIe Gen5 x16 link.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.4"
 wrong_claim = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.4", wrong_claim)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.4", wrong_claim)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 01.5** (2 points). *Find the mistake.* A blog post says that ZeRO-Offload of a **7-billion-
@@ -473,35 +437,17 @@ importlib.reload(course_lib.grading).grade("01.4", wrong_claim)
 # - **C.** It left out the 128b/130b encoding.
 # - **D.** Nothing: 0.22 s is right.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.5"
 offload_blog_error = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("01.5", offload_blog_error)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.5", offload_blog_error)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 01.6** (1 point). **Six** Gen4 x16 GPUs sit behind one PCIe switch whose uplink to the CPU is
 # also Gen4 x16. All six copy **6 GB** (6 × 10⁹ bytes) each to host memory at the same time. Ignoring latency
 # and efficiency, how many **seconds** until all six copies are done? Store it in `shared_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="01.6"
 uplink = 16e9 * 16 * 128 / 130 / 8
 shared_s = 6 * 6e9 / uplink
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex01-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("01.6", shared_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("01.6", shared_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Score yourself

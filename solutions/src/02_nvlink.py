@@ -328,34 +328,16 @@ glue("dgx1_model_busbw", costmodel.efficiency("nvlink") * rings["packed_bw"] / u
 # inactive; each link carries 25 GB/s per direction. What NVLink bandwidth does that GPU have left, in
 # **GB/s per direction**? Store it in `degraded_h100_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.1"
 degraded_h100_gb_s = (18 - 3) * 25
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.1", degraded_h100_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.1", degraded_h100_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.2** (1 point). Imagine 8 A100s (12 NVLink 3 links each, 25 GB/s per link per direction)
 # wired as a full mesh, each GPU's links split evenly over its peers. What bandwidth does one pair of GPUs
 # get, in **GB/s per direction**? Store it in `a100_mesh_peer_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.2"
 a100_mesh_peer_gb_s = 12 * 25 / (8 - 1)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.2", a100_mesh_peer_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.3** (2 points). In a **DGX A100** every GPU's 12 NVLink 3 links (25 GB/s per direction each) go
@@ -363,17 +345,8 @@ importlib.reload(course_lib.grading).grade("02.2", a100_mesh_peer_gb_s)
 # many **milliseconds** does a ring all-reduce of a **1 GB** buffer (10⁹ bytes) take over the **8** GPUs? Store it
 # in `a100_allreduce_ms`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.3"
 a100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (12 * 25e9) * 1e3
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("02.3", a100_allreduce_ms)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.3", a100_allreduce_ms)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.4** (1 point). *Spot the error.* A blog post says: "H100 NVLink runs at 900 GB/s, so
@@ -385,17 +358,8 @@ importlib.reload(course_lib.grading).grade("02.3", a100_allreduce_ms)
 # - **C.** 900 GB/s is in gigabits per second, so the copy takes eight seconds.
 # - **D.** All 8 GPUs of the server share the 900 GB/s, so the copy takes eight seconds.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.4"
 nvlink_claim_error = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.4", nvlink_claim_error)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.4", nvlink_claim_error)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.5** (1 point). *Predict.* That 900 GB copy runs once between two GPUs of a DGX H100 (all 18
@@ -407,17 +371,8 @@ importlib.reload(course_lib.grading).grade("02.4", nvlink_claim_error)
 # - **C.** The mesh is faster: no switch hop on the way.
 # - **D.** The switch is 2 times faster: it uses both directions of the links.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.5"
 mesh_vs_switch = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.5", mesh_vs_switch)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.5", mesh_vs_switch)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.7** (1 point). An imagined 8-GPU board gives every GPU **8 NVLink links** of 25 GB/s per
@@ -426,18 +381,9 @@ importlib.reload(course_lib.grading).grade("02.5", mesh_vs_switch)
 # buffer. Counting bandwidth only, how many **milliseconds** does a ring all-reduce of **1 GB** (10⁹ bytes)
 # take on this board? Store it in `board_all_rings_ms`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-7-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.7"
 board_per_direction = 4 * 2 * 25e9  # rings x directions x one link
 board_all_rings_ms = 2 * (8 - 1) / 8 * 1e9 / board_per_direction * 1e3
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.7", board_all_rings_ms)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.7", board_all_rings_ms)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.8** (1 point). *Design.* You wire **4 GPUs with 6 NVLink links each**, no switch, for a
@@ -449,17 +395,8 @@ importlib.reload(course_lib.grading).grade("02.7", board_all_rings_ms)
 # - **C.** A ring: 3 links to each of the two ring neighbours.
 # - **D.** It makes no difference: every GPU has 6 links either way.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-8-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.8"
 four_gpu_wiring = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.8", four_gpu_wiring)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.8", four_gpu_wiring)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 02.9** (1 point). *Judge a measurement.* A benchmark reports **280 GB/s** for a one-way copy
@@ -471,17 +408,8 @@ importlib.reload(course_lib.grading).grade("02.8", four_gpu_wiring)
 # - **C.** It must be a bidirectional figure: one way can carry only 140 GB/s.
 # - **D.** It must have gone over PCIe.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02-9-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="02.9"
 a100_copy_verdict = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex02-9-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("02.9", a100_copy_verdict)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("02.9", a100_copy_verdict)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Score yourself

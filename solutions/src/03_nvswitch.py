@@ -406,33 +406,15 @@ for row in costmodel.validation_table():
 # 12 NVLink 3 links each of 25 GB/s per direction), in **GB/s per direction**? Store it in
 # `dgx_a100_bisection_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.1"
 dgx_a100_bisection_gb_s = 8 / 2 * 12 * 25
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.1", dgx_a100_bisection_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.1", dgx_a100_bisection_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.2** (1 point). A 4 GB buffer (4 x 10⁹ bytes) is all-reduced with a **ring** over the 8 H100s
 # of a DGX H100. In the ideal model, how many **seconds** does it take? Store it in `ring_4gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.2"
 ring_4gb_s = 2 * (8 - 1) / 8 * 4e9 / 450e9
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.2", ring_4gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.2", ring_4gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.3** (1 point). *Predict.* The same 4 GB all-reduce with **NVLS**, in the ideal in-switch model
@@ -444,17 +426,8 @@ importlib.reload(course_lib.grading).grade("03.2", ring_4gb_s)
 # - **C.** No change: the links are the same.
 # - **D.** 2 times faster: the switch uses both directions.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.3"
 nvls_prediction = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.3", nvls_prediction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.3", nvls_prediction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.4** (2 points). An 8-GPU `all_reduce_perf` run prints this line (the bandwidth columns are
@@ -468,17 +441,8 @@ importlib.reload(course_lib.grading).grade("03.3", nvls_prediction)
 # What **algbw**, in **GB/s**, does nccl-tests report (the bandwidth the application sees)? Store it in
 # `measured_algbw_gb_s`. Its busbw column, algbw x 2(n-1)/n, reads **479 GB/s**.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.4"
 measured_algbw_gb_s = costmodel.algbw(8589934592, 31357e-6) / 1e9
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("03.4", measured_algbw_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.4", measured_algbw_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.5** (1 point). That run was on H100s, whose NVLink runs at 450 GB/s per direction. Which
@@ -490,17 +454,8 @@ importlib.reload(course_lib.grading).grade("03.4", measured_algbw_gb_s)
 #   defined by the ring's formula, overstates what the links carried.
 # - **D.** busbw includes the NVSwitch's internal bandwidth, which is larger than the GPUs' links.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.5"
 busbw_verdict = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.5", busbw_verdict)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.6** (1 point). An imagined board joins **16 H100s** (18 NVLink 4 links each) through
@@ -508,35 +463,17 @@ importlib.reload(course_lib.grading).grade("03.5", busbw_verdict)
 # leave the board. What is the **smallest number of chips** that has enough ports? Store it in
 # `min_nvswitch3_chips`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.6"
 min_nvswitch3_chips = nv.min_switch_chips(16, 18, 64)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.6", min_nvswitch3_chips)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.6", min_nvswitch3_chips)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.7** (1 point). The announced NVLink Switch System of section 2 joins 32 DGX H100 nodes
 # (256 GPUs). Cut it between two groups of 16 nodes, with the external switches non-blocking. What is its
 # bisection bandwidth in **TB/s per direction** (1 TB = 10¹² bytes)? Store it in `switch_system_bisection_tb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03-7-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="03.7"
 external_per_node_gb_s = 72 * 25  # the node's external NVLink ports, per direction
 switch_system_bisection_tb_s = 32 / 2 * external_per_node_gb_s / 1000
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex03-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("03.7", switch_system_bisection_tb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("03.7", switch_system_bisection_tb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 03.8** (2 points, graded by hand). *Design.* You choose between two 8-GPU servers with the
@@ -547,14 +484,7 @@ importlib.reload(course_lib.grading).grade("03.7", switch_system_bisection_tb_s)
 #
 # The rubric and a model answer appear under the check cell once you have written your answer.
 
-# %% nbgrader={"grade": true, "grade_id": "ex03-8-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-from course_lib import grading
-server_choice = grading.model_answer("03.8")
-### END SOLUTION
-
-# %%
-checks.check("03.8", server_choice)
+# %% exercise="03.8"
 
 # %% [markdown]
 # ## Score yourself

@@ -219,17 +219,8 @@ nvl3 = hardware.nvlink(3)
 print(f"{nvl3.name}: vendors quote {units.format_bandwidth(nvl3.bidirectional, direction='bidirectional')}; "
       f"{nvl3.detail}")
 
-# %% nbgrader={"grade": false, "grade_id": "ex04-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="04.1"
 lower_bound_a100_s = 2 * (8 - 1) / 8 * 14e9 / 300e9
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex04-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("04.1", lower_bound_a100_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("04.1", lower_bound_a100_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 5. algbw and busbw, exactly as nccl-tests defines them
@@ -281,18 +272,9 @@ print(f"busbw = algbw x 2 x 7/8 = {units.format_bandwidth(busbw)}  (= the NVLink
 #
 # The time is in microseconds. What busbw, in **GB/s**, does nccl-tests print? Store it in `busbw_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex04-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="04.2"
 algbw_line_gb_s = 1073741824 / 5012.3e-6 / 1e9
 busbw_gb_s = algbw_line_gb_s * 2 * (8 - 1) / 8
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex04-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("04.2", busbw_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("04.2", busbw_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 6. Explorer: size, ranks, link speed and algorithm
@@ -334,17 +316,8 @@ for ranks, link, tech in ((8, nvl4, "nvlink"), (1024, hardware.network("ib-ndr")
 # - **C.** recursive doubling
 # - **D.** naive (parameter server)
 
-# %% nbgrader={"grade": false, "grade_id": "ex04-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="04.3"
 fastest_small_allreduce = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex04-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("04.3", fastest_small_allreduce)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("04.3", fastest_small_allreduce)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 7. The lab: real all-reduces on your CPU
@@ -397,10 +370,9 @@ lab.run(hello_all_reduce, ranks=2, timeout=30)
 # The checker runs your function on 2 and 3 ranks over 40 size and dtype cases and compares with
 # `dist.all_reduce`. Every run has a timeout, so a deadlock is reported, not hung.
 
-# %% nbgrader={"grade": false, "grade_id": "ex04-4-answer", "locked": false, "schema_version": 3, "solution": true}
+# %% exercise="04.4"
 def my_ring_all_reduce(tensor, rank, world_size):
     """Sum `tensor` over all ranks, in place: ring reduce-scatter, then ring all-gather."""
-    ### BEGIN SOLUTION
     p = world_size
     flat = tensor.view(-1)
     bounds = lab.algorithms.chunk_bounds(flat.numel(), p)
@@ -423,15 +395,7 @@ def my_ring_all_reduce(tensor, rank, world_size):
         ring_step((rank - s - 1) % p, (rank - s - 2) % p, add=True)
     for s in range(p - 1):   # all-gather: pass the finished chunks around
         ring_step((rank - s) % p, (rank - s - 1) % p, add=False)
-    ### END SOLUTION
 
-
-# %% nbgrader={"grade": true, "grade_id": "ex04-4-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-checks.check("04.4", my_ring_all_reduce)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("04.4", my_ring_all_reduce)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ### 7.3 Race: your ring, the library's ring, gloo's built-in
@@ -566,18 +530,9 @@ print(f"adding is {cal.gamma / (cal.exchange.beta + cal.gamma):.0%} of a reduce-
 # round numbers of the order a laptop's calibration finds. Store it in `predicted_ring_s`. The next section
 # measures that all-reduce on this machine.
 
-# %% nbgrader={"grade": false, "grade_id": "ex04-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="04.5"
 alpha_given, beta_given, n_given, p_given = 200e-6, 1e-9, 4 * 2**20, 4
 predicted_ring_s = 2 * (p_given - 1) * alpha_given + 2 * (p_given - 1) / p_given * n_given * beta_given
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex04-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("04.5", predicted_ring_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("04.5", predicted_ring_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 9. Where the model stops being true

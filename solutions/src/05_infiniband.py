@@ -675,87 +675,42 @@ ib.plot_collnet(view=collnet);
 # - **C.** A DGX H100 has eight 400 Gb/s ports for compute traffic: 400 GB/s per direction per node.
 # - **D.** HDR100 and NDR200 are two-lane versions of the HDR and NDR ports.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.1"
 wrong_network_claim = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.1", wrong_network_claim)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.1", wrong_network_claim)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.2** (1 point). A design document needs 100 GB/s **in each direction** out of a node and
 # plans "one NDR200 port, ~100 GB/s". How many NDR200 ports does it really need? Store the number in
 # `ndr200_ports_needed`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.2"
 ndr200_ports_needed = 100 / (200 / 8)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.2", ndr200_ports_needed)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.2", ndr200_ports_needed)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.3** (1 point). A cloud VM: Azure's **NC H100 v5** (`hardware.system("azure-nc-h100-nvl")`: its
 # GPUs, NICs and links). When all its GPUs send across the network at once, how much network bandwidth does
 # **each GPU** get, in **GB/s per direction**? Store it in `vm_network_per_gpu_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.3"
 vm = hardware.system("azure-nc-h100-nvl")
 vm_network_per_gpu_gb_s = vm.nics_per_node * vm.nic.per_direction / vm.gpus_per_node / units.GB
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.3", vm_network_per_gpu_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.3", vm_network_per_gpu_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.4** (1 point). On that VM, **per GPU**, how many times more bandwidth does NVLink give than the
 # network, both per direction, when every GPU sends at once? Store the ratio in `nvlink_to_network_ratio`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.4"
 nvlink_to_network_ratio = vm.gpu_link.per_direction / units.GB / vm_network_per_gpu_gb_s
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.4", nvlink_to_network_ratio)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.4", nvlink_to_network_ratio)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.5** (2 points). In the ideal two-level model of section 5 (spec bandwidths per direction,
 # no latency), how many **seconds** does an all-reduce of a **10 GB** buffer per GPU take on **4 DGX H100
 # nodes** (32 GPUs)? Store it in `hier_time_4_nodes_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.5"
 n_buf, g_node, n_nodes = 10e9, 8, 4
 hier_time_4_nodes_s = (2 * (g_node - 1) / g_node * n_buf / 450e9
                        + 2 * (n_nodes - 1) / n_nodes * (n_buf / g_node) / 50e9)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("05.5", hier_time_4_nodes_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.5", hier_time_4_nodes_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.6** (2 points). Write the model as a function. `hierarchical_time` returns the seconds of a
@@ -763,39 +718,21 @@ importlib.reload(course_lib.grading).grade("05.5", hier_time_4_nodes_s)
 # shard across nodes, all-gather inside each node. `nvlink_bw` and `nic_bw_per_gpu` are bytes/s per
 # direction for one GPU. It must work for any `gpus_per_node` and `nodes` (including 1).
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-6-answer", "locked": false, "schema_version": 3, "solution": true}
+# %% exercise="05.6"
 def hierarchical_time(nbytes, nodes, gpus_per_node, nvlink_bw, nic_bw_per_gpu):
     """Seconds for a two-level all-reduce of nbytes per GPU (bandwidth terms only)."""
-    ### BEGIN SOLUTION
     shard = nbytes / gpus_per_node
     in_node = 2 * (gpus_per_node - 1) * shard / nvlink_bw
     across = 2 * (nodes - 1) / nodes * shard / nic_bw_per_gpu
     return in_node + across
-    ### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("05.6", hierarchical_time)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.6", hierarchical_time)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.7** (1 point). A job runs `torchrun --nnodes=4 --nproc-per-node=8 ...`. The process that
 # drives GPU 3 (`LOCAL_RANK=3`) on the node with node rank 2 (nodes counted from 0): what is its `RANK`?
 # Store it in `rank_of_local3_on_node2`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-7-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.7"
 rank_of_local3_on_node2 = 2 * 8 + 3
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.7", rank_of_local3_on_node2)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.7", rank_of_local3_on_node2)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.8** (1 point). *Predict.* The all-reduce of exercise 05.5 (10 GB per GPU, ideal two-level
@@ -807,17 +744,8 @@ importlib.reload(course_lib.grading).grade("05.7", rank_of_local3_on_node2)
 # - **C.** It shrinks 4 times: four times the NICs share the work.
 # - **D.** It doubles: the inter-node ring is twice as long.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-8-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.8"
 more_nodes_prediction = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("05.8", more_nodes_prediction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.8", more_nodes_prediction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.9** (2 points, graded by hand). *Explain a measurement.* An nccl-tests user reports
@@ -828,14 +756,7 @@ importlib.reload(course_lib.grading).grade("05.8", more_nodes_prediction)
 #
 # The rubric and a model answer appear under the check cell once you have written your answer.
 
-# %% nbgrader={"grade": true, "grade_id": "ex05-9-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-from course_lib import grading
-two_node_explanation = grading.model_answer("05.9")
-### END SOLUTION
-
-# %%
-checks.check("05.9", two_node_explanation)
+# %% exercise="05.9"
 
 # %% [markdown]
 # **Exercise 05.10** (2 points). *Predict.* On 4 Azure ND H100 v5 VMs (8 × 400 Gb/s InfiniBand each),
@@ -844,17 +765,8 @@ checks.check("05.9", two_node_explanation)
 # a factor `per_doubling` for every doubling beyond `from_nodes`). Store the busbw in GB/s in
 # `busbw_64_nodes_gb_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05-10-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="05.10"
 busbw_64_nodes_gb_s = 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex05-10-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("05.10", busbw_64_nodes_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("05.10", busbw_64_nodes_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 05.11** (2 points, graded by hand). *Diagnose.* The same blog measured **223.5 GB/s** on
@@ -864,14 +776,7 @@ importlib.reload(course_lib.grading).grade("05.10", busbw_64_nodes_gb_s)
 #
 # The rubric and a model answer appear under the check cell once you have written your answer.
 
-# %% nbgrader={"grade": true, "grade_id": "ex05-11-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-from course_lib import grading
-shared_fabric_diagnosis = grading.model_answer("05.11")
-### END SOLUTION
-
-# %%
-checks.check("05.11", shared_fabric_diagnosis)
+# %% exercise="05.11"
 
 # %% [markdown]
 # ## Score yourself

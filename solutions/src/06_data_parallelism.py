@@ -488,35 +488,17 @@ for r in parallel.modern_validation_table():
 # all-reduced in BF16 with a ring. How many **bytes** does each GPU send per step? Store the number in
 # `ddp_bytes_sent`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.1"
 ddp_bytes_sent = 2 * (8 - 1) / 8 * (13e9 * 2)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.1", ddp_bytes_sent)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.1", ddp_bytes_sent)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.2** (1 point). The same 8 GPUs are the A100s of a DGX A100, on NVLink 3 through NVSwitch.
 # Ignoring latency and efficiency losses, how many **seconds** does the ring all-reduce of exercise 06.1
 # take? Store it in `ddp_ring_s`. Take the link from the catalog: `hardware.system("dgx-a100").gpu_link`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.2"
 a100_per_direction = hardware.system("dgx-a100").gpu_link.per_direction
 ddp_ring_s = ddp_bytes_sent / a100_per_direction
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.2", ddp_ring_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.3** (2 points). A step's backward pass takes **120 ms** and fills **6 equal buckets**, one
@@ -525,36 +507,18 @@ importlib.reload(course_lib.grading).grade("06.2", ddp_ring_s)
 # How many **seconds** of communication are exposed (the step goes on after the backward pass ends)? Store
 # it in `exposed_comm_s`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.3"
 per_bucket_comm, per_bucket_fill = 0.162 / 6, 0.120 / 6
 exposed_comm_s = per_bucket_comm + (6 - 1) * max(0.0, per_bucket_comm - per_bucket_fill)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-3-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("06.3", exposed_comm_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.3", exposed_comm_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.4** (1 point). The same step's forward pass takes **60 ms**. Every GPU keeps its batch as
 # GPUs are added (weak scaling), and one GPU alone would not communicate at all. What is the **scaling
 # efficiency**, as a fraction between 0 and 1? Store it in `step_efficiency`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.4"
 compute_only_s = 0.060 + 0.120
 step_efficiency = compute_only_s / (compute_only_s + exposed_comm_s)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.4", step_efficiency)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.4", step_efficiency)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.5** (1 point). A 350-million-parameter model with FP32 parameters is wrapped in
@@ -562,36 +526,18 @@ importlib.reload(course_lib.grading).grade("06.4", step_efficiency)
 # bucket and ignore any smaller first bucket. How many buckets does DDP all-reduce per step? Store the
 # whole number in `n_buckets`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.5"
 import math
 n_buckets = math.ceil(350e6 * 4 / (25 * 2**20))
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.5", n_buckets)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.5", n_buckets)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.6** (1 point). A **13B** model trains with mixed-precision Adam on **16 GPUs** with
 # **ZeRO-2**. How many **GB** (10⁹ bytes) of model states (weights, gradients, optimizer states; no
 # activations) does each GPU hold? Store it in `zero2_gb`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.6"
 psi = 13e9
 zero2_gb = (2 * psi + (2 + 12) * psi / 16) / 1e9
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.6", zero2_gb)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.6", zero2_gb)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.7** (1 point). *Spot the error.* One of these claims is wrong. Which one? Store its letter in
@@ -603,17 +549,8 @@ importlib.reload(course_lib.grading).grade("06.6", zero2_gb)
 # - **C.** ZeRO-1 and ZeRO-2 send as many bytes per step as DDP.
 # - **D.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-7-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.7"
 wrong_dp_claim = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.7", wrong_dp_claim)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the
@@ -625,17 +562,8 @@ importlib.reload(course_lib.grading).grade("06.7", wrong_dp_claim)
 # - **C.** It does not change: the same bytes are sent.
 # - **D.** It grows: more buckets mean more all-reduces.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-8-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.8"
 more_buckets_prediction = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.8", more_buckets_prediction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.8", more_buckets_prediction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.9** (1 point). *Diagnose.* A DDP job scales at 0.9 efficiency from 1 to 8 GPUs in one
@@ -648,17 +576,8 @@ importlib.reload(course_lib.grading).grade("06.8", more_buckets_prediction)
 # - **C.** 2(p-1)/p doubled from 8 to 16 GPUs.
 # - **D.** DDP makes twice as many buckets on 16 GPUs.
 
-# %% nbgrader={"grade": false, "grade_id": "ex06-9-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="06.9"
 scaling_cliff_cause = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex06-9-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("06.9", scaling_cliff_cause)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 06.10** (2 points, graded by hand). *Design.* A 7B-parameter DDP job exposes part of its
@@ -668,14 +587,7 @@ importlib.reload(course_lib.grading).grade("06.9", scaling_cliff_cause)
 #
 # The rubric and a model answer appear under the check cell once you have written your answer.
 
-# %% nbgrader={"grade": true, "grade_id": "ex06-10-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-from course_lib import grading
-exposed_time_plan = grading.model_answer("06.10")
-### END SOLUTION
-
-# %%
-checks.check("06.10", exposed_time_plan)
+# %% exercise="06.10"
 
 # %% [markdown]
 # ## Score yourself

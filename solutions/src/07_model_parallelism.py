@@ -722,18 +722,9 @@ for r in parallel.modern_validation_table():
 # schedule of the next exercise can run it). What is the **smallest number of micro-batches** $m$ per step
 # that does both? Store the whole number in `min_micro_batches`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.1"
 import math
 min_micro_batches = math.ceil(math.ceil((8 - 1) / 0.05) / 8) * 8
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.1", min_micro_batches)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.1", min_micro_batches)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.2** (1 point). *Predict.* You switch that pipeline to the **interleaved** schedule with
@@ -744,17 +735,8 @@ importlib.reload(course_lib.grading).grade("07.1", min_micro_batches)
 # - **C.** The bubble does not change: the same stages do the same work.
 # - **D.** The bubble doubles: each GPU now waits for two chunks.
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.2"
 interleave_prediction = "A"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.2", interleave_prediction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.2", interleave_prediction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.3** (1 point). Llama 3 405B (hidden size 16,384) trains on sequences of 8,192 tokens. With
@@ -762,53 +744,26 @@ importlib.reload(course_lib.grading).grade("07.2", interleave_prediction)
 # on each GPU)? Store it in `tp_allreduce_nbytes`. Compute it yourself; you may check it with
 # `mp.tp_allreduce_bytes` (the model id is `"llama3-405b"`).
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.3"
 tp_allreduce_nbytes = 1 * 8192 * 16384 * 2
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.3", tp_allreduce_nbytes)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.3", tp_allreduce_nbytes)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.4** (2 points). GPT-3 175B (96 layers) on 1,024 GPUs as TP 8 x PP 16 x DP 8, global batch
 # 1,536 sequences, micro-batch 1, **without** activation recomputation. How many tensor-parallel all-reduces
 # does **one GPU** take part in during one training step? Store it in `tp_allreduces_per_step`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.4"
 layers_per_gpu = 96 // 16
 micro_batches_per_pipeline = 1536 // (1 * 8)
 tp_allreduces_per_step = 4 * layers_per_gpu * micro_batches_per_pipeline
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-4-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("07.4", tp_allreduces_per_step)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.4", tp_allreduces_per_step)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.5** (1 point). On a DGX H100 (NVLink 4: 450 GB/s per direction per GPU, spec), how long does
 # one such all-reduce (exercise 07.3) take as a ring over the 8 GPUs of the node, counting bandwidth only (no
 # latency)? Answer in **microseconds**, stored in `tp_allreduce_h100_us`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.5"
 tp_allreduce_h100_us = 2 * (8 - 1) / 8 * tp_allreduce_nbytes / 450e9 * 1e6
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.5", tp_allreduce_h100_us)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.6** (1 point). GPT-3 175B on 512 A100 80 GB GPUs (64 DGX A100 nodes), mixed-precision Adam
@@ -821,17 +776,8 @@ importlib.reload(course_lib.grading).grade("07.5", tp_allreduce_h100_us)
 # - **C.** TP 8 x PP 8 x DP 8
 # - **D.** TP 1 x PP 8 x DP 64
 
-# %% nbgrader={"grade": false, "grade_id": "ex07-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="07.6"
 fitting_layout = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex07-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("07.6", fitting_layout)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 07.7** (2 points, graded by hand). *Design.* You lay out a 400B-parameter dense model on
@@ -842,14 +788,7 @@ importlib.reload(course_lib.grading).grade("07.6", fitting_layout)
 #
 # The rubric and a model answer appear under the check cell once you have written your answer.
 
-# %% nbgrader={"grade": true, "grade_id": "ex07-7-answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-from course_lib import grading
-layout_plan = grading.model_answer("07.7")
-### END SOLUTION
-
-# %%
-checks.check("07.7", layout_plan)
+# %% exercise="07.7"
 
 # %% [markdown]
 # ## Score yourself

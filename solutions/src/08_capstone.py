@@ -58,17 +58,8 @@ pl.show_brief(brief)
 # **Exercise 08.1** (1 point). How many tokens per second must the **whole cluster** sustain to train the
 # brief's 2.0 trillion tokens in 30 days? Store it in `tokens_per_s_needed`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.1"
 tokens_per_s_needed = brief.tokens / (brief.max_days * 24 * 3600)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("08.1", tokens_per_s_needed)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.1", tokens_per_s_needed)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # Divide that rate by a GPU count and you have what each GPU must reach; section 4 holds the planner's
@@ -126,18 +117,9 @@ for zero, mp in ((1, 1), (1, 8), (1, 16), (2, 8)):
 # of **80 GB** GPUs that can hold Llama 2 70B's model states (16 bytes per parameter, all 80 GB usable,
 # activations ignored)? Use `m.params`. Store the whole number in `min_gpus_zero3`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.2"
 import math
 min_gpus_zero3 = math.ceil(16 * m.params / 80e9)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("08.2", min_gpus_zero3)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.2", min_gpus_zero3)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ### 1.2 Activations
@@ -302,17 +284,8 @@ pl.show_comparison(comparison, brief)
 # - **C.** A DGX H200 has more NICs per node.
 # - **D.** The H200 has a higher dense BF16 peak.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.3"
 why_h200_wins = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("08.3", why_h200_wins)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.3", why_h200_wins)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ### 3.3 Explorer: the full planner
@@ -344,18 +317,9 @@ planner_box = pl.planner_explorer()
 # the global batch, the micro-batch size and the data-parallel degree. Store the fraction (not a
 # percentage) in `bubble_fraction`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.4"
 micro_batches_per_step = 1024 // (1 * 64)
 bubble_fraction = (4 - 1) / (4 * micro_batches_per_step)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("08.4", bubble_fraction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.4", bubble_fraction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 4. Predict time-to-train and GPU-hours
@@ -380,18 +344,9 @@ for n_gpus in (1024, 2048):
 # the brief's global batch (default search), and predict how many **days** its best layout takes to train
 # 2.0 trillion tokens. Store it in `days_h100_2048`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.5"
 winner_h100 = parallel.plan(brief.model, "dgx-h100", gpus=2048, global_batch=brief.global_batch).best
 days_h100_2048 = brief.tokens / (winner_h100.tokens_per_s_per_gpu * 2048) / 86400
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("08.5", days_h100_2048)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.5", days_h100_2048)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 08.8** (1 point). *Predict before the next section shows it.* Keep the brief's global batch
@@ -403,17 +358,8 @@ importlib.reload(course_lib.grading).grade("08.5", days_h100_2048)
 # - **C.** Days do not change: the batch is fixed.
 # - **D.** Days and GPU-hours both halve.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-8-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.8"
 more_gpus_prediction = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("08.8", more_gpus_prediction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.8", more_gpus_prediction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ### 4.1 More GPUs
@@ -486,18 +432,9 @@ for size in ("llama2-7b", "llama2-13b", "llama2-70b"):
 # and divide by Meta's published **368,640** GPU-hours for that model. Store predicted / published in
 # `predicted_over_published`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="08.6"
 a100_winner = parallel.plan("llama2-13b", "dgx-a100", gpus=1024, global_batch=brief.global_batch).best
 predicted_over_published = brief.tokens / a100_winner.tokens_per_s_per_gpu / 3600 / 368640
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex08-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("08.6", predicted_over_published)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("08.6", predicted_over_published)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 6. Where the model stops being true
@@ -559,7 +496,7 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 #
 # Zero points for a criterion with nothing relevant or with bidirectional figures used as per-direction ones.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex08-w1", "locked": false, "points": 6, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] exercise="08.W1"
 # **Written answer 08.W1** (6 points): your plan (system, GPU count, layout) and why: memory, interconnect,
 # layout.
 #
@@ -594,7 +531,7 @@ print("GPU efficiency assumed by the planner:", parallel.assumption("gpu_efficie
 # because the same budget buys about 10% more work per GPU-hour.
 # ### END SOLUTION
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex08-w2", "locked": false, "points": 4, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] exercise="08.W2"
 # **Written answer 08.W2** (4 points): your prediction with its uncertainty, the comparison with a published
 # result, and where the model stops being true for your plan.
 #

@@ -326,17 +326,8 @@ else:
 # tensor-parallel group (number of GPUs) that contains no `SYS` pair? Store it in `largest_tp_without_sys`.
 # You may use `t5.pairs()` or `t5.socket_groups()`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.1"
 largest_tp_without_sys = max(len(group) for group in t5.socket_groups())
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.1", largest_tp_without_sys)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.1", largest_tp_without_sys)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.2** (1 point, *diagnose*). Read another machine's matrix, one this chapter never showed:
@@ -349,17 +340,8 @@ importlib.reload(course_lib.grading).grade("09.1", largest_tp_without_sys)
 # - **C.** GPU3
 # - **D.** GPU5
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.2"
 gpu_with_own_nic = "C"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.2", gpu_with_own_nic)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.2", gpu_with_own_nic)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.3** (1 point, *diagnose*). Read a log this chapter never inspected,
@@ -371,33 +353,15 @@ importlib.reload(course_lib.grading).grade("09.2", gpu_with_own_nic)
 # - **C.** Some NVLinks are down.
 # - **D.** The NICs run InfiniBand instead of RoCE.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.3"
 roce_log_problem = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.3", roce_log_problem)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.3", roce_log_problem)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.4** (1 point, *diagnose*). In drill A's log, which line (its number, counting from 1)
 # is the first to show that NCCL found no RDMA device? Store it in `fallback_line`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.4"
 fallback_line = next(no for no, line in enumerate(fallback.splitlines(), start=1) if "No device found" in line)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.4", fallback_line)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.4", fallback_line)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.5** (1 point, *diagnose*). You fix drill B's server with `setpci`, one flag at a time. How
@@ -405,18 +369,9 @@ importlib.reload(course_lib.grading).grade("09.4", fallback_line)
 # more (and no flag that does not block it is touched)? Store the count in `redirecting_bridges`.
 # `acs.parse(acs_text).bridges` gives each bridge's flags as `(name, on)` pairs.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.5"
 redirecting_bridges = sum(on for bridge in acs.parse(acs_text).bridges for name, on in bridge.flags
                           if name in acs.REDIRECT)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.5", redirecting_bridges)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.5", redirecting_bridges)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.6** (2 points, *design*). Four of the RTX 4090 boxes of section 4 are to be joined by
@@ -426,38 +381,20 @@ importlib.reload(course_lib.grading).grade("09.5", redirecting_bridges)
 # `box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce")` builds each candidate (the box's own file
 # names no RDMA fabric, so say that the new ports run RoCE).
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.6"
 one_box = costmodel.predict("all_reduce", 2**30, box).busbw[0]
 ports_per_node = next(k for k in range(1, 65)
                       if costmodel.predict("all_reduce", 2**30,
                                            box.variant(nics_per_node=k, nic_gbit_s=25, fabric="roce"),
                                            nodes=4).busbw[0] >= 0.75 * one_box)
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("09.6", ports_per_node)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.6", ports_per_node)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.7** (1 point, *predict*). For the 1 GiB row of the published run (section 5), what is the
 # ratio of predicted to measured busbw? Store it in `predicted_over_measured`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-7-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.7"
 row = next(r for r in measured["rows"] if r["size"] == 2**30)
 predicted_over_measured = costmodel.predict("all_reduce", 2**30, box).busbw[0] / units.GB / row["busbw"]
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("09.7", predicted_over_measured)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.7", predicted_over_measured)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 09.8** (2 points, *design*). Describe this cluster in a system file and predict it: **2 nodes**,
@@ -467,8 +404,7 @@ importlib.reload(course_lib.grading).grade("09.7", predicted_over_measured)
 # GB/s, in `my_cluster_busbw_gb_s` (`hardware.load_system` reads a file; `costmodel.predict(...,
 # nodes=2)`). The docstring of `course_lib.systemfile` shows every field.
 
-# %% nbgrader={"grade": false, "grade_id": "ex09-8-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="09.8"
 my_cluster_toml = """
 [system]
 id = "l40s-2x8"
@@ -495,14 +431,6 @@ with tempfile.TemporaryDirectory() as scratch:
     toml_path.write_text(my_cluster_toml)
     my_cluster = hardware.load_system(toml_path)
 my_cluster_busbw_gb_s = costmodel.predict("all_reduce", 2**30, my_cluster, nodes=2).busbw[0] / units.GB
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex09-8-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("09.8", my_cluster_busbw_gb_s)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("09.8", my_cluster_busbw_gb_s)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Worked questions

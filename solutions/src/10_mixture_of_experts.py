@@ -241,12 +241,11 @@ glue("ds_usable", ds["usable_bytes"] / units.GB, "{:.0f} GB")
 # `output` are 1-D tensors of `world_size` equal chunks; on exit chunk $j$ of `output` must hold chunk `rank`
 # of rank $j$'s `input`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-7-answer", "locked": false, "schema_version": 3, "solution": true}
+# %% exercise="10.7"
 import torch.distributed as dist
 
 
 def my_all_to_all(output, input, rank, world_size):
-    ### BEGIN SOLUTION
     c = input.numel() // world_size
     output[rank * c:(rank + 1) * c].copy_(input[rank * c:(rank + 1) * c])
     for step in range(1, world_size):
@@ -254,14 +253,6 @@ def my_all_to_all(output, input, rank, world_size):
         works = [dist.irecv(output[src * c:(src + 1) * c], src), dist.isend(input[dst * c:(dst + 1) * c], dst)]
         for w in works:
             w.wait()
-    ### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-7-check", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-checks.check("10.7", my_all_to_all)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.7", my_all_to_all)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # Now measure the course's exchange (`direct` in the table: the registry's all-to-all, done pairwise in
@@ -315,52 +306,25 @@ print(result)
 # 8,192 tokens, micro-batch 1, **TP 4**, BF16. How many **bytes** does one rank's **dispatch** all-to-all send
 # buffer hold? Store it in `dispatch_bytes`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-1-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.1"
 dispatch_bytes = 8192 * 1 / 4 * 2 * 6144 * 2
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("10.1", dispatch_bytes)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.1", dispatch_bytes)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 10.2** (2 points). Predict before you compute: an MoE model with **24 MoE layers**, EP 8,
 # **6 micro-batches** per step and **full** recomputation (every layer's forward pass runs again in the backward
 # pass). How many all-to-alls does one GPU take part in per step? Store it in `a2a_per_step`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-2-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.2"
 a2a_per_step = 6 * 24 * 6
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-2-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("10.2", a2a_per_step)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.2", a2a_per_step)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 10.3** (1 point). EP 16 with **TP 2** on DGX H100 nodes (8 GPUs each). In Megatron's rank order TP
 # is innermost, so the members of one EP group sit 2 ranks apart. What **fraction** of each rank's dispatch
 # buffer crosses the network? Store it in `off_node_fraction`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-3-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.3"
 members_per_node = 8 // 2
 off_node_fraction = (16 - members_per_node) / 16
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("10.3", off_node_fraction)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.3", off_node_fraction)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 10.4** (1 point). For that all-to-all (EP 16, TP 2), which link sets its time? Store the letter in
@@ -371,17 +335,8 @@ importlib.reload(course_lib.grading).grade("10.3", off_node_fraction)
 # - **C.** PCIe between the GPU and the CPU.
 # - **D.** The spine switches of the fat tree.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-4-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.4"
 a2a_bottleneck = "B"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-checks.check("10.4", a2a_bottleneck)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 10.5** (2 points). Design: Mixtral 8x7B on 64 **A100 40 GB** GPUs of AWS p4d instances
@@ -394,17 +349,8 @@ importlib.reload(course_lib.grading).grade("10.4", a2a_bottleneck)
 # - **C.** EP 8 on the 8 GPUs of each node (TP 1) with 2 pipeline stages (PP 2).
 # - **D.** EP 2 with TP 4.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-5-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.5"
 mixtral_layout = "D"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-5-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("10.5", mixtral_layout)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.5", mixtral_layout)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # **Exercise 10.6** (2 points). Diagnose: a DeepSeek-style run measures its all-to-alls **and** its expert
@@ -416,17 +362,8 @@ importlib.reload(course_lib.grading).grade("10.5", mixtral_layout)
 # - **C.** NVLink runs at half speed.
 # - **D.** The learning rate is too high.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10-6-answer", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
+# %% exercise="10.6"
 moe_diagnosis = "A"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "ex10-6-check", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-checks.check("10.6", moe_diagnosis)
-### BEGIN HIDDEN TESTS
-import importlib, course_lib.grading
-importlib.reload(course_lib.grading).grade("10.6", moe_diagnosis)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Score yourself

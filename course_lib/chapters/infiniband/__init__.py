@@ -2,8 +2,8 @@
 
 One module per idea: ``links`` (IB generations, a node's injection and NVLink bandwidth), ``hierarchical``
 (the two-level all-reduce across nodes, the cliff explorer), ``racks`` (rail-optimised fat trees, ranks
-and the nodes a ring crosses), ``measured`` (published runs and transports against the model, CollNet)
-and ``exercise_checks`` (the exercise's checker, moving to course_lib.exercises). Drawing and tables live in
+and the nodes a ring crosses), ``measured`` (published runs and transports against the model, CollNet).
+The exercise's checker lives in :mod:`course_lib.exercises.ch05`. Drawing and tables live in
 :mod:`course_lib.views.infiniband`; every public name is importable from here.
 """
 from .links import (IB_GENERATIONS, ib_generations, intra_inter_ratio, node_injection, node_nvlink,  # noqa: F401
@@ -15,4 +15,3 @@ from .racks import (draw_rails, global_rank, rail_topology, rank_table, ring_cro
 from .measured import (COLLNET_NODES, collnet_view, comparison_lines, model_vs_measured, plot_collnet,  # noqa: F401
                        plot_model_vs_measured, plot_transports, published_multinode, show_collnet,
                        show_model_vs_measured, show_transports, transports_table, validation_failure_plot)
-from .exercise_checks import (check_hierarchical_time)  # noqa: F401

@@ -2,9 +2,8 @@
 
 One module per idea: ``brief`` (the brief, model state and activation memory, the systems offered),
 ``runs`` (plan a run, time to train and GPU-hours, compare systems, link sensitivity, GPU sweeps),
-``published`` (published training runs against the planner), ``interactive`` (the planner explorer) and
-``exercise_answers`` (the exercise's answer model, moving to course_lib.exercises). Drawing and tables live
-in :mod:`course_lib.views.planner`; every public name is importable from here.
+``published`` (published training runs against the planner), ``interactive`` (the planner explorer); the exercises' answer models
+live in :mod:`course_lib.exercises.ch08`. Drawing and tables live in :mod:`course_lib.views.planner`; every public name is importable from here.
 """
 from .brief import (ALL_SYSTEMS, BREAKDOWN_COLOURS, BRIEF, Brief, OFFERED_SYSTEMS, ROADMAP_SYSTEMS,  # noqa: F401
                     SECONDS_PER_DAY, SECONDS_PER_HOUR, activation_rows, draw_systems, memory_rows,
@@ -16,4 +15,3 @@ from .runs import (FAST_SEARCH, SWEEP_GPUS, compare_systems, gpu_hours, gpu_swee
 from .published import (plot_published_comparison, predict_run, published_comparison, published_runs,  # noqa: F401
                         show_published_comparison, show_validation_ranges, validation_ranges)
 from .interactive import (EXPLORER_BATCHES, EXPLORER_GPUS, EXPLORER_MODELS, draw_breakdown, planner_explorer)  # noqa: F401
-from .exercise_answers import (expected_answers)  # noqa: F401

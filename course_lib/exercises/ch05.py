@@ -1,10 +1,18 @@
-"""EXERCISE CHECKER (chapter 05's hierarchical-time exercise, reached from data/exercises/05.json): moved here as it
-was, one block, for helper w27ex to move into course_lib/exercises/. Nothing in the chapter uses it.
-"""
+"""Chapter 05 (InfiniBand): the checker of exercise 05.6 and the answer model of 05.10."""
 from __future__ import annotations
 
-from ... import costmodel
+from .. import costmodel
 
+
+def _busbw_64_nodes_from_4() -> float:
+    """05.10: Azure ND H100 v5's 335.3 GB/s ring busbw on 4 nodes, carried to 64 by the model's node decline."""
+    return 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
+
+
+MODELS = {"05.10": lambda entry: _busbw_64_nodes_from_4()}
+
+
+# ---------------------------------------------------------------- 05.6: the two-level all-reduce as a function
 
 def _reference_hierarchical(nbytes, nodes, g, nvlink_bw, nic_bw_per_gpu):
     ph = costmodel.two_level_all_reduce(nbytes, g, nodes, nvlink_bw, nic_bw_per_gpu)
