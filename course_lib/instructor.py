@@ -200,7 +200,9 @@ def submit(course_dir, assignment, student, notebook) -> Path:
 
 # Words an honest answer cell never needs: they reach for the grader, the key or Python's import machinery.
 SUSPICIOUS = ("grading", "answer_key", "ANSWER_KEY", "sys.modules", "importlib", "__eq__", "__float__",
-              "checks.grade", "checks.evaluate", "checks =", "checks.spec", "builtins", "open(")
+              "checks.grade", "checks.evaluate", "checks =", "checks.spec", "builtins", "open(",
+              # the process group's own methods: a ring answer needs send/recv only, never these
+              "_distributed_c10d", "ProcessGroup", "_get_default_group", "_get_backend")
 
 
 @dataclass(frozen=True)

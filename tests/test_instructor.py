@@ -188,6 +188,8 @@ def test_chapter_02_solution_full_blank_zero_one_wrong_loses_its_points(graded_0
     ("import json\njson.loads = lambda s: {}", {"rebinds json.loads"}),
     ("x = (1).__float__()", {"__float__"}),
     ("g = getattr(__builtins__, 'op' + 'en')", {"getattr", "open", "builtins"}),
+    ("from torch._C._distributed_c10d import ProcessGroup\nraw = ProcessGroup.allreduce",
+     {"_distributed_c10d", "ProcessGroup"}),
     ("%matplotlib inline\nrate_gb_s = 16 * 32 * 128 / 130 / 8", set()),
 ])
 def test_the_screen_sees_through_spelling(source, flagged):

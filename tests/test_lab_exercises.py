@@ -218,3 +218,26 @@ def test_copying_the_expected_sum_without_communication_scores_nothing():
 def test_ring_bytes_counts_every_chunk_twice_around():
     assert exercises.ring_bytes(1000, 4, 2) == 2 * 1 * 1000 * 4
     assert exercises.ring_bytes(7, 8, 3) == 2 * 2 * 7 * 8
+
+
+_SAVED_ALL_REDUCE = dist.all_reduce  # saved at import, before any check wraps torch.distributed's functions
+
+
+def test_a_saved_all_reduce_padded_with_point_to_point_traffic_scores_nothing():
+    """Issue 26's attack on 04.4: a reference to dist.all_reduce taken before the check (so the module-level
+    wrapper never sees the call), with one send of the tensor's size per rank so the byte count looks like a
+    ring's. The process group's own collective method is wrapped too, and that is where the call lands."""
+    def padded(tensor, rank, world_size):
+        _SAVED_ALL_REDUCE(tensor)
+        pad = torch.zeros_like(tensor)
+        peer = 1 - rank
+        if rank == 0:
+            dist.send(pad, peer)
+            dist.recv(pad, peer)
+        else:
+            dist.recv(pad, peer)
+            dist.send(pad, peer)
+
+    result = exercises.check_ring(padded, ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "built-in collective" in result.message, result.message
+    assert "allreduce (the process group's own)" in result.message

@@ -68,6 +68,9 @@ def _expected(size, dtype, world_size):
 
 
 P2P_SEND = ("send", "isend")
+# The process group's own collective methods, which every built-in collective calls: a reference to
+# dist.all_reduce saved before the check (where the module-level wrapper cannot reach it) still lands here.
+_GROUP_COLLECTIVE = re.compile(r"reduce|gather|scatter|alltoall|all_to_all|broadcast")
 # Built-in collectives: calling one inside the learner's function scores nothing.
 COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                "reduce_scatter_tensor", "broadcast", "all_to_all", "all_to_all_single", "scatter", "gather",
@@ -89,6 +92,7 @@ class _Traffic:
         import torch.distributed.distributed_c10d as c10d
 
         self.modules = (dist, c10d)
+        self.classes = _group_classes()
         self.sent = 0
         self.collectives = []
         self.sends = []      # (first element in the input or None, numel, a copy of the data)
@@ -128,6 +132,11 @@ class _Traffic:
                 if original is not None:
                     self.saved.append((module, name, original))
                     setattr(module, name, self._wrap(name, original))
+        for cls in self.classes:
+            for name in list(vars(cls)):
+                if not name.startswith("__") and _GROUP_COLLECTIVE.search(name) and callable(getattr(cls, name)):
+                    self.saved.append((cls, name, vars(cls)[name]))  # the descriptor itself, to put back
+                    setattr(cls, name, self._wrap(f"{name} (the process group's own)", getattr(cls, name)))
         return self
 
     def __exit__(self, *exc):
@@ -135,6 +144,15 @@ class _Traffic:
             setattr(module, name, original)
         self.saved = []
         return False
+
+
+def _group_classes() -> tuple:
+    """torch's process-group classes whose methods run the collectives (ProcessGroup, Backend and the
+    backends' own classes where torch has them)."""
+    import torch._C._distributed_c10d as c10d
+
+    names = ("ProcessGroup", "Backend", "ProcessGroupGloo", "ProcessGroupNCCL")
+    return tuple(getattr(c10d, n) for n in names if isinstance(getattr(c10d, n, None), type))
 
 
 def ring_bytes(size, itemsize, world_size) -> int:
