@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.distributed as dist  # noqa: E402
+
 from course_lib.exercises import ch10  # noqa: E402
 from course_lib.lab import algorithms, bench, run  # noqa: E402
 
@@ -116,3 +118,32 @@ def test_the_exercise_checker():
     assert not ok and "chunk" in msg
     with pytest.raises(NotImplementedError):
         ch10.all_to_all_checker(_todo)
+
+
+_SAVED_A2A = dist.all_to_all_single  # saved at import, before any check wraps torch.distributed's functions
+
+
+def _builtin(output, input, rank, world_size):
+    dist.all_to_all_single(output, input)
+
+
+def _saved_builtin(output, input, rank, world_size):
+    _SAVED_A2A(output, input)
+
+
+def _copycat(output, input, rank, world_size):
+    """Builds the answer from the bench's known inputs without sending anything."""
+    from course_lib.lab.bench import _all_to_all_inputs
+    count = input.numel() // world_size
+    for j in range(world_size):
+        theirs, _ = _all_to_all_inputs(input.numel(), j, world_size, input.dtype)
+        output[j * count:(j + 1) * count] = theirs[rank * count:(rank + 1) * count]
+
+
+@pytest.mark.parametrize("fn, words", [(_builtin, "built-in collective"), (_saved_builtin, "built-in collective"),
+                                       (_copycat, "sent 0 bytes")])
+def test_the_exercise_checker_wants_the_chunks_moved_point_to_point(fn, words):
+    """10.7 is to build all-to-all from sends: the built-in one (called, or saved before the check) and a copy of
+    the expected output scored 'Correct' before; each now names what it did."""
+    ok, msg = ch10.all_to_all_checker(fn, ranks=(2,))
+    assert not ok and words in msg, msg
