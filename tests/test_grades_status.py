@@ -83,5 +83,9 @@ def test_autograde_says_when_it_cannot_isolate(monkeypatch):
     from course_lib import sandbox
 
     monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(sandbox, "_user_namespaces", lambda: False)
     ok, why = sandbox.available()
     assert not ok and "not running as root" in why and "unisolated" in why
+    monkeypatch.setattr(sandbox, "_user_namespaces", lambda: True)  # most laptops: isolated in a user namespace
+    ok, why = sandbox.available()
+    assert ok and "own user, mount and PID namespaces" in why and "keeps your uid" in why
