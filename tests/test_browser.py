@@ -586,3 +586,76 @@ def test_exported_maths_renders_offline(chromium, tmp_path):
             browser.close()
     assert "$$" not in text and "\\frac" not in text, "raw TeX is showing"
     assert not [u for u in requests if u.startswith("http")], f"the page reached for the network: {requests}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_formgrader_lists_the_course_in_the_instructors_lab(chromium, tmp_path):
+    """Issue 26: ``make lab-instructor``, opened in the browser at 900 px: *Nbgrader > Formgrader* lists the
+    course's chapter (never DataTables' "No data available"), with no set-up warning; its Release button
+    puts the chapter in the course's exchange (status draft -> released), and *Manual Grading* lists it too. The real target on a free port, a one-chapter course inside the repository (removed after)."""
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import instructor
+    from tests.test_lab_command import _venv_is_current, start_make, stop_group, wait_for_url
+
+    if not _venv_is_current():
+        pytest.skip("needs the .venv that `make test` builds, newer than pyproject.toml (this test does not reinstall)")
+    chapter = "00_why_communication"
+    course = ROOT / "artifacts" / f"formgrader-browser-{os.getpid()}"
+    port, log = _free_port(), tmp_path / "lab.log"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), NO_PROXY="127.0.0.1,localhost",
+               no_proxy="127.0.0.1,localhost")
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    env.pop(instructor.EXCHANGE_ENV, None)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    proc, errors = None, []
+    try:
+        instructor.init_course(course, [chapter])
+        proc = start_make(["lab-instructor", f"PORT={port}", f"COURSE={course.relative_to(ROOT)}"], log, env)
+        token = wait_for_url(proc, log, port)[1]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport=WINDOW)
+                page.set_default_timeout(WIDGET_S * MS)
+                page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+                page.goto(f"http://127.0.0.1:{port}/lab/workspaces/formgrader-{secrets.token_hex(4)}?token={token}",
+                          timeout=PAGE_LOAD_S * MS)
+                page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                _menu(page, "Nbgrader", "nbgrader:open-formgrader")
+                frame = page.frame_locator("#formgrader iframe")
+                row = frame.locator("tr", has=frame.locator("td.name", has_text=chapter))
+                row.wait_for(timeout=PAGE_LOAD_S * MS)
+                listed = frame.locator("td.name").all_inner_texts()
+                status = row.locator("td.status").inner_text().strip()
+                body = frame.locator("body").inner_text()
+                warnings = frame.locator("#warning-exchange, #warning-course-id, #warning-windows").count()
+                page.screenshot(path=str(ARTIFACTS / "formgrader.png"))
+                # Release from Formgrader (nbgrader's release_assignment into the course's exchange)
+                row.locator("td.release a").click()
+                frame.locator("#success-modal", has_text=f"Successfully released '{chapter}'").wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                frame.locator("#success-modal button", has_text="OK").click()
+                row.locator("td.status", has_text="released").wait_for(timeout=WIDGET_S * MS)
+                frame.locator("a", has_text="Manual Grading").first.click()
+                graded = frame.locator("table tbody tr", has_text=chapter)
+                graded.first.wait_for(timeout=PAGE_LOAD_S * MS)
+                gradebook = frame.locator("body").inner_text()
+                page.screenshot(path=str(ARTIFACTS / "formgrader.manual_grading.png"))
+            finally:
+                browser.close()
+        print(f"Formgrader lists {listed} (status {status!r}); Manual Grading lists {chapter}")
+        assert [name.strip() for name in listed] == [chapter], listed
+        assert status == "draft", f"{chapter} shows status {status!r} before its release"
+        outbound = course / "exchange" / instructor.COURSE_ID / "outbound" / chapter / f"{chapter}.ipynb"
+        assert outbound.is_file(), f"Formgrader's release put nothing in the exchange ({outbound})"
+        assert "No data available" not in body and "No data available" not in gradebook
+        assert warnings == 0, "Formgrader warns that the exchange or the course id is missing"
+        assert not errors, errors
+    finally:
+        if proc is not None:
+            stop_group(proc)
+        shutil.rmtree(course, ignore_errors=True)
