@@ -659,3 +659,56 @@ def test_formgrader_lists_the_course_in_the_instructors_lab(chromium, tmp_path):
         if proc is not None:
             stop_group(proc)
         shutil.rmtree(course, ignore_errors=True)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_exported_slides_work_offline(chromium, tmp_path):
+    """Issue 26: an exported reveal.js deck runs with no network: reveal.js and MathJax from the export folder,
+    the arrow key moves to the next slide, the maths is typeset."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import export
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Slides offline\nThe bound $2(p-1)/p \\cdot n/B$."),
+        nbformat.v4.new_markdown_cell("## 1. A section\n$$t = \\alpha \\log_2 p + \\frac{n}{B}$$"),
+        nbformat.v4.new_code_cell("print(6 * 7)"),
+        nbformat.v4.new_markdown_cell("### 1.1 A subsection")])
+    path = tmp_path / "96_slides.ipynb"
+    nbformat.write(nb, path)
+    deck = export.export_course(tmp_path / "site", notebooks=[path], timeout=60, jobs=1, slides=True)[0]["slides"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    requests, errors = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())  # offline: no CDN can answer
+            page.goto(deck.as_uri(), timeout=PAGE_LOAD_S * MS)
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=WIDGET_S * MS)
+            total = page.evaluate("() => Reveal.getTotalSlides()")
+            first = page.evaluate("() => Reveal.getIndices()")
+            page.evaluate("() => Reveal.on('slidetransitionend', () => { window.courseSlideShown = true; })")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("() => Reveal.getIndices().h === 1 && window.courseSlideShown", timeout=WIDGET_S * MS)
+            page.wait_for_function("() => document.querySelectorAll('.MathJax, .MathJax_Display').length >= 2",
+                                   timeout=WIDGET_S * MS)
+            page.wait_for_function("() => MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running",
+                                   timeout=WIDGET_S * MS)
+            shown = page.evaluate("() => Reveal.getCurrentSlide().innerText").strip()
+            font = page.evaluate("() => getComputedStyle(document.querySelector('.reveal')).fontFamily")
+            page.screenshot(path=str(ARTIFACTS / "slides_offline.png"))
+            deck_text = page.locator("body").inner_text()
+        finally:
+            browser.close()
+    print(f"slides: {total} slides, started at {first}, arrow key to {shown.splitlines()[0]!r}; font {font}")
+    assert total >= 3 and (first["h"], first["v"]) == (0, 0) and "a section" in shown.lower()
+    assert "$$" not in shown and "\\frac" not in shown, "raw TeX is showing"
+    assert "Math Processing Error" not in deck_text
+    assert "Source Sans Pro" in font, "the theme's styles did not load"
+    assert not errors, errors
+    assert not [u for u in requests if u.startswith("http")], f"the deck reached for the network: {requests}"
