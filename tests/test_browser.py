@@ -712,3 +712,67 @@ def test_exported_slides_work_offline(chromium, tmp_path):
     assert "Source Sans Pro" in font, "the theme's styles did not load"
     assert not errors, errors
     assert not [u for u in requests if u.startswith("http")], f"the deck reached for the network: {requests}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_learner_fetches_and_submits_from_the_assignments_tab_on_the_hub(chromium, tmp_path, monkeypatch):
+    """Issue 26 build 2, in the browser at 900 px: the instructor releases a chapter into the hub's exchange; a
+    learner logs in through the hub's form (their system password), opens *Nbgrader > Assignment List*, sees
+    the chapter among the released assignments, fetches it (it lands in ~/work, theirs) and submits it from
+    the tab (it lands in the exchange's inbound, theirs). Real ``make hub``, a throwaway account (root only)."""
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import instructor
+    from tests import hub_harness
+
+    chapter = "00_why_communication"
+    password = secrets.token_urlsafe(12)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    errors = []
+    try:
+        with hub_harness.class_on_hub(tmp_path, 1, password=password) as (hub, users, homes, state):
+            user = users[0]
+            monkeypatch.setenv(instructor.EXCHANGE_ENV, str(state / "exchange"))
+            course = instructor.init_course(tmp_path / "course", [chapter])
+            instructor.nbgrader(course, "release_assignment", chapter)
+            hub.start(user)
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+                try:
+                    page = browser.new_page(viewport=WINDOW)
+                    page.set_default_timeout(WIDGET_S * MS)
+                    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+                    page.goto(f"{hub.base}/hub/login?next=/user/{user}/lab/workspaces/assignments",
+                              timeout=PAGE_LOAD_S * MS)
+                    page.fill("#username_input", user)
+                    page.fill("#password_input", password)
+                    page.click("#login_submit")
+                    page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                        timeout=PAGE_LOAD_S * MS)
+                    _menu(page, "Nbgrader", "nbgrader:open-assignment-list")
+                    released = page.locator("#released_assignments_list .list_item", has_text=chapter)
+                    released.wait_for(timeout=PAGE_LOAD_S * MS)
+                    page.screenshot(path=str(ARTIFACTS / "hub_assignments.released.png"))
+                    released.locator("button", has_text="Fetch").click()
+                    fetched = page.locator("#fetched_assignments_list", has_text=chapter)
+                    fetched.locator("button", has_text="Submit").wait_for(timeout=PAGE_LOAD_S * MS)
+                    fetched.locator("button", has_text="Submit").click()
+                    page.locator("#submitted_assignments_list .list_item", has_text=chapter).wait_for(
+                        timeout=PAGE_LOAD_S * MS)
+                    page.screenshot(path=str(ARTIFACTS / "hub_assignments.submitted.png"))
+                finally:
+                    browser.close()
+            uid = hub_harness.pwd_uid(user)
+            mine = homes / user / "work" / chapter / f"{chapter}.ipynb"
+            inbound = list((state / "exchange" / instructor.COURSE_ID / "inbound").glob(f"{user}+{chapter}+*/{chapter}.ipynb"))
+            print(f"{user}: fetched {mine.relative_to(homes)}, submitted {[str(p.relative_to(state)) for p in inbound]}")
+            assert mine.is_file() and mine.stat().st_uid == uid, (
+                "the fetched chapter is not the learner's, in ~/work: " +
+                str(sorted(str(p) for p in (homes / user).rglob(f"{chapter}.ipynb"))))
+            assert len(inbound) == 1 and inbound[0].stat().st_uid == uid, inbound
+            instructor.nbgrader(course, "collect", chapter)
+            assert (course / "submitted" / user / chapter / f"{chapter}.ipynb").is_file()
+    except hub_harness.HubUnavailable as exc:
+        pytest.skip(str(exc))
+    assert not errors, errors

@@ -11,7 +11,9 @@ homes and every process they ran are removed even on failure.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import subprocess
 import urllib.error
 from pathlib import Path
@@ -59,7 +61,16 @@ def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
 
         # the server is the learner's lab (same flags as make lab) with the lab budget set by the hub
         page = hub.api("GET", f"/user/{learner}/lab")[1].decode()
-        assert "@jupyter/nbgrader" in page, "nbgrader's instructor extensions must be off in a learner's lab"
+        config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                                      page, re.S).group(1))
+        disabled = set(config["disabledExtensions"])
+        # nbgrader's instructor plugins are off; its Assignments tab (the assignment-list plugin) is on
+        assert {f"@jupyter/nbgrader:{p}" for p in ("formgrader", "create-assignment", "course-list")} <= disabled
+        assert "@jupyter/nbgrader" not in disabled and "@jupyter/nbgrader:assignment-list" not in disabled
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            hub.api("GET", f"/user/{learner}/formgrader/api/assignments")
+        assert missing.value.code == 404, "Formgrader's server extension must be off in a learner's lab"
+        assert hub.api("GET", f"/user/{learner}/assignments?course_id=")[0] == 200  # the Assignments tab's API
         environ = server_environ(learner)
         assert environ[budget.DIR_ENV] == str(state / "lab-budget")
         assert environ[budget.SERVER_ENV] == "6"
