@@ -29,6 +29,7 @@ Run it alone with ``.venv/bin/python -m pytest -m browser tests/test_browser.py`
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -588,14 +589,29 @@ def test_exported_maths_renders_offline(chromium, tmp_path):
     assert not [u for u in requests if u.startswith("http")], f"the page reached for the network: {requests}"
 
 
+@contextlib.contextmanager
+def _page(chromium, errors):
+    """A fresh headless Chromium page at ``WINDOW`` whose uncaught page errors are appended to ``errors``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.set_default_timeout(WIDGET_S * MS)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            yield page
+        finally:
+            browser.close()
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_formgrader_lists_the_course_in_the_instructors_lab(chromium, tmp_path):
     """Issue 26: ``make lab-instructor``, opened in the browser at 900 px: *Nbgrader > Formgrader* lists the
     course's chapter (never DataTables' "No data available"), with no set-up warning; its Release button
-    puts the chapter in the course's exchange (status draft -> released), and *Manual Grading* lists it too. The real target on a free port, a one-chapter course inside the repository (removed after)."""
-    from playwright.sync_api import sync_playwright
-
+    puts the chapter in the course's exchange (status draft -> released), and *Manual Grading* lists it too.
+    The real target on a free port, a one-chapter course inside the repository (removed after)."""
     from course_lib import instructor
     from tests.test_lab_command import _venv_is_current, start_make, stop_group, wait_for_url
 
@@ -615,38 +631,31 @@ def test_formgrader_lists_the_course_in_the_instructors_lab(chromium, tmp_path):
         instructor.init_course(course, [chapter])
         proc = start_make(["lab-instructor", f"PORT={port}", f"COURSE={course.relative_to(ROOT)}"], log, env)
         token = wait_for_url(proc, log, port)[1]
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport=WINDOW)
-                page.set_default_timeout(WIDGET_S * MS)
-                page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-                page.goto(f"http://127.0.0.1:{port}/lab/workspaces/formgrader-{secrets.token_hex(4)}?token={token}",
-                          timeout=PAGE_LOAD_S * MS)
-                page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
-                    timeout=PAGE_LOAD_S * MS)
-                _menu(page, "Nbgrader", "nbgrader:open-formgrader")
-                frame = page.frame_locator("#formgrader iframe")
-                row = frame.locator("tr", has=frame.locator("td.name", has_text=chapter))
-                row.wait_for(timeout=PAGE_LOAD_S * MS)
-                listed = frame.locator("td.name").all_inner_texts()
-                status = row.locator("td.status").inner_text().strip()
-                body = frame.locator("body").inner_text()
-                warnings = frame.locator("#warning-exchange, #warning-course-id, #warning-windows").count()
-                page.screenshot(path=str(ARTIFACTS / "formgrader.png"))
-                # Release from Formgrader (nbgrader's release_assignment into the course's exchange)
-                row.locator("td.release a").click()
-                frame.locator("#success-modal", has_text=f"Successfully released '{chapter}'").wait_for(
-                    timeout=PAGE_LOAD_S * MS)
-                frame.locator("#success-modal button", has_text="OK").click()
-                row.locator("td.status", has_text="released").wait_for(timeout=WIDGET_S * MS)
-                frame.locator("a", has_text="Manual Grading").first.click()
-                graded = frame.locator("table tbody tr", has_text=chapter)
-                graded.first.wait_for(timeout=PAGE_LOAD_S * MS)
-                gradebook = frame.locator("body").inner_text()
-                page.screenshot(path=str(ARTIFACTS / "formgrader.manual_grading.png"))
-            finally:
-                browser.close()
+        with _page(chromium, errors) as page:
+            page.goto(f"http://127.0.0.1:{port}/lab/workspaces/formgrader-{secrets.token_hex(4)}?token={token}",
+                      timeout=PAGE_LOAD_S * MS)
+            page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                timeout=PAGE_LOAD_S * MS)
+            _menu(page, "Nbgrader", "nbgrader:open-formgrader")
+            frame = page.frame_locator("#formgrader iframe")
+            row = frame.locator("tr", has=frame.locator("td.name", has_text=chapter))
+            row.wait_for(timeout=PAGE_LOAD_S * MS)
+            listed = frame.locator("td.name").all_inner_texts()
+            status = row.locator("td.status").inner_text().strip()
+            body = frame.locator("body").inner_text()
+            warnings = frame.locator("#warning-exchange, #warning-course-id, #warning-windows").count()
+            page.screenshot(path=str(ARTIFACTS / "formgrader.png"))
+            # Release from Formgrader (nbgrader's release_assignment into the course's exchange)
+            row.locator("td.release a").click()
+            frame.locator("#success-modal", has_text=f"Successfully released '{chapter}'").wait_for(
+                timeout=PAGE_LOAD_S * MS)
+            frame.locator("#success-modal button", has_text="OK").click()
+            row.locator("td.status", has_text="released").wait_for(timeout=WIDGET_S * MS)
+            frame.locator("a", has_text="Manual Grading").first.click()
+            graded = frame.locator("table tbody tr", has_text=chapter)
+            graded.first.wait_for(timeout=PAGE_LOAD_S * MS)
+            gradebook = frame.locator("body").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "formgrader.manual_grading.png"))
         print(f"Formgrader lists {listed} (status {status!r}); Manual Grading lists {chapter}")
         assert [name.strip() for name in listed] == [chapter], listed
         assert status == "draft", f"{chapter} shows status {status!r} before its release"
@@ -721,8 +730,6 @@ def test_learner_fetches_and_submits_from_the_assignments_tab_on_the_hub(chromiu
     learner logs in through the hub's form (their system password), opens *Nbgrader > Assignment List*, sees
     the chapter among the released assignments, fetches it (it lands in ~/work, theirs) and submits it from
     the tab (it lands in the exchange's inbound, theirs). Real ``make hub``, a throwaway account (root only)."""
-    from playwright.sync_api import sync_playwright
-
     from course_lib import instructor
     from tests import hub_harness
 
@@ -737,32 +744,25 @@ def test_learner_fetches_and_submits_from_the_assignments_tab_on_the_hub(chromiu
             course = instructor.init_course(tmp_path / "course", [chapter])
             instructor.nbgrader(course, "release_assignment", chapter)
             hub.start(user)
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-                try:
-                    page = browser.new_page(viewport=WINDOW)
-                    page.set_default_timeout(WIDGET_S * MS)
-                    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-                    page.goto(f"{hub.base}/hub/login?next=/user/{user}/lab/workspaces/assignments",
-                              timeout=PAGE_LOAD_S * MS)
-                    page.fill("#username_input", user)
-                    page.fill("#password_input", password)
-                    page.click("#login_submit")
-                    page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
-                        timeout=PAGE_LOAD_S * MS)
-                    _menu(page, "Nbgrader", "nbgrader:open-assignment-list")
-                    released = page.locator("#released_assignments_list .list_item", has_text=chapter)
-                    released.wait_for(timeout=PAGE_LOAD_S * MS)
-                    page.screenshot(path=str(ARTIFACTS / "hub_assignments.released.png"))
-                    released.locator("button", has_text="Fetch").click()
-                    fetched = page.locator("#fetched_assignments_list", has_text=chapter)
-                    fetched.locator("button", has_text="Submit").wait_for(timeout=PAGE_LOAD_S * MS)
-                    fetched.locator("button", has_text="Submit").click()
-                    page.locator("#submitted_assignments_list .list_item", has_text=chapter).wait_for(
-                        timeout=PAGE_LOAD_S * MS)
-                    page.screenshot(path=str(ARTIFACTS / "hub_assignments.submitted.png"))
-                finally:
-                    browser.close()
+            with _page(chromium, errors) as page:
+                page.goto(f"{hub.base}/hub/login?next=/user/{user}/lab/workspaces/assignments",
+                          timeout=PAGE_LOAD_S * MS)
+                page.fill("#username_input", user)
+                page.fill("#password_input", password)
+                page.click("#login_submit")
+                page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                _menu(page, "Nbgrader", "nbgrader:open-assignment-list")
+                released = page.locator("#released_assignments_list .list_item", has_text=chapter)
+                released.wait_for(timeout=PAGE_LOAD_S * MS)
+                page.screenshot(path=str(ARTIFACTS / "hub_assignments.released.png"))
+                released.locator("button", has_text="Fetch").click()
+                fetched = page.locator("#fetched_assignments_list", has_text=chapter)
+                fetched.locator("button", has_text="Submit").wait_for(timeout=PAGE_LOAD_S * MS)
+                fetched.locator("button", has_text="Submit").click()
+                page.locator("#submitted_assignments_list .list_item", has_text=chapter).wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                page.screenshot(path=str(ARTIFACTS / "hub_assignments.submitted.png"))
             uid = hub_harness.pwd_uid(user)
             mine = homes / user / "work" / chapter / f"{chapter}.ipynb"
             inbound = list((state / "exchange" / instructor.COURSE_ID / "inbound").glob(f"{user}+{chapter}+*/{chapter}.ipynb"))
