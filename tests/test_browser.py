@@ -24,6 +24,12 @@ Screenshots go to artifacts/browser/: <notebook-stem>.explorer<N>.png (each expl
 page at the end: the reopened notebook, or where a failure stopped). New chapters are covered as soon as their student notebook calls
 an explorer.
 
+Beside the notebooks, at the same 900 px window: ``make lab-instructor``'s *Nbgrader > Formgrader* lists the
+course's chapter and releases it from its button (formgrader.png, formgrader.manual_grading.png); on the real
+hub (root only) a learner logs in through the hub's form and fetches and submits a released chapter from the
+*Assignments* tab (hub_assignments.released.png, hub_assignments.submitted.png); an exported slide deck and an
+exported page run with the network blocked (slides_offline.png, export_maths_offline.png).
+
 Chromium missing: the test skips, or fails when COURSE_REQUIRE_BROWSER=1 (set by .ci/run).
 Run it alone with ``.venv/bin/python -m pytest -m browser tests/test_browser.py``.
 """

@@ -4,8 +4,8 @@ Needs root (each learner's server runs as their own account), ``useradd``/``user
 (the ``hub`` extra); skips with the reason otherwise. The test creates two throwaway accounts, starts
 the real target on a free port with its state in a temporary folder and an API token, and drives the
 hub's REST API: it starts each learner's server, checks what the lab serves (their ~/work copies, the
-learner's settings, the lab budget in its environment), that an edited copy survives a restart of the
-server, and that nothing answers without a token. The hub (its whole process group), the accounts, their
+learner's settings with nbgrader's Assignments tab on and Formgrader off, the lab budget in its
+environment), that an edited copy survives a restart of the server, and that nothing answers without a token. The hub (its whole process group), the accounts, their
 homes and every process they ran are removed even on failure.
 """
 from __future__ import annotations
