@@ -12,7 +12,8 @@ server). Through the hub's REST API it starts every learner's server; through ea
 ``notebooks/04_collectives_lab.ipynb``. When every kernel is ready, all learners send the chapter's lab cells
 at the same moment: §7.1 (``lab.run(hello_all_reduce, ranks=2)``) and §7.5 (``lab.bench.sweep`` on 2 ranks),
 the cells' own text from the notebook. Before them one cell of the test's own wraps ``budget.acquire`` to
-note each launch's ranks and its wait in the queue (the lease's ``waited_s``), which a last cell prints.
+note each launch's ranks and its wait in the queue (the lease's ``waited_s``, or the time to a refusal), which a
+last cell prints.
 
 It reports learners, ranks per launch, runs completed, the queue and refusal messages the learners saw (the
 lines their cells printed), the slowest learner's wait (the sum of its launches' waits), and what was left:
@@ -44,14 +45,16 @@ WAITING, REFUSED = "[course lab] waiting for room", "lab budget:"
 
 # Not a chapter cell: notes each launch's ranks and queue wait as the lease measured them.
 INSTRUMENT = r'''
+import time as _load_time
 from course_lib.lab import budget as _load_budget
 _load_launches = []
 _load_acquire = _load_budget.acquire
 def _load_timed_acquire(ranks, *args, **kwargs):
+    start = _load_time.monotonic()
     try:
         lease = _load_acquire(ranks, *args, **kwargs)
-    except _load_budget.LabBudgetError:
-        _load_launches.append({"ranks": ranks, "waited_s": None})
+    except _load_budget.LabBudgetError:  # refused: it waited until then
+        _load_launches.append({"ranks": ranks, "waited_s": _load_time.monotonic() - start, "refused": True})
         raise
     _load_launches.append({"ranks": ranks, "waited_s": lease.waited_s})
     return lease
@@ -222,7 +225,7 @@ def run_class(learners=8, per_server=4, per_user=None, wait_s=300.0, cells=("hel
 def _summarise(learners, cells, results, summary) -> dict:
     per = list(results.values())
     runs = [cell for item in per for cell in item["cells"]]
-    waits = [sum(launch["waited_s"] or 0 for launch in item["launches"]) for item in per if not item["problem"]]
+    waits = [sum(launch["waited_s"] for launch in item["launches"]) for item in per if not item["problem"]]
     return {
         "learners": learners, "cells": list(cells),
         "ranks_each": sorted({launch["ranks"] for item in per for launch in item["launches"]}),
@@ -236,7 +239,7 @@ def _summarise(learners, cells, results, summary) -> dict:
         "example_message": next((line for cell in runs for line in cell["queued"] + cell["refused"]), None),
         "learners_queued": sum(any(cell["queued"] for cell in item["cells"]) for item in per),
         "waited_without_message": [item["learner"] for item in per
-                                   if any((launch["waited_s"] or 0) > 1.0 for launch in item["launches"])
+                                   if any(launch["waited_s"] > 1.0 for launch in item["launches"])
                                    and not any(cell["queued"] for cell in item["cells"])],
         "slowest_wait_s": max(waits) if waits else None,
         "rank_processes_left": sum(len(item.get("rank_processes_left", [])) for item in per),
