@@ -236,7 +236,8 @@ def _summarise(learners, cells, results, summary) -> dict:
         "runs_failed_otherwise": sum(cell["status"] != "ok" and not cell["refused"] for cell in runs),
         "queue_messages": sum(len(cell["queued"]) for cell in runs),
         "refusal_messages": sum(len(cell["refused"]) for cell in runs),
-        "example_message": next((line for cell in runs for line in cell["queued"] + cell["refused"]), None),
+        "example_message": next((line for cell in runs for line in cell["queued"]), None),
+        "example_refusal": next((line for cell in runs for line in cell["refused"]), None),
         "learners_queued": sum(any(cell["queued"] for cell in item["cells"]) for item in per),
         "waited_without_message": [item["learner"] for item in per
                                    if any(launch["waited_s"] > 1.0 for launch in item["launches"])
@@ -281,6 +282,8 @@ def main(argv=None) -> int:
           f"failed otherwise {out['runs_failed_otherwise']}")
     print(f"messages shown: {out['queue_messages']} queue ({out['learners_queued']} learners queued), "
           f"{out['refusal_messages']} refusal; e.g. {out['example_message']}")
+    if out["example_refusal"]:
+        print(f"e.g. refused: {out['example_refusal']}")
     print(f"slowest learner's wait: {out['slowest_wait_s']:.1f} s" if out["slowest_wait_s"] is not None
           else "slowest learner's wait: none measured")
     print(f"left: {out['rank_processes_left']} rank processes (kernels running), {len(out['lease_files_left'])} lease "
