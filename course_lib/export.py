@@ -11,7 +11,9 @@ pages load it from there, never from a CDN (nor require.js, which only widget vi
 With ``--slides`` each chapter is also written as a reveal.js slide deck,
 ``DIR/NN_name.slides.html`` (nbconvert's slides exporter): every section heading
 (``#`` or ``##``) opens a new slide, ``###`` a sub-slide below it, so an instructor
-can present a chapter without preparing slides. The deck loads reveal.js from its CDN.
+can present a chapter without preparing slides. The decks work offline too: reveal.js (from the
+``sphinx-revealjs`` package, the ``instructor`` extra) is copied to ``DIR/reveal/`` once and loaded
+from there, with MathJax from ``DIR/mathjax/`` (``data/slides_offline.html.j2``).
 """
 from __future__ import annotations
 
@@ -26,6 +28,15 @@ from pathlib import Path
 from . import cli, manifest, notebook_save, validate
 
 MATHJAX_DIR = "mathjax"  # under the export folder
+REVEAL_DIR = "reveal"  # under the export folder
+SLIDES_TEMPLATE = Path(__file__).parent / "data" / "slides_offline.html.j2"
+# what a deck loads from reveal.js (sphinx-revealjs's copy of its release): the script, its styles, the
+# white theme with its web font (woff; nbconvert's default theme, simple, loads its fonts from the web), the
+# speaker-notes plugin
+REVEAL_THEME = "white"
+REVEAL_FILES = ("dist/reveal.js", "dist/reveal.css", f"dist/theme/{REVEAL_THEME}.css",
+                "dist/theme/fonts/source-sans-pro/source-sans-pro.css", "plugin/notes/notes.js", "LICENSE")
+REVEAL_FONTS = "dist/theme/fonts/source-sans-pro"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration the package ships
 # The package ships MathJax's STIX web fonts only (no TeX fonts): use them rather than the browser's.
 MATHJAX_FONTS = ('<script type="text/x-mathjax-config">MathJax.Hub.Config({"HTML-CSS": '
@@ -64,8 +75,14 @@ def _write_slides(nb, target: Path) -> None:
     nb = copy.deepcopy(nb)
     for cell, kind in zip(nb.cells, slide_types(nb)):
         cell.metadata["slideshow"] = {"slide_type": kind}
-    body, _ = SlidesExporter(mathjax_url=mathjax_url()).from_notebook_node(nb)
-    target.write_text(body, encoding="utf-8")
+    body, _ = SlidesExporter(mathjax_url=mathjax_url(), reveal_url_prefix=REVEAL_DIR, reveal_theme=REVEAL_THEME,
+                             template_file=str(SLIDES_TEMPLATE)).from_notebook_node(nb)
+    target.write_text(_with_mathjax_fonts(body), encoding="utf-8")
+
+
+def _with_mathjax_fonts(body: str) -> str:
+    """``body`` with MathJax told to use the fonts the package ships, before MathJax loads."""
+    return body.replace(f'<script src="{mathjax_url()}">', MATHJAX_FONTS + f'<script src="{mathjax_url()}">', 1)
 
 
 def mathjax_url() -> str:
@@ -73,20 +90,41 @@ def mathjax_url() -> str:
     return f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
 
 
+def _package_folder(package: str, inside: str, needs: str, install: str, what: str) -> Path:
+    """``inside`` of an installed ``package`` (found without importing it), holding ``needs``; else one line."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ExportError(f"{package.replace('_', '-')} is not installed ({install}): {what} would need a CDN")
+    source = Path(list(spec.submodule_search_locations)[0]) / inside
+    if not (source / needs).is_file():
+        raise ExportError(f"{source} holds no {needs}: reinstall {package.replace('_', '-')}")
+    return source
+
+
 def vendor_mathjax(out_dir) -> Path:
     """Copy MathJax (from the ``jupyter-server-mathjax`` package) to ``out_dir/mathjax``; returns that folder."""
     import shutil
 
-    try:
-        import jupyter_server_mathjax
-    except ImportError:
-        raise ExportError("jupyter-server-mathjax is not installed (pip install -e .): exported maths "
-                          "would need a CDN") from None
-    source = Path(jupyter_server_mathjax.__file__).parent / "static"
+    source = _package_folder("jupyter_server_mathjax", "static", "MathJax.js", "pip install -e .", "exported maths")
     target = Path(out_dir) / MATHJAX_DIR
-    if not (source / "MathJax.js").is_file():
-        raise ExportError(f"{source} holds no MathJax.js: reinstall jupyter-server-mathjax")
     shutil.copytree(source, target, dirs_exist_ok=True)
+    return target
+
+
+def vendor_reveal(out_dir) -> Path:
+    """Copy what a deck needs of reveal.js (``REVEAL_FILES``, the theme's woff fonts) from the ``sphinx-revealjs``
+    package to ``out_dir/reveal``; returns that folder."""
+    import shutil
+
+    source = _package_folder("sphinx_revealjs", "_static/revealjs", "dist/reveal.js",
+                             "pip install -e '.[instructor]'", "the slides")
+    target = Path(out_dir) / REVEAL_DIR
+    fonts = [f"{REVEAL_FONTS}/{p.name}" for p in (source / REVEAL_FONTS).glob("*.woff")]
+    for name in (*REVEAL_FILES, *fonts):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, target / name)
     return target
 
 
@@ -116,7 +154,7 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
     body, _ = exporter.from_notebook_node(nb)
     # require.js (from a CDN) serves widget views only; the pages carry none, so they load nothing remote
     body = body.replace(f'<script src="{exporter.require_js_url}"></script>', "")
-    body = body.replace(f'<script src="{mathjax_url()}">', MATHJAX_FONTS + f'<script src="{mathjax_url()}">', 1)
+    body = _with_mathjax_fonts(body)
     target = out_dir / f"{path.stem}.html"
     target.write_text(body, encoding="utf-8")
     images = sum(1 for cell in nb.cells if cell.cell_type == "code"
@@ -147,6 +185,8 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
         if not path.is_file() or path.suffix != ".ipynb":
             raise ValueError(f"notebooks must be .ipynb files; {path} is not one")
     vendor_mathjax(out_dir)
+    if slides:
+        vendor_reveal(out_dir)
     with ThreadPoolExecutor(max_workers=min(jobs, len(paths) or 1)) as pool:  # kernels are processes
         pages = list(pool.map(lambda path: export_notebook(path, out_dir, timeout, slides), paths))
     items = "\n".join(

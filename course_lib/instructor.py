@@ -44,10 +44,13 @@ c.Exchange.root = {exchange!r}
 EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
 
 
-def learner_config(exchange) -> str:
-    """The nbgrader_config.py a learner's nbgrader reads on a hub: the course and its exchange, nothing else."""
-    return (f'# written by the course hub (jupyter/hub/jupyterhub_config.py): the course and its exchange\n'
-            f'c = get_config()\nc.CourseDirectory.course_id = "{COURSE_ID}"\nc.Exchange.root = {str(exchange)!r}\n')
+def learner_config(exchange, work_dir: str = "~/work") -> str:
+    """The nbgrader_config.py a learner's nbgrader reads on a hub: the course, its exchange, and where fetched
+    chapters go (``work_dir``, ``~`` being the learner's home: the lab's folder, whichever folder the Assignments
+    tab's server or a terminal's ``nbgrader fetch_assignment`` runs in)."""
+    return (f'# written by the course hub (jupyter/hub/jupyterhub_config.py): the course, its exchange, the work folder\n'
+            f'import os\nc = get_config()\nc.CourseDirectory.course_id = "{COURSE_ID}"\nc.Exchange.root = {str(exchange)!r}\n'
+            f'c.Exchange.assignment_dir = os.path.expanduser({work_dir!r})\n')
 
 
 def make_exchange(path) -> Path:

@@ -24,11 +24,18 @@ Screenshots go to artifacts/browser/: <notebook-stem>.explorer<N>.png (each expl
 page at the end: the reopened notebook, or where a failure stopped). New chapters are covered as soon as their student notebook calls
 an explorer.
 
+Beside the notebooks, at the same 900 px window: ``make lab-instructor``'s *Nbgrader > Formgrader* lists the
+course's chapter and releases it from its button (formgrader.png, formgrader.manual_grading.png); on the real
+hub (root only) a learner logs in through the hub's form and fetches and submits a released chapter from the
+*Assignments* tab (hub_assignments.released.png, hub_assignments.submitted.png); an exported slide deck and an
+exported page run with the network blocked (slides_offline.png, export_maths_offline.png).
+
 Chromium missing: the test skips, or fails when COURSE_REQUIRE_BROWSER=1 (set by .ci/run).
 Run it alone with ``.venv/bin/python -m pytest -m browser tests/test_browser.py``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -586,3 +593,192 @@ def test_exported_maths_renders_offline(chromium, tmp_path):
             browser.close()
     assert "$$" not in text and "\\frac" not in text, "raw TeX is showing"
     assert not [u for u in requests if u.startswith("http")], f"the page reached for the network: {requests}"
+
+
+@contextlib.contextmanager
+def _page(chromium, errors):
+    """A fresh headless Chromium page at ``WINDOW`` whose uncaught page errors are appended to ``errors``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.set_default_timeout(WIDGET_S * MS)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_formgrader_lists_the_course_in_the_instructors_lab(chromium, tmp_path):
+    """Issue 26: ``make lab-instructor``, opened in the browser at 900 px: *Nbgrader > Formgrader* lists the
+    course's chapter (never DataTables' "No data available"), with no set-up warning; its Release button
+    puts the chapter in the course's exchange (status draft -> released), and *Manual Grading* lists it too.
+    The real target on a free port, a one-chapter course inside the repository (removed after)."""
+    from course_lib import instructor
+    from tests.test_lab_command import _venv_is_current, start_make, stop_group, wait_for_url
+
+    if not _venv_is_current():
+        pytest.skip("needs the .venv that `make test` builds, newer than pyproject.toml (this test does not reinstall)")
+    chapter = "00_why_communication"
+    course = ROOT / "artifacts" / f"formgrader-browser-{os.getpid()}"
+    port, log = _free_port(), tmp_path / "lab.log"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), NO_PROXY="127.0.0.1,localhost",
+               no_proxy="127.0.0.1,localhost")
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    env.pop(instructor.EXCHANGE_ENV, None)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    proc, errors = None, []
+    try:
+        instructor.init_course(course, [chapter])
+        proc = start_make(["lab-instructor", f"PORT={port}", f"COURSE={course.relative_to(ROOT)}"], log, env)
+        token = wait_for_url(proc, log, port)[1]
+        with _page(chromium, errors) as page:
+            page.goto(f"http://127.0.0.1:{port}/lab/workspaces/formgrader-{secrets.token_hex(4)}?token={token}",
+                      timeout=PAGE_LOAD_S * MS)
+            page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                timeout=PAGE_LOAD_S * MS)
+            _menu(page, "Nbgrader", "nbgrader:open-formgrader")
+            frame = page.frame_locator("#formgrader iframe")
+            row = frame.locator("tr", has=frame.locator("td.name", has_text=chapter))
+            row.wait_for(timeout=PAGE_LOAD_S * MS)
+            listed = frame.locator("td.name").all_inner_texts()
+            status = row.locator("td.status").inner_text().strip()
+            body = frame.locator("body").inner_text()
+            warnings = frame.locator("#warning-exchange, #warning-course-id, #warning-windows").count()
+            page.screenshot(path=str(ARTIFACTS / "formgrader.png"))
+            # Release from Formgrader (nbgrader's release_assignment into the course's exchange)
+            row.locator("td.release a").click()
+            frame.locator("#success-modal", has_text=f"Successfully released '{chapter}'").wait_for(
+                timeout=PAGE_LOAD_S * MS)
+            frame.locator("#success-modal button", has_text="OK").click()
+            row.locator("td.status", has_text="released").wait_for(timeout=WIDGET_S * MS)
+            frame.locator("a", has_text="Manual Grading").first.click()
+            graded = frame.locator("table tbody tr", has_text=chapter)
+            graded.first.wait_for(timeout=PAGE_LOAD_S * MS)
+            gradebook = frame.locator("body").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "formgrader.manual_grading.png"))
+        print(f"Formgrader lists {listed} (status {status!r}); Manual Grading lists {chapter}")
+        assert [name.strip() for name in listed] == [chapter], listed
+        assert status == "draft", f"{chapter} shows status {status!r} before its release"
+        outbound = course / "exchange" / instructor.COURSE_ID / "outbound" / chapter / f"{chapter}.ipynb"
+        assert outbound.is_file(), f"Formgrader's release put nothing in the exchange ({outbound})"
+        assert "No data available" not in body and "No data available" not in gradebook
+        assert warnings == 0, "Formgrader warns that the exchange or the course id is missing"
+        assert not errors, errors
+    finally:
+        if proc is not None:
+            stop_group(proc)
+        shutil.rmtree(course, ignore_errors=True)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_exported_slides_work_offline(chromium, tmp_path):
+    """Issue 26: an exported reveal.js deck runs with no network: reveal.js and MathJax from the export folder,
+    the arrow key moves to the next slide, the maths is typeset."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import export
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Slides offline\nThe bound $2(p-1)/p \\cdot n/B$."),
+        nbformat.v4.new_markdown_cell("## 1. A section\n$$t = \\alpha \\log_2 p + \\frac{n}{B}$$"),
+        nbformat.v4.new_code_cell("print(6 * 7)"),
+        nbformat.v4.new_markdown_cell("### 1.1 A subsection")])
+    path = tmp_path / "96_slides.ipynb"
+    nbformat.write(nb, path)
+    deck = export.export_course(tmp_path / "site", notebooks=[path], timeout=60, jobs=1, slides=True)[0]["slides"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    requests, errors = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())  # offline: no CDN can answer
+            page.goto(deck.as_uri(), timeout=PAGE_LOAD_S * MS)
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=WIDGET_S * MS)
+            total = page.evaluate("() => Reveal.getTotalSlides()")
+            first = page.evaluate("() => Reveal.getIndices()")
+            page.evaluate("() => Reveal.on('slidetransitionend', () => { window.courseSlideShown = true; })")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("() => Reveal.getIndices().h === 1 && window.courseSlideShown", timeout=WIDGET_S * MS)
+            page.wait_for_function("() => document.querySelectorAll('.MathJax, .MathJax_Display').length >= 2",
+                                   timeout=WIDGET_S * MS)
+            page.wait_for_function("() => MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running",
+                                   timeout=WIDGET_S * MS)
+            shown = page.evaluate("() => Reveal.getCurrentSlide().innerText").strip()
+            font = page.evaluate("() => getComputedStyle(document.querySelector('.reveal')).fontFamily")
+            page.screenshot(path=str(ARTIFACTS / "slides_offline.png"))
+            deck_text = page.locator("body").inner_text()
+        finally:
+            browser.close()
+    print(f"slides: {total} slides, started at {first}, arrow key to {shown.splitlines()[0]!r}; font {font}")
+    assert total >= 3 and (first["h"], first["v"]) == (0, 0) and "a section" in shown.lower()
+    assert "$$" not in shown and "\\frac" not in shown, "raw TeX is showing"
+    assert "Math Processing Error" not in deck_text
+    assert "Source Sans Pro" in font, "the theme's styles did not load"
+    assert not errors, errors
+    assert not [u for u in requests if u.startswith("http")], f"the deck reached for the network: {requests}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_learner_fetches_and_submits_from_the_assignments_tab_on_the_hub(chromium, tmp_path, monkeypatch):
+    """Issue 26 build 2, in the browser at 900 px: the instructor releases a chapter into the hub's exchange; a
+    learner logs in through the hub's form (their system password), opens *Nbgrader > Assignment List*, sees
+    the chapter among the released assignments, fetches it (it lands in ~/work, theirs) and submits it from
+    the tab (it lands in the exchange's inbound, theirs). Real ``make hub``, a throwaway account (root only)."""
+    from course_lib import instructor
+    from tests import hub_harness
+
+    chapter = "00_why_communication"
+    password = secrets.token_urlsafe(12)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    errors = []
+    try:
+        with hub_harness.class_on_hub(tmp_path, 1, password=password) as (hub, users, homes, state):
+            user = users[0]
+            monkeypatch.setenv(instructor.EXCHANGE_ENV, str(state / "exchange"))
+            course = instructor.init_course(tmp_path / "course", [chapter])
+            instructor.nbgrader(course, "release_assignment", chapter)
+            hub.start(user)
+            with _page(chromium, errors) as page:
+                page.goto(f"{hub.base}/hub/login?next=/user/{user}/lab/workspaces/assignments",
+                          timeout=PAGE_LOAD_S * MS)
+                page.fill("#username_input", user)
+                page.fill("#password_input", password)
+                page.click("#login_submit")
+                page.locator("#jp-MainMenu .lm-MenuBar-item", has_text=re.compile("^Nbgrader$")).wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                _menu(page, "Nbgrader", "nbgrader:open-assignment-list")
+                released = page.locator("#released_assignments_list .list_item", has_text=chapter)
+                released.wait_for(timeout=PAGE_LOAD_S * MS)
+                page.screenshot(path=str(ARTIFACTS / "hub_assignments.released.png"))
+                released.locator("button", has_text="Fetch").click()
+                fetched = page.locator("#fetched_assignments_list", has_text=chapter)
+                fetched.locator("button", has_text="Submit").wait_for(timeout=PAGE_LOAD_S * MS)
+                fetched.locator("button", has_text="Submit").click()
+                page.locator("#submitted_assignments_list .list_item", has_text=chapter).wait_for(
+                    timeout=PAGE_LOAD_S * MS)
+                page.screenshot(path=str(ARTIFACTS / "hub_assignments.submitted.png"))
+            uid = hub_harness.pwd_uid(user)
+            mine = homes / user / "work" / chapter / f"{chapter}.ipynb"
+            inbound = list((state / "exchange" / instructor.COURSE_ID / "inbound").glob(f"{user}+{chapter}+*/{chapter}.ipynb"))
+            print(f"{user}: fetched {mine.relative_to(homes)}, submitted {[str(p.relative_to(state)) for p in inbound]}")
+            assert mine.is_file() and mine.stat().st_uid == uid, (
+                "the fetched chapter is not the learner's, in ~/work: " +
+                str(sorted(str(p) for p in (homes / user).rglob(f"{chapter}.ipynb"))))
+            assert len(inbound) == 1 and inbound[0].stat().st_uid == uid, inbound
+            instructor.nbgrader(course, "collect", chapter)
+            assert (course / "submitted" / user / chapter / f"{chapter}.ipynb").is_file()
+    except hub_harness.HubUnavailable as exc:
+        pytest.skip(str(exc))
+    assert not errors, errors

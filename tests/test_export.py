@@ -65,6 +65,16 @@ def test_slides_open_a_slide_at_each_section(tmp_path):
     assert pages[0]["slides"].name == "99_tiny.slides.html"
     assert "reveal" in deck and deck.count("<section") >= 3
     assert "99_tiny.slides.html" in (out / "index.html").read_text()
+    # offline: reveal.js, its theme and plugin, and MathJax load from the export folder, nothing from the web
+    import re
+    loaded = re.findall(r'<(?:script|link)[^>]*\s(?:src|href)="([^"]+)"', deck)
+    assert "reveal/dist/reveal.js" in loaded and "reveal/plugin/notes/notes.js" in loaded, loaded
+    assert [url for url in loaded if re.match(r"(https?:)?//", url)] == [], loaded
+    assert "import mermaid" not in deck and "require(" not in deck
+    for url in loaded:
+        assert (out / url.split("?")[0]).is_file(), f"the deck loads {url}, which the export did not write"
+    theme = (out / "reveal" / "dist" / "theme" / f"{export.REVEAL_THEME}.css").read_text()
+    assert "http" not in "".join(re.findall(r"@import[^;]*;", theme)), "the theme imports from the web"
     with pytest.raises(ValueError, match="slides"):
         export.export_course(out, notebooks=[path], slides="yes")
 

@@ -17,6 +17,7 @@
 #   COURSE_HUB_API_TOKEN     a token for scripts (nbgrader automation, the tests): the admin role
 #   COURSE_NBGRADER_EXCHANGE nbgrader's exchange folder (default HUB_DIR/exchange)
 #   COURSE_LAB_RANKS_PER_USER, COURSE_LAB_RANKS_PER_SERVER, COURSE_LAB_BUDGET_WAIT_S   the lab's budget
+import json
 import os
 import pwd
 import shlex
@@ -77,7 +78,9 @@ if not _runnable_by_all(LEARNER_PYTHON):
              "folder they may not enter): build .venv with a Python outside /root (make clean; make hub "
              "PYTHON=/usr/bin/python3), or set COURSE_HUB_PYTHON")
 c.Spawner.cmd = [LEARNER_PYTHON, "-m", "jupyterhub.singleuser"]
-c.Spawner.args = shlex.split(os.environ.get("COURSE_LEARNER_FLAGS", ""))
+# make lab's flags, but with nbgrader's assignment_list server extension on: see the Assignments tab below
+ASSIGNMENT_LIST_OFF = "--ServerApp.jpserver_extensions=nbgrader.server_extensions.assignment_list=False"
+c.Spawner.args = [flag for flag in shlex.split(os.environ.get("COURSE_LEARNER_FLAGS", "")) if flag != ASSIGNMENT_LIST_OFF]
 c.Spawner.notebook_dir = "~/work"
 c.Spawner.default_url = os.environ.get("COURSE_LEARNER_URL", "/lab/tree/00_why_communication.ipynb")
 c.Spawner.start_timeout = 180
@@ -92,7 +95,15 @@ LEARNER_CONFIG = os.path.join(STATE, "learner-config")
 os.makedirs(LEARNER_CONFIG, exist_ok=True)
 os.chmod(LEARNER_CONFIG, 0o755)
 with open(os.path.join(LEARNER_CONFIG, "nbgrader_config.py"), "w") as handle:
-    handle.write(instructor.learner_config(EXCHANGE))
+    handle.write(instructor.learner_config(EXCHANGE, c.Spawner.notebook_dir))
+# nbgrader's Assignments tab (Nbgrader > Assignment List): on the hub there is an exchange, so, unlike `make lab`
+# alone, the learner's lab lists the released chapters with Fetch and Submit buttons (the assignment_list server
+# extension, kept on above, and these JupyterLab plugins; Formgrader, Create Assignment, the course list and
+# Validate, whose server extensions stay off, stay off). This page config overrides the learner settings' one.
+os.makedirs(os.path.join(LEARNER_CONFIG, "labconfig"), exist_ok=True)
+with open(os.path.join(LEARNER_CONFIG, "labconfig", "page_config.json"), "w") as handle:
+    json.dump({"disabledExtensions": {"@jupyter/nbgrader": False, **{f"@jupyter/nbgrader:{plugin}": True for plugin in (
+        "formgrader", "create-assignment", "course-list", "validate-assignment")}}}, handle, indent=1)
 
 BUDGET_DIR = budget.make_dir(os.path.join(STATE, "lab-budget"))
 per_user, per_server = budget.default_limits()
