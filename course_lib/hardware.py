@@ -386,7 +386,7 @@ def system_summary(sys: System) -> dict:
         "gpu_link_gb_s_per_direction": round(sys.gpu_link.per_direction / units.GB, 3),
         "gpu_link_gb_s_bidirectional": round(sys.gpu_link.bidirectional / units.GB, 3),
         "nic": sys.nic.name, "nics_per_node": sys.nics_per_node, "fabric": sys.nic_fabric,
-        "nic_gbit_s_per_direction": round(units.bytes_to_bits(sys.nic.per_direction) / 1e9, 3),
+        "nic_gbit_s_per_direction": round(units.gbit_per_s(sys.nic.per_direction), 3),
         "in_network_reduction": sys.in_network_reduction,
         "source": _system_source(sys),
     }

@@ -39,6 +39,11 @@ def bytes_to_bits(nbytes):
     return validate.finite_result("nbytes", validate.non_negative("nbytes", nbytes) * BITS_PER_BYTE)
 
 
+def gbit_per_s(bytes_per_s):
+    """A rate in bytes/s -> Gb/s, as NICs are sold: 50e9 B/s -> 400 Gb/s."""
+    return bytes_to_bits(validate.non_negative("bytes_per_s", bytes_per_s)) / 1e9
+
+
 def gbit_to_gbyte(gbit_per_s):
     """A network rate in Gb/s (what NICs are sold by) -> GB/s. 400 Gb/s -> 50 GB/s."""
     return validate.non_negative("gbit_per_s", gbit_per_s) / BITS_PER_BYTE

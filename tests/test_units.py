@@ -24,6 +24,10 @@ def test_bits_and_bytes():
     assert units.parse_bandwidth("200Gbps") == 25e9
 
 
+def test_a_nic_rate_in_bits():
+    assert units.gbit_per_s(50e9) == 400.0 and units.gbit_per_s(units.gbit_to_gbyte(400) * 1e9) == 400.0
+
+
 def test_directions():
     assert units.per_direction(900e9) == 450e9
     assert units.bidirectional(450e9) == 900e9

@@ -64,7 +64,7 @@ def assumptions(parsed, sys_, collective, *, nodes=None, gpus_per_node=None, nic
         out["gpus_per_node"] = (sys_.gpus_per_node, f"GUESSED: the catalog's {sys_.id}; pass -g")
     out["nics_per_node"] = ((nics_per_node, "flag --nics") if nics_per_node else
                             (sys_.nics_per_node, f"catalog {sys_.id} (nccl-tests does not print NICs): GUESSED"))
-    rate = nic_gbit_s or units.bytes_to_bits(sys_.nic.per_direction) / 1e9
+    rate = nic_gbit_s or units.gbit_per_s(sys_.nic.per_direction)
     out["nic_gbit_s"] = (rate, "flag --nic-gbit" if nic_gbit_s else f"catalog {sys_.id} ({sys_.nic.name}): GUESSED")
     kind = fabric or costmodel.system_fabric_kind(sys_)
     named = getattr(sys_, "fabric", "")

@@ -161,7 +161,7 @@ def _port_name(rate_gbps: float, link_layer: str) -> str:
         return ""
     for net_id in hardware.network_ids():
         link = hardware.network(net_id)
-        if link.family == family and abs(units.bytes_to_bits(link.per_direction) / 1e9 - rate_gbps) < 1e-6:
+        if link.family == family and abs(units.gbit_per_s(link.per_direction) - rate_gbps) < 1e-6:
             return f" ({link.name})"
     return ""
 

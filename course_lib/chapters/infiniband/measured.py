@@ -28,7 +28,7 @@ def transports_table() -> list[dict]:
             line = units.gbit_to_gbyte(row["line_gbit_s"]) * units.GB
         low, high = row["achieved_gb_s"]
         rows.append({"transport": row["transport"], "kind": row["kind"],
-                     "line_gbit_s": units.bytes_to_bits(line) / 1e9, "line_gb_s": line / units.GB,
+                     "line_gbit_s": units.gbit_per_s(line), "line_gb_s": line / units.GB,
                      "achieved_low_gb_s": low, "achieved_high_gb_s": high,
                      "efficiency_low": low * units.GB / line, "efficiency_high": high * units.GB / line,
                      "what": row["what"], "source": datafiles.source(row["source"])["url"]})

@@ -226,7 +226,7 @@ def _grid_readout(model_id, system, gpus, nic_gbit_s, nvlink_gb_s, tp, pp, micro
 def _catalog_links(system_id) -> dict:
     """A catalog system's NIC (Gb/s) and NVLink (GB/s) rates per direction: the link sliders follow the system."""
     s = hardware.system(system_id)
-    return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9,
+    return {"nic_gbit_s": units.gbit_per_s(s.nic.per_direction),
             "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
 

@@ -99,7 +99,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
         raise ValueError(f"global_batch must be one of {EXPLORER_BATCHES}, got {global_batch!r}")
     tokens_t = validate.number("tokens_t", tokens_t, low=0.1, high=20)
     sys_ = hardware.system(system)
-    nic = (units.bytes_to_bits(sys_.nic.per_direction) / 1e9 if nic_gbit_s is None
+    nic = (units.gbit_per_s(sys_.nic.per_direction) if nic_gbit_s is None
            else validate.number("nic_gbit_s", nic_gbit_s, low=10, high=1600))
     nvl = (sys_.gpu_link.per_direction / units.GB if nvlink_gb_s is None
            else validate.number("nvlink_gb_s", nvlink_gb_s, low=5, high=2000))
@@ -118,7 +118,7 @@ def planner_explorer(model="llama2-70b", system="dgx-h200", gpus=1024, global_ba
 
     def follow_system(system_id):  # a new system brings its own catalog link speeds (one redraw)
         s = hardware.system(system_id)
-        return {"nic_gbit_s": units.bytes_to_bits(s.nic.per_direction) / 1e9, "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
+        return {"nic_gbit_s": units.gbit_per_s(s.nic.per_direction), "nvlink_gb_s": s.gpu_link.per_direction / units.GB}
 
     return explorer(_draw, controls, readout=_readout, title="Capstone planner: layouts, days and GPU-hours",
                     figsize=(8.5, 4.4), follow={"system": follow_system})
