@@ -134,6 +134,7 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     user = None if rootless_inside(home_outside) else ensure_user()
     candidates = _outermost(_hidden(course_dir) + ([Path(home_outside)] if user is None and home_outside else []))
     candidates = [p for p in candidates if p != Path("/")]
+    key = grading_key_path()  # before any mount: a repository under /tmp disappears with the fresh /tmp
     _mount("--make-rprivate", "/")
     # keep a handle on each kept path before /tmp and the repository are hidden (a clone under /tmp, as
     # CI's may be, disappears with the fresh /tmp): the handles live on a private tmpfs over STAGE_AT
@@ -147,7 +148,6 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     for path in FRESH:
         if Path(path).is_dir():
             _mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", path)
-    key = grading_key_path()
     hidden = [p for p in candidates if p.is_dir()]  # one under /tmp is hidden already
     for path in hidden:
         _mount("-t", "tmpfs", "-o", "mode=755,nosuid,nodev", "tmpfs", str(path))
