@@ -131,10 +131,12 @@ def _mount(*args: str) -> None:
 def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None) -> None:
     """PID 1 of the new namespaces, still root (or root of a user namespace): build the view, then become the
     user (or drop every capability) and exec the kernel; ``connection`` None runs :data:`CHECK` instead."""
-    user = None if rootless_inside(home_outside) else ensure_user()
+    from . import grading
+
+    user = None if home_outside is not None else ensure_user()  # main passes --home only when not root
     candidates = _outermost(_hidden(course_dir) + ([Path(home_outside)] if user is None and home_outside else []))
     candidates = [p for p in candidates if p != Path("/")]
-    key = grading_key_path()  # before any mount: a repository under /tmp disappears with the fresh /tmp
+    key = grading.key_path()  # before any mount: a repository under /tmp disappears with the fresh /tmp
     _mount("--make-rprivate", "/")
     # keep a handle on each kept path before /tmp and the repository are hidden (a clone under /tmp, as
     # CI's may be, disappears with the fresh /tmp): the handles live on a private tmpfs over STAGE_AT
@@ -157,7 +159,6 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
         _mount("--bind", str(stage / str(i)), str(path))
         _mount("-o", "remount,bind,ro", str(path))
         _mount("--make-private", str(path))
-    from . import grading
     for original, stripped in grading.strip_keys(Path("/tmp/.keyless")).items():  # no sealed answer to hash either
         _mount("--bind", str(stripped), str(original))
         _mount("-o", "remount,bind,ro", str(original))
@@ -195,16 +196,6 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
         "setpriv", *who, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command], env)
 
 
-def rootless_inside(home_outside) -> bool:
-    """Inside the namespaces: True when they were made without root (``main`` passes ``--home`` then)."""
-    return home_outside is not None
-
-
-def grading_key_path() -> Path:
-    from . import grading
-    return grading.key_path()
-
-
 # What ``--check`` runs in the sandbox instead of a kernel: try what a submission would, print one line each.
 CHECK = """
 import os, sys, json
@@ -228,8 +219,10 @@ rows = [
 ]
 if home:
     rows.append(('your home folder', 'visible' if Path(home).is_dir() and any(Path(home).iterdir()) else 'hidden'))
-outside = open('/proc/self/uid_map').read().split()
-rows.append(('uid', str(os.getuid()) + (f' (uid {outside[1]} outside its user namespace)' if outside[1] != '0' or os.getuid() != int(outside[0]) else '')))
+uid = os.getuid()
+inner, outer, count = (int(x) for x in open('/proc/self/uid_map').read().split()[:3])
+seen = outer + uid - inner if inner <= uid < inner + count else uid  # this uid as the machine outside sees it
+rows.append(('uid', str(uid) + (f' (uid {seen} outside its user namespace)' if seen != uid else '')))
 for what, state in rows:
     print(f'{what}: {state}')
 bad = {'writable', 'visible', 'readable', 'set'}
@@ -255,16 +248,16 @@ def main(argv=None) -> None:
         sys.exit(2)
     course_dir = Path(args[1]).resolve()
     connection_file, extra = (None, []) if check else (args[2], args[3:])
+    if inside:  # the launcher outside already found isolation available: build the view
+        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)
+        return
     ok, why = available()
-    if check and not inside:
+    if check:
         print(f"sandbox: {why}", flush=True)
     if not ok:  # unisolated: the kernel as nbgrader would have started it
         if check:
             sys.exit(1)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra])
-    if inside:
-        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)
-        return
     userns = ["--user", "--map-root-user"] if rootless() else []
     home_args = ["--home", os.environ.get("HOME") or str(Path.home())] if rootless() else []
     os.execv(shutil.which("unshare"), [
