@@ -11,22 +11,20 @@ def _a2a_check_worker(rank, world_size, fn):
     import torch.distributed as dist
 
     from ..lab.bench import _all_to_all_inputs
-    from ..lab.exercises import _Traffic
+    from ..lab.exercises import Traffic
 
     for count, dtype in A2A_CASES:
         inp, _ = _all_to_all_inputs(count * world_size, rank, world_size, getattr(torch, dtype))
         mine, ref = torch.zeros_like(inp), torch.empty_like(inp)
-        with _Traffic() as traffic:  # built-in collectives (module or process group) are noted, sends counted
+        with Traffic() as traffic:  # built-in collectives (module or process group) are noted, sends counted
             fn(mine, inp.clone(), rank, world_size)
-        sent = torch.tensor([traffic.sent], dtype=torch.int64)
-        dist.all_reduce(sent)  # every rank takes part before any returns, so none waits on a rank that left
-        if traffic.collectives:
-            return {"ok": False, "detail": f"your function called {traffic.collectives[0]}, a built-in collective; "
-                                           "the exercise is to move the chunks yourself with isend/irecv"}
+        sent = traffic.total_sent()  # every rank takes part before any returns, so none waits on a rank that left
+        if traffic.refusal("the chunks"):
+            return {"ok": False, "detail": traffic.refusal("the chunks")}
         needed = world_size * (world_size - 1) * count * inp.element_size()  # every chunk but one's own, per rank
         dist.all_to_all_single(ref, inp)
-        if torch.equal(mine, ref) and int(sent) < needed:
-            return {"ok": False, "detail": f"all ranks together sent {int(sent)} bytes point to point, but an "
+        if torch.equal(mine, ref) and sent < needed:
+            return {"ok": False, "detail": f"all ranks together sent {sent} bytes point to point, but an "
                                            f"all-to-all of {count} element(s) per chunk on {world_size} ranks must "
                                            f"send {needed}: each chunk has to travel to its rank"}
         if not torch.equal(mine, ref):

@@ -80,7 +80,7 @@ COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "
 P2P_RECV = ("recv", "irecv")
 
 
-class _Traffic:
+class Traffic:
     """Counts the bytes this rank sends point to point, and any built-in collective called,
     by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs.
     With ``tensor`` (the input) it also logs each send, where in the input it came from and a copy of what
@@ -124,6 +124,23 @@ class _Traffic:
             return original(*args, **kwargs)
 
         return counted if name in P2P_SEND else received if name in P2P_RECV else refused
+
+    def refusal(self, moving: str) -> str | None:
+        """Why the learner's function scores nothing if it called a built-in collective (else None);
+        ``moving`` names what the exercise moves by hand ("the data", "the chunks")."""
+        if not self.collectives:
+            return None
+        return (f"your function called dist.{self.collectives[0]}, a built-in collective; "
+                f"the exercise is to move {moving} yourself with send/recv (or isend/irecv)")
+
+    def total_sent(self) -> int:
+        """Bytes sent point to point by all ranks together (a collective: every rank must call it)."""
+        import torch
+        import torch.distributed as dist
+
+        sent = torch.tensor([self.sent], dtype=torch.int64)
+        dist.all_reduce(sent)
+        return int(sent)
 
     def __enter__(self):
         for module in self.modules:
@@ -170,22 +187,18 @@ def _check_worker(rank, world_size, fn, cases, progress):
         size, dtype = case["size"], case["dtype"]
         tensor = _inputs(size, dtype, rank)
         original = tensor
-        failure = None
-        with _Traffic(tensor, f"{progress}.{rank}.note") as traffic:
+        with Traffic(tensor, f"{progress}.{rank}.note") as traffic:
             result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
-        if traffic.collectives:
-            failure = (f"your function called dist.{traffic.collectives[0]}, a built-in collective; "
-                       "the exercise is to move the data yourself with send/recv (or isend/irecv)")
-        elif original.data_ptr() != tensor.data_ptr() or original.shape != (size,):
+        failure = traffic.refusal("the data")
+        if failure is None and (original.data_ptr() != tensor.data_ptr() or original.shape != (size,)):
             failure = "the tensor was replaced or resized; all-reduce must work in place"
-        elif result is not None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
+        if failure is None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
             failure = "you returned a tensor but left the input unchanged; sum into the input tensor in place"
-        sent = torch.tensor([traffic.sent], dtype=torch.int64)
-        dist.all_reduce(sent)
+        sent = traffic.total_sent()
         wrong = failure is None and bool((tensor != _expected(size, dtype, world_size)).any())
         needed = ring_bytes(size, tensor.element_size(), world_size)
-        if failure is None and not wrong and int(sent) < needed:
-            failure = (f"all ranks together sent {int(sent)} bytes point to point, but a ring all-reduce "
+        if failure is None and not wrong and sent < needed:
+            failure = (f"all ranks together sent {sent} bytes point to point, but a ring all-reduce "
                        f"of {size} element(s) on {world_size} ranks must send {needed}: the sum has to travel "
                        "between the ranks, with send/recv")
         flag = torch.tensor([0 if failure is None and not wrong else 1], dtype=torch.int64)
