@@ -247,6 +247,9 @@ def main(argv=None) -> None:
         print("error: usage: python -m course_lib.sandbox --check --course DIR", file=sys.stderr)
         sys.exit(2)
     course_dir = Path(args[1]).resolve()
+    if check and not inside and not course_dir.is_dir():
+        print(f"error: --course must be an existing course folder, got {args[1]!r}", file=sys.stderr)
+        sys.exit(2)
     connection_file, extra = (None, []) if check else (args[2], args[3:])
     if inside:  # the launcher outside already found isolation available: build the view
         _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)

@@ -118,6 +118,8 @@ CASES = {
         (["--ranks", "2,4", "-b", "64X", "-e", "64M", "-f", "4", "--algorithms", "builtin,ring"], "-b"),
     ],
     "-m course_lib.lab.bench -b 1M -e 1G -f 2": [(["-b", "1M", "-e", "1G", "-f", "two"], "--stepfactor")],
+    "python -m course_lib.sandbox --check --course course/": [(["--check"], "--course"),
+                                                               (["--check", "--course", "{missing}"], "--course")],
     "python -m course_lib nbgrader init course/": [
         (["nbgrader", "init", "{course}", "--assignments", "99_nothing"], "assignments"),
         (["nbgrader", "init", "{binary}/course"], "course_dir"),
