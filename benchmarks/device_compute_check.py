@@ -7,8 +7,8 @@ torch (bf16, the model's hidden size, heads, KV heads, MLP and sequence length; 
 checks that its weight count is the course's ``dense_layer_params`` minus the 13h of biases and norms the
 formula counts, times forward + backward (CUDA events, median of ``--repeats``), and reports:
 
-- ``model_tflops``: the course's FLOPs for that layer (``3 x (2 x matmul params + 4 s h)`` per token, the
-  formula of ``transformer.training_flops``, which counts full, not causal, attention) over the time;
+- ``model_tflops``: the course's FLOPs for that layer (3 x ``transformer.layer_forward_flops_per_token``, the
+  formula ``transformer.training_flops`` uses, which counts full, not causal, attention) over the time;
 - ``efficiency``: that over the GPU's dense bf16 peak from the catalog, beside the assumed value;
 - a plain bf16 matrix product (8192^3) as the machine's own ceiling;
 - the bytes one layer's forward pass keeps for its backward (``torch.cuda.memory_allocated`` before and
@@ -27,11 +27,6 @@ import sys
 from pathlib import Path
 
 MODELS = ("megatron-1.7b", "llama2-7b", "llama3-8b", "llama2-70b", "gpt3-175b", "llama3-405b")
-
-
-def layer_flops_per_token(m) -> float:
-    """Forward FLOPs per token of one dense layer as ``transformer.training_flops`` counts them."""
-    return 2 * (m.dense_layer_params - 13 * m.hidden) + 4 * m.seq_len * m.hidden
 
 
 def build_layer(m, torch):
@@ -127,7 +122,7 @@ def main(argv=None) -> int:
         del out
         formula = {rc: transformer.activation_bytes_per_layer(m, micro_batch=1, tp=1, recompute=rc)
                    for rc in ("none", "selective")}
-        flops = 3 * layer_flops_per_token(m) * m.seq_len
+        flops = 3 * transformer.layer_forward_flops_per_token(m) * m.seq_len
         row = {"model": model_id, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv, "ffn": m.ffn,
                "gated_mlp": m.gated_mlp, "seq_len": m.seq_len, "micro_batch": 1,
                "weights_built": weights, "weights_in_formula": m.dense_layer_params - 13 * m.hidden,

@@ -210,14 +210,25 @@ def resolve_recompute(value) -> str:
 
 # ---------------------------------------------------------------- formulas
 
+def _layer_forward_flops(m: Transformer) -> tuple[float, float]:
+    """(matmul, attention) forward FLOPs per token of one layer: the weights' matmuls (top-k experts), and
+    QK^T and attention x V over the full sequence (not causal: the convention MFU is counted in)."""
+    return 2 * (m.active_layer_params - 13 * m.hidden), 4 * m.seq_len * m.hidden
+
+
+def layer_forward_flops_per_token(model_) -> float:
+    """Forward FLOPs per token of one layer, as :func:`training_flops` counts them (a step is 3x this per layer,
+    plus the output layer and any recomputation)."""
+    return sum(_layer_forward_flops(resolve_model(model_)))
+
+
 def training_flops(model_, global_batch, recompute="none") -> float:
     """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
     m = resolve_model(model_)
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     rc = resolve_recompute(recompute)
     s, h, l = m.seq_len, m.hidden, m.layers
-    layer_mm = 2 * (m.active_layer_params - 13 * h)   # matmul FLOPs per token per layer (forward), top-k experts
-    attn = 4 * s * h                           # QK^T and attention x V per token per layer (forward)
+    layer_mm, attn = _layer_forward_flops(m)   # per token per layer (forward)
     logits = 2 * h * m.vocab                   # output layer per token (forward)
     fwd = l * (layer_mm + attn) + logits
     total = 3 * fwd
