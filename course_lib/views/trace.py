@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from .. import style, units
 
-_KIND_COLOURS = {"forward": style.colour("work", "forward"), "backward": style.colour("work", "backward"),
-                 "copy back": style.CONTEXT, "optimizer": style.GUIDE,
-                 "all-reduce": style.colour("step", "data-parallel comm")}
 _LEGEND = (("forward", "forward pass"), ("backward", "backward op"), ("all-reduce", "bucket all-reduce (gloo thread)"),
            ("copy back", "copy of averaged buckets into .grad"), ("optimizer", "optimizer step"))
 
@@ -36,7 +33,7 @@ def draw_trace(ax, lanes, windows, title, launch_marks=()):
             height = 0.7 / rows
             yc = y + 0.35 - height * (row + 0.5)
             ax.barh(yc, max(s.duration_s, 0.0) * ms, left=s.start_s * ms, height=height * 0.92,
-                    color=_KIND_COLOURS[s.kind], edgecolor=style.PAPER if s.kind != "all-reduce" else style.INK, lw=0.3)
+                    color=style.colour("trace", s.kind), edgecolor=style.PAPER if s.kind != "all-reduce" else style.INK, lw=0.3)
             if s.kind == "all-reduce" and s.bucket is not None and s.duration_s > 0.025 * right:
                 ax.text((s.start_s + s.end_s) / 2 * ms, yc, f"b{s.bucket}", ha="center", va="center",
                         fontsize=style.FONT_SMALL, color=style.PAPER)
@@ -45,7 +42,7 @@ def draw_trace(ax, lanes, windows, title, launch_marks=()):
     for k, t in launch_marks:
         y = n - 1 - k
         ax.plot([t * ms, t * ms], [y - 0.36, y - 0.64], color=style.INK, lw=1.2)
-    handles = [Patch(color=_KIND_COLOURS[key], label=text) for key, text in _LEGEND]
+    handles = [Patch(color=style.colour("trace", key), label=text) for key, text in _LEGEND]
     handles.append(Line2D([], [], color=style.INK, lw=1.2, label="DDP launches a bucket's all-reduce"))
     ax.legend(handles=handles, fontsize=style.FONT_SMALL, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3,
               frameon=False)
