@@ -37,7 +37,7 @@ def question(qid) -> dict:
 def threads(qid) -> str:
     """Where ``qid`` is taught and the threads where it was asked, as lines to print."""
     q = question(qid)
-    lines = [f"Q: {q['question']}", "   taught in " + "; ".join(f"chapter {c}, section {s}" for c, s in q["taught"])]
+    lines = [f"Q: {q['question']}", "   taught in " + "; ".join(f'chapter {c} ("{s}")' for c, s in q["taught"])]
     lines += [f"   - {url}  ({title.split(':', 1)[0]})" for _, title, url in q["threads"]]
     return "\n".join(lines)
 

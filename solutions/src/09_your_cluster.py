@@ -669,8 +669,10 @@ glue("faq_gdr_pairs", gdr_pairs, "{}")
 print(faq.threads("all-to-all"))
 a2a = faq.all_to_all_answer(faq_system, nodes=(1, 2, 4, 16))
 for row in a2a:
-    where = "one node (NVLink)" if row["nodes"] == 1 else f"{row['nodes']:>2} nodes"
-    print(f"{where:<18} busbw {fb(row['busbw'])}  = {row['ratio']:.2f} x the NIC share per GPU "
+    if row["nodes"] == 1:
+        print(f"one node: busbw {fb(row['busbw'])}, all of it over NVLink")
+        continue
+    print(f"{row['nodes']:>2} nodes: busbw {fb(row['busbw'])} = {row['ratio']:.2f} x the NIC share per GPU "
           f"({fb(row['nic_per_gpu'])}); {row['leaves_node']:.0%} of each GPU's data leaves the node")
 by_nodes = {row["nodes"]: row for row in a2a}
 glue("faq_a2a_2", fb(by_nodes[2]["busbw"]), "{}")
