@@ -70,6 +70,9 @@ REFERENCE = "tab:gray"  # published reference points beside a model curve
 AGREEMENT = "tab:green"  # the band where model and measurement agree ("within 20%")
 MEASURED = "tab:red"    # a published measurement (or quoted figure) the model is compared with
 MODEL = "tab:blue"      # the course model's prediction beside a measurement
+# A profiler trace of a training step (chapter 06): what ran on the training thread, and the buckets' all-reduces.
+TRACE_COLOURS = {"forward": WORK_COLOURS["forward"], "backward": WORK_COLOURS["backward"],
+                 "all-reduce": STEP_COLOURS["data-parallel comm"], "copy back": CONTEXT, "optimizer": GUIDE}
 # Text sizes in points (before the notebook shrinks a figure wider than its column: see readable_points).
 FONT_SMALL = 8          # annotations, legends, tick and cell labels
 FONT_NORMAL = 9         # axis labels, panel titles
@@ -92,12 +95,13 @@ def larger(points, steps=1):
     return points + steps
 
 _TABLES = {"algorithm": ALGORITHM_COLOURS, "link": LINK_COLOURS, "step": STEP_COLOURS, "memory": MEMORY_COLOURS,
-           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS, "phase": PHASE_COLOURS}
+           "work": WORK_COLOURS, "transport": TRANSPORT_COLOURS, "reach": REACH_COLOURS, "phase": PHASE_COLOURS,
+           "trace": TRACE_COLOURS}
 
 
 def colour(kind: str, key: str) -> str:
     """The colour of ``key`` in the palette ``kind`` ('algorithm', 'link', 'step', 'memory', 'work',
-    'transport', 'reach', 'phase')."""
+    'transport', 'reach', 'phase', 'trace')."""
     if kind not in _TABLES:
         raise ValueError(f"kind must be one of {sorted(_TABLES)}; got {kind!r}")
     table = _TABLES[kind]

@@ -166,6 +166,34 @@ def _ring(h):
     assert h.controls["step"].max == 2 * (6 - 1)
 
 
+@check("collectives.allreduce_steps_explorer")
+def _steps(h):
+    def stepwise_and_pipelined(readout):
+        rest = plain(readout).split("one after another:", 1)[1]
+        return times(rest)[:2]
+    def steps_of(readout):
+        return int(number_after(readout, "of "))
+    # the ring: 2(p-1) steps, each moving one 1/p chunk per rank (250 MB of 1 GB on 4 ranks)
+    ring = h.render(algorithm="ring", ranks=4, size_mb=1000.0, step=1)
+    assert "Step 1 of 6" in plain(ring) and h.controls["play"].max == 6
+    assert "sends 250 MB and receives 250 MB" in plain(ring)
+    # the tree: 2 log2 p steps of halves; NVLS: two steps through the switch, which adds
+    tree = h.render(algorithm="double_binary_tree", ranks=8, step=1)
+    assert "Step 1 of 6" in plain(tree) and "sends 500 MB" in plain(tree)
+    nvls = h.render(algorithm="in_network", step=2)
+    assert "Step 2 of 2" in plain(nvls) and "the switch copies it" in plain(nvls)
+    # playing moves the step the drawing shows
+    h.render(play=1)
+    assert h.values()["step"] == 1 and "step 1 of 2" in h.axes["state"].get_title()
+    # pipelined: tree about the ring for a large buffer, NVLS faster, its busbw above the link rate
+    pipelined = {a: stepwise_and_pipelined(h.render(algorithm=a, ranks=8, step=1))[1]
+                 for a in ("ring", "double_binary_tree", "in_network")}
+    assert pipelined["in_network"] < pipelined["ring"] < pipelined["double_binary_tree"] < 1.2 * pipelined["ring"]
+    assert "above the link" in plain(h.render(algorithm="in_network")) and "not above" in plain(h.render(algorithm="ring"))
+    stepwise, piped = stepwise_and_pipelined(h.render(algorithm="double_binary_tree"))
+    assert stepwise > 2 * piped   # one level at a time is far slower than pipelined
+
+
 @check("collectives.cost_explorer")
 def _cost(h):
     def crossover(readout):

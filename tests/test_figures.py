@@ -60,6 +60,21 @@ def _breakdown():  # the planner explorer's defaults: the system's catalog link 
     return (_axes((8.5, 4.4)), plan), {}
 
 
+def _ddp_trace():  # a made-up profiled step on 2 ranks: 6 layers, a bucket each, all-reduces beside the backward ops
+    from course_lib.lab import ddp_trace
+    events = [(ddp_trace.FORWARD, 0, 8000, 1)]
+    for k in range(6):
+        t = 9000 + 5000 * k
+        events += [(ddp_trace.BACKWARD_PREFIX + "AddmmBackward0", t, t + 4000, 1),
+                   (ddp_trace.BACKWARD_PREFIX + "torch::autograd::AccumulateGrad", t + 4000, t + 5000, 1),
+                   (ddp_trace.LAUNCH, t + 4500, t + 4600, 1), (ddp_trace.ALL_REDUCE, t + 4600, t + 8600, 2 + k % 2)]
+    events += [(ddp_trace.COPY_BACK, 39600, 40000, 1), ("Optimizer.step#SGD.step", 40000, 41000, 1)]
+    spans = [s for r in range(2) for s in ddp_trace.spans_from_events(r, events, 0, 0.0003 * r)]
+    trace = ddp_trace.DDPTrace(ranks=2, width=512, depth=6, batch=64, bucket_cap_mb=0.5, grad_bytes=6303744,
+                               buckets=[1050624.0] * 6, spans=spans)
+    return (trace,), {}
+
+
 # Arguments for functions that need some, by the module that defines them (a chapter package's submodule);
 # everything else is called with its defaults.
 ARGUMENTS = {
@@ -68,6 +83,7 @@ ARGUMENTS = {
     "course_lib.chapters.nvlink.rings.draw_rings": _rings,
     "course_lib.chapters.planner.runs.plot_gpu_sweep": _sweep,
     "course_lib.chapters.planner.interactive.draw_breakdown": _breakdown,
+    "course_lib.chapters.data_parallel.trace.draw_ddp_trace": _ddp_trace,
     "course_lib.topology.draw_rails": lambda: ((topology.rail_fat_tree("dgx-h100", 2),), {}),
 }
 

@@ -13,7 +13,7 @@ __all__ = ["run", "RankError", "RankTimeout", "LabLimitError", "current", "init_
 
 
 def __getattr__(name):
-    if name in ("algorithms", "bench", "calibrate", "exercises", "memory", "ddp_run"):
+    if name in ("algorithms", "bench", "calibrate", "exercises", "memory", "ddp_run", "ddp_trace"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(name)

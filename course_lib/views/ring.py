@@ -22,7 +22,7 @@ def _ring_layout(p):
 
 
 
-def _ring_boxes(ax, state, centres, width, cell, fontsize):
+def _ring_boxes(ax, state, centres, width, cell, fontsize, names=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     p = len(state)
@@ -39,7 +39,8 @@ def _ring_boxes(ax, state, centres, width, cell, fontsize):
             ax.text(x0 + (c + 0.5) * cell, y, label, ha="center", va="center", zorder=3,
                     fontsize=fontsize, color=style.PAPER if shade > 0.55 else style.INK)
             if p <= 4 or r == 0:  # from 5 ranks on, only rank 0's chunks are named: the columns match
-                ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, f"c{c}", ha="center", va="top", fontsize=fontsize,
+                ax.text(x0 + (c + 0.5) * cell, y0 - 0.03, names[c] if names else f"c{c}", ha="center", va="top",
+                        fontsize=fontsize,
                         color=style.GUIDE)
 
 

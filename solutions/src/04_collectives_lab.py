@@ -32,6 +32,8 @@ import torch.distributed as dist
 from course_lib import checks, costmodel, hardware, lab, prose, units
 from course_lib.chapters import collectives as cl
 
+glue = prose.Glue("04")  # numbers the text quotes from the cells
+
 # %% [markdown]
 # ## 1. Six collectives
 #
@@ -318,6 +320,61 @@ for ranks, link, tech in ((8, nvl4, "nvlink"), (1024, hardware.network("ib-ndr")
 
 # %% exercise="04.3"
 fastest_small_allreduce = "C"
+
+# %% [markdown]
+# ### 6.1 Ring, tree and NVLS, step by step
+#
+# Section 3 walked through the ring. NCCL has two more all-reduces worth walking through: its **double binary
+# tree** (section 2; NCCL builds it over nodes, with a chain inside each node, and here each rank stands for a
+# node) and **NVLS**, where the NVSwitch adds (chapter 03). The explorer below plays any of the three, step by
+# step: which chunk crosses which link (red while partial sums travel, green once finished sums do), and the
+# time of each step from the alpha-beta model of section 4, $\alpha + m/B$ for the largest number of bytes $m$
+# any rank sends or receives in that step. Under the picture the steps add up one after another, and below them
+# is the same all-reduce as NCCL runs it, cut into small pieces so that every step's links work at once: the
+# pipelined time `costmodel.collective_time` gives (section 4's formulas). Press ▶ to play the steps, or drag
+# **step**. Things to try:
+# - **ring**, 4 ranks: every step moves one quarter of the buffer per rank in each direction, so pipelining
+#   gains nothing: the two bars are equal;
+# - **tree**, 8 ranks: in step 1 rank 2 receives the halves of two children at once, a whole buffer through
+#   one port; step after step the tree is slow, pipelined its busiest rank moves two buffers, about the ring's
+#   volume, in far fewer steps. Slide the size down to 0.01 MB and the tree wins: latency decides;
+# - **NVLS**: two steps. Every GPU pushes its buffer into the switch once, the switch adds and hands each GPU
+#   one summed chunk, which the GPU sends back once to be copied to all: the readout's busbw lands above the
+#   link rate.
+#
+# The explorer's picture is the step you choose; for a printed or exported page, the cell after it draws every
+# step of all three on one time axis.
+
+# %%
+steps_box = cl.allreduce_steps_explorer(ranks=4, step=1)
+
+# %%
+nvl4_link, nvl_alpha = nvl4.per_direction, costmodel.hop_latency("nvlink")
+timed = {a: cl.step_times(cl.step_plan(a, 8), 1e9, nvl4_link, nvl_alpha) for a in cl.STEP_ALGORITHMS}
+for a, t in timed.items():
+    print(f"{cl.STEP_LABELS[a]:<36} {len(t.plan.steps):>2} steps: one after another {units.format_time(t.stepwise_s):>8}, "
+          f"pipelined {units.format_time(t.pipelined_s):>8}, busbw {units.format_bandwidth(t.busbw)}")
+small = {a: cl.step_times(cl.step_plan(a, 8), 64e3, nvl4_link, nvl_alpha).pipelined_s for a in ("ring", "double_binary_tree")}
+print(f"64 KB: ring {units.format_time(small['ring'])}, tree {units.format_time(small['double_binary_tree'])}")
+cl.draw_allreduce_timelines(ranks=8, nbytes=1e9, bandwidth=nvl4_link, latency=nvl_alpha)
+plt.show()
+glue("steps_ring_s", units.format_time(timed["ring"].pipelined_s), "{}")
+glue("steps_tree_stepwise_s", units.format_time(timed["double_binary_tree"].stepwise_s), "{}")
+glue("steps_tree_s", units.format_time(timed["double_binary_tree"].pipelined_s), "{}")
+glue("steps_nvls_s", units.format_time(timed["in_network"].pipelined_s), "{}")
+glue("steps_nvls_busbw", units.format_bandwidth(timed["in_network"].busbw), "{}")
+glue("steps_small_ring", units.format_time(small["ring"]), "{}")
+glue("steps_small_tree", units.format_time(small["double_binary_tree"]), "{}")
+glue("steps_link", units.format_bandwidth(nvl4_link), "{}")
+glue("steps_nvls_predict", units.format_bandwidth(costmodel.predict("all_reduce", 1e9, "dgx-h100", algorithm="nvls").busbw[0]), "{}")
+
+# %% [markdown]
+# For 1 GB on 8 GPUs at {{steps_link}}: the ring takes {{steps_ring_s}} either way; the tree {{steps_tree_stepwise_s}}
+# one level at a time but {{steps_tree_s}} pipelined; NVLS {{steps_nvls_s}}, a busbw of {{steps_nvls_busbw}}.
+# For 64 KB the order flips: the tree's few steps give {{steps_small_tree}} against the ring's
+# {{steps_small_ring}}. This flat model leaves out what section 9 and chapter 03 measure: NCCL's
+# protocols and channels, and the efficiency NVLS reaches: with it `costmodel.predict` gives a DGX H100
+# {{steps_nvls_predict}} of NVLS busbw for 1 GB, about what published runs measure (chapter 03).
 
 # %% [markdown]
 # ## 7. The lab: real all-reduces on your CPU
@@ -657,7 +714,6 @@ print("\n".join(cl.oversubscription_lines(over, ranks=4, base=2)))
 cl.plot_published()
 plt.show()
 print("\n\n".join(cl.model_failures()))
-glue = prose.Glue("04")  # numbers the text below quotes from the course model's validation
 vrows = [r for r in costmodel.validation_table() if r["collective"] == "all_reduce"]
 mid = [r for r in vrows if r["nodes"] == 1 and 2**20 <= r["nbytes"] < 2**27]
 multi = [r for r in vrows if r["nodes"] > 1]

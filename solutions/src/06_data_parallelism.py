@@ -26,9 +26,13 @@
 
 # %%
 # %matplotlib inline
+import math
+
 from course_lib import checks, costmodel, hardware, parallel, prose, units
-from course_lib.lab import ddp_run
+from course_lib.lab import ddp_run, ddp_trace
 from course_lib.chapters import data_parallel as dp
+
+glue = prose.Glue("06")  # numbers the text quotes from the cells
 
 # %% [markdown]
 # ## 1. What DDP sends, and when
@@ -141,6 +145,104 @@ for overlap in (True, False):
 # - **slow links.** When the all-reduce takes longer than the backward pass, the difference shows,
 #   whatever the bucketing.
 #
+# ### A rule of thumb: when does the communication hide?
+#
+# The example above hid because its numbers happened to fit. A rule tells you beforehand, derived per layer
+# the way Google's *How to Scale Your Model* (the "scaling book", further reading) derives it for TPUs. Take
+# one transformer layer with $P_\ell$ parameters on a GPU that computes $C$ FLOP/s, in a data-parallel group
+# of $d$ ranks whose link moves $W$ bytes/s per direction per rank (section 5), with $T$ tokens per GPU per
+# micro-batch:
+#
+# - its backward pass costs about $4P_\ell T$ FLOPs, twice the forward's $2P_\ell T$:
+#   $t_{\text{compute}} \approx 4P_\ell T / C$;
+# - DDP all-reduces its $2P_\ell$ bytes of 16-bit gradients, and a ring sends $2\frac{d-1}{d}$ of them:
+#   $t_{\text{comm}} \approx 4P_\ell \frac{d-1}{d} / W$.
+#
+# The layer's size cancels out:
+#
+# $$\frac{t_{\text{compute}}}{t_{\text{comm}}} \approx \frac{T\,W}{C}\cdot\frac{d}{d-1}
+# \qquad\Longrightarrow\qquad \boxed{\;\text{the communication hides when } T > T^* \approx \frac{C}{W}\;}$$
+#
+# tokens per GPU per micro-batch: the GPU's FLOP rate over its data-parallel byte rate. FSDP (ZeRO-3, section
+# 9) lands on the same bound: before a layer's forward pass it gathers $\frac{d-1}{d}\,2P_\ell$ bytes for
+# $2P_\ell T$ FLOPs, and in the backward pass it gathers again and reduce-scatters, twice the bytes for twice
+# the FLOPs. `dp.overlap_rule` computes the ratio from the course's own model instead of these round numbers:
+# one layer's share of `parallel.compute_phase`'s micro-batch time against its collectives priced by
+# `parallel.group_collective_time` (the price every phase pays), for the running example (7.5B on 64 GPUs,
+# ZeRO-1, one sequence per GPU), then for the same GPUs with one 100 Gb/s port each (section 3's default),
+# then with FSDP:
+
+# %%
+rule = dp.overlap_rule("megatron-7.5b", "dgx-h100", gpus=64, zero=1, recompute=dp.RECOMPUTE)
+eth_system = hardware.system("dgx-h100").variant(nics_per_node=8, nic_gbit_s=100)
+rule_eth = dp.overlap_rule("megatron-7.5b", eth_system, gpus=64, zero=1, recompute=dp.RECOMPUTE)
+rule_fsdp = dp.overlap_rule("megatron-7.5b", "dgx-h100", gpus=64, fsdp=True, recompute=dp.RECOMPUTE)
+for r in (rule, rule_eth, rule_fsdp):
+    print(r.summary(), f"\n  C / W = {r.flops_per_byte:,.0f} FLOPs per byte\n")
+glue("rule_tokens", rule.tokens_per_gpu, "{:,}")
+glue("rule_ratio", rule.ratio, "{:.2f}")
+glue("rule_tstar", rule.critical_tokens_per_gpu, "{:,.0f}")
+glue("rule_c_over_w", rule.flops_per_byte, "{:,.0f}")
+glue("rule_eth_ratio", rule_eth.ratio, "{:.2f}")
+glue("rule_eth_tstar", rule_eth.critical_tokens_per_gpu, "{:,.0f}")
+glue("rule_fsdp_tstar", rule_fsdp.critical_tokens_per_gpu, "{:,.0f}")
+
+# %% [markdown]
+# On NDR the layer computes {{rule_ratio}} times as long as its gradients take to reduce: the communication hides
+# from {{rule_tstar}} tokens per GPU, close to $C/W$ = {{rule_c_over_w}} (the model's compute also counts
+# attention, its collectives their latency). One port of 100 Gb/s per GPU raises the bar to {{rule_eth_tstar}}
+# tokens, and one sequence of {{rule_tokens}} tokens no longer covers it (ratio {{rule_eth_ratio}}). FSDP needs
+# {{rule_fsdp_tstar}}, the same bound, as derived.
+#
+# **The buckets.** The rule assumes the bytes flow at the link's full rate. DDP sends them bucket by bucket, one
+# all-reduce after another, and a bucket can start only once the backward pass has filled it: that is section
+# 2's $c$ and $b$. So there is a second condition: **each bucket's all-reduce must be no longer than the
+# backward time that fills it** ($c \le b$), or a backlog builds with every bucket. Small buckets fail it because
+# every all-reduce pays its latency (a launch, and across 8 nodes the ring's or tree's steps) on few bytes.
+# The same run, bucket by bucket:
+
+# %%
+big_bucket = 2 ** math.ceil(math.log2(rule.min_bucket_bytes))   # the next power of two from the smallest that keeps up
+rule_big = dp.overlap_rule("megatron-7.5b", "dgx-h100", gpus=64, zero=1, recompute=dp.RECOMPUTE, bucket_bytes=big_bucket)
+for r in (rule, rule_big):
+    print(f"bucket {units.format_bytes(r.bucket_bytes, binary=True):>8}: all-reduce {units.format_time(r.bucket_comm_s)}, "
+          f"filled in {units.format_time(r.bucket_fill_s)} of backward -> exposed {units.format_time(r.exposed_s)} "
+          f"of the {units.format_time(r.backward_s)} backward pass")
+print(f"first bucket {units.format_bytes(rule.first_bucket_bytes, binary=True)}: filled in "
+      f"{units.format_time(rule.first_bucket_fill_s)}, all-reduce {units.format_time(rule.first_bucket_comm_s)}")
+glue("bucket_comm", units.format_time(rule.bucket_comm_s), "{}")
+glue("bucket_fill", units.format_time(rule.bucket_fill_s), "{}")
+glue("bucket_exposed", units.format_time(rule.exposed_s), "{}")
+glue("bucket_min", units.format_bytes(rule.min_bucket_bytes, binary=True), "{}")
+glue("bucket_big_mib", big_bucket / 2**20, "{:.0f}")
+glue("bucket_big_exposed", units.format_time(rule_big.exposed_s), "{}")
+glue("first_fill", units.format_time(rule.first_bucket_fill_s), "{}")
+glue("first_comm", units.format_time(rule.first_bucket_comm_s), "{}")
+
+# %% [markdown]
+# A default 25 MiB bucket takes {{bucket_comm}} to all-reduce across the 8 nodes but is filled in {{bucket_fill}}:
+# it falls behind, and {{bucket_exposed}} of communication shows, where the per-layer rule and
+# `parallel.estimate` (which prices the step's gradients as one large all-reduce) say it hides. Buckets keep up
+# from {{bucket_min}}; with `bucket_cap_mb={{bucket_big_mib}}` the exposed time drops to {{bucket_big_exposed}},
+# one bucket's all-reduce. That is the floor: the last bucket, the first layers' gradients, can start only when
+# the backward pass ends. So buckets should be as large as keeping up requires and no larger.
+#
+# **The first bucket.** The gradients that are ready first (the last layers') go into a first bucket that DDP
+# caps at 1 MiB when `bucket_cap_mb` is left at its default (PyTorch's `_DEFAULT_FIRST_BUCKET_BYTES`): it is full
+# after {{first_fill}} of backward, so communication starts almost at once, at the price of one small,
+# latency-bound all-reduce ({{first_comm}}).
+#
+# > **Rule of thumb.** Data-parallel and FSDP communication hides behind compute when every GPU processes more
+# > than $T^* \approx C/W$ tokens per micro-batch ({{rule_tstar}} on DGX H100s over NDR, {{rule_eth_tstar}} with
+# > one 100 Gb/s port per GPU) *and* every bucket's all-reduce is shorter than the backward time that fills it
+# > (here from {{bucket_min}} on: DDP's default 25 MiB falls behind across 8 nodes). What always shows is the last
+# > bucket; with gradient accumulation only the last micro-batch's backward pass can hide anything.
+#
+# Where the rule stops being true: it assumes the collectives run beside the compute at the model's
+# bandwidth. On a GPU NCCL's kernels take [SMs](../docs/glossary.md#sm) and memory bandwidth from the
+# computation they overlap, so keep a margin above a ratio of 1; and on your CPU (section 7) the two compete
+# for the same cores.
+#
 # ## 3. Explorer: model size, GPUs, network speed, ZeRO stage
 # Every GPU keeps the same work (sequences per GPU), so the ideal is a flat row of bars (weak scaling).
 # Blue is compute, purple the exposed data-parallel communication (the colours of chapters 07 and 08),
@@ -179,7 +281,6 @@ weak = dp.scaling_curve("megatron-7.5b", nic_gbit_s=100, zero=1)  # 100 Gb/s = 1
 strong = dp.strong_scaling("megatron-7.5b", global_batch=512, nic_gbit_s=100, zero=1)
 for name, c in (("weak (1 sequence per GPU)", weak), ("strong (512 sequences in all)", strong)):
     print(f"{name:<30}", "  ".join(f"{g}: {e:.0%}" for g, e in zip(c["gpus"], c["efficiency"]) if g >= 8))
-glue = prose.Glue("06")  # numbers the text below quotes from this cell
 weak_at, strong_at = dict(zip(weak["gpus"], weak["efficiency"])), dict(zip(strong["gpus"], strong["efficiency"]))
 glue("weak_in_node", weak_at[8], "{:.0%}")
 glue("weak_16", weak_at[16], "{:.0%}")
@@ -316,6 +417,37 @@ cpu_run.plot();
 # programs busy on the machine the numbers move from run to run. Rerun the cell to see the spread. The
 # structure is the real one (buckets, hooks, averaging, `no_sync`); the proportions are not those of a GPU
 # cluster.
+#
+# ### See the overlap: a profiler trace of one step
+#
+# Numbers say how much hid; a **profiler trace** shows when each thing ran. `ddp_trace.trace()` runs the same
+# kind of DDP job on 2 ranks (6 layers, `bucket_cap_mb=0.5`, so each layer's gradients are a bucket of their
+# own), lets DDP settle its buckets over a few steps, then records one step with `torch.profiler` on every rank:
+# the forward pass, each backward op of autograd, the moment DDP launches a bucket's all-reduce (`c10d::allreduce_`,
+# from the gradient hook), gloo's all-reduce of that bucket on its worker threads (`gloo:all_reduce`), the copy of
+# the averaged buckets back into `.grad` and the optimizer step. Both ranks share one clock. It takes a few
+# seconds:
+
+# %%
+step_trace = ddp_trace.trace()
+print(step_trace)
+dp.draw_ddp_trace(step_trace);
+
+# %% [markdown]
+# Read it from the left. Each rank's training thread runs its forward pass (blue), then the backward ops (orange,
+# under the grey band). The first bucket (`b0`, the last layer's gradients) is launched (black tick) long before
+# the backward pass is over, and its all-reduce (purple) runs on a gloo thread *while* backward ops of earlier
+# layers still compute: that is the overlap of section 2, recorded rather than modelled. An all-reduce needs both
+# ranks, so a bucket's purple bar on the faster rank starts early and waits for the slower one, and the two bars
+# end together. Whatever purple sticks out to the right of a rank's grey band is exposed: the copy back and the
+# optimizer step wait for it. The printed lines measure it from the spans. Here the two ranks and gloo's threads
+# share the machine's cores, so the backward ops stretch while an all-reduce runs; on GPUs the same picture has
+# NCCL kernels on the GPU and bytes on NVLink or the NICs.
+#
+# To record your own job, wrap a few steps in `with torch.profiler.profile(activities=[ProfilerActivity.CPU,
+# ProfilerActivity.CUDA]) as prof:` and call `prof.export_chrome_trace("trace.json")`; open the file in
+# https://ui.perfetto.dev and look for the NCCL kernels (`ncclDevKernel_AllReduce...`) on their own CUDA stream
+# beside the backward kernels.
 #
 # ## 8. Where the model stops being true
 #
@@ -649,3 +781,5 @@ _ = checks.check_all(globals(), chapter="06")
 # - Goyal et al. 2017, *Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour*: https://arxiv.org/abs/1706.02677
 # - Horovod, *Benchmarks*: https://github.com/horovod/horovod/blob/master/docs/benchmarks.rst
 # - PyTorch, *FSDP* (ZeRO-3-style sharding in PyTorch): https://docs.pytorch.org/docs/stable/fsdp.html
+# - Austin et al., *How to Scale Your Model*, part 5, *Training* (data parallelism and FSDP stay compute-bound above a per-device batch of C/W tokens): https://jax-ml.github.io/scaling-book/training/
+# - PyTorch, *Profiling your PyTorch module* (`torch.profiler`, Chrome/Perfetto traces): https://docs.pytorch.org/tutorials/beginner/profiler.html

@@ -495,3 +495,209 @@ _ = checks.check_all(globals(), chapter="09")
 # - Every sample of this chapter with the URL it was published at: `diagnostics.sample_sources()`; the
 #   system file's run: `course_lib/data/systems/SOURCES.json`.
 # - The catalog's cloud and PCIe systems with their sources: `python -m course_lib systems --json`.
+
+# %% [markdown]
+# ## Questions people keep asking
+#
+# *(About 15 minutes; read it when one of them is yours.)* The same nine questions come back in the NVIDIA/nccl
+# and nccl-tests issue trackers. Each gets one short answer here, with numbers the course's model computes for
+# one system, `faq_system`: a DGX H100 unless you set it to a catalog id (`python -m course_lib systems`) or to
+# the machine you described in section 4, and rerun the cells. Each cell first says where the course teaches
+# the topic and lists the threads where it was asked (`course_lib/data/nccl_questions.json`).
+
+# %%
+from course_lib.chapters import nccl_questions as faq
+
+faq_system = hardware.system("dgx-h100")
+print(f"{faq_system.name}: {faq_system.gpus_per_node} x {faq_system.gpu.name}, {faq_system.gpu_link.describe()}; "
+      f"{faq_system.nics_per_node} x {faq_system.nic.name} per node")
+
+# %% [markdown]
+# ### Why is my busbw above the link's line rate?
+
+# %%
+print(faq.threads("busbw-above-line-rate"))
+fb = units.format_bandwidth
+rate = faq.line_rate_answer(faq_system)
+if rate["nvls_busbw"] is not None:
+    print(f"one node: ring busbw {fb(rate['ring_busbw'])}; NVLS busbw {fb(rate['nvls_busbw'])} (algbw "
+          f"{fb(rate['nvls_algbw'])}); the GPU link {fb(rate['link'])}")
+print(f"two nodes, one {faq_system.nic.name} each ({fb(rate['nic'])}): tree busbw {fb(rate['two_node_tree_busbw'])}, "
+      f"ring {fb(rate['two_node_ring_busbw'])}")
+glue("faq_ring", fb(rate["ring_busbw"]), "{}")
+glue("faq_nvls", fb(rate["nvls_busbw"]), "{}")
+glue("faq_nvls_algbw", fb(rate["nvls_algbw"]), "{}")
+glue("faq_link", fb(rate["link"]), "{}")
+glue("faq_nic", fb(rate["nic"]), "{}")
+glue("faq_tree2", fb(rate["two_node_tree_busbw"]), "{}")
+glue("faq_ring2", fb(rate["two_node_ring_busbw"]), "{}")
+
+# %% [markdown]
+# busbw is not measured on a wire: it is algbw times $2\frac{p-1}{p}$, the bytes a rank must move *if the ranks
+# do the adding*. When a switch adds, that assumption breaks. With NVLS the model gives {{faq_nvls}} of busbw
+# (algbw {{faq_nvls_algbw}}) against the NVLink rate of {{faq_link}} and the ring's {{faq_ring}}: read it as the
+# link a ring would need for the same time, not as the link's speed (InfiniBand SHARP does the same across
+# nodes, chapter 05). The second case is two nodes: NCCL's tree then sends each byte across the network once,
+# where the factor assumes almost twice, so with one NIC of {{faq_nic}} per node the tree reports
+# {{faq_tree2}} and the ring {{faq_ring2}}. To compare a two-node run with the wire, force `NCCL_ALGO=Ring`.
+#
+# ### Is 900 GB/s per direction? Is my NIC's 400 in GB/s?
+
+# %%
+print(faq.threads("units"))
+u = faq.units_answer(faq_system)
+print(f"{u['gpu_link']}: {fb(u['gpu_link_bidirectional'], direction='bidirectional')} = {fb(u['gpu_link_per_direction'])}")
+print(f"{u['nic']}: {u['nic_gbit_s']:.0f} Gb/s = {fb(u['nic_per_direction'])}; the model's achievable rate {fb(u['nic_achievable'])}")
+glue("faq_bidir", fb(u["gpu_link_bidirectional"], direction="bidirectional"), "{}")
+glue("faq_per_dir", fb(u["gpu_link_per_direction"]), "{}")
+glue("faq_nic_gbit", u["nic_gbit_s"], "{:.0f} Gb/s")
+glue("faq_nic_gb", fb(u["nic_per_direction"]), "{}")
+glue("faq_nic_achievable", fb(u["nic_achievable"]), "{}")
+
+# %% [markdown]
+# The 900 is both directions added: {{faq_bidir}} is {{faq_per_dir}}, and busbw is per direction, so compare with
+# the second (chapters 00 and 02). NICs are quoted in bits per second of one direction: {{faq_nic_gbit}} is
+# {{faq_nic_gb}} (divide by 8), and NCCL's own people expect a little less from one port; the model uses
+# {{faq_nic_achievable}}. nccl-tests prints GB/s, 10⁹ bytes per second.
+#
+# ### Why is my busbw low?
+
+# %%
+print(faq.threads("low-busbw"))
+low = faq.low_busbw_answer(faq_system, nodes=2)
+fbytes = units.format_bytes
+print(f"2 nodes: {fbytes(low['small'], binary=True)} -> {fb(low['small_busbw'])}, "
+      f"{fbytes(low['large'], binary=True)} -> {fb(low['large_busbw'])}")
+print(f"same nodes over TCP sockets: {fb(low['tcp_busbw'])}; with one NIC per node: {fb(low['one_nic_busbw'])}")
+glue("faq_small", fb(low["small_busbw"]), "{}")
+glue("faq_large", fb(low["large_busbw"]), "{}")
+glue("faq_tcp", fb(low["tcp_busbw"]), "{}")
+glue("faq_one_nic", fb(low["one_nic_busbw"]), "{}")
+
+# %% [markdown]
+# Check, in this order. **The size**: busbw climbs with the message; on two nodes the model gives {{faq_small}}
+# at 8 MiB and {{faq_large}} at 8 GiB, so sweep up to several GiB (`-b 8 -e 8G -f 2`) and read the plateau.
+# **The transport**: `Using network Socket` instead of `IB` (drill A) costs the RDMA path; here the model's TCP
+# efficiency alone brings it to {{faq_tcp}}, an upper bound. **The NICs**: the `NET/IB : Using` line lists fewer
+# ports than the node has, and with one port per node the model gives {{faq_one_nic}}. **GPUDirect RDMA and ACS**:
+# two questions down. Then set your run beside the model with `compare` (section 5).
+#
+# ### How does NCCL choose ring or tree?
+
+# %%
+print(faq.threads("ring-or-tree"))
+picks = faq.algorithm_answer(faq_system, nodes=4)
+for row in picks:
+    print(f"{fbytes(row['size'], binary=True):>8}: {row['algorithm']:<4} {row['protocol']:<6} busbw {fb(row['busbw'])}")
+first_ring = next(row["size"] for row in picks if row["algorithm"] == "ring")
+glue("faq_first_ring", fbytes(first_ring, binary=True), "{}")
+
+# %% [markdown]
+# It does not guess and it does not switch at a fixed size. For every call NCCL estimates the time of each
+# algorithm with each protocol from its tuning model (a latency per step and a bandwidth per link, from the
+# topology it detected) and takes the fastest. The course's model does the same, so on four of these nodes
+# the tree, with its few steps, wins small messages and the ring, with its bandwidth, takes over from
+# {{faq_first_ring}}. `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING` prints NCCL's table; `NCCL_ALGO` forces a choice,
+# for experiments.
+#
+# ### What is PXN, and why does a rail-optimised network want it?
+
+# %%
+print(faq.threads("pxn-rails"))
+pxn = faq.pxn_answer(faq_system, nodes=2)
+print(f"an all-to-all between two nodes: {pxn['flows_per_node_pair']} GPU-to-GPU flows per node pair, "
+      f"{pxn['cross_rail_without_pxn']} of them between different rails; network messages per NIC "
+      f"{pxn['messages_per_nic_without_pxn']} without PXN, {pxn['messages_per_nic_with_pxn']} with it")
+glue("faq_flows", pxn["flows_per_node_pair"], "{}")
+glue("faq_cross_rail", pxn["cross_rail_without_pxn"], "{}")
+glue("faq_msgs", pxn["messages_per_nic_without_pxn"], "{}")
+
+# %% [markdown]
+# On a rail-optimised fat tree (chapter 05) NIC $k$ of every node sits on leaf switch $k$: GPU $k$ reaches GPU
+# $k$ of another node through one leaf, but GPU $i$ reaching GPU $j \ne i$ must cross rails through the spine.
+# In an all-to-all between two nodes {{faq_cross_rail}} of the {{faq_flows}} flows are such. **PXN** (PCIe ×
+# NVLink) first moves the data over NVLink to the local GPU on the destination's rail, which sends it on its own
+# NIC: no flow changes rails, and the messages of all local GPUs for one remote GPU travel together, one
+# network message per NIC instead of {{faq_msgs}}. It costs one NVLink hop. The course's all-to-all model
+# (chapter 10) assumes PXN.
+#
+# ### Which RoCE GID index and traffic class should NCCL use?
+
+# %%
+print(faq.threads("roce-gid-tc"))
+gids = [(0, "fe80::a00:27ff:fe4e:66a1", "v1"), (1, "fe80::a00:27ff:fe4e:66a1", "v2"),
+        (2, "::ffff:10.1.0.7", "v1"), (3, "::ffff:10.1.0.7", "v2")]   # a port's GID table, as show_gids lists it
+tc = faq.traffic_class(106)
+print("NCCL_IB_GID_INDEX =", faq.routable_roce_v2_gid(gids))
+print(f"NCCL_IB_TC = {tc['tc']}: DSCP {tc['dscp']}, ECN bits {tc['ecn']} (ECN-capable: {tc['ecn_capable']})")
+glue("faq_gid", faq.routable_roce_v2_gid(gids), "{}")
+glue("faq_tc", tc["tc"], "{}")
+glue("faq_dscp", tc["dscp"], "{}")
+
+# %% [markdown]
+# A RoCE port has two GIDs for each IP address, one for RoCE v1 and one for RoCE v2, plus a link-local `fe80::`
+# pair that no router forwards. NCCL needs the RoCE v2 GID of the address the nodes route between: in the table
+# above, index {{faq_gid}}. The wrong one fails at once, as `ibv_modify_qp` timing out or the completion
+# error 12 of drill D. The **traffic class** is the byte NCCL writes into every packet's IP header:
+# `NCCL_IB_TC={{faq_tc}}` carries DSCP {{faq_dscp}} in its top six bits and ECN in the bottom two. The switches
+# must map that DSCP to their lossless (PFC) or ECN-marked queue; a mismatch shows as drops and retransmissions,
+# a slow run rather than a failed one. Test both ends with the same values first: `ib_write_bw -x <GID index>
+# --tclass <TC>`.
+#
+# ### Why is GPUDirect RDMA off, or why does it hang?
+
+# %%
+print(faq.threads("gdr-acs"))
+close = {gpu: dgx.nearest_nics(gpu) for gpu in range(len(dgx.gpus))}
+gdr_pairs = sum(len(nics) for path, nics in close.values() if path in ("PIX", "PXB"))
+print(f"DGX A100 of section 1: {gdr_pairs} GPU-NIC pairs share a PCIe switch (PIX/PXB), "
+      f"{len(dgx.gpus)} GPUs")
+glue("faq_gdr_pairs", gdr_pairs, "{}")
+
+# %% [markdown]
+# With GPUDirect RDMA the NIC reads and writes GPU memory across the PCIe switch they share; without it NCCL
+# copies every byte through host memory, and the log says `GPU Direct RDMA Disabled for HCA`. Three things must
+# hold. The kernel must let the NIC register GPU memory: the `nvidia-peermem` module loaded (or DMA-BUF with a
+# recent driver and kernel), on *every* node. The NIC must be close: the DGX A100 of section 1 has
+# {{faq_gdr_pairs}} GPU-NIC pairs under a shared switch, and `NCCL_NET_GDR_LEVEL` says how far NCCL may go.
+# And nothing on the path may redirect peer traffic: ACS off and the IOMMU in pass-through (`iommu=pt`), or
+# transfers crawl or hang (drill B).
+#
+# ### What busbw should an all-to-all reach?
+
+# %%
+print(faq.threads("all-to-all"))
+a2a = faq.all_to_all_answer(faq_system, nodes=(1, 2, 4, 16))
+for row in a2a:
+    if row["nodes"] == 1:
+        print(f"one node: busbw {fb(row['busbw'])}, all of it over NVLink")
+        continue
+    print(f"{row['nodes']:>2} nodes: busbw {fb(row['busbw'])} = {row['ratio']:.2f} x the NIC share per GPU "
+          f"({fb(row['nic_per_gpu'])}); {row['leaves_node']:.0%} of each GPU's data leaves the node")
+by_nodes = {row["nodes"]: row for row in a2a}
+glue("faq_a2a_2", fb(by_nodes[2]["busbw"]), "{}")
+glue("faq_a2a_16", fb(by_nodes[16]["busbw"]), "{}")
+glue("faq_a2a_nic", fb(by_nodes[2]["nic_per_gpu"]), "{}")
+glue("faq_a2a_ratio2", by_nodes[2]["ratio"], "{:.2f}")
+
+# %% [markdown]
+# For an all-to-all nccl-tests multiplies algbw by $\frac{p-1}{p}$; across $N$ nodes each GPU's share of the
+# NICs carries the $\frac{N-1}{N}$ of its data that leaves the node, so busbw should reach about $\frac{N}{N-1}$
+# times that share: {{faq_a2a_2}} on two nodes ({{faq_a2a_ratio2}} times the {{faq_a2a_nic}} per GPU), falling to
+# {{faq_a2a_16}} on sixteen. An all-to-all cannot pool the node's NICs the way rings do: every GPU's bytes go
+# out through its own, so a single NIC's rate is the target, not the node's.
+#
+# ### My job hangs: which rank is it?
+
+# %%
+print(faq.threads("hanging-rank"))
+print(faq.hang_demo(timeout=4.0))
+
+# %% [markdown]
+# A collective waits for every member, so all ranks but one wait *inside* it; the rank to find is the one that is
+# not. The lab's launcher does exactly that on your CPU: past the timeout it dumps every rank's Python stack and
+# names the rank outside any collective, with the line it was on. On a GPU job the same evidence is spread out:
+# PyTorch's watchdog prints, per rank, the sequence number of the last collective it enqueued and of the last one
+# it completed, and the rank with the lowest completed number is the one behind; `py-spy dump --pid` on it shows
+# where it is. Recent NCCL releases also run a RAS service whose client, `ncclras`, lists the ranks that stopped
+# answering.

@@ -15,3 +15,6 @@ from .cost import (EXPLORER_RANKS, cost_curves, cost_explorer, cost_readout, cro
                    fastest, ring_verdict)
 from .measured import (compare_prediction, model_failures, oversubscription_table, plot_published,  # noqa: F401
                        published_sweeps, format_oversubscription, oversubscription_lines)
+from .steps import (STEP_ALGORITHMS, STEP_LABELS, STEP_RANKS, StepPlan, StepTimes, Transfer,  # noqa: F401
+                    allreduce_steps_explorer, draw_allreduce_step, draw_allreduce_timelines, simulate, step_plan,
+                    step_readout, step_times)

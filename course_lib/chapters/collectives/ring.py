@@ -6,6 +6,7 @@ from ... import style, validate
 from ...views import ring as views
 from ...widgets import explorer
 from .patterns import _ranks
+from .steps import _ring, simulate
 
 
 RING_RANKS = (2, 3, 4, 5, 6, 8)
@@ -40,22 +41,10 @@ def ring_states(ranks) -> list[list[list[frozenset]]]:
 
     ``states[k][r][c]`` is the set of ranks whose data chunk c of rank r holds after k
     steps: {r} at the start, all ranks when it is fully reduced. Simulated from
-    ``ring_schedule``: sends use the state before the step, all at once.
+    ``ring_schedule`` by ``steps.simulate``: sends use the state before the step, all at once.
     """
     p = _ranks("ranks", ranks, low=1, high=64)
-    state = [[frozenset({r}) for _ in range(p)] for r in range(p)]
-    states = [state]
-    for transfers in ring_schedule(p):
-        new = [row[:] for row in state]
-        for t in transfers:
-            data = state[t["src"]][t["chunk"]]
-            if t["phase"] == "reduce-scatter":
-                new[t["dst"]][t["chunk"]] = state[t["dst"]][t["chunk"]] | data
-            else:
-                new[t["dst"]][t["chunk"]] = data
-        state = new
-        states.append(state)
-    return states
+    return [[list(row) for row in state] for state in simulate(p, p, [s.transfers for s in _ring(p)])]
 
 
 def owned_chunks(state) -> dict[int, list[int]]:
