@@ -95,6 +95,7 @@ def format_table(pred: costmodel.Prediction, dtype="float", system=None, network
     lines = [f"# course_lib cost model: {pred.collective} on {pred.system}, {pred.nodes} node(s) x "
              f"{pred.gpus_per_node} GPUs = {pred.ranks} ranks, algorithm {pred.algorithm}, "
              f"{'achievable' if pred.achievable else 'spec'} bandwidth",
+             f"# NCCL {pred.nccl_version} rules choose the algorithm and protocol ({pred.nccl_version_from})",
              "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them"
              + ("; busbw range: what published runs in the same regime measured (GB/s; see '# range:')" if ranges else ""),
              "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}"
@@ -123,6 +124,7 @@ def format_table(pred: costmodel.Prediction, dtype="float", system=None, network
 
 def _to_json(pred: costmodel.Prediction, ranges) -> dict:
     return {"collective": pred.collective, "system": pred.system, "nodes": pred.nodes,
+            "nccl_version": pred.nccl_version, "nccl_version_from": pred.nccl_version_from,
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
@@ -143,7 +145,7 @@ def _predict(args) -> int:
     nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics,
-                             network=args.fabric, protocol=args.proto)
+                             network=args.fabric, protocol=args.proto, nccl_version=args.nccl_version)
     if args.json:
         print(cli.dumps(_to_json(pred, prediction_ranges(pred, sys_, args.fabric))))
     else:
@@ -313,7 +315,7 @@ def _validation(args) -> int:
 
 
 # library parameter -> the dest of the flag that sets it (``cli`` names the flag in an error line)
-FLAGS = {"gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
+FLAGS = {"nccl_version": "nccl_version", "gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
          "min_bytes": "minbytes", "max_bytes": "maxbytes", "algorithm": "algo"}
 
 
@@ -339,6 +341,9 @@ def register(subparsers) -> None:
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")
+    p.add_argument("--nccl-version", dest="nccl_version", default=None, metavar="X.Y",
+                   help=f"NCCL release whose tuning rules choose the algorithm and protocol (tables read for "
+                        f"{', '.join(costmodel.nccl_versions())}; default {costmodel.default_nccl_version()}, the newest)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_predict, flags=FLAGS)
 

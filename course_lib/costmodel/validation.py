@@ -6,7 +6,10 @@ from functools import lru_cache
 import numpy as np
 
 from .. import datafiles, evidence, hardware, units, validate
-from .efficiencies import system_fabric_kind
+import re
+
+from .efficiencies import efficiency_data, system_fabric_kind
+from .nccl import _version_key, default_nccl_version
 from .prediction import predict
 
 
@@ -44,6 +47,22 @@ def case_system(case) -> hardware.System:
     return sys_
 
 
+def case_nccl_version(case) -> tuple[str | None, str]:
+    """(the NCCL version a published case ran, as its ``conditions.nccl`` states it, or None; how the model takes it):
+    a case that states none is priced with the default release (``default_nccl_version``) and says so."""
+    stated = (case.get("conditions") or {}).get("nccl")
+    if stated is not None and _version_key(stated) is not None:
+        return str(stated).split()[0], "stated by the source"
+    found = re.search(r"(20\d\d)-(\d\d)-(\d\d)", f"{case.get('source', '')} {case.get('id', '')}")
+    year = (datafiles.source(case["source"]) or {}).get("year") if case.get("source") else None
+    when = found.group(0) if found else (f"{year}-07-01" if year else None)
+    if when is None:
+        return None, f"assumed {default_nccl_version()}: the source states no NCCL version and no date"
+    releases = efficiency_data()["nccl_protocols"]["releases"]
+    out = [k for k, r in releases.items() if r["first_tag_date"] <= when] or [next(iter(releases))]
+    return out[-1], f"assumed {out[-1]}: the source states no NCCL version; the newest release out at {when}"
+
+
 def validation_table(cases=None) -> list[dict]:
     """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw.
 
@@ -55,9 +74,10 @@ def validation_table(cases=None) -> list[dict]:
         raise ValueError(f"cases must be a list of published cases (dicts); got {cases!r}")
     rows = []
     for case in published()["cases"] if cases is None else cases:
+        version, version_from = case_nccl_version(case)
         pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
-                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
+                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"), nccl_version=version)
         c = evidence.compare(case["id"], float(pred.busbw[0]),
                              evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
@@ -66,7 +86,8 @@ def validation_table(cases=None) -> list[dict]:
                      "measured_busbw": c.measured.value, "predicted_busbw": c.model,
                      "ratio": c.ratio, "source": case["source"], "role": case.get("role", "test"),
                      "size_regime": size_regime(case["nbytes"]), "scale_regime": scale_regime(case.get("nodes", 1)),
-                     "sweep": case.get("sweep")})
+                     "sweep": case.get("sweep"), "nccl_stated": version, "nccl_priced": pred.nccl_version,
+                     "nccl_from": version_from if version_from.startswith("assumed") else pred.nccl_version_from})
     return rows
 
 

@@ -277,6 +277,9 @@ ib.plot_model_vs_measured(rows=rows);
 
 # %%
 print("\n".join(ib.comparison_lines(rows)))
+releases = costmodel.nccl_versions()  # the NCCL releases whose tuning tables the course reads
+glue("tree_rule_old_last", [k for k in releases if costmodel.two_node_tree_rule(k) == "intra"][-1], "{}")
+glue("tree_rule_new_first", next(k for k in releases if costmodel.two_node_tree_rule(k) == "min"), "{}")
 
 # %% [markdown]
 # What the comparison shows:
@@ -292,11 +295,13 @@ print("\n".join(ib.comparison_lines(rows)))
 # 3. **Two nodes are special.** On exactly two nodes NCCL's double binary tree has a single edge
 #    between the nodes, so each byte crosses the network once instead of about twice, and busbw can
 #    reach nearly twice the NICs' rate (two A3 Mega VMs: 339 GB/s over NICs that carry 200). Whether
-#    NCCL runs it is its own estimate's call, size by size, and the rule changed between versions: NCCL
-#    2.19 rated a two-node tree by the faster NVLink side and picked it for large messages, as runs on
-#    fabrics such as [EFA](../docs/glossary.md#efa) and Google's [TCPXO](../docs/glossary.md#tcpxo) show (that A3 Mega pair); NCCL 2.32,
-#    whose tables the course uses, rates it by the network and picks it only for small and middle sizes,
-#    the ring for large ones (the InfiniBand and [RoCE](../docs/glossary.md#roce) pairs in the data sit at the NICs' rate). Forced with
+#    NCCL runs it is its own estimate's call, size by size, and the rule changed between versions: every NCCL
+#    release through {{tree_rule_old_last}}.x rates a tree on two nodes by its intra-node (NVLink) bandwidth, which its topology
+#    search lets reach twice the network's, and so picks it for large messages too, as runs on fabrics
+#    such as [EFA](../docs/glossary.md#efa) and Google's [TCPXO](../docs/glossary.md#tcpxo) show (that A3 Mega pair); the tuning refactor of NCCL
+#    {{tree_rule_new_first}} rates it by the slower of network and NVLink and picks it only for small and middle sizes, the
+#    ring for large ones. The course prices each published run with the rule of the release it ran
+#    (`predict --nccl-version`; [RoCE](../docs/glossary.md#roce) and InfiniBand pairs that ran the ring sit at the NICs' rate). Forced with
 #    `NCCL_ALGO=Tree` the tree halves the network bytes anywhere. Read a two-node number as a property of
 #    the algorithm and the NCCL version, not of the wire; NCCL's maintainers advise `NCCL_ALGO=RING` to
 #    measure a network on two nodes.
