@@ -264,6 +264,42 @@ def format_coverage(rows) -> str:
     return "\n".join(lines)
 
 
+def _goal_lines(rows) -> list[str]:
+    out = []
+    for g in costmodel.validation_goals(rows):
+        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
+        out.append(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.1%}; wanted {g['wanted']:.0%}) "
+                   f"{'met' if g['met'] else 'NOT met'}{miss}")
+    return out
+
+
+def validation_summary_lines(rows, coverage) -> list[str]:
+    """The first lines ``validation`` prints: the cases by role, the goals, the ranges' coverage out of sample,
+    the NCCL releases the cases were priced with, and where the details are."""
+    s = costmodel.validation_summary(rows)
+    lines = [f"# course_lib cost model vs {s['cases']} published nccl-tests runs from {s['sources']} sources: "
+             f"{s['fit_cases']} fit, {s['informed_cases']} informed, {s['also_cases']} also (re-runs of fit cases), "
+             f"{s['test_cases']} test",
+             "# fit: set a constant; informed: shaped a structural choice; also: a re-run of a fit case; only test "
+             "cases count below",
+             "# goals on the TEST cases (ratio = predicted / measured busbw):"]
+    lines += [line.split("; misses:")[0] + (f" ({len(g['misses'])} misses: --details)" if g.get("misses") else "")
+              for line, g in zip(_goal_lines(rows), costmodel.validation_goals(rows))]
+    lines += regime_ranges.coverage_summary_lines(coverage)
+    priced: dict = {}
+    assumed = 0
+    for r in rows:
+        priced[r["nccl_priced"]] = priced.get(r["nccl_priced"], 0) + 1
+        assumed += r["nccl_from"].startswith("assumed")
+    order = [v for v in costmodel.nccl_versions() if v in priced]
+    lines.append("# NCCL release each case was priced with (its rules choose ring/tree and protocol): "
+                 + ", ".join(f"{v} x{priced[v]}" for v in order)
+                 + f"; {assumed} assumed (no release stated, or older than 2.18: --details says which)")
+    lines.append("# details: python -m course_lib validation --details (every case, by-regime tables, ranges by "
+                 "regime, node-count sweeps); --json for all of it with sources")
+    return lines
+
+
 def _validation(args) -> int:
     rows = costmodel.validation_table()
     summary = costmodel.validation_summary(rows)
@@ -274,30 +310,31 @@ def _validation(args) -> int:
                          "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows),
                          "ranges": coverage}, indent=2))
         return 0
-    print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
+    print("\n".join(validation_summary_lines(rows, coverage)))
+    if not args.details:
+        return 0
+    print("#")
+    print("# ---- details")
     print(f"# {'case':<30} {'role':<8} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
-          f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
+          f"{'measured':>9} {'predicted':>9} {'p/m':>6} {'NCCL':>5}  source")
     for r in rows:
         print(f"  {r['id']:<30} {r['role']:<8} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
               f"{r['algorithm'] + '/' + r['protocol']:>13} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
-              f"{r['ratio']:>6.2f}  {r['source']}")
-    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['informed_cases']} informed, "
-          f"{summary['test_cases']} test) from {summary['sources']} sources. fit: set a constant; informed: looked at "
-          "while making a structural choice; both are shown but left out of every test figure. Sources: --json")
+              f"{r['ratio']:>6.2f} {r['nccl_priced'] + ('*' if r['nccl_from'].startswith('assumed') else ''):>5}  {r['source']}")
+    print("# NCCL: the release whose rules priced the case; * assumed (the source states none: the newest release out at "
+          "its date; or older than the oldest tables read)")
     print(f"# TEST cases only: >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
           f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
           f"within 50% ({summary['small_share']:.0%})")
     for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
                         ("informed", "INFORMED set (looked at while making a structural choice; not independent): "
                                      "by regime"),
+                        ("also", "ALSO set (re-runs of fit cases: not independent): by regime"),
                         ("test", "TEST set (never used to set or choose anything): by regime")):
         print(format_regimes(costmodel.validation_by_regime(rows, role), title))
     print(format_coverage(coverage))
     print("# goals on the TEST set:")
-    for g in costmodel.validation_goals(rows):
-        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
-        print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
-              f"{'met' if g['met'] else 'NOT met'}{miss}")
+    print("\n".join(_goal_lines(rows)))
     study = costmodel.node_sweep_study(rows)
     print("# node-count sweeps beyond the model: (measured/predicted) change per doubling of nodes (1.00 = none)")
     for s in study:
@@ -366,5 +403,7 @@ def register(subparsers) -> None:
     c.set_defaults(func=_compare, flags=FLAGS)
 
     v = subparsers.add_parser("validation", help="the cost model against published nccl-tests runs")
+    v.add_argument("--details", action="store_true",
+                   help="after the summary, every case, the by-regime tables, the ranges by regime and the node sweeps")
     v.add_argument("--json", action="store_true", help="print JSON with each case's source")
     v.set_defaults(func=_validation)

@@ -125,9 +125,11 @@ def test_validation_against_published_measurements():
 # 1-16 MiB too; priced as it runs (each byte crosses once) it is too fast on plugin stacks (p3dn EFA, A3 Mega
 # TCPXO, Polaris Slingshot), where the model has no per-message plugin cost (efficiency.json plugin_message_cost).
 # Large two-node runs gain (MareNostrum 5 0.63 -> 1.01, A3 Mega 0.62/0.56 -> 1.01/0.91).
-PINNED_GOALS = {">= 128 MiB within 20%": (0.80, 187), "1-128 MiB within 35%": (0.60, 41),
+# The five forced-tree re-runs of one cluster's fit runs (the next day, within 0.3%) are role also (issue 33):
+# >= 128 MiB 150 of 187 -> 145 of 182 (79.7%), under the 80% goal.
+PINNED_GOALS = {">= 128 MiB within 20%": (0.79, 182), "1-128 MiB within 35%": (0.60, 41),
                 "< 1 MiB within 50%": (0.92, 38)}
-SWEEPS_PINNED = (35, 0.83)
+SWEEPS_PINNED = (35, 0.82)  # 120 of 145 once the re-runs are out
 
 
 def test_goals_on_the_test_set_are_pinned():
@@ -146,7 +148,8 @@ def test_goals_on_the_test_set_are_pinned():
     for name, (floor, cases) in pinned.items():
         g = goals[name]
         assert g["cases"] >= cases and g["share"] >= floor, (name, g)
-    assert goals[">= 128 MiB within 20%"]["met"] and goals["< 1 MiB within 50%"]["met"]
+    assert goals["< 1 MiB within 50%"]["met"]
+    assert all(g["met"] == (g["share"] >= g["wanted"]) for g in goals.values() if g["cases"])
     sweeps = goals["node-count sweeps within 35%"]
     assert len(sweeps["sweeps"]) >= SWEEPS_PINNED[0] and sweeps["share"] >= SWEEPS_PINNED[1]
     # misses explained in chapter 05: an untuned A100 RoCE 100G cluster (100 -> 40 GB/s from 2 to 6 nodes),
@@ -220,7 +223,7 @@ def test_fabric_kinds_are_sourced_and_selectable():
 
 def test_validation_by_regime_splits_fit_and_test():
     rows = cm.validation_table()
-    assert {r["role"] for r in rows} == set(cm.ROLES) == {"fit", "informed", "test"}
+    assert {r["role"] for r in rows} == set(cm.ROLES) == {"fit", "informed", "also", "test"}
     assert all("role" in c for c in cm.published()["cases"])       # every case says which set it is in
     for role in cm.ROLES:
         cells = cm.validation_by_regime(rows, role)

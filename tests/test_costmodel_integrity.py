@@ -81,6 +81,24 @@ def test_roles_are_three_and_informed_cases_say_what_they_informed():
             "hf-playbook-allreduce-256MB-64node"} <= informed
 
 
+def test_also_cases_are_re_runs_of_fit_cases_and_out_of_every_test_figure():
+    """A re-run of a fit case (same cluster, algorithm, size, node count, days apart) lands on it by construction."""
+    cases = {c["id"]: c for c in cm.published()["cases"]}
+    also = [c for c in cases.values() if c["role"] == "also"]
+    assert also
+    for c in also:
+        fit = cases[c["also_of"]]
+        assert fit["role"] == "fit" and fit["id"] != c["id"]
+        for key in ("system", "collective", "nbytes", "nodes", "algorithm"):
+            assert c.get(key) == fit.get(key), (c["id"], key)
+    assert all(("also_of" in c) == (c["role"] == "also") for c in cases.values())
+    rows = cm.validation_table()
+    test_ids = {r["id"] for r in rows if r["role"] == "test"}
+    assert not test_ids & {c["id"] for c in also}
+    goals = cm.validation_goals(rows)
+    assert sum(g["cases"] for g in goals[:3]) == len(test_ids)
+
+
 def test_duplicates_and_the_memory_note_are_dropped_not_tested():
     data = cm.published()
     ids = {c["id"] for c in data["cases"]}
@@ -113,7 +131,7 @@ def test_headline_and_goals_count_test_cases_only():
     rows = cm.validation_table()
     s = cm.validation_summary(rows)
     test = [r for r in rows if r["role"] == "test"]
-    assert s["test_cases"] == len(test) and s["cases"] == s["fit_cases"] + s["informed_cases"] + s["test_cases"]
+    assert s["test_cases"] == len(test) and s["cases"] == s["fit_cases"] + s["informed_cases"] + s["also_cases"] + s["test_cases"]
     assert s["large"] == sum(1 for r in test if r["nbytes"] >= 2**28)
     goal = cm.validation_goals(rows)[0]
     assert goal["cases"] == sum(1 for r in test if r["nbytes"] >= 2**27)

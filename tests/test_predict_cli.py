@@ -65,11 +65,17 @@ def test_validation_command_prints_every_case_with_its_ratio(capsys):
     from course_lib import costmodel
 
     assert cli.main(["validation"]) == 0
+    summary = capsys.readouterr().out.splitlines()
+    assert len(summary) <= 20 and any("goals on the TEST cases" in line for line in summary[:5])  # issue 37 item 6
+    assert all(g["name"] in "\n".join(summary) for g in costmodel.validation_goals())
+    assert any("--details" in line for line in summary)
+    assert cli.main(["validation", "--details"]) == 0
     out = capsys.readouterr().out
+    assert out.splitlines()[:len(summary)] == summary
     rows = costmodel.validation_table()
     for r in rows:
         assert r["id"] in out and f"{r['ratio']:.2f}" in out
-    assert f"{len(rows)} cases" in out
+    assert f"{len(rows)} published nccl-tests runs" in out
     assert cli.main(["validation", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["cases"]) == len(rows)

@@ -214,6 +214,18 @@ def coverage_by_regime() -> list[dict]:
     return out
 
 
+def coverage_summary_lines(rows=None) -> list[str]:
+    """validation's summary of the ranges: the nominal coverage and how often ranges held cases they did not see."""
+    rows = coverage_by_regime() if rows is None else rows
+    lines = [f"# ranges: nominal coverage {SHARE:.0%} (the central {SHARE:.0%} of a regime's test cases); held out of sample:"]
+    for key, what in (("by_case", "leave one case out"), ("by_source", "leave one source out")):
+        checked = sum(r[key]["checked"] for r in rows)
+        covered = sum(r[key]["covered"] for r in rows)
+        lines.append(f"#   {what:<22} {covered:>3} of {checked:<3} ({covered / checked:.0%})" if checked else
+                     f"#   {what:<22} none checked")
+    return lines
+
+
 def range_phrase(predicted_gb_s, rng: Range) -> str:
     """For a readout: 'published runs in this regime (R) measured 0.62-1.05x of the model (80% of 41 test cases):
     232-393 GB/s' around a predicted busbw (GB/s), or why the regime has no range."""

@@ -19,7 +19,7 @@ def published() -> dict:
     return datafiles.load("published_collectives.json")
 
 
-ROLES = ("fit", "informed", "test")  # published_collectives.json _about says what each means
+ROLES = ("fit", "informed", "also", "test")  # published_collectives.json _about says what each means
 SIZE_REGIMES = (("< 64 KiB", 0, 2**16), ("64 KiB-1 MiB", 2**16, 2**20), ("1-128 MiB", 2**20, 2**27),
                 (">= 128 MiB", 2**27, float("inf")))
 SCALE_REGIMES = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3-16 nodes", 3, 16), ("> 16 nodes", 17, 10**9))
@@ -156,6 +156,7 @@ def validation_summary(rows=None) -> dict:
            "small_share": _within(small, 0.5) / len(small) if small else float("nan")}
     out["fit_cases"] = sum(1 for r in rows if r["role"] == "fit")
     out["informed_cases"] = sum(1 for r in rows if r["role"] == "informed")
+    out["also_cases"] = sum(1 for r in rows if r["role"] == "also")
     out["test_cases"] = len(test)
     out["sources"] = len({r["source"] for r in rows})
     return out
@@ -199,8 +200,8 @@ def node_sweep_study(rows=None) -> list[dict]:
 
     The model already holds ``node_decline`` (efficiency.json, fit on one sweep). One dict per sweep with
     at least two node counts above one: sweep, fabric (kind), nccl (version or None), nodes,
-    measured_gb_s, predicted_gb_s, fit_cases and informed_cases (how many of its cases set a constant or
-    shaped a choice: a sweep with either is not an independent test), and
+    measured_gb_s, predicted_gb_s, fit_cases and informed_cases (how many of its cases set a constant, shaped a
+    choice or re-ran a fit case: a sweep with any is not an independent test), and
     from_nodes and residual_per_doubling: (measured/predicted at the largest node count) / (the same at
     from_nodes), per doubling of the node count; 1.0 = the model already has the whole decline. from_nodes
     is the smallest count of 3 or more where the sweep has two such points (two nodes are special: NCCL's
@@ -227,7 +228,7 @@ def node_sweep_study(rows=None) -> list[dict]:
                     "measured_gb_s": [r["measured_busbw"] / units.GB for r in rs],
                     "predicted_gb_s": [r["predicted_busbw"] / units.GB for r in rs],
                     "fit_cases": sum(1 for r in rs if r["role"] == "fit"),
-                    "informed_cases": sum(1 for r in rs if r["role"] == "informed"), "from_nodes": first["nodes"],
+                    "informed_cases": sum(1 for r in rs if r["role"] in ("informed", "also")), "from_nodes": first["nodes"],
                     "residual_per_doubling": float((first["ratio"] / last["ratio"]) ** (1 / doublings))
                     if doublings > 0 else float("nan")})
     return out

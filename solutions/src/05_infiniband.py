@@ -381,8 +381,9 @@ for g in costmodel.validation_goals():
 #   400 Gb/s NICs, NCCL's tree moves about 200 GB/s per node from 4 to 64 nodes, half what the NICs can
 #   carry: at its default 16 [SMs](../docs/glossary.md#sm) the tree needs more SMs than NCCL gives it (NCCL's maintainers, in the
 #   sources). The model caps the tree's network rate on Hopper and Blackwell at the value one published
-#   sweep sets; the same cluster a day later and two sweeps on another B200 cluster test it (all within
-#   {{tree_cap_worst}} from 4 nodes up).
+#   sweep sets. The same cluster re-ran five of those node counts the next day (busbw within a few tenths of a
+#   percent of them: re-runs of fit cases, role `also`, not tests); its new 64-node count and two sweeps on another B200
+#   cluster test it (all within {{tree_cap_worst}} from 4 nodes up).
 # - **Many nodes, and racks of NVL72.** Between NVL72 racks NCCL runs neither NVLS nor NVLS tree, and
 #   its default is the ring (a GB200 user measured it: the ring was chosen, the forced tree was
 #   faster). The ring's 2 × 1,439 steps over 20 racks cost a few milliseconds per call, which is why
