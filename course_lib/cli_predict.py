@@ -185,8 +185,13 @@ def _compare(args) -> int:
     nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
     g = min(g, sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
+    version = args.nccl_version or (parsed["nccl_version"] if costmodel.nccl_version_stated(parsed["nccl_version"])
+                                    else None)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
-                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
+                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0],
+                             nccl_version=version)
+    assumed["nccl_version"] = (pred.nccl_version, "--nccl-version" if args.nccl_version else
+                               pred.nccl_version_from if version is None else f"file: {parsed['nccl_version']}")
     row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = compare.rows(parsed["rows"], pred, row_ranges)
     advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
@@ -250,17 +255,22 @@ def format_regimes(cells, title) -> str:
 
 
 def format_coverage(rows) -> str:
-    """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage, as text lines."""
+    """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage out of sample, as text lines."""
     def share(c):
         return f"{'-':>12}" if c["coverage"] is None else f"{c['covered']:>3}/{c['checked']:<3} {c['coverage']:>4.0%}"
-    lines = [f"# ranges (measured/predicted, central {regime_ranges.SHARE:.0%} of the TEST cases of a regime: size band x "
-             f"scale x fabric family; none with fewer than {regime_ranges.MIN_CASES} cases or {regime_ranges.MIN_SOURCES} sources) "
-             "and how often a range held a case it did not see: leaving out that case, or every case of its source",
-             f"#  {'regime':<42} {'cases':>5} {'srcs':>4} {'range':>11}  {'left out: case':>14} {'source':>12}"]
+    lines = [f"# ranges by regime (measured/predicted, nominal coverage {regime_ranges.SHARE:.0%}: size band x scale x "
+             f"network stack; own: >= {regime_ranges.MIN_CASES} test cases from >= {regime_ranges.MIN_SOURCES} sources "
+             f"and >= {regime_ranges.MIN_FAMILIES} families, else borrowed from the stack's neighbours or wide, widened "
+             "by the across-family spread) and how often each held a case it did not see: leaving out its whole "
+             "source (LOSO) or its whole family, vendor x GPU generation x stack (LOFO)",
+             f"#  {'regime':<36} {'cases':>5} {'srcs':>4} {'fams':>4} {'range':>11} {'made':<8} {'LOSO':>12} {'LOFO':>12}"]
     for r in rows:
-        rng = f"{r['low']:.2f}-{r['high']:.2f}" if r["low"] is not None else "too few"
-        lines.append(f"   {r['regime']:<42} {r['cases']:>5} {r['sources']:>4} {rng:>11}  "
-                     f"{share(r['by_case']):>14} {share(r['by_source']):>12}")
+        rng = f"{r['low']:.2f}-{r['high']:.2f}" if r["low"] is not None else "none"
+        lines.append(f"   {r['regime']:<36} {r['cases']:>5} {r['sources']:>4} {r['families']:>4} {rng:>11} {r['made']:<8} "
+                     f"{share(r['by_source']):>12} {share(r['by_family']):>12}")
+    s = costmodel.coverage_summary(rows)
+    lines.append(f"   {'all regimes':<36} {sum(r['cases'] for r in rows):>5} {'':>4} {'':>4} {'':>11} {'':<8} "
+                 f"{share(s['by_source']):>12} {share(s['by_family']):>12}")
     return "\n".join(lines)
 
 
@@ -286,6 +296,7 @@ def validation_summary_lines(rows, coverage) -> list[str]:
     lines += [line.split("; misses:")[0] + (f" ({len(g['misses'])} misses: --details)" if g.get("misses") else "")
               for line, g in zip(_goal_lines(rows), costmodel.validation_goals(rows))]
     lines += regime_ranges.coverage_summary_lines(coverage)
+    lines.append(f"#   by regime: --details ({len(coverage)} regimes)")
     priced: dict = {}
     assumed = 0
     for r in rows:
@@ -399,6 +410,9 @@ def register(subparsers) -> None:
                    help="network kind between nodes (default: the system's)")
     c.add_argument("--nic-gbit", dest="nic_gbit", type=cli.number(low=0.1, high=3200), default=None,
                    help="one NIC's rate, Gb/s per direction (default: the system's)")
+    c.add_argument("--nccl-version", dest="nccl_version", default=None, metavar="X.Y",
+                   help="NCCL release the run used, whose rules choose ring/tree and protocol (default: the file's, "
+                        f"else {costmodel.default_nccl_version()})")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_compare, flags=FLAGS)
 

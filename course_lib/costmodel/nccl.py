@@ -52,6 +52,12 @@ def nccl_release(version=None) -> tuple[str, str]:
     return key, f"NCCL {version}: the tuning rules of {key} (read at {efficiency_data()['nccl_protocols']['releases'][key]['tag']})"
 
 
+def nccl_version_stated(text) -> bool:
+    """Whether ``text`` (a log's or a source's NCCL version field) names a release X.Y the course can price."""
+    key = _version_key(text) if text else None
+    return key is not None and key[0] == 2 and key <= _version_key(nccl_versions()[-1])
+
+
 def _set_path(table: dict, path: str, value) -> None:
     *head, last = path.split(".")
     for k in head:
