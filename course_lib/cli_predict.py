@@ -319,7 +319,7 @@ def _validation(args) -> int:
         print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in costmodel.ROLES},
                          "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows),
-                         "ranges": coverage}, indent=2))
+                         "ranges": coverage, "range_coverage": costmodel.coverage_summary(coverage)}, indent=2))
         return 0
     print("\n".join(validation_summary_lines(rows, coverage)))
     if not args.details:

@@ -120,7 +120,7 @@ def test_validation_against_published_measurements():
 
 # Measured after issue 24 (informed roles, duplicates dropped, NCCL 2.32 tables, CollNet): >= 128 MiB 150 of
 # 187 (80%; 139 of 176 without the 11 CollNet cases), 1-128 MiB 26 of 41, < 1 MiB 35 of 38, sweeps 129 of 150.
-# Issue 33 (each case's NCCL release chooses ring or tree): 1-128 MiB 26 -> 25 of 41, sweeps 129 -> 125 of 150.
+# Issue 33 (each case's NCCL release chooses ring or tree): 1-128 MiB 29 -> 25 of 41, sweeps 129 -> 125 of 150.
 # Through NCCL 2.30 a two-node tree is rated by intra-node bandwidth, so the releases these runs used pick it at
 # 1-16 MiB too; priced as it runs (each byte crosses once) it is too fast on plugin stacks (p3dn EFA, A3 Mega
 # TCPXO, Polaris Slingshot), where the model has no per-message plugin cost (efficiency.json plugin_message_cost).
