@@ -2,8 +2,8 @@
 
 With --tp/--pp given it evaluates that layout; with --search (or without --tp) it runs the
 planner and also prints the best layouts. Each step time comes with its range (``costmodel.step_range``:
-the exposed communication scaled by the spread of published runs in its regimes) or says which traffic's
-regime has too few published runs for one. --json prints the result as JSON (SI units).
+the exposed communication scaled by the spread of published runs in its regimes, borrowed where a regime
+has few). --json prints the result as JSON (SI units).
 """
 from __future__ import annotations
 

@@ -95,6 +95,7 @@ def format_table(pred: costmodel.Prediction, dtype="float", system=None, network
     lines = [f"# course_lib cost model: {pred.collective} on {pred.system}, {pred.nodes} node(s) x "
              f"{pred.gpus_per_node} GPUs = {pred.ranks} ranks, algorithm {pred.algorithm}, "
              f"{'achievable' if pred.achievable else 'spec'} bandwidth",
+             f"# NCCL {pred.nccl_version} rules choose the algorithm and protocol ({pred.nccl_version_from})",
              "#  size: bytes; time: us; algbw, busbw: GB/s (1e9 B/s) as nccl-tests defines them"
              + ("; busbw range: what published runs in the same regime measured (GB/s; see '# range:')" if ranges else ""),
              "#", f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} {'algbw':>8} {'busbw':>8}"
@@ -123,6 +124,7 @@ def format_table(pred: costmodel.Prediction, dtype="float", system=None, network
 
 def _to_json(pred: costmodel.Prediction, ranges) -> dict:
     return {"collective": pred.collective, "system": pred.system, "nodes": pred.nodes,
+            "nccl_version": pred.nccl_version, "nccl_version_from": pred.nccl_version_from,
             "gpus_per_node": pred.gpus_per_node, "ranks": pred.ranks, "algorithm": pred.algorithm,
             "achievable": pred.achievable, "units": {"size": "bytes", "time": "us", "algbw": "GB/s", "busbw": "GB/s"},
             "rows": [{"size": int(n), "time_us": float(t * 1e6), "algbw_gb_s": float(a / units.GB),
@@ -143,7 +145,7 @@ def _predict(args) -> int:
     nodes = args.nodes if args.nodes is not None else systemfile.nodes_default(sys_)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=args.ngpus, nodes=nodes,
                              algorithm=args.algo, achievable=not args.spec, nics_per_node=args.nics,
-                             network=args.fabric, protocol=args.proto)
+                             network=args.fabric, protocol=args.proto, nccl_version=args.nccl_version)
     if args.json:
         print(cli.dumps(_to_json(pred, prediction_ranges(pred, sys_, args.fabric))))
     else:
@@ -183,8 +185,13 @@ def _compare(args) -> int:
     nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
     g = min(g, sys_.gpus_per_node)
     sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
+    version = args.nccl_version or (parsed["nccl_version"] if costmodel.nccl_version_stated(parsed["nccl_version"])
+                                    else None)
     pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
-                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0])
+                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0],
+                             nccl_version=version)
+    assumed["nccl_version"] = (pred.nccl_version, "--nccl-version" if args.nccl_version else
+                               pred.nccl_version_from if version is None else f"file: {parsed['nccl_version']}")
     row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = compare.rows(parsed["rows"], pred, row_ranges)
     advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
@@ -248,18 +255,60 @@ def format_regimes(cells, title) -> str:
 
 
 def format_coverage(rows) -> str:
-    """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage, as text lines."""
+    """The ranges by regime (``costmodel.coverage_by_regime``) with their coverage out of sample, as text lines."""
     def share(c):
         return f"{'-':>12}" if c["coverage"] is None else f"{c['covered']:>3}/{c['checked']:<3} {c['coverage']:>4.0%}"
-    lines = [f"# ranges (measured/predicted, central {regime_ranges.SHARE:.0%} of the TEST cases of a regime: size band x "
-             f"scale x fabric family; none with fewer than {regime_ranges.MIN_CASES} cases or {regime_ranges.MIN_SOURCES} sources) "
-             "and how often a range held a case it did not see: leaving out that case, or every case of its source",
-             f"#  {'regime':<42} {'cases':>5} {'srcs':>4} {'range':>11}  {'left out: case':>14} {'source':>12}"]
+    lines = [f"# ranges by regime (measured/predicted, nominal coverage {regime_ranges.SHARE:.0%}: size band x scale x "
+             f"network stack; own: >= {regime_ranges.MIN_CASES} test cases from >= {regime_ranges.MIN_SOURCES} sources "
+             f"and >= {regime_ranges.MIN_FAMILIES} families, else borrowed from the stack's neighbours or wide, widened "
+             "by the across-family spread) and how often each held a case it did not see: leaving out its whole "
+             "source (LOSO) or its whole family, vendor x GPU generation x stack (LOFO)",
+             f"#  {'regime':<36} {'cases':>5} {'srcs':>4} {'fams':>4} {'range':>11} {'made':<8} {'LOSO':>12} {'LOFO':>12}"]
     for r in rows:
-        rng = f"{r['low']:.2f}-{r['high']:.2f}" if r["low"] is not None else "too few"
-        lines.append(f"   {r['regime']:<42} {r['cases']:>5} {r['sources']:>4} {rng:>11}  "
-                     f"{share(r['by_case']):>14} {share(r['by_source']):>12}")
+        rng = f"{r['low']:.2f}-{r['high']:.2f}" if r["low"] is not None else "none"
+        lines.append(f"   {r['regime']:<36} {r['cases']:>5} {r['sources']:>4} {r['families']:>4} {rng:>11} {r['made']:<8} "
+                     f"{share(r['by_source']):>12} {share(r['by_family']):>12}")
+    s = costmodel.coverage_summary(rows)
+    lines.append(f"   {'all regimes':<36} {sum(r['cases'] for r in rows):>5} {'':>4} {'':>4} {'':>11} {'':<8} "
+                 f"{share(s['by_source']):>12} {share(s['by_family']):>12}")
     return "\n".join(lines)
+
+
+def _goal_lines(rows) -> list[str]:
+    out = []
+    for g in costmodel.validation_goals(rows):
+        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
+        out.append(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.1%}; wanted {g['wanted']:.0%}) "
+                   f"{'met' if g['met'] else 'NOT met'}{miss}")
+    return out
+
+
+def validation_summary_lines(rows, coverage) -> list[str]:
+    """The first lines ``validation`` prints: the cases by role, the goals, the ranges' coverage out of sample,
+    the NCCL releases the cases were priced with, and where the details are."""
+    s = costmodel.validation_summary(rows)
+    lines = [f"# course_lib cost model vs {s['cases']} published nccl-tests runs from {s['sources']} sources: "
+             f"{s['fit_cases']} fit, {s['informed_cases']} informed, {s['also_cases']} also (re-runs of fit cases), "
+             f"{s['test_cases']} test",
+             "# fit: set a constant; informed: shaped a structural choice; also: a re-run of a fit case; only test "
+             "cases count below",
+             "# goals on the TEST cases (ratio = predicted / measured busbw):"]
+    lines += [line.split("; misses:")[0] + (f" ({len(g['misses'])} misses: --details)" if g.get("misses") else "")
+              for line, g in zip(_goal_lines(rows), costmodel.validation_goals(rows))]
+    lines += regime_ranges.coverage_summary_lines(coverage)
+    lines.append(f"#   by regime: --details ({len(coverage)} regimes)")
+    priced: dict = {}
+    assumed = 0
+    for r in rows:
+        priced[r["nccl_priced"]] = priced.get(r["nccl_priced"], 0) + 1
+        assumed += r["nccl_from"].startswith("assumed")
+    order = [v for v in costmodel.nccl_versions() if v in priced]
+    lines.append("# NCCL release each case was priced with (its rules choose ring/tree and protocol): "
+                 + ", ".join(f"{v} x{priced[v]}" for v in order)
+                 + f"; {assumed} assumed (no release stated, or older than 2.18: --details says which)")
+    lines.append("# details: python -m course_lib validation --details (every case, by-regime tables, ranges by "
+                 "regime, node-count sweeps); --json for all of it with sources")
+    return lines
 
 
 def _validation(args) -> int:
@@ -270,32 +319,33 @@ def _validation(args) -> int:
         print(cli.dumps({"cases": [dict(r, source=datafiles.source(r["source"])) for r in rows], "summary": summary,
                          "by_regime": {role: costmodel.validation_by_regime(rows, role) for role in costmodel.ROLES},
                          "goals": costmodel.validation_goals(rows), "node_sweeps": costmodel.node_sweep_study(rows),
-                         "ranges": coverage}, indent=2))
+                         "ranges": coverage, "range_coverage": costmodel.coverage_summary(coverage)}, indent=2))
         return 0
-    print("# course_lib cost model vs published nccl-tests runs (busbw in GB/s, predicted/measured)")
+    print("\n".join(validation_summary_lines(rows, coverage)))
+    if not args.details:
+        return 0
+    print("#")
+    print("# ---- details")
     print(f"# {'case':<30} {'role':<8} {'system':<11} {'nodes':>5} {'size (B)':>12} {'algo/proto':>13} "
-          f"{'measured':>9} {'predicted':>9} {'p/m':>6}  source")
+          f"{'measured':>9} {'predicted':>9} {'p/m':>6} {'NCCL':>5}  source")
     for r in rows:
         print(f"  {r['id']:<30} {r['role']:<8} {r['system']:<11} {r['nodes']:>5} {r['nbytes']:>12d} "
               f"{r['algorithm'] + '/' + r['protocol']:>13} {r['measured_busbw'] / units.GB:>9.1f} {r['predicted_busbw'] / units.GB:>9.1f} "
-              f"{r['ratio']:>6.2f}  {r['source']}")
-    print(f"# {summary['cases']} cases ({summary['fit_cases']} fit, {summary['informed_cases']} informed, "
-          f"{summary['test_cases']} test) from {summary['sources']} sources. fit: set a constant; informed: looked at "
-          "while making a structural choice; both are shown but left out of every test figure. Sources: --json")
+              f"{r['ratio']:>6.2f} {r['nccl_priced'] + ('*' if r['nccl_from'].startswith('assumed') else ''):>5}  {r['source']}")
+    print("# NCCL: the release whose rules priced the case; * assumed (the source states none: the newest release out at "
+          "its date; or older than the oldest tables read)")
     print(f"# TEST cases only: >= 256 MB: {summary['large_within_20pct']} of {summary['large']} within 20% "
           f"({summary['large_share']:.0%}); < 1 MB: {summary['small_within_50pct']} of {summary['small']} "
           f"within 50% ({summary['small_share']:.0%})")
     for role, title in (("fit", "FIT set (cases used to set a constant): by regime"),
                         ("informed", "INFORMED set (looked at while making a structural choice; not independent): "
                                      "by regime"),
+                        ("also", "ALSO set (re-runs of fit cases: not independent): by regime"),
                         ("test", "TEST set (never used to set or choose anything): by regime")):
         print(format_regimes(costmodel.validation_by_regime(rows, role), title))
     print(format_coverage(coverage))
     print("# goals on the TEST set:")
-    for g in costmodel.validation_goals(rows):
-        miss = f"; misses: {', '.join(g['misses'])}" if g.get("misses") else ""
-        print(f"   {g['name']:<30} {g['within']:>3} of {g['cases']:<3} ({g['share']:.0%}; wanted {g['wanted']:.0%}) "
-              f"{'met' if g['met'] else 'NOT met'}{miss}")
+    print("\n".join(_goal_lines(rows)))
     study = costmodel.node_sweep_study(rows)
     print("# node-count sweeps beyond the model: (measured/predicted) change per doubling of nodes (1.00 = none)")
     for s in study:
@@ -313,7 +363,7 @@ def _validation(args) -> int:
 
 
 # library parameter -> the dest of the flag that sets it (``cli`` names the flag in an error line)
-FLAGS = {"gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
+FLAGS = {"nccl_version": "nccl_version", "gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
          "min_bytes": "minbytes", "max_bytes": "maxbytes", "algorithm": "algo"}
 
 
@@ -339,6 +389,9 @@ def register(subparsers) -> None:
     p.add_argument("--algo", default="auto", choices=costmodel.predict_algorithms(),
                    help="algorithm (default auto: fastest per size; flat ones on one node only)")
     p.add_argument("--spec", action="store_true", help="use spec bandwidth instead of achievable")
+    p.add_argument("--nccl-version", dest="nccl_version", default=None, metavar="X.Y",
+                   help=f"NCCL release whose tuning rules choose the algorithm and protocol (tables read for "
+                        f"{', '.join(costmodel.nccl_versions())}; default {costmodel.default_nccl_version()}, the newest)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_predict, flags=FLAGS)
 
@@ -357,9 +410,14 @@ def register(subparsers) -> None:
                    help="network kind between nodes (default: the system's)")
     c.add_argument("--nic-gbit", dest="nic_gbit", type=cli.number(low=0.1, high=3200), default=None,
                    help="one NIC's rate, Gb/s per direction (default: the system's)")
+    c.add_argument("--nccl-version", dest="nccl_version", default=None, metavar="X.Y",
+                   help="NCCL release the run used, whose rules choose ring/tree and protocol (default: the file's, "
+                        f"else {costmodel.default_nccl_version()})")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_compare, flags=FLAGS)
 
     v = subparsers.add_parser("validation", help="the cost model against published nccl-tests runs")
+    v.add_argument("--details", action="store_true",
+                   help="after the summary, every case, the by-regime tables, the ranges by regime and the node sweeps")
     v.add_argument("--json", action="store_true", help="print JSON with each case's source")
     v.set_defaults(func=_validation)

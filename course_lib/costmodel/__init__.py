@@ -38,12 +38,14 @@ from .efficiencies import (efficiency, efficiency_data, efficiency_table, fabric
 from .fabrics import Fabric, channels_for, fabric, gpu_generation  # noqa: F401
 from .flat import (TwoLevelPhases, algbw, busbw, busbw_factor, collective_time, lower_bound_time,  # noqa: F401
                    two_level_all_reduce, two_tier_all_to_all)
-from .nccl import (PROTOCOLS, collnet_constants, double_binary_tree_load, nccl_prefers_tree, node_decline,  # noqa: F401
-                   node_decline_constants, pipeline_fill_bytes, protocol_table, tree_correction, tree_net_rate)
+from .nccl import (PROTOCOLS, collnet_constants, default_nccl_version, double_binary_tree_load,  # noqa: F401
+                   nccl_prefers_tree, nccl_release, nccl_version_stated, nccl_versions, node_decline,
+                   node_decline_constants, pipeline_fill_bytes, protocol_table, tree_correction, tree_net_rate,
+                   two_node_tree_rule)
 from .prediction import Prediction, predict, predict_algorithms  # noqa: F401
 from .validation import (GOALS, ROLES, SCALE_REGIMES, SIZE_REGIMES, case_system, node_sweep_study,  # noqa: F401
                          published, rows_of_role, scale_regime, size_regime, validation_by_regime, validation_goals,
                          validation_summary, validation_table)
-from .ranges import (Range, Regime, coverage_by_regime, range_for, range_json, range_phrase, ranges_for,  # noqa: F401
-                     regime, step_phrase, step_range)
+from .ranges import (Range, Regime, coverage_by_regime, coverage_summary, family_of, range_for, range_json,  # noqa: F401
+                     range_phrase, ranges_for, regime, stack_of, step_phrase, step_range)
 from .advice import NATIVE_FABRICS, PLUGIN_CHECKS, compare_advice, unusual  # noqa: F401

@@ -86,7 +86,7 @@ def compare_advice(rows, nodes, fabric=None) -> list[str]:
         out.append(f"measured faster than the model at {span(fast_big)} (ratio down to "
                    f"{min(r['ratio'] for r in fast_big):.2f}) on two nodes: NCCL's tree or NVLS tree sends each byte "
                    "across the network once on two nodes and can beat the NICs' rate; the model prices the tree that "
-                   "way only at the sizes where NCCL 2.32 picks it (older NCCL picked it for large sizes too). Try: "
+                   "way only at the sizes where the release it prices with picks it (through 2.30 NCCL picked it for large sizes too: --nccl-version). Try: "
                    "NCCL_ALGO=Ring to see the network itself, --algo tree to compare with the tree, or --nics / "
                    "--nic-gbit if the nodes have more network than assumed")
         rest = [r for r in rest if r["size"] < 2**20]

@@ -29,6 +29,7 @@ class Fabric:
     mnnvl: bool = False      # the NVLink domain spans trays (GB200 NVL72): between domains NCCL's default is the ring
     required_protocol: str | None = None  # NCCL_PROTO the fabric's stack sets for every collective (EFA v1: Simple)
     net_decline: float = 1.0  # the node-count decline already applied to net_bw_node (costmodel.node_decline)
+    nccl_version: str | None = None  # the NCCL release whose tuning tables price it (costmodel.nccl_release); None: newest
 
     @property
     def net_bw_per_gpu(self) -> float:

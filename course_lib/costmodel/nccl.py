@@ -1,6 +1,8 @@
 """NCCL's algorithms with its protocols (LL, LL128, Simple): ring, tree, NVLS and CollNet (SHARP), timed per protocol."""
 from __future__ import annotations
 
+import copy
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -13,9 +15,77 @@ from .flat import _sizes
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 
-def protocol_table() -> dict:
-    """NCCL's latency and bandwidth terms per algorithm and protocol (efficiency.json ``nccl_protocols``)."""
-    return efficiency_data()["nccl_protocols"]
+def nccl_versions() -> tuple:
+    """The NCCL releases whose tuning tables the course reads, oldest first (efficiency.json ``nccl_protocols.releases``)."""
+    return tuple(efficiency_data()["nccl_protocols"]["releases"])
+
+
+def default_nccl_version() -> str:
+    """The release ``predict`` prices with when none is given: the newest the course reads."""
+    return nccl_versions()[-1]
+
+
+def _version_key(text) -> tuple | None:
+    m = re.match(r"\s*v?(\d+)\.(\d+)", str(text))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def nccl_release(version=None) -> tuple[str, str]:
+    """(release key of ``nccl_versions()``, how it was chosen) for an NCCL version such as ``"2.21.5"``.
+
+    The newest listed release at or below the version (2.20.5 -> 2.19, whose tables 2.20 shares); None gives the
+    default; a version older than the oldest listed is priced with the oldest and says so (``"assumed: ..."``).
+    A version newer than the newest, or text that is not X.Y, raises ValueError naming the range.
+    """
+    keys = nccl_versions()
+    if version is None:
+        return keys[-1], f"default: NCCL {keys[-1]}, the newest release the course reads; --nccl-version X.Y for another"
+    want = _version_key(version)
+    newest = _version_key(keys[-1])
+    if want is None or want[0] != 2 or want > newest:
+        raise ValueError(f"nccl_version must be an NCCL release X.Y from 2.0 to {keys[-1]} (tables read for "
+                         f"{', '.join(keys)}); got {version!r}")
+    fits = [k for k in keys if _version_key(k) <= want]
+    if not fits:
+        return keys[0], f"assumed: NCCL {version} is older than the oldest tables the course reads; {keys[0]}'s rules"
+    key = fits[-1]
+    return key, f"NCCL {version}: the tuning rules of {key} (read at {efficiency_data()['nccl_protocols']['releases'][key]['tag']})"
+
+
+def nccl_version_stated(text) -> bool:
+    """Whether ``text`` (a log's or a source's NCCL version field) names a release X.Y the course can price."""
+    key = _version_key(text) if text else None
+    return key is not None and key[0] == 2 and key <= _version_key(nccl_versions()[-1])
+
+
+def _set_path(table: dict, path: str, value) -> None:
+    *head, last = path.split(".")
+    for k in head:
+        table = table[k]
+    if last not in table:
+        raise KeyError(path)
+    table[last] = value
+
+
+@lru_cache(maxsize=None)
+def _release_table(key: str) -> dict:
+    base = copy.deepcopy(efficiency_data()["nccl_protocols"])
+    for path, value in base["releases"][key]["set"].items():
+        _set_path(base, path, value)
+    base["release"] = key
+    return base
+
+
+def protocol_table(version=None) -> dict:
+    """NCCL's latency and bandwidth terms per algorithm and protocol for one release (efficiency.json
+    ``nccl_protocols``, with the terms of ``releases[version]`` where that release differs); default: the newest."""
+    return _release_table(nccl_release(version)[0])
+
+
+def two_node_tree_rule(version=None) -> str:
+    """How the release's estimate rates a tree on one or two nodes: ``intra`` (through 2.30: the graph's intra-node
+    bandwidth, which the search raises to twice the network's) or ``min`` (2.31: min(network, intra-node))."""
+    return protocol_table(version)["releases"][protocol_table(version)["release"]]["two_node_tree_rule"]
 
 
 def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
@@ -29,8 +99,8 @@ def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
     return (protocol,) if protocol in allowed else ()
 
 
-def _ll_cap(N, arch) -> float:
-    caps = protocol_table()["ll_max_bw_gb_s"]
+def _ll_cap(N, arch, version=None) -> float:
+    caps = protocol_table(version)["ll_max_bw_gb_s"]
     return (caps["one_node"][arch] if N == 1 else caps["2"] if N == 2 else caps["4"]) * units.GB
 
 
@@ -61,7 +131,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
     nodes times the ring plateau factor (ring.cc: x1.4 from sm80, x1.9 before, for all-reduce once a rank
     and channel hold at least 64 bytes).
     """
-    T = protocol_table()
+    T = protocol_table(f.nccl_version)
     p = g * N
     steps, vol = coll.algorithm("ring").terms(p)
     n_inter = (2 * (N - 1) if coll.id == "all_reduce" else N - 1) if N > 1 else 0
@@ -78,7 +148,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
             plateau = T["ring_plateau"]["before_sm80" if f.arch == "volta" else "sm80_on"]
             lat = f.launch + (lat - f.launch) * np.where(n / (f.channels * p) >= 64, plateau, 1.0)
         if proto == "LL":
-            b = min(bw * T["ll_bw_factor"]["ring"], _ll_cap(N, f.arch))
+            b = min(bw * T["ll_bw_factor"]["ring"], _ll_cap(N, f.arch, f.nccl_version))
             out[proto] = lat + vol * n / b
         else:
             b = min(bw * T["ll128_bw_factor"], f.channels * T["ll128_max_bw_per_channel_gb_s"][f.arch] * units.GB) \
@@ -130,17 +200,21 @@ def _dtree_load(N) -> float:
     return max(halves(r) + halves(second(r)) for r in range(N)) / 2
 
 
-def _tree_net_bytes_per_byte(coll, N, forced) -> float:
+def _tree_net_bytes_per_byte(coll, N, forced, rule="min") -> float:
     """Bytes each node pushes through its NICs, per direction, per byte of message, for NCCL's tree.
 
     All-reduce: the busiest node of the double binary tree (``double_binary_tree_load``: 1.0 on two
     nodes, 1.5 on three, 2.0 beyond) when the tree runs (forced, or chosen on two nodes by
     ``nccl_prefers_tree``). Otherwise 2.0, NCCL's own rating when it chooses (tree.cc rates the tree at
-    half its bus bandwidth whatever the node count). Broadcast and reduce: 1.
+    half its bus bandwidth whatever the node count, from 2.31: ``rule`` ``min``); through 2.30 (``rule`` ``intra``)
+    NCCL rates a tree on two nodes by its graph's intra-node bandwidth, which its search raises to twice the
+    network's, so its estimate counts 1.0 there. Broadcast and reduce: 1.
     """
     if coll.id != "all_reduce":
         return 1.0
-    return double_binary_tree_load(N) if forced else 2.0
+    if forced:
+        return double_binary_tree_load(N)
+    return 1.0 if (rule == "intra" and N <= 2) else 2.0
 
 
 def tree_correction(nbytes, protocol):
@@ -212,13 +286,13 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
     forced: the tree runs (NCCL_ALGO=Tree, or NCCL chose it): priced with what its double binary tree
     really sends. rating: NCCL's own estimate, used only to choose: ``tree_correction`` applied.
     """
-    T = protocol_table()
+    T = protocol_table(f.nccl_version)
     up_down = 2 if coll.id == "all_reduce" else 1
     chain_steps, chain_vol = collectives.get("broadcast").algorithm("ring").terms(g)
     if N == 1:
         t_bw = up_down * chain_vol * n / f.intra_bw if g > 1 else 0.0 * n
     else:
-        t_bw = np.maximum(_tree_net_bytes_per_byte(coll, N, forced and not rating) * n / tree_net_rate(f, g),
+        t_bw = np.maximum(_tree_net_bytes_per_byte(coll, N, forced and not rating, two_node_tree_rule(f.nccl_version)) * n / tree_net_rate(f, g),
                           up_down * n / f.intra_bw)
     depth = collectives.log2_steps(N)
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
@@ -229,7 +303,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
             + depth * (T["hw_latency_us"]["net"]["tree"][proto] + _net_extra_us(f))))
         t = t_bw / T["tree_bw_factor"]
         if proto == "LL":
-            t = np.maximum(t / T["ll_bw_factor"]["tree"], up_down * n / _ll_cap(N, f.arch))
+            t = np.maximum(t / T["ll_bw_factor"]["tree"], up_down * n / _ll_cap(N, f.arch, f.nccl_version))
         else:
             if proto == "LL128":
                 t = t / T["ll128_tree_bw_factor"]["one_node" if N == 1 else "nodes"]
@@ -244,7 +318,7 @@ def _nvls(n, g, N, f: Fabric, protocol):
     """NCCL NVLS (one node) or NVLS tree (several nodes): Simple protocol only; {"Simple": seconds} or None."""
     if f.nvls_bw is None or protocol not in (None, "auto", "Simple"):
         return None
-    T = protocol_table()
+    T = protocol_table(f.nccl_version)
     fill = 1 + pipeline_fill_bytes(n, g * N, f.channels, N) / np.where(n > 0, n, 1)
     if N == 1:
         return {"Simple": f.launch + 1e-6 * T["hw_latency_us"]["nvlink"]["nvls"] + fill * n / f.nvls_bw}
@@ -277,7 +351,7 @@ def _collnet(n, g, N, f: Fabric, protocol):
     c = collnet_constants()
     if N < 2 or protocol not in (None, "auto", "Simple") or f.net_tech not in c["fabrics"]:
         return None
-    T = protocol_table()
+    T = protocol_table(f.nccl_version)
     net = f.net_bw_node_for(g) / f.net_decline * c["efficiency"]
     intra = f.nvls_bw if f.nvls_bw is not None else (f.intra_bw * g / (2 * (g - 1)) if g > 1 else float("inf"))
     lat = f.launch + 1e-6 * (T["base_latency_us"]["collnet_direct"]

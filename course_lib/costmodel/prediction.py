@@ -8,7 +8,8 @@ import numpy as np
 from .. import collectives, hardware, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
-from .nccl import PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, nccl_prefers_tree, node_decline
+from .nccl import (PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, default_nccl_version, nccl_prefers_tree,
+                   nccl_release, node_decline)
 
 
 def predict_algorithms() -> tuple:
@@ -39,6 +40,8 @@ class Prediction:
     achievable: bool = True
     notes: list = field(default_factory=list)
     phases: TwoLevelPhases | None = field(default=None, repr=False)
+    nccl_version: str | None = None  # the release whose tables priced it (a key of costmodel.nccl_versions())
+    nccl_version_from: str = ""      # how that release was chosen (asked for, default, assumed)
 
 
 def _hierarchical(n, g, N, f: Fabric) -> TwoLevelPhases:
@@ -136,7 +139,7 @@ def _fastest(coll, n, one, allowed=None):
 
 
 def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="auto", achievable=True,
-            nics_per_node=None, network=None, protocol="auto") -> Prediction:
+            nics_per_node=None, network=None, protocol="auto", nccl_version=None) -> Prediction:
     """Predict a sweep of one collective on a catalog system, as nccl-tests would report it.
 
     nbytes: bytes (scalar, array or a size string such as ``"16G"``); system: catalog id or
@@ -155,7 +158,9 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     and bandwidth terms (``protocol_table()``). achievable=True applies the sourced
     per-technology efficiency (``efficiency_table()``); False uses spec bandwidth.
     nics_per_node overrides the catalog; network names a fabric kind (``fabric_kind_ids()``:
-    infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo) instead of the system's.
+    infiniband, roce, efa, slingshot, ethernet_tcp, tcpxo) instead of the system's. nccl_version: the NCCL
+    release whose tuning tables and rules price it (``"2.21.5"``, ``"2.27"``; default the newest the course reads:
+    ``nccl_versions()``, ``nccl_release``), e.g. which of ring and tree it picks on two nodes.
     """
     coll = collectives.get(collective)
     sys_ = hardware.resolve_system(system)
@@ -176,34 +181,43 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
         algorithm = "auto"
     algorithm = validate.choice("algorithm", algorithm, predict_algorithms())
     protocol = validate.choice("protocol", protocol, ("auto",) + PROTOCOLS)
-    f = fabric(sys_, achievable, nics_per_node, network)
+    release, release_from = nccl_release(nccl_version)
+    # what runs is priced with the newest tables (the course's best estimate of each step's real cost); which
+    # algorithm and protocol NCCL runs is chosen by the estimate of the release it is (its tables and rules)
+    f = replace(fabric(sys_, achievable, nics_per_node, network), nccl_version=default_nccl_version())
     if N > 1:
         f = replace(f, net_bw_node=f.net_bw_node * node_decline(N), net_decline=node_decline(N))  # the measured fall
+    f_choose = replace(f, nccl_version=release)
     required = f.required_protocol
     if protocol == "auto" and required:
         protocol = required  # the fabric's stack sets NCCL_PROTO for every collective (e.g. first-generation EFA)
     p = g * N
 
-    def raw(name, forced=False):
-        return _single_node(coll.id, n, g, f, name, protocol) if N == 1 else \
-            _multi_node(coll.id, n, g, N, f, name, protocol, forced)
+    def raw(name, forced=False, fab=f):
+        return _single_node(coll.id, n, g, fab, name, protocol) if N == 1 else \
+            _multi_node(coll.id, n, g, N, fab, name, protocol, forced)
 
-    def best(t):  # {protocol: seconds} or TwoLevelPhases -> (seconds, protocol names) per size
+    def best(t, chooser=None):  # {protocol: seconds} or TwoLevelPhases -> (seconds, protocol names) per size
         if isinstance(t, TwoLevelPhases):
             return np.broadcast_to(t.time_s, n.shape), np.full(n.shape, "Simple")
-        return _best(t, n.shape)
+        if release == f.nccl_version or not isinstance(chooser, dict) or set(chooser) != set(t):
+            return _best(t, n.shape)
+        _, names = _best(chooser, n.shape)  # the protocol this release's estimate picks, priced as it runs
+        stack = {k: np.broadcast_to(np.asarray(v, dtype=float), n.shape) for k, v in t.items()}
+        return np.array([stack[k][i] for i, k in enumerate(names)]), names
 
     # ring or tree, per size, as NCCL's own estimate picks them; the tree that runs is priced as it runs
     picks_tree = None
     if algorithm == "auto" and N > 1 and coll.id == "all_reduce" and all(
             (allowed is None or a in allowed) and raw(a) is not None for a in ("ring", "tree")):
-        picks_tree = nccl_prefers_tree(coll, n, g, N, f, protocol)
+        picks_tree = nccl_prefers_tree(coll, n, g, N, f_choose, protocol)
 
     def one(name):
-        t = raw(name, forced=picks_tree is not None and name == "tree" and N == 2)
+        forced = picks_tree is not None and name == "tree" and N == 2
+        t = raw(name, forced=forced)
         if t is None:
             return None
-        seconds, protos = best(t)
+        seconds, protos = best(t, raw(name, forced=forced, fab=f_choose))
         if picks_tree is not None and name in ("ring", "tree"):
             seconds = np.where(picks_tree == (name == "tree"), seconds, np.inf)
         return seconds, protos
@@ -223,7 +237,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
             raise ValueError(f"algorithm {algorithm!r} is not available for {coll.id} on {sys_.id} with {where}{extra}")
         if isinstance(t, TwoLevelPhases):
             phases = t
-        time_s, protos = best(t)
+        time_s, protos = best(t, raw(algorithm, forced=True, fab=f_choose))
         time_s = np.asarray(time_s, dtype=float).copy()
         chosen = np.full(n.shape, algorithm)
         label, order = algorithm, [algorithm]
@@ -233,4 +247,5 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
     return Prediction(collective=coll.id, system=sys_.id, ranks=p, nodes=N, gpus_per_node=g, algorithm=label,
                       nbytes=n, time_s=time_s, algbw=ab, busbw=bb, algorithms=chosen, achievable=achievable,
                       notes=_notes(sys_, N, order) + ([f"NCCL_PROTO={required}: set by the {f.net_tech} network stack"]
-                                                      if required else []), phases=phases, protocols=protos)
+                                                      if required else []), phases=phases, protocols=protos,
+                      nccl_version=release, nccl_version_from=release_from)

@@ -1,14 +1,19 @@
 """How sure a prediction is: where published runs in the same regime measured, against the model.
 
-A regime is size band x scale band x fabric family (``regime``). Its range is the central ``SHARE`` of
-measured / predicted busbw over the published TEST cases in it (``validation_table``, role ``test``:
-fit and informed cases are left out, as they are not independent of the model). A regime with fewer
-than ``MIN_CASES`` test cases has no range, and says so. ``coverage_by_regime`` checks the range
-honestly: each test case is left out with every other case of its source, and the range of the
-remaining sources must hold it.
+A regime is size band x scale band x network stack (``regime``: NVLink, xGMI or PCIe inside a node; InfiniBand,
+RoCE, gIB, EFA, TCPX/TCPXO, Slingshot or TCP sockets between nodes). A family is vendor x GPU generation x stack
+(``family_of``): the unit a new cluster differs by. A regime's range is the central ``SHARE`` (nominal coverage)
+of measured / predicted busbw over its published TEST cases, each source weighing the same and taken as
+split-conformal bounds at the source level (``source_spread``), so that it holds a case of a new cluster from
+the same population with at least that probability. A regime with fewer than
+``MIN_CASES`` cases, ``MIN_SOURCES`` sources or ``MIN_FAMILIES`` families borrows: first from the same stack's
+neighbouring sizes and scales, then from every stack at its size and scale class, then from every test case; a
+borrowed spread is widened by the across-family spread (the spread of the families' median ratios at that
+size). Every prediction gets a range, saying how it was made (``Range.how``), never none.
 
-The test cases' ratios are computed once per process (``regime_ratios`` is cached), so a readout that
-asks for a range costs a dictionary look-up after the first call.
+``coverage_by_regime`` checks it out of sample: each test case's range is rebuilt without the case's whole
+source (leave-one-source-out) and, separately, without its whole family (leave-one-family-out), and must hold it.
+The test cases' ratios are computed once per process (cached).
 """
 from __future__ import annotations
 
@@ -18,18 +23,18 @@ from functools import lru_cache
 import numpy as np
 
 from .. import hardware, units, validate
-from .efficiencies import system_fabric_kind
+from .efficiencies import fabric_kind, system_fabric_kind
 from .validation import SCALE_REGIMES, case_system, published, scale_regime, validation_table
 
 SIZE_BANDS = (("< 1 MiB", 0, 2**20), ("1-128 MiB", 2**20, 2**27), (">= 128 MiB", 2**27, float("inf")))
-SHARE = 0.80        # the range holds the central 80% of a regime's test cases (10th to 90th percentile)
-MIN_CASES = 8       # fewer test cases than this: no range, the regime says it has too few
+SHARE = 0.80        # nominal coverage: the range holds the central 80% of a regime's test cases
+MIN_CASES = 8       # fewer test cases than this in a regime: it borrows its neighbours' spread
 MIN_SOURCES = 3     # ... or cases from fewer sources than this: one cluster's runs are that cluster, not a regime
+MIN_FAMILIES = 2    # ... or from fewer families (vendor x GPU generation x stack) than this
 NEAR_MODEL = 0.05   # the course's choice: within 5% of the model a run is never called unusual (nccl-tests' own
                     # run-to-run spread is a few percent, and a narrow range can end just short of 1.00)
-RDMA_KINDS = ("infiniband", "roce")   # NCCL's own NET/IB transport
-SOCKET_KINDS = ("ethernet_tcp",)      # NCCL's own NET/Socket; every other kind goes through a net plugin
-FAMILIES = ("NVSwitch", "other GPU links", "InfiniBand/RoCE", "plugin network", "TCP sockets")
+ONE_NODE_STACKS = {"nvlink": "NVLink", "infinity-fabric": "xGMI", "pcie": "PCIe"}  # by the GPU link's family
+PLUGIN_STACKS = ("EFA", "TCPX/TCPXO", "gIB", "Slingshot")  # a net plugin between NCCL and the NIC
 
 
 def size_band(nbytes) -> str:
@@ -38,23 +43,34 @@ def size_band(nbytes) -> str:
     return next(name for name, lo, hi in SIZE_BANDS if lo <= nbytes < hi)
 
 
-def fabric_family(system, nodes, network=None) -> str:
-    """What carries the bytes: on one node the GPU links (NVSwitch or other GPU links), across nodes the
-    network kind's family (InfiniBand/RoCE, a plugin network such as EFA, TCPXO or Slingshot, or TCP sockets).
+def stack_of(system, nodes, network=None) -> str:
+    """What carries the bytes: on one node the GPU links (NVLink, xGMI or PCIe), across nodes the network kind's
+    software stack (fabrics.json ``stack``: InfiniBand, RoCE, gIB, EFA, TCPX/TCPXO, Slingshot, TCP sockets).
 
     network: a fabric kind (``fabric_kind_ids()``) overriding the system's.
     """
     sys_ = hardware.resolve_system(system)
     nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
     if nodes == 1:
-        return "NVSwitch" if sys_.interconnect == "nvswitch" else "other GPU links"
+        return ONE_NODE_STACKS.get(sys_.gpu_link.family, sys_.gpu_link.family)
     kind = network or system_fabric_kind(sys_)
-    return "InfiniBand/RoCE" if kind in RDMA_KINDS else "TCP sockets" if kind in SOCKET_KINDS else "plugin network"
+    return fabric_kind(kind).get("stack", kind)
+
+
+fabric_family = stack_of  # the older name: a regime's third part
+
+
+def family_of(system, nodes, network=None) -> str:
+    """A system family: vendor x GPU generation x stack, e.g. 'NVIDIA hopper InfiniBand', 'AMD cdna3 xGMI'."""
+    sys_ = hardware.resolve_system(system)
+    arch = sys_.gpu.nccl_arch or sys_.gpu.id
+    vendor = "AMD" if str(arch).startswith("cdna") else "NVIDIA"
+    return f"{vendor} {arch} {stack_of(sys_, nodes, network)}"
 
 
 @dataclass(frozen=True)
 class Regime:
-    """A size band, a scale band (``validation.SCALE_REGIMES``) and a fabric family."""
+    """A size band, a scale band (``validation.SCALE_REGIMES``) and a network stack (``family``, the older name)."""
     size: str
     scale: str
     family: str
@@ -65,21 +81,38 @@ class Regime:
 
 def regime(nbytes, nodes, system, network=None) -> Regime:
     """The regime of a prediction: ``nbytes`` (bytes) on ``nodes`` nodes of ``system`` (fabric kind ``network``)."""
-    return Regime(size_band(nbytes), scale_regime(nodes), fabric_family(system, nodes, network))
+    return Regime(size_band(nbytes), scale_regime(nodes), stack_of(system, nodes, network))
 
 
-def _case_regime(case) -> Regime:
-    return regime(case["nbytes"], case.get("nodes", 1), case_system(case), case.get("fabric"))
+@dataclass(frozen=True)
+class _Case:
+    ratio: float      # measured / predicted busbw
+    source: str
+    family: str
+    regime: Regime
+    index: int
 
 
 @lru_cache(maxsize=1)
-def _regime_cases() -> dict:
-    """{Regime: tuple of (measured / predicted busbw, source id) of its published TEST cases}, once per process."""
+def _cases() -> tuple:
+    """Every published TEST case as a _Case, once per process."""
     cases = {c["id"]: c for c in published()["cases"]}
-    out: dict = {}
+    out = []
     for r in validation_table():
-        if r["role"] == "test":
-            out.setdefault(_case_regime(cases[r["id"]]), []).append((1.0 / r["ratio"], r["source"]))
+        if r["role"] != "test":
+            continue
+        c = cases[r["id"]]
+        sys_, nodes = case_system(c), c.get("nodes", 1)
+        out.append(_Case(1.0 / r["ratio"], r["source"], family_of(sys_, nodes, c.get("fabric")),
+                         regime(c["nbytes"], nodes, sys_, c.get("fabric")), len(out)))
+    return tuple(out)
+
+
+def _regime_cases() -> dict:
+    """{Regime: tuple of (measured / predicted busbw, source id) of its published TEST cases}."""
+    out: dict = {}
+    for c in _cases():
+        out.setdefault(c.regime, []).append((c.ratio, c.source))
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -89,24 +122,104 @@ def regime_ratios() -> dict:
 
 
 def spread(ratios) -> tuple[float, float]:
-    """(low, high): the central ``SHARE`` of measured/predicted ``ratios`` (linear-interpolated percentiles)."""
+    """(low, high): split-conformal bounds holding the central ``SHARE`` of measured/predicted ``ratios``: the k-th
+    smallest and largest of n with k = floor((1 - SHARE) / 2 x (n + 1)), the extremes where k is 0."""
     ratios = np.asarray(ratios, dtype=float)
     if ratios.ndim != 1 or ratios.size < 2 or not np.all(np.isfinite(ratios)) or np.any(ratios <= 0):
         raise ValueError(f"ratios must be at least two positive finite numbers; got {ratios!r}")
-    tail = (1 - SHARE) / 2
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(low), float(high)
+    x = np.sort(ratios)
+    k = int(np.floor((1 - SHARE) / 2 * (x.size + 1)))
+    return (float(x[k - 1]), float(x[x.size - k])) if k >= 1 else (float(x[0]), float(x[-1]))
+
+
+def source_spread(cases) -> tuple[float, float]:
+    """(low, high) of measured / predicted over ``cases`` (``_Case`` rows), each source weighing the same: the
+    question a range answers is where a NEW cluster lands, and one source's long sweep is one cluster. With S
+    sources, the central ``SHARE`` of them: split-conformal at the source level, k = floor((1 - SHARE) / 2 x
+    (S + 1)); where k is 0 (fewer than 9 sources at 80%) the extremes of every case, else the source-weighted
+    quantiles at k / (S + 1) and 1 - k / (S + 1)."""
+    per: dict = {}
+    for c in cases:
+        per[c.source] = per.get(c.source, 0) + 1
+    x = np.array([c.ratio for c in cases], dtype=float)
+    if x.size < 2:
+        raise ValueError(f"cases must be at least two test cases; got {len(cases)}")
+    k = int(np.floor((1 - SHARE) / 2 * (len(per) + 1)))
+    if k == 0:
+        return float(x.min()), float(x.max())
+    order = np.argsort(x)
+    w = np.array([1.0 / per[cases[i].source] for i in order])
+    cum = np.cumsum(w) / w.sum()
+    tail = k / (len(per) + 1)
+    lo = x[order][np.searchsorted(cum, tail)]
+    hi = x[order][min(x.size - 1, np.searchsorted(cum, 1 - tail))]
+    return float(lo), float(hi)
+
+
+def _enough(cs) -> bool:
+    return len(cs) >= MIN_CASES and len({c.source for c in cs}) >= MIN_SOURCES and \
+        len({c.family for c in cs}) >= MIN_FAMILIES
+
+
+def family_spread(band, cases=None) -> float:
+    """The across-family spread at a size band: the standard deviation of ln(median measured / predicted) over the
+    families with at least two test cases there (0 where fewer than two families have)."""
+    cases = _cases() if cases is None else cases
+    by_family: dict = {}
+    for c in cases:
+        if c.regime.size == band:
+            by_family.setdefault(c.family, []).append(np.log(c.ratio))
+    medians = [np.median(v) for v in by_family.values() if len(v) >= 2]
+    return float(np.std(medians, ddof=1)) if len(medians) >= 2 else 0.0
+
+
+def _multi(scale) -> bool:
+    return scale != SCALE_REGIMES[0][0]
+
+
+def _band_index(band) -> int:
+    return [b for b, _, _ in SIZE_BANDS].index(band)
+
+
+def _build(reg: Regime, cases) -> tuple:
+    """(low, high, how, made, pool) for a regime from ``cases`` (the test cases left in)."""
+    own = [c for c in cases if c.regime == reg]
+    if _enough(own):
+        lo, hi = source_spread(own)
+        return lo, hi, (f"{len(own)} test cases from {len({c.source for c in own})} sources and "
+                        f"{len({c.family for c in own})} families in this regime"), "own", own
+    s = family_spread(reg.size, cases)
+    here = f"{len(own)} published test run(s) in this regime" if own else "no published test run in this regime"
+    near = [c for c in cases if c.regime.family == reg.family and _multi(c.regime.scale) == _multi(reg.scale)
+            and abs(_band_index(c.regime.size) - _band_index(reg.size)) <= 1]
+    if _enough(near):
+        lo, hi = source_spread(near)
+        return lo * np.exp(-s), hi * np.exp(s), (
+            f"borrowed: {here}; the spread of {len(near)} {reg.family} runs at neighbouring sizes and scales, "
+            f"widened by the across-family spread (x{np.exp(s):.2f})"), "borrowed", near
+    wide = [c for c in cases if c.regime.size == reg.size and _multi(c.regime.scale) == _multi(reg.scale)]
+    where = "across nodes" if _multi(reg.scale) else "in one node"
+    if not _enough(wide):
+        wide = list(cases)
+        where = "of any kind"
+    lo, hi = source_spread(wide)
+    return lo * np.exp(-s), hi * np.exp(s), (
+        f"wide: {here} and too few on this stack ({reg.family}) {reg.size}; the spread of {len(wide)} runs "
+        f"{where} at this size, widened by the across-family spread (x{np.exp(s):.2f})"), "wide", wide
 
 
 @dataclass(frozen=True)
 class Range:
-    """measured / predicted of published test runs in a regime: ``low``-``high`` over ``cases`` cases, or
-    ``low`` = ``high`` = None where the regime has fewer than ``MIN_CASES`` cases or ``MIN_SOURCES`` sources."""
+    """measured / predicted of published test runs in (or borrowed for) a regime: ``low``-``high``, made as ``how``
+    says (``made``: own, borrowed or wide) from ``cases`` cases of ``sources`` sources."""
     regime: Regime
     cases: int
     sources: int
     low: float | None
     high: float | None
+    how: str = ""
+    made: str = "own"
+    families: int = 0
 
     @property
     def known(self) -> bool:
@@ -135,33 +248,34 @@ class Range:
     def caveat(self) -> str:
         """What the model leaves out in this regime, as a clause starting '; ' (or ''): below 128 MiB on a
         plugin network, the plugin's per-message software cost (efficiency.json ``plugin_message_cost``)."""
-        if self.regime.family == "plugin network" and self.regime.size != SIZE_BANDS[-1][0]:
+        if self.regime.family in PLUGIN_STACKS and self.regime.size != SIZE_BANDS[-1][0]:
             return ("; the model has no per-message cost for the network plugin (assumed none: no form fit its "
                     "fit cases, efficiency.json plugin_message_cost), so runs here are often slower")
         return ""
 
     def describe(self) -> str:
-        """One sentence: what published runs in this regime measured against the model, or that there are too few."""
+        """One sentence: what published runs in (or near) this regime measured against the model, and how."""
         if not self.known:
-            return (f"{self.regime}: too few published test runs in this regime ({self.cases} from {self.sources} "
-                    f"source(s); a range needs {MIN_CASES} from {MIN_SOURCES}), so no range{self.caveat}")
-        return (f"{self.regime}: published runs in this regime measured {self.low:.2f}-{self.high:.2f}x of the model "
-                f"({SHARE:.0%} of {self.cases} test cases){self.caveat}")
+            return f"{self.regime}: no published test run at all, so no range{self.caveat}"
+        return (f"{self.regime}: published runs measured {self.low:.2f}-{self.high:.2f}x of the model "
+                f"({SHARE:.0%} nominal; {self.how}){self.caveat}")
 
 
 def range_for(nbytes, nodes, system, network=None) -> Range:
     """The range of a prediction of ``nbytes`` on ``nodes`` nodes of ``system`` (fabric kind ``network``)."""
     reg = regime(nbytes, nodes, system, network)
-    pairs = _regime_cases().get(reg, ())
-    sources = len({s for _, s in pairs})
-    if not _enough(pairs):
-        return Range(reg, len(pairs), sources, None, None)
-    return Range(reg, len(pairs), sources, *spread([x for x, _ in pairs]))
+    return _range(reg)
 
 
-def _enough(pairs) -> bool:
-    """Whether (ratio, source) pairs are enough for a range: ``MIN_CASES`` cases from ``MIN_SOURCES`` sources."""
-    return len(pairs) >= MIN_CASES and len({s for _, s in pairs}) >= MIN_SOURCES
+@lru_cache(maxsize=None)
+def _range(reg: Regime) -> Range:
+    cases = _cases()
+    if len(cases) < 2:
+        return Range(reg, 0, 0, None, None, "no published test cases", "none")
+    own = [c for c in cases if c.regime == reg]
+    lo, hi, how, made, pool = _build(reg, cases)
+    return Range(reg, len(own), len({c.source for c in own}), float(lo), float(hi), how, made,
+                 len({c.family for c in own}))
 
 
 def ranges_for(nbytes, nodes, system, network=None) -> list[Range]:
@@ -170,62 +284,98 @@ def ranges_for(nbytes, nodes, system, network=None) -> list[Range]:
     return [range_for(n, nodes, system, network) for n in sizes]
 
 
-def _left_out(pairs, by_source) -> dict:
-    """Each (ratio, source) of ``pairs`` checked against the range of the others: every other case, or
-    (``by_source``) the cases of other sources only."""
-    checked = covered = 0
-    for i, (x, source) in enumerate(pairs):
-        others = [(y, s) for j, (y, s) in enumerate(pairs) if (s != source if by_source else j != i)]
-        if _enough(others):
-            lo, hi = spread([y for y, _ in others])
-            checked += 1
-            covered += bool(lo <= x <= hi)
-    return {"checked": checked, "covered": covered, "coverage": covered / checked if checked else None}
+LEAVE_OUT = {"by_case": lambda c, x: c.index == x.index, "by_source": lambda c, x: c.source == x.source,
+             "by_family": lambda c, x: c.family == x.family}
 
 
-def coverage_by_regime() -> list[dict]:
-    """How often a regime's range holds a test case it did not see, checked two ways.
-
-    ``by_case`` (leave one case out): the range of the regime's other cases must hold the case.
-    ``by_source`` (leave one source out, the stricter): cases of one source (one cluster's sweep, one
-    report) are not independent of each other, so the range is computed from the cases of *other*
-    sources only. A case is checked only where what is left is enough for a range (``MIN_CASES`` cases
-    from ``MIN_SOURCES`` sources). One dict per regime that has test cases, in band order: regime (str),
-    size, scale, family, cases, sources, low, high (the range from all its cases; None where too few), and
-    by_case / by_source: {checked, covered, coverage (covered / checked; None where none could be
-    checked)}: the honest shares to set against ``SHARE``.
-    """
-    table = _regime_cases()
-    out = []
-    for size, _, _ in SIZE_BANDS:
-        for scale, _, _ in SCALE_REGIMES:
-            for family in FAMILIES:
-                reg = Regime(size, scale, family)
-                pairs = table.get(reg)
-                if not pairs:
-                    continue
-                row = {"regime": str(reg), "size": size, "scale": scale, "family": family, "cases": len(pairs),
-                       "sources": len({s for _, s in pairs}), "low": None, "high": None}
-                if _enough(pairs):
-                    row["low"], row["high"] = spread([x for x, _ in pairs])
-                row["by_case"] = _left_out(pairs, by_source=False)
-                row["by_source"] = _left_out(pairs, by_source=True)
-                out.append(row)
+@lru_cache(maxsize=1)
+def _left_out_all() -> dict:
+    """{way: {case index: (covered, made)}}: each test case against the range rebuilt without it (by_case),
+    without its whole source (by_source) or without its whole family (by_family)."""
+    cases = _cases()
+    out: dict = {}
+    for way, drop in LEAVE_OUT.items():
+        res = {}
+        for x in cases:
+            rest = [c for c in cases if not drop(c, x)]
+            if len(rest) < 2:
+                continue
+            lo, hi, _, made, _ = _build(x.regime, rest)
+            res[x.index] = (bool(lo <= x.ratio <= hi), made)
+        out[way] = res
     return out
 
 
+def coverage_by_regime() -> list[dict]:
+    """How often a regime's range holds a test case it did not see, three ways.
+
+    ``by_case`` (leave one case out), ``by_source`` (leave out every case of the case's source: one cluster's
+    sweep is not independent of itself) and ``by_family`` (leave out every case of its family, vendor x GPU
+    generation x stack: what a cluster of a kind the course has not seen meets). Each rebuilds the range the
+    way ``range_for`` would from what is left (borrowing where too little is left), so every case is checked.
+    One dict per regime that has test cases, in band order: regime (str), size, scale, family (the stack),
+    cases, sources, families, low, high, how, made (the range from all its cases), and by_case / by_source /
+    by_family: {checked, covered, coverage (covered / checked; None where none could be checked)}.
+    """
+    cases = _cases()
+    left = _left_out_all()
+    regimes = sorted({c.regime for c in cases}, key=lambda r: (_band_index(r.size),
+                     [s for s, _, _ in SCALE_REGIMES].index(r.scale), r.family))
+    out = []
+    for reg in regimes:
+        mine = [c for c in cases if c.regime == reg]
+        rng = _range(reg)
+        row = {"regime": str(reg), "size": reg.size, "scale": reg.scale, "family": reg.family, "cases": len(mine),
+               "sources": len({c.source for c in mine}), "families": len({c.family for c in mine}),
+               "low": rng.low, "high": rng.high, "how": rng.how, "made": rng.made}
+        for way in LEAVE_OUT:
+            got = [left[way][c.index][0] for c in mine if c.index in left[way]]
+            row[way] = {"checked": len(got), "covered": sum(got), "coverage": sum(got) / len(got) if got else None}
+        out.append(row)
+    return out
+
+
+def coverage_summary(rows=None) -> dict:
+    """Nominal coverage and the coverage out of sample, pooled over regimes: {nominal, by_case, by_source,
+    by_family: {checked, covered, coverage}, met_by_family: LOFO coverage within 10 points of nominal or above}."""
+    rows = coverage_by_regime() if rows is None else rows
+    out: dict = {"nominal": SHARE}
+    for way in LEAVE_OUT:
+        checked = sum(r[way]["checked"] for r in rows)
+        covered = sum(r[way]["covered"] for r in rows)
+        out[way] = {"checked": checked, "covered": covered, "coverage": covered / checked if checked else None}
+    lofo = out["by_family"]["coverage"]
+    out["met_by_family"] = lofo is not None and lofo >= SHARE - 0.10
+    return out
+
+
+def coverage_summary_lines(rows=None) -> list[str]:
+    """validation's summary of the ranges: the nominal coverage and how often ranges held cases they did not see."""
+    s = coverage_summary(rows)
+    made: dict = {}
+    for r in (coverage_by_regime() if rows is None else rows):
+        made[r["made"]] = made.get(r["made"], 0) + 1
+    lines = [f"# ranges: nominal coverage {SHARE:.0%}; every regime prints one ("
+             + ", ".join(f"{v} {k}" for k, v in made.items()) + "); held out of sample:"]
+    for way, what in (("by_source", "leave one source out"), ("by_family", "leave one family out")):
+        c = s[way]
+        lines.append(f"#   {what:<22} {c['covered']:>3} of {c['checked']:<3} ({c['coverage']:.0%})"
+                     + (f"  {'met' if s['met_by_family'] else 'NOT met'} (within 10 points of {SHARE:.0%})"
+                        if way == "by_family" else ""))
+    return lines
+
+
 def range_phrase(predicted_gb_s, rng: Range) -> str:
-    """For a readout: 'published runs in this regime (R) measured 0.62-1.05x of the model (80% of 41 test cases):
-    232-393 GB/s' around a predicted busbw (GB/s), or why the regime has no range."""
+    """For a readout: 'published runs (R) measured 0.62-1.05x of the model (80% nominal; how it was made):
+    232-393 GB/s' around a predicted busbw (GB/s)."""
     predicted_gb_s = validate.non_negative("predicted_gb_s", predicted_gb_s)
     if not isinstance(rng, Range):
         raise ValueError(f"rng must be a costmodel.Range (from range_for); got {rng!r}")
     if not rng.known:
-        return (f"too few published test runs in this regime ({rng.regime}: {rng.cases} from {rng.sources} "
-                f"source(s)) for a range{rng.caveat}")
+        return f"no range ({rng.regime}: no published test run at all){rng.caveat}"
     low, high = rng.busbw(predicted_gb_s)
-    return (f"published runs in this regime ({rng.regime}) measured {rng.low:.2f}-{rng.high:.2f}x of the model "
-            f"({SHARE:.0%} of {rng.cases} test cases): {low:.3g}-{high:.3g} GB/s{rng.caveat}")
+    return (f"published runs ({rng.regime}) measured {rng.low:.2f}-{rng.high:.2f}x of the model "
+            f"({SHARE:.0%} nominal; {rng.how}): {low:.3g}-{high:.3g} GB/s{rng.caveat}")
 
 
 def step_range(estimate, system, network=None) -> dict:
@@ -284,7 +434,7 @@ def range_json(rng, busbw_gb_s):
     if rng is None:
         return {"known": False, "why": "spec bandwidth: ranges are measured against the achievable model"}
     out = {"regime": str(rng.regime), "cases": rng.cases, "sources": rng.sources, "known": rng.known,
-           "describe": rng.describe()}
+           "made": rng.made, "how": rng.how, "nominal_coverage": SHARE, "describe": rng.describe()}
     if rng.known:
         low, high = rng.busbw(busbw_gb_s)
         out.update(ratio_low=rng.low, ratio_high=rng.high, busbw_low_gb_s=low, busbw_high_gb_s=high)

@@ -6,7 +6,10 @@ from functools import lru_cache
 import numpy as np
 
 from .. import datafiles, evidence, hardware, units, validate
-from .efficiencies import system_fabric_kind
+import re
+
+from .efficiencies import efficiency_data, system_fabric_kind
+from .nccl import _version_key, default_nccl_version
 from .prediction import predict
 
 
@@ -16,7 +19,7 @@ def published() -> dict:
     return datafiles.load("published_collectives.json")
 
 
-ROLES = ("fit", "informed", "test")  # published_collectives.json _about says what each means
+ROLES = ("fit", "informed", "also", "test")  # published_collectives.json _about says what each means
 SIZE_REGIMES = (("< 64 KiB", 0, 2**16), ("64 KiB-1 MiB", 2**16, 2**20), ("1-128 MiB", 2**20, 2**27),
                 (">= 128 MiB", 2**27, float("inf")))
 SCALE_REGIMES = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3-16 nodes", 3, 16), ("> 16 nodes", 17, 10**9))
@@ -44,6 +47,22 @@ def case_system(case) -> hardware.System:
     return sys_
 
 
+def case_nccl_version(case) -> tuple[str | None, str]:
+    """(the NCCL version a published case ran, as its ``conditions.nccl`` states it, or None; how the model takes it):
+    a case that states none is priced with the default release (``default_nccl_version``) and says so."""
+    stated = (case.get("conditions") or {}).get("nccl")
+    if stated is not None and _version_key(stated) is not None:
+        return str(stated).split()[0], "stated by the source"
+    found = re.search(r"(20\d\d)-(\d\d)-(\d\d)", f"{case.get('source', '')} {case.get('id', '')}")
+    year = (datafiles.source(case["source"]) or {}).get("year") if case.get("source") else None
+    when = found.group(0) if found else (f"{year}-07-01" if year else None)
+    if when is None:
+        return None, f"assumed {default_nccl_version()}: the source states no NCCL version and no date"
+    releases = efficiency_data()["nccl_protocols"]["releases"]
+    out = [k for k, r in releases.items() if r["first_tag_date"] <= when] or [next(iter(releases))]
+    return out[-1], f"assumed {out[-1]}: the source states no NCCL version; the newest release out at {when}"
+
+
 def validation_table(cases=None) -> list[dict]:
     """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw.
 
@@ -55,9 +74,10 @@ def validation_table(cases=None) -> list[dict]:
         raise ValueError(f"cases must be a list of published cases (dicts); got {cases!r}")
     rows = []
     for case in published()["cases"] if cases is None else cases:
+        version, version_from = case_nccl_version(case)
         pred = predict(case["collective"], case["nbytes"], case_system(case), gpus_per_node=case.get("gpus_per_node"),
                        nodes=case.get("nodes", 1), algorithm=case.get("algorithm") or "auto",
-                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"))
+                       nics_per_node=case.get("nics_per_node"), network=case.get("fabric"), nccl_version=version)
         c = evidence.compare(case["id"], float(pred.busbw[0]),
                              evidence.measurement(case["busbw_gb_s"] * units.GB, "B/s busbw", case["source"]))
         rows.append({"id": case["id"], "system": case["system"], "collective": case["collective"],
@@ -66,7 +86,8 @@ def validation_table(cases=None) -> list[dict]:
                      "measured_busbw": c.measured.value, "predicted_busbw": c.model,
                      "ratio": c.ratio, "source": case["source"], "role": case.get("role", "test"),
                      "size_regime": size_regime(case["nbytes"]), "scale_regime": scale_regime(case.get("nodes", 1)),
-                     "sweep": case.get("sweep")})
+                     "sweep": case.get("sweep"), "nccl_stated": version, "nccl_priced": pred.nccl_version,
+                     "nccl_from": version_from if version_from.startswith("assumed") else pred.nccl_version_from})
     return rows
 
 
@@ -135,6 +156,7 @@ def validation_summary(rows=None) -> dict:
            "small_share": _within(small, 0.5) / len(small) if small else float("nan")}
     out["fit_cases"] = sum(1 for r in rows if r["role"] == "fit")
     out["informed_cases"] = sum(1 for r in rows if r["role"] == "informed")
+    out["also_cases"] = sum(1 for r in rows if r["role"] == "also")
     out["test_cases"] = len(test)
     out["sources"] = len({r["source"] for r in rows})
     return out
@@ -178,8 +200,8 @@ def node_sweep_study(rows=None) -> list[dict]:
 
     The model already holds ``node_decline`` (efficiency.json, fit on one sweep). One dict per sweep with
     at least two node counts above one: sweep, fabric (kind), nccl (version or None), nodes,
-    measured_gb_s, predicted_gb_s, fit_cases and informed_cases (how many of its cases set a constant or
-    shaped a choice: a sweep with either is not an independent test), and
+    measured_gb_s, predicted_gb_s, fit_cases and informed_cases (how many of its cases set a constant, shaped a
+    choice or re-ran a fit case: a sweep with any is not an independent test), and
     from_nodes and residual_per_doubling: (measured/predicted at the largest node count) / (the same at
     from_nodes), per doubling of the node count; 1.0 = the model already has the whole decline. from_nodes
     is the smallest count of 3 or more where the sweep has two such points (two nodes are special: NCCL's
@@ -206,7 +228,7 @@ def node_sweep_study(rows=None) -> list[dict]:
                     "measured_gb_s": [r["measured_busbw"] / units.GB for r in rs],
                     "predicted_gb_s": [r["predicted_busbw"] / units.GB for r in rs],
                     "fit_cases": sum(1 for r in rs if r["role"] == "fit"),
-                    "informed_cases": sum(1 for r in rs if r["role"] == "informed"), "from_nodes": first["nodes"],
+                    "informed_cases": sum(1 for r in rs if r["role"] in ("informed", "also")), "from_nodes": first["nodes"],
                     "residual_per_doubling": float((first["ratio"] / last["ratio"]) ** (1 / doublings))
                     if doublings > 0 else float("nan")})
     return out

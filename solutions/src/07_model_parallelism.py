@@ -582,7 +582,7 @@ glue("tp32_published", tp32["measured_rel"], "{:.2f}")
 
 # %% [markdown]
 # From TP 8 to 16 the model falls {{tp_falls_model}} against {{tp_falls_published}} published, and the TP share of the
-# step jumps from {{tp_share_8}} to {{tp_share_16}}. On two nodes the model runs what NCCL 2.32 picks at these message
+# step jumps from {{tp_share_8}} to {{tp_share_16}}. On two nodes the model runs what NCCL 2.31 picks at these message
 # sizes (chapter 05): the ring, although the tree, which sends each byte across the network once, would be faster
 # here. The course prices EFA on P5 at first-generation EFA's measured 0.64 of the line rate, about 256 GB/s per
 # node: an *assumed* figure, because no published P5 run is bound by its NICs alone (P6's EFA measures 0.96, and

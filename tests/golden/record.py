@@ -38,7 +38,7 @@ def _cli_cases() -> dict[str, list[tuple]]:
     return {
         "catalog": [("systems",), ("systems", "--json"), ("links",), ("links", "--json")],
         "predict": predict,
-        "validation": [("validation",), ("validation", "--json")],
+        "validation": [("validation",), ("validation", "--details"), ("validation", "--json")],
         "plan": [("plan", "--validate"), ("plan", "--validate", "--json"),
                  ("plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--search"),
                  ("plan", "--model", "llama2-70b", "--system", "dgx-h200", "--gpus", "512", "--search"),
