@@ -28,7 +28,7 @@ def _run(args) -> int:
         return 0
     out = {}
     modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
-                  cp_kind=args.cp_kind)
+                  cp_kind=args.cp_kind, precision=args.precision, fp8_dispatch=args.fp8_dispatch)
     if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
         est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
@@ -94,6 +94,11 @@ def register(subparsers) -> None:
                    help="busiest expert rank's tokens / the mean (>= 1, dropless routing)")
     p.add_argument("--ep-overlap", action="store_true",
                    help="hide all-to-alls behind another micro-batch's compute (DualPipe-style)")
+    p.add_argument("--precision", default="bf16", choices=list(parallel.PRECISIONS),
+                   help="training precision recipe (Transformer Engine's: linear layers in FP8/MXFP8, attention, "
+                        "norms, embedding and output layer in BF16); the GPU must have that peak")
+    p.add_argument("--fp8-dispatch", action="store_true",
+                   help="send the MoE dispatch all-to-all in FP8, the combine in BF16 (DeepSeek-V3); default: none")
     p.add_argument("--search", action="store_true", help="also run the planner")
     p.add_argument("--top", type=cli.integer(low=1, high=10**6), default=10, help="layouts the planner lists")
     p.add_argument("--validate", action="store_true", help="print the validation table against published results")

@@ -222,21 +222,26 @@ def layer_forward_flops_per_token(model_) -> float:
     return sum(_layer_forward_flops(resolve_model(model_)))
 
 
-def training_flops(model_, global_batch, recompute="none") -> float:
-    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
+def training_flops_parts(model_, global_batch, recompute="none") -> dict:
+    """FLOPs of one training step split by where they run: ``linear`` (the layers' weight matmuls, which an FP8
+    recipe runs in FP8), ``attention`` (score and value matmuls) and ``logits`` (the output layer); both stay BF16.
+
+    Backward is twice the forward; full recomputation repeats the layers' forward, selective only attention's.
+    """
     m = resolve_model(model_)
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     rc = resolve_recompute(recompute)
-    s, h, l = m.seq_len, m.hidden, m.layers
+    tokens = B * m.seq_len
     layer_mm, attn = _layer_forward_flops(m)   # per token per layer (forward)
-    logits = 2 * h * m.vocab                   # output layer per token (forward)
-    fwd = l * (layer_mm + attn) + logits
-    total = 3 * fwd
-    if rc == "full":
-        total += l * (layer_mm + attn)
-    elif rc == "selective":
-        total += l * attn
-    return float(B * s * total)
+    full = 1 if rc == "full" else 0
+    return {"linear": float(tokens * m.layers * layer_mm * (3 + full)),
+            "attention": float(tokens * m.layers * attn * (3 + (1 if rc != "none" else 0))),
+            "logits": float(tokens * 2 * m.hidden * m.vocab * 3)}
+
+
+def training_flops(model_, global_batch, recompute="none") -> float:
+    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
+    return sum(training_flops_parts(model_, global_batch, recompute).values())
 
 
 def model_state_bytes(params, dp=1, zero=0) -> dict:
@@ -254,11 +259,15 @@ def model_state_bytes(params, dp=1, zero=0) -> dict:
     return {"weights": w, "gradients": g, "optimizer": o, "total": w + g + o}
 
 
-def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
+def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False,
+                               saved_linear_input_bytes=2.0) -> float:
     """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit).
 
     ``recompute="none"`` stores the s x s attention scores (eager attention); fused (flash) attention never
     stores them, and measured layers with it keep what ``"selective"`` gives (chapter 07, section 6).
+    ``saved_linear_input_bytes``: bytes per value of what each linear layer saves for its backward pass, its
+    input (2: BF16; an FP8 recipe saves the FP8-cast input, ``data/precision.json``): the QKV and MLP-up inputs
+    (2 sbh each, replicated under TP) and the attention-output and MLP-down inputs (2 sbh and 2 s b f, split).
     """
     m = resolve_model(model_)
     b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
@@ -273,6 +282,9 @@ def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", se
     split = 24 - 19 + mlp                 # attention (without the s^2 part) + MLP parts split by TP
     replicated = 10                       # layer norms, dropout masks, inputs of attention and MLP
     scores = 0.0 if rc == "selective" else 5 * a * s / h
+    cheaper = 1 - validate.number("saved_linear_input_bytes", saved_linear_input_bytes, low=0.5, high=2.0) / 2
+    replicated -= 4 * cheaper                          # QKV and MLP-up inputs
+    split -= (2 + 2 * m.active_ffn / h) * cheaper      # attention-output and MLP-down inputs
     if sequence_parallel:
         return sbh * (replicated + split + scores) / t
     return sbh * (replicated + split / t + scores / t)

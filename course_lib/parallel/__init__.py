@@ -34,6 +34,7 @@ groups are consecutive data-parallel ranks), then pipeline.
 
 The package, one module per idea (lowest first; each imports only those above it):
 
+* ``precision``: the training precision recipes (``data/precision.json``: BF16, FP8, MXFP8);
 * ``layouts``: ``Layout``/``layout`` (arguments checked once), the stated assumptions, shared constants;
 * ``links``: ``group_link`` (which link a group uses) and the collective prices on it;
 * ``results``: ``Traffic`` and ``Estimate``;
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 from ..transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activation_bytes_per_layer,  # noqa: F401
                            model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
-                           routed_expert_flops, training_flops)
+                           routed_expert_flops, training_flops, training_flops_parts)
 from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noqa: F401
 from .experts import ep_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
@@ -59,6 +60,7 @@ from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  #
                     pair_bandwidth)
 from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # noqa: F401
 from .planner import Plan, plan  # noqa: F401
+from .precision import PRECISIONS, fp8_dispatch_bytes, precision_data, precision_summary, recipe  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
                        bucket_count, dp_phase, zero3_step_bytes)

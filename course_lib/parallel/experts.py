@@ -4,6 +4,7 @@ from __future__ import annotations
 from .layouts import ACT_BYTES, Layout
 from .links import all_to_all_time
 from .phases import Compute
+from .precision import fp8_dispatch_bytes
 from .results import Traffic
 
 
@@ -14,7 +15,8 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
     receives the results back (combine): s b / (cp x tp) tokens x top_k x h x 2 bytes per call,
     times ``moe_load`` (the busiest rank). The group is ep consecutive ranks of the cp x dp block
     (stride tp). Exposed, unless ``ep_overlap``: then each layer's all-to-alls hide behind one
-    layer of another micro-batch's compute (DeepSeek's DualPipe), and only the excess shows.
+    layer of another micro-batch's compute (DeepSeek's DualPipe), and only the excess shows. With
+    ``fp8_dispatch`` the dispatch (and, backward, the combine's gradient) moves 1 byte a value, the rest 2.
     """
     m = L.model
     if L.ep == 1 or not m.moe_layers:
@@ -24,6 +26,9 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
     tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
     size = tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
     one, link = all_to_all_time(L.system, size, L.ep, L.tp)
+    if L.fp8_dispatch:  # half the calls (forward dispatch, backward combine-gradient) go in FP8 (DeepSeek-V3)
+        fp8_one, _ = all_to_all_time(L.system, size * fp8_dispatch_bytes() / ACT_BYTES, L.ep, L.tp)
+        size, one = size * (1 + fp8_dispatch_bytes() / ACT_BYTES) / 2, (one + fp8_one) / 2
     calls = round(passes * moe_layers * L.micro_batches)
     total = passes * moe_layers * L.micro_batches * one
     exposed = total

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from .. import datafiles, hardware, validate
 from ..transformer import Transformer, resolve_model, resolve_recompute
+from .precision import PRECISIONS, recipe
 
 ACT_BYTES = 2  # 16-bit activations
 # PyTorch DDP's default gradient bucket: bucket_cap_mb=25 (signature in the DistributedDataParallel docs,
@@ -62,6 +63,13 @@ class Layout:
     shard_group: int = 0         # ZeRO-3 shard group (cp x dp = FSDP, smaller = HSDP); 0 when zero < 3
     moe_imbalance: float = 1.0   # busiest expert rank's tokens / the mean (dropless routing)
     ep_overlap: bool = False     # all-to-alls hidden behind another micro-batch's compute (DualPipe-style)
+    precision: str = "bf16"      # the recipe (``data/precision.json``): bf16, fp8 or mxfp8
+    fp8_dispatch: bool = False   # the MoE dispatch all-to-all in FP8 (DeepSeek-V3), the combine in BF16
+
+    @property
+    def linear_peak_flops(self) -> float:
+        """FLOP/s peak the linear layers run at under this layout's precision recipe."""
+        return self.system.gpu.peak_flops(recipe(self.precision)["linear_peak"])
 
     @property
     def layers_per_stage(self) -> int:
@@ -95,6 +103,14 @@ class Layout:
             return self.stage_params
         return (self.layers_per_stage * (m.layer_params - m.routed_layer_params) + m.vocab * m.hidden
                 + (m.seq_len * m.hidden if m.tied_embeddings else 0)) / self.tp
+
+    @property
+    def stage_linear_params(self) -> float:
+        """Linear-layer weights one GPU holds (its stage's layers without norms; no embedding or output layer):
+        what an FP8 recipe keeps FP8 copies of."""
+        m = self.model
+        dense = self.layers_per_stage * (m.layer_params - m.routed_layer_params - 13 * m.hidden) / self.tp
+        return dense + (self.stage_expert_params if m.experts else 0.0)
 
     @property
     def moe_load(self) -> float:
@@ -145,10 +161,20 @@ def _flag(name, value) -> bool:
     return value
 
 
+def _check_precision(m: Transformer, sys_, precision, fp8_dispatch) -> str:
+    """The checked precision: a recipe the GPU has a peak for; fp8_dispatch only for an MoE in FP8 or MXFP8."""
+    prec = validate.choice("precision", precision, PRECISIONS)
+    sys_.gpu.peak_flops(recipe(prec)["linear_peak"])   # a GPU without this peak is refused here, by name
+    if _flag("fp8_dispatch", fp8_dispatch) and (prec == "bf16" or not m.experts):
+        raise ValueError(f"fp8_dispatch needs an MoE model and precision fp8 or mxfp8, got {m.name} in {prec}")
+    return prec
+
+
 def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
            recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
            bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-           hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Layout:
+           hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
+           fp8_dispatch=False) -> Layout:
     """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -198,6 +224,7 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     if v > 1 and (p == 1 or m.layers % p or (m.layers // p) % v or mb % p):
         raise ValueError(f"interleave must be 1 unless pp > 1, layers per stage ({m.layers // p}) divide by it "
                          f"and micro-batches ({mb}) are a multiple of pp; got {v}")
+    prec = _check_precision(m, sys_, precision, fp8_dispatch)
     eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
     bucket = DDP_BUCKET_BYTES if bucket_bytes is None else validate.positive("bucket_bytes", bucket_bytes)
     reserve = assumption("memory_reserve_bytes") if memory_reserve_bytes is None else \
@@ -208,4 +235,4 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
                   dp_overlap=_flag("dp_overlap", dp_overlap), bucket_bytes=bucket, reserve_bytes=reserve, ep=e, cp=c,
                   cp_kind=kind, shard_group=shard,
                   moe_imbalance=validate.number("moe_imbalance", moe_imbalance, low=1.0, high=float(max(1, m.experts))),
-                  ep_overlap=_flag("ep_overlap", ep_overlap))
+                  ep_overlap=_flag("ep_overlap", ep_overlap), precision=prec, fp8_dispatch=fp8_dispatch)

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..transformer import activation_bytes_per_layer, model_state_bytes, routed_expert_flops, training_flops
+from ..transformer import (activation_bytes_per_layer, model_state_bytes, routed_expert_flops, training_flops,
+                           training_flops_parts)
 from .layouts import ACT_BYTES, Layout
+from .precision import recipe
 from .links import group_collective_time, group_link, pair_bandwidth
 from .results import Traffic
 
@@ -13,9 +15,12 @@ def memory_phase(L: Layout) -> dict:
     """Bytes per GPU on the worst stage: model states, activations, total, capacity, usable.
 
     The first stage holds the most activations (p micro-batches in flight); embeddings sit on
-    the first and last stage; the last stage also holds the fp32 logits.
+    the first and last stage; the last stage also holds the fp32 logits. An FP8 recipe adds its cached FP8
+    copies of the linear weights (``fp8_weights``) and saves linear inputs in FP8 (``data/precision.json``).
     """
     m, t, p, b, rc, sp = L.model, L.tp, L.pp, L.micro_batch, L.recompute, L.sequence_parallel
+    rec = recipe(L.precision)
+    saved = rec["saved_linear_input_bytes"]
     if m.experts or L.cp > 1 or L.zero == 3 and L.shard_group != L.dp:
         # ZeRO shards over the cp x dp replicas (FSDP) or the shard group (HSDP); routed experts over 1/ep of them
         shard = L.shard_group if L.zero == 3 else L.replicas
@@ -27,11 +32,12 @@ def memory_phase(L: Layout) -> dict:
         states = model_state_bytes(L.stage_params, L.dp, L.zero)
     # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);
     # its attention runs blockwise (flash-style), so no s x s score matrix is stored
-    per_layer = activation_bytes_per_layer(m, b, t, "selective" if L.cp > 1 and rc == "none" else rc, sp) / L.cp
+    per_layer = activation_bytes_per_layer(m, b, t, "selective" if L.cp > 1 and rc == "none" else rc, sp,
+                                           saved) / L.cp
     in_flight = min(p, L.micro_batches) if p > 1 else 1
     factor = 1 + (p - 1) / (p * L.interleave) if L.interleave > 1 else 1.0
     # context parallelism runs attention blockwise (flash-style): no s x s score matrix is ever stored
-    recomputing = (activation_bytes_per_layer(m, b, t, "none" if L.cp == 1 else "selective", sp) / L.cp
+    recomputing = (activation_bytes_per_layer(m, b, t, "none" if L.cp == 1 else "selective", sp, saved) / L.cp
                    if rc == "full" else 0)
     acts_first = L.layers_per_stage * per_layer * in_flight * factor
     if rc == "full":  # the layer being recomputed holds its full activations
@@ -40,9 +46,10 @@ def memory_phase(L: Layout) -> dict:
     acts_last = L.layers_per_stage * per_layer + logits + recomputing
     acts = max(acts_first, acts_last) if p > 1 else acts_first + logits
     memory = {k: v for k, v in states.items() if k != "total"}
+    fp8_weights = rec["fp8_weight_bytes_per_linear_param"] * L.stage_linear_params
     capacity = L.system.gpu.memory_bytes
-    memory.update(activations=acts, total=states["total"] + acts, capacity=capacity,
-                  usable=capacity - L.reserve_bytes)
+    memory.update(fp8_weights=fp8_weights, activations=acts, total=states["total"] + fp8_weights + acts,
+                  capacity=capacity, usable=capacity - L.reserve_bytes)
     return memory
 
 
@@ -58,18 +65,25 @@ class Compute:
 
 
 def compute_phase(L: Layout) -> Compute:
-    """Compute time = hardware FLOPs / (GPUs x peak x gpu_efficiency).
+    """Compute time = hardware FLOPs / (GPUs x peak x gpu_efficiency), each part at its own peak: the linear
+    layers at the precision recipe's (FP8 or MXFP8 under those recipes), attention and the output layer at BF16's.
 
     MoE: the busiest expert rank does ``moe_load`` x its fair share of the routed-expert FLOPs
     (the capacity factor when tokens are padded to capacity, else the imbalance), and every rank waits for it.
     Uneven pipeline stages (p does not divide l): the busiest stage's ceil(l/p) layers set the pace,
     ``ceil(l/p) p / l`` times the mean stage's.
     """
-    hw = training_flops(L.model, L.global_batch, L.recompute)
-    work = hw
+    parts = training_flops_parts(L.model, L.global_batch, L.recompute)
+    hw = sum(parts.values())
+    linear = parts["linear"]
     if L.model.experts and L.moe_load != 1.0:
-        work += (L.moe_load - 1) * routed_expert_flops(L.model, L.global_batch, L.recompute)
-    total = work / (L.gpus * L.system.gpu.bf16_flops * L.gpu_efficiency)
+        linear += (L.moe_load - 1) * routed_expert_flops(L.model, L.global_batch, L.recompute)
+    bf16 = L.system.gpu.bf16_flops
+    if L.precision == "bf16":
+        total = (linear + parts["attention"] + parts["logits"]) / (L.gpus * bf16 * L.gpu_efficiency)
+    else:
+        total = (linear / L.linear_peak_flops + (parts["attention"] + parts["logits"]) / bf16) / \
+            (L.gpus * L.gpu_efficiency)
     if L.model.layers % L.pp:
         total *= L.layers_per_stage * L.pp / L.model.layers
     full = 1 if L.recompute == "full" else 0

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .. import hardware, units, validate
 from ..transformer import RECOMPUTE, resolve_recompute
-from .layouts import CP_KINDS, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
+from .layouts import CP_KINDS, _check_precision, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
 from .results import Estimate
 from .step import estimate_layout
 
@@ -158,7 +158,7 @@ def _candidates(m, N, B, space: SearchSpace):
 def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(1, 2, 4), zero_stages=(0, 1),
          recompute_options=("selective", "full"), interleave_options=(1, 2, 4), max_tp=None, sequence_parallel=True,
          gpu_efficiency=None, dp_overlap=True, ep_options=None, cp_options=(1,), cp_kind="ring", hsdp_options=(None,),
-         moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Plan:
+         moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16", fp8_dispatch=False) -> Plan:
     """Search TP x PP x DP (x micro-batch, ZeRO, recomputation, interleaving) and rank what fits by step time.
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
@@ -171,6 +171,7 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     an MoE's experts; 1 for a dense model), context parallelism over ``cp_options`` (default 1)
     of ``cp_kind``, and with ZeRO-3 the FSDP/HSDP shard groups in ``hsdp_options`` (None = all
     cp x dp ranks). An MoE may use uneven pipeline stages, so PP also runs over powers of two.
+    ``precision`` (bf16, fp8, mxfp8) and ``fp8_dispatch`` apply to every layout searched.
     """
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -180,9 +181,10 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     space = _search_space(m, N, max_tp, micro_batches=micro_batches, zero_stages=zero_stages,
                           recompute_options=recompute_options, interleave_options=interleave_options,
                           ep_options=ep_options, cp_options=cp_options, cp_kind=cp_kind, hsdp_options=hsdp_options)
+    _check_precision(m, sys_, precision, fp8_dispatch)
     fitting, searched, rejected = [], 0, 0
     common = dict(gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, moe_imbalance=moe_imbalance,
-                  ep_overlap=ep_overlap, cp_kind=space.cp_kind)
+                  ep_overlap=ep_overlap, cp_kind=space.cp_kind, precision=precision, fp8_dispatch=fp8_dispatch)
     for choice in _candidates(m, N, B, space):
         searched += 1
         L = layout(m, sys_, gpus=N, global_batch=B, sequence_parallel=sequence_parallel and choice["tp"] > 1,

@@ -81,6 +81,8 @@ class Estimate:
     shard_group: int = 0         # ZeRO-3/FSDP shard group (HSDP when smaller than cp x dp); 0 = not ZeRO-3
     ep_exposed_s: float = 0.0
     cp_exposed_s: float = 0.0
+    precision: str = "bf16"      # the recipe (data/precision.json)
+    fp8_dispatch: bool = False
 
     @property
     def layout(self) -> str:
@@ -126,10 +128,14 @@ class Estimate:
         mem = self.memory
         lines = [
             f"{self.model} on {self.gpus} GPUs ({self.nodes} x {self.system}): {self.layout}, {self.sharding}, "
-            f"recompute {self.recompute}{', sequence parallel' if self.sequence_parallel else ''}",
+            f"recompute {self.recompute}{', sequence parallel' if self.sequence_parallel else ''}"
+            + ("" if self.precision == "bf16" else f", {self.precision.upper()}"
+               + (" (FP8 dispatch)" if self.fp8_dispatch else "")),
             f"  batch {self.global_batch} sequences = {self.micro_batches} micro-batches of {self.micro_batch} per pipeline",
             f"  memory per GPU: weights {mem['weights'] / gb:.1f} GB, gradients {mem['gradients'] / gb:.1f} GB, "
-            f"optimizer {mem['optimizer'] / gb:.1f} GB, activations {mem['activations'] / gb:.1f} GB "
+            f"optimizer {mem['optimizer'] / gb:.1f} GB, "
+            + (f"FP8 weight copies {mem['fp8_weights'] / gb:.1f} GB, " if mem.get("fp8_weights") else "")
+            + f"activations {mem['activations'] / gb:.1f} GB "
             f"= {mem['total'] / gb:.1f} GB of {mem['usable'] / gb:.0f} GB usable -> {'fits' if self.fits else 'DOES NOT FIT'}",
             "  communication per step and per GPU:",
         ]

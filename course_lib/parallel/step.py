@@ -5,6 +5,7 @@ from .context import cp_phase
 from .experts import ep_phase
 from .layouts import Layout, assumption, layout
 from .phases import compute_phase, memory_phase, pp_phase, tp_phase
+from .precision import precision_summary
 from .results import Estimate
 from .sharding import dp_phase
 
@@ -12,7 +13,8 @@ from .sharding import dp_phase
 def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
              recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
              bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Estimate:
+             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
+             fp8_dispatch=False) -> Estimate:
     """Memory per GPU, traffic per step and step time for one layout.
 
     model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
@@ -24,7 +26,9 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
     divides its experts and cp x dp); cp: context-parallel ranks, cp_kind ``ring`` or ``ulysses``;
     fsdp: ZeRO-3 over all cp x dp ranks; hsdp=G: ZeRO-3 within groups of G, replicated across;
     moe_imbalance >= 1: busiest expert rank's load / mean (dropless routing); ep_overlap: hide
-    the all-to-alls behind another micro-batch; seq_len overrides the model's. Composes
+    the all-to-alls behind another micro-batch; seq_len overrides the model's; precision ``bf16``, ``fp8``
+    or ``mxfp8`` (``data/precision.json``: the linear layers at that peak), fp8_dispatch: the MoE dispatch
+    all-to-all in FP8. Composes
     ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``, ``cp_phase``, ``ep_phase``
     and ``dp_phase`` on the 1F1B schedule.
     """
@@ -32,7 +36,8 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
                zero=zero, recompute=recompute, interleave=interleave, sequence_parallel=sequence_parallel,
                gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, bucket_bytes=bucket_bytes,
                memory_reserve_bytes=memory_reserve_bytes, gpus=gpus, ep=ep, cp=cp, cp_kind=cp_kind, fsdp=fsdp,
-               hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len)
+               hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len, precision=precision,
+               fp8_dispatch=fp8_dispatch)
     return estimate_layout(L)
 
 
@@ -58,6 +63,8 @@ def estimate_layout(L: Layout) -> Estimate:
     step = mb * slot + bubble + dp_ex
     per_gpu = lambda flops: flops / step / L.gpus / 1e12  # noqa: E731 - TFLOP/s per GPU
     peak = L.system.gpu.bf16_flops
+    if L.precision != "bf16":
+        notes.append(precision_summary(L.precision, L.system.gpu) + "; MFU and HFU count against the BF16 peak")
     if L.gpu_efficiency != assumption("gpu_efficiency"):
         notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} (default {assumption('gpu_efficiency'):.2f})")
     return Estimate(model=L.model.name, system=L.system.id, gpus=L.gpus, nodes=L.nodes, tp=L.tp, pp=p, dp=L.dp,
@@ -71,4 +78,4 @@ def estimate_layout(L: Layout) -> Estimate:
                     tflops_per_gpu=per_gpu(c.hardware_flops), model_tflops_per_gpu=per_gpu(c.model_flops),
                     mfu=per_gpu(c.model_flops) * 1e12 / peak, hfu=per_gpu(c.hardware_flops) * 1e12 / peak,
                     notes=notes, ep=L.ep, cp=L.cp, cp_kind=L.cp_kind, shard_group=L.shard_group, ep_exposed_s=ep_ex,
-                    cp_exposed_s=cp_ex)
+                    cp_exposed_s=cp_ex, precision=L.precision, fp8_dispatch=L.fp8_dispatch)
