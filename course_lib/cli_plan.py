@@ -31,6 +31,7 @@ def _run(args) -> int:
                   cp_kind=args.cp_kind, precision=args.precision, fp8_dispatch=args.fp8_dispatch)
     if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
         est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
+                                pp_layers=_pp_layers(args.pp_layers),
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
                                 interleave=args.interleave, sequence_parallel=args.sequence_parallel,
                                 gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs,
@@ -78,6 +79,10 @@ def register(subparsers) -> None:
     p.add_argument("--zero", type=cli.integer(low=0, high=3), default=0, help="ZeRO stage")
     p.add_argument("--recompute", default="full", choices=list(parallel.RECOMPUTE), help="activation recomputation")
     p.add_argument("--interleave", type=cli.integer(low=1), default=1, help="virtual pipeline stages per GPU")
+    p.add_argument("--pp-layers", default=None, metavar="FIRST,LAST|N1,...,Np",
+                   help="layers of the first and last pipeline stages (the rest split evenly; '-' leaves one to "
+                        "the rule), or one count per stage; default: Megatron's rule (even, or the embedding and "
+                        "loss counted as layers when pp divides layers + 2 or + 1)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism")
     p.add_argument("--gpu-efficiency", type=cli.number(low=0.0, high=1.0, low_inclusive=False), default=None,
                    help="fraction of peak FLOP/s reached by compute (default: the sourced assumption)")
@@ -108,6 +113,17 @@ def register(subparsers) -> None:
                    help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_check_and_run, flags={"model_id": "model", "system_id": "system"})
+
+
+def _pp_layers(text):
+    """--pp-layers 'FIRST,LAST' or 'N1,...,Np' ('-' for a count the rule sets) as a tuple, or None."""
+    if text is None:
+        return None
+    try:
+        return tuple(None if x.strip() == "-" else int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"pp_layers must be FIRST,LAST or one integer count per stage, comma-separated "
+                         f"('-' for one the rule sets), got {text!r}") from None
 
 
 def _check_and_run(args) -> int:

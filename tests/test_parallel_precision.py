@@ -4,7 +4,7 @@ import pytest
 from course_lib import datafiles, hardware, parallel as P
 from course_lib.__main__ import main
 
-KW = dict(gpus=64, tp=8, pp=2, global_batch=64, recompute="selective", sequence_parallel=True)
+KW = dict(gpus=64, tp=8, pp=1, global_batch=64, recompute="selective", sequence_parallel=True)
 
 
 def test_every_gpu_row_states_its_fp8_peaks_and_memory_bandwidth():
@@ -39,7 +39,7 @@ def test_fp8_memory_keeps_weight_copies_and_saves_fp8_linear_inputs():
     L = P.layout("llama3-70b", "dgx-h100", precision="fp8", **KW)
     assert bf16.memory["fp8_weights"] == 0
     assert fp8.memory["fp8_weights"] == pytest.approx(P.recipe("fp8")["fp8_weight_bytes_per_linear_param"]
-                                                      * L.stage_linear_params)
+                                                      * L.stage_linear_params())
     assert fp8.memory["activations"] < bf16.memory["activations"]
     assert {k: fp8.memory[k] for k in ("weights", "gradients", "optimizer")} == \
         {k: bf16.memory[k] for k in ("weights", "gradients", "optimizer")}   # BF16 weights, fp32 master and Adam kept

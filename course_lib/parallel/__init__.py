@@ -5,12 +5,14 @@ Units: bytes, seconds, FLOP and FLOP/s, bandwidth in bytes/s per direction.
 The model (each formula is stated where it is computed):
 
 * parameters, FLOPs, model-state and activation memory: ``course_lib.transformer`` (re-exported
-  here); the first pipeline stage holds ``p`` micro-batches in flight (x ``1 + (p-1)/(p v)``
-  when interleaved);
+  here); pipeline stages get their layers as Megatron assigns them (``stage_layer_counts``: even,
+  the embedding and loss counted as layers, or given first/last counts); stage i holds ``p - i``
+  micro-batches in flight (x ``1 + (p-1)/(p v)`` when interleaved) and the worst stage's memory decides;
 * step time: compute = hardware FLOPs / (peak x ``gpu_efficiency``); tensor-parallel
   all-reduces (4 per layer and micro-batch, 6 with full recomputation) are exposed; pipeline
-  sends are exposed; the 1F1B pipeline takes ``(m + (p-1)/v)`` slots, so the bubble is
-  ``(p-1)/(v m)`` of the ideal time; the data-parallel gradient all-reduce runs after the
+  sends are exposed; the 1F1B pipeline takes m slots of the slowest stage (its layers, and the output
+  layer on the last) plus a fill and drain through the others, (sum of stage times - slowest) / v:
+  ``(p-1)/(v m)`` of the ideal time when the stages are even; the data-parallel gradient all-reduce runs after the
   flush and, with ``dp_overlap``, hides behind the last backward pass, bucket by bucket;
   ZeRO-3 gathers weights every micro-batch (forward and backward) and reduce-scatters
   gradients, overlapped with compute when ``dp_overlap``.
@@ -53,12 +55,13 @@ from ..transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activat
                            routed_expert_flops, training_flops, training_flops_parts)
 from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noqa: F401
 from .experts import ep_phase  # noqa: F401
-from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, Layout, assumption, layout,  # noqa: F401
-                      published)
+from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, PP_RULES, Layout, assumption, layout,  # noqa: F401
+                      published, stage_layer_counts)
 from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
                     cross_node_all_reduce_time, cross_node_time, group_collective_time, group_link,
                     pair_bandwidth)
-from .phases import Compute, compute_phase, memory_phase, pp_phase, tp_phase  # noqa: F401
+from .phases import (Compute, compute_phase, memory_phase, pp_phase, stage_compute_s, stage_memory,  # noqa: F401
+                     tp_phase)
 from .planner import Plan, plan  # noqa: F401
 from .precision import PRECISIONS, fp8_dispatch_bytes, precision_data, precision_summary, recipe  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401

@@ -11,46 +11,46 @@ from .links import group_collective_time, group_link, pair_bandwidth
 from .results import Traffic
 
 
-def memory_phase(L: Layout) -> dict:
-    """Bytes per GPU on the worst stage: model states, activations, total, capacity, usable.
+def stage_memory(L: Layout, stage: int) -> dict:
+    """Bytes per GPU of pipeline ``stage``: model states, FP8 weight copies, activations, total, capacity, usable.
 
-    The first stage holds the most activations (p micro-batches in flight); embeddings sit on
-    the first and last stage; the last stage also holds the fp32 logits. An FP8 recipe adds its cached FP8
-    copies of the linear weights (``fp8_weights``) and saves linear inputs in FP8 (``data/precision.json``).
+    Its own layers (``Layout.stage_layers``) and embeddings (input on the first stage, output layer on the
+    last); on the 1F1B schedule stage i holds min(p - i, m) micro-batches in flight (x ``1 + (p-1)/(p v)``
+    when interleaved); the last stage also holds the fp32 logits. ZeRO shards over the cp x dp replicas (the
+    shard group with HSDP), routed experts over 1/ep of them. An FP8 recipe adds its cached FP8 copies of the
+    linear weights (``fp8_weights``) and saves linear inputs in FP8 (``data/precision.json``).
     """
     m, t, p, b, rc, sp = L.model, L.tp, L.pp, L.micro_batch, L.recompute, L.sequence_parallel
     rec = recipe(L.precision)
     saved = rec["saved_linear_input_bytes"]
-    if m.experts or L.cp > 1 or L.zero == 3 and L.shard_group != L.dp:
-        # ZeRO shards over the cp x dp replicas (FSDP) or the shard group (HSDP); routed experts over 1/ep of them
-        shard = L.shard_group if L.zero == 3 else L.replicas
-        dense = model_state_bytes(L.stage_dense_params, shard, L.zero)
-        experts = model_state_bytes(L.stage_expert_params, max(1, shard // L.ep), L.zero) if m.experts else \
-            dict.fromkeys(dense, 0.0)
-        states = {k: dense[k] + experts[k] for k in dense}
-    else:
-        states = model_state_bytes(L.stage_params, L.dp, L.zero)
+    shard = L.shard_group if L.zero == 3 else L.replicas
+    dense_params, expert_params = L.stage_param_split(stage)
+    dense = model_state_bytes(dense_params, shard, L.zero)
+    experts = model_state_bytes(expert_params, max(1, shard // L.ep), L.zero) if m.experts else \
+        dict.fromkeys(dense, 0.0)
+    states = {k: dense[k] + experts[k] for k in dense}
     # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);
     # its attention runs blockwise (flash-style), so no s x s score matrix is stored
     per_layer = activation_bytes_per_layer(m, b, t, "selective" if L.cp > 1 and rc == "none" else rc, sp,
                                            saved) / L.cp
-    in_flight = min(p, L.micro_batches) if p > 1 else 1
-    factor = 1 + (p - 1) / (p * L.interleave) if L.interleave > 1 else 1.0
-    # context parallelism runs attention blockwise (flash-style): no s x s score matrix is ever stored
+    in_flight = min(p - stage, L.micro_batches)
+    factor = 1 + (p - 1) / (p * L.interleave) if L.interleave > 1 and stage < p - 1 else 1.0
     recomputing = (activation_bytes_per_layer(m, b, t, "none" if L.cp == 1 else "selective", sp, saved) / L.cp
-                   if rc == "full" else 0)
-    acts_first = L.layers_per_stage * per_layer * in_flight * factor
-    if rc == "full":  # the layer being recomputed holds its full activations
-        acts_first += recomputing
-    logits = 4 * m.seq_len * b * m.vocab / t / L.cp  # fp32 logits for the loss, last stage
-    acts_last = L.layers_per_stage * per_layer + logits + recomputing
-    acts = max(acts_first, acts_last) if p > 1 else acts_first + logits
+                   if rc == "full" else 0)   # the layer being recomputed holds its full activations
+    acts = L.stage_layers[stage] * per_layer * in_flight * factor + recomputing
+    if stage == p - 1:
+        acts += 4 * m.seq_len * b * m.vocab / t / L.cp  # fp32 logits for the loss
     memory = {k: v for k, v in states.items() if k != "total"}
-    fp8_weights = rec["fp8_weight_bytes_per_linear_param"] * L.stage_linear_params
+    fp8_weights = rec["fp8_weight_bytes_per_linear_param"] * L.stage_linear_params(stage)
     capacity = L.system.gpu.memory_bytes
     memory.update(fp8_weights=fp8_weights, activations=acts, total=states["total"] + fp8_weights + acts,
                   capacity=capacity, usable=capacity - L.reserve_bytes)
     return memory
+
+
+def memory_phase(L: Layout) -> dict:
+    """Bytes per GPU on the stage that needs the most (``stage_memory``): the one that decides whether it fits."""
+    return max((stage_memory(L, i) for i in range(L.pp)), key=lambda mem: mem["total"])
 
 
 @dataclass(frozen=True)
@@ -62,33 +62,44 @@ class Compute:
     compute_s: float
     micro_batch_s: float
     backward_share: float  # fraction of a micro-batch's compute that is the backward pass
+    stage_micro_batch_s: tuple = ()  # one micro-batch's compute on each stage, first to last
+
+
+def stage_compute_s(L: Layout) -> tuple:
+    """Seconds of compute for one micro-batch on each pipeline stage, first to last.
+
+    Each stage runs its own layers (the model's mean layer, routed experts at ``moe_load``) and the last one
+    the output layer too: FLOPs / (tp x cp x peak x gpu_efficiency), the linear layers at the precision
+    recipe's peak, attention and the output layer at BF16's.
+    """
+    m = L.model
+    parts = training_flops_parts(m, L.micro_batch, L.recompute)
+    linear = parts["linear"]
+    if m.experts and L.moe_load != 1.0:
+        linear += (L.moe_load - 1) * routed_expert_flops(m, L.micro_batch, L.recompute)
+    bf16 = L.system.gpu.bf16_flops
+    lin_peak = bf16 if L.precision == "bf16" else L.linear_peak_flops
+    per_layer = (linear / lin_peak + parts["attention"] / bf16) / m.layers
+    rate = L.tp * L.cp * L.gpu_efficiency
+    out = [n * per_layer / rate for n in L.stage_layers]
+    out[-1] += parts["logits"] / bf16 / rate
+    return tuple(out)
 
 
 def compute_phase(L: Layout) -> Compute:
-    """Compute time = hardware FLOPs / (GPUs x peak x gpu_efficiency), each part at its own peak: the linear
-    layers at the precision recipe's (FP8 or MXFP8 under those recipes), attention and the output layer at BF16's.
+    """Compute of one step on the slowest stage: m micro-batches x its ``stage_compute_s`` (the slowest sets the
+    pace of the 1F1B schedule; the others wait in the bubble, ``estimate``).
 
     MoE: the busiest expert rank does ``moe_load`` x its fair share of the routed-expert FLOPs
     (the capacity factor when tokens are padded to capacity, else the imbalance), and every rank waits for it.
-    Uneven pipeline stages (p does not divide l): the busiest stage's ceil(l/p) layers set the pace,
-    ``ceil(l/p) p / l`` times the mean stage's.
     """
-    parts = training_flops_parts(L.model, L.global_batch, L.recompute)
-    hw = sum(parts.values())
-    linear = parts["linear"]
-    if L.model.experts and L.moe_load != 1.0:
-        linear += (L.moe_load - 1) * routed_expert_flops(L.model, L.global_batch, L.recompute)
-    bf16 = L.system.gpu.bf16_flops
-    if L.precision == "bf16":
-        total = (linear + parts["attention"] + parts["logits"]) / (L.gpus * bf16 * L.gpu_efficiency)
-    else:
-        total = (linear / L.linear_peak_flops + (parts["attention"] + parts["logits"]) / bf16) / \
-            (L.gpus * L.gpu_efficiency)
-    if L.model.layers % L.pp:
-        total *= L.layers_per_stage * L.pp / L.model.layers
+    hw = training_flops(L.model, L.global_batch, L.recompute)
+    stages = stage_compute_s(L)
+    slowest = max(stages)
     full = 1 if L.recompute == "full" else 0
-    return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"), compute_s=total,
-                   micro_batch_s=total / L.micro_batches, backward_share=(2 + full) / (3 + full))
+    return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"),
+                   compute_s=slowest * L.micro_batches, micro_batch_s=slowest, backward_share=(2 + full) / (3 + full),
+                   stage_micro_batch_s=stages)
 
 
 def tp_phase(L: Layout, notes: list) -> list:
@@ -97,7 +108,7 @@ def tp_phase(L: Layout, notes: list) -> list:
         return []
     m, t = L.model, L.tp
     link = group_link(L.system, t, 1)
-    calls = (4 + (2 if L.recompute == "full" else 0)) * L.layers_per_stage * L.micro_batches
+    calls = (4 + (2 if L.recompute == "full" else 0)) * L.layers_per_stage * L.micro_batches  # busiest stage
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .. import hardware, units, validate
 from ..transformer import RECOMPUTE, resolve_recompute
-from .layouts import CP_KINDS, _check_precision, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
+from .layouts import CP_KINDS, _check_precision, stage_layer_counts, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
 from .results import Estimate
 from .step import estimate_layout
 
@@ -116,12 +116,24 @@ def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options
                                  f"{', '.join(map(str, tps))} ({', '.join(map(str, allowed))}: tp x cp divides the "
                                  f"{m.heads} heads, divides the {m.kv} KV heads or is a multiple of them, and cp "
                                  f"divides the sequence length {m.seq_len}); got {c}")
-    pps = _divisors(m.layers)
-    if m.experts:  # uneven stages: the busiest holds ceil(l/p) layers
+    # Megatron's splits: p divides l, or l + 1 / l + 2 with the loss (and embedding) counted as a layer;
+    # an MoE also on powers of two with the course's spread (``stage_layer_counts``)
+    pps = sorted(set(_divisors(m.layers)) | {x for x in range(2, m.layers + 1)
+                                             if (m.layers + 1) % x == 0 or (m.layers + 2) % x == 0})
+    if m.experts:
         pps = sorted(set(pps) | {x for x in (2 ** k for k in range(1, 12)) if x < m.layers})
     return SearchSpace(tps=tuple(tps), cps=tuple(cp_options), pps=tuple(pps), micro_batches=tuple(micro_batches),
                        eps=tuple(ep_options), zero_stages=tuple(zero_stages), hsdp=tuple(hsdp_options),
                        recompute=tuple(recompute_options), interleave=tuple(interleave_options), cp_kind=cp_kind)
+
+
+def _interleaves(m, p: int, v: int) -> bool:
+    """Whether Megatron's split of ``m``'s layers on ``p`` stages gives every stage a multiple of ``v``."""
+    try:
+        stage_layer_counts(m, p, v)
+    except ValueError:
+        return False
+    return True
 
 
 def _candidates(m, N, B, space: SearchSpace):
@@ -149,7 +161,7 @@ def _candidates(m, N, B, space: SearchSpace):
                                     continue
                                 for rc in space.recompute:
                                     for v in space.interleave:
-                                        if v > 1 and (p == 1 or m.layers % p or (m.layers // p) % v or mb % p):
+                                        if v > 1 and (p == 1 or mb % p or not _interleaves(m, p, v)):
                                             continue
                                         yield dict(tp=t, pp=p, micro_batch=b, zero=z, recompute=rc, interleave=v,
                                                    ep=e_, cp=c, hsdp=g)
@@ -163,7 +175,8 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
     of a node, so that layouts crossing the NVLink domain are shown losing); PP over divisors
-    of the layer count. Returns a Plan whose ``ranked[0]`` is the winner. ZeRO-2/3 are left out
+    of the layer count (or of l + 1, l + 2: Megatron's split with the loss and embedding counted as layers).
+    Returns a Plan whose ``ranked[0]`` is the winner. ZeRO-2/3 are left out
     by default: against published ZeRO-3 runs the model is 1.7-3.4x optimistic at 768-1536 GPUs
     (see ``validation_table``); pass ``zero_stages=(0, 1, 2, 3)`` to include them anyway.
 

@@ -83,6 +83,8 @@ class Estimate:
     cp_exposed_s: float = 0.0
     precision: str = "bf16"      # the recipe (data/precision.json)
     fp8_dispatch: bool = False
+    stages: list = field(default_factory=list)  # pp > 1: per stage, its layers, micro-batch compute (s), memory (bytes)
+    pp_rule: str = "one"         # how the layers were split over the stages (layouts.PP_RULES)
 
     @property
     def layout(self) -> str:
@@ -109,6 +111,22 @@ class Estimate:
         if self.cp > 1:
             out["context-parallel comm"] = self.cp_exposed_s
         return out
+
+    def stage_line(self) -> str:
+        """The pipeline stages in one line: layers per stage (runs of equal stages merged), the slowest, memory."""
+        runs = []
+        for s in self.stages:
+            if runs and runs[-1][0] == s["layers"]:
+                runs[-1][1] += 1
+            else:
+                runs.append([s["layers"], 1])
+        text = " | ".join(f"{n}" + (f" x{k}" if k > 1 else "") for n, k in runs)
+        slow = max(self.stages, key=lambda s: s["micro_batch_s"])
+        big = max(self.stages, key=lambda s: s["memory_bytes"])
+        return (f"  stages ({self.pp_rule}): layers {text}; slowest stage {slow['stage']} "
+                f"({slow['layers']} layers{' + output layer' if slow['stage'] == self.pp - 1 else ''}, "
+                f"{units.format_time(slow['micro_batch_s'])} a micro-batch) sets the step; "
+                f"most memory on stage {big['stage']} ({big['memory_bytes'] / units.GB:.1f} GB)")
 
     def exposed_by_kind(self) -> dict:
         """Exposed communication per traffic kind, seconds (the rows of ``traffic`` summed by kind)."""
@@ -149,6 +167,8 @@ class Estimate:
         for name, value in self.breakdown().items():
             lines.append(f"    {name:<22} {units.format_time(value):>9}  {100 * value / total:5.1f} %")
         lines.append(f"  bubble (p-1)/(v m) = {self.bubble_fraction:.3f}")
+        if self.stages:
+            lines.append(self.stage_line())
         lines.append(f"  {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, {self.tflops_per_gpu:.0f} TFLOP/s per GPU "
                      f"(hardware, with recomputation), MFU {100 * self.mfu:.1f} %, HFU {100 * self.hfu:.1f} % "
                      f"[GPU efficiency assumed {self.gpu_efficiency:.2f}]")
