@@ -31,7 +31,7 @@ def _run(args) -> int:
                   cp_kind=args.cp_kind, precision=args.precision, fp8_dispatch=args.fp8_dispatch)
     if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
         est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
-                                pp_layers=_pp_layers(args.pp_layers),
+                                pp_layers=_pp_layers(args.pp_layers), etp=args.etp,
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
                                 interleave=args.interleave, sequence_parallel=args.sequence_parallel,
                                 gpu_efficiency=args.gpu_efficiency, dp_overlap=not args.no_dp_overlap, **kwargs,
@@ -47,6 +47,8 @@ def _run(args) -> int:
             search["ep_options"] = (args.ep,)
         if args.cp is not None:
             search["cp_options"] = (args.cp,)
+        if args.etp is not None:
+            search["etp_options"] = (args.etp,)
         if args.fsdp or args.hsdp is not None:
             search["zero_stages"] = (3,)
             search["hsdp_options"] = (args.hsdp,)
@@ -88,6 +90,9 @@ def register(subparsers) -> None:
                    help="fraction of peak FLOP/s reached by compute (default: the sourced assumption)")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap gradient all-reduce with backward")
     p.add_argument("--ep", type=cli.integer(low=1, high=4096), default=None, help="expert-parallel size (an MoE model; divides its experts)")
+    p.add_argument("--etp", type=cli.integer(low=1, high=4096), default=None,
+                   help="expert tensor-parallel size (an MoE; default: --tp, Megatron's default). EP x ETP fold over "
+                        "TP x CP x DP, so with --etp 1 expert parallelism can span the tensor-parallel ranks")
     p.add_argument("--cp", type=cli.integer(low=1, high=2**20), default=None, help="context-parallel size (divides the sequence length)")
     p.add_argument("--cp-kind", default="ring", choices=list(parallel.CP_KINDS),
                    help="context parallelism: ring attention or Ulysses all-to-all")

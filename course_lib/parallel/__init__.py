@@ -20,8 +20,10 @@ The model (each formula is stated where it is computed):
 * FSDP is ZeRO-3 over all cp x dp ranks; HSDP (``hsdp=G``) shards within groups of G ranks and
   all-reduces each rank's 1/G gradient shard across the replicas once per step (``dp_phase``);
 * expert parallelism (an MoE model, ``ep``): 2 all-to-alls forward and 2 backward per MoE layer
-  and micro-batch (+2 with full recomputation), exposed unless ``ep_overlap``; routed experts'
-  states shard over ep and their gradients reduce over cp x dp / ep ranks (``ep_phase``);
+  and micro-batch (+2 with full recomputation), exposed unless ``ep_overlap``; MoE parallel folding lays
+  ETP x EP x expert-DP over TP x CP x DP (expert ranks ETP fastest, so EP may span the attention's TP
+  ranks); routed experts' states shard over ep x etp and their gradients reduce over the
+  tp x cp x dp / (ep x etp) expert-DP ranks (``ep_phase``, ``etp_phase``);
 * context parallelism (``cp``): ring attention passes K/V chunks, hidden while each step's
   attention compute is longer than its transfer (``ring_attention_condition``), or Ulysses
   all-to-alls of heads, exposed (``cp_phase``); activations divide by cp.
@@ -54,7 +56,7 @@ from ..transformer import (BYTES_PER_PARAM_ADAM, RECOMPUTE, Transformer, activat
                            model, model_ids, model_state_bytes, models_data, resolve_model, resolve_recompute,
                            routed_expert_flops, training_flops, training_flops_parts)
 from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noqa: F401
-from .experts import ep_phase  # noqa: F401
+from .experts import ep_phase, etp_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, PP_RULES, Layout, assumption, layout,  # noqa: F401
                       published, stage_layer_counts)
 from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401

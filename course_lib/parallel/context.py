@@ -15,9 +15,9 @@ def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
     plus its latency) while attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP,
     runs at ``flops``.
     """
-    kv_dim = m.hidden * m.kv / m.heads
-    size = 4 * chunk * b * kv_dim / tp
-    return size, link.latency + size / bw, 4 * chunk * chunk * b * m.hidden / tp / flops
+    w = m.attention_widths               # K + V width per token: h_kv each for MHA/GQA; up-projected per head for MLA
+    size = 2 * chunk * b * w["kv"] / tp
+    return size, link.latency + size / bw, 2 * chunk * chunk * b * (w["q"] + w["v"]) / tp / flops
 
 
 def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:

@@ -71,6 +71,7 @@ class Layout:
         """FLOP/s peak the linear layers run at under this layout's precision recipe."""
         return self.system.gpu.peak_flops(recipe(self.precision)["linear_peak"])
 
+    etp: int = 0                 # expert tensor parallel (0: as tp, Megatron's default); EP x ETP lie over TP x CP x DP
     stage_layers: tuple = ()     # transformer layers of each pipeline stage, first to last (``stage_layer_counts``)
     pp_rule: str = "even"        # how they were split: even, accounted, pp_layers, spread
 
@@ -98,11 +99,21 @@ class Layout:
 
     def stage_param_split(self, stage: int) -> tuple[float, float]:
         """(dense, routed-expert) parameters one GPU of ``stage`` holds: dense (attention, shared experts, dense
-        MLPs, embeddings) split by TP, routed experts by TP x EP. Layers count at the model's mean layer."""
+        MLPs, embeddings) split by TP, routed experts by EP x ETP. Layers count at the model's mean layer; the
+        last stage also holds the multi-token-prediction modules."""
         m, n = self.model, self.stage_layers[stage] if self.stage_layers else self.layers_per_stage
         routed = m.routed_layer_params if m.experts else 0.0
-        dense = (n * (m.layer_params - routed) + self.stage_embedding_params(stage)) / self.tp
-        return dense, n * routed / (self.tp * self.ep)
+        dense = n * (m.layer_params - routed) + self.stage_embedding_params(stage)
+        experts = n * routed
+        if stage == self.pp - 1 and m.mtp_layers:
+            dense += m.mtp_params - m.mtp_layers * routed
+            experts += m.mtp_layers * routed
+        return dense / self.tp, experts / (self.ep * self.etp)
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """Ranks holding the same routed experts: tp x cp x dp / (ep x etp) (Megatron's expert data parallel)."""
+        return self.tp * self.replicas // (self.ep * self.etp)
 
     @property
     def replicas(self) -> int:
@@ -266,7 +277,7 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
            recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
            bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
            hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
-           fp8_dispatch=False, pp_layers=None) -> Layout:
+           fp8_dispatch=False, pp_layers=None, etp=None) -> Layout:
     """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -292,8 +303,16 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     e = validate.integer("ep", ep, low=1, high=10**7)
     if e > 1 and not m.experts:
         raise ValueError(f"ep must be 1 for a dense model ({m.name} has no experts), got {e}")
-    if e > 1 and (m.experts % e or (d * c) % e):
-        raise ValueError(f"ep must divide the experts ({m.experts}) and cp x dp ({c * d}), got {e}")
+    et = t if etp is None else validate.integer("etp", etp, low=1, high=10**4)
+    if et != t and not m.experts:
+        raise ValueError(f"etp must be left unset for a dense model ({m.name} has no experts), got {et}")
+    if m.experts and m.expert_ffn % et:
+        raise ValueError(f"etp must divide the expert FFN width ({m.expert_ffn}), got {et}")
+    if e > 1 and (m.experts % e or (t * c * d) % (e * et)):
+        raise ValueError(f"ep must divide the experts ({m.experts}) and, times etp ({et}), tp x cp x dp "
+                         f"({t * c * d}: expert parallelism folds over the attention's TP x CP x DP ranks), got {e}")
+    if e == 1 and (t * c * d) % et:
+        raise ValueError(f"etp must divide tp x cp x dp ({t * c * d}), got {et}")
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     b = validate.integer("micro_batch", micro_batch, low=1, high=B)
     if B % (b * d):
@@ -305,8 +324,9 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     shard = 0
     if z == 3:
         shard = c * d if hsdp is None else validate.integer("hsdp", hsdp, low=1, high=c * d)
-        if (c * d) % shard or shard % e:
-            raise ValueError(f"hsdp must divide cp x dp ({c * d}) and be a multiple of ep ({e}), got {shard}")
+        if (c * d) % shard or (shard * t) % (e * et):
+            raise ValueError(f"hsdp must divide cp x dp ({c * d}) and, times tp, be a multiple of ep x etp "
+                             f"({e * et}), got {shard}")
     if z >= 2 and p > 1:
         raise ValueError(f"zero must be 0 or 1 with pipeline parallelism (pp={p}); stages 2-3 need pp=1, got {z}")
     rc = resolve_recompute(recompute)
@@ -326,4 +346,4 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
                   cp_kind=kind, shard_group=shard,
                   moe_imbalance=validate.number("moe_imbalance", moe_imbalance, low=1.0, high=float(max(1, m.experts))),
                   ep_overlap=_flag("ep_overlap", ep_overlap), precision=prec, fp8_dispatch=fp8_dispatch,
-                  stage_layers=stages, pp_rule=pp_rule)
+                  stage_layers=stages, pp_rule=pp_rule, etp=et)

@@ -1,6 +1,7 @@
 """Phases of a step that every layout has: memory, compute, tensor- and pipeline-parallel traffic."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..transformer import (activation_bytes_per_layer, model_state_bytes, routed_expert_flops, training_flops,
@@ -26,7 +27,7 @@ def stage_memory(L: Layout, stage: int) -> dict:
     shard = L.shard_group if L.zero == 3 else L.replicas
     dense_params, expert_params = L.stage_param_split(stage)
     dense = model_state_bytes(dense_params, shard, L.zero)
-    experts = model_state_bytes(expert_params, max(1, shard // L.ep), L.zero) if m.experts else \
+    experts = model_state_bytes(expert_params, max(1, shard * L.tp // (L.ep * L.etp)), L.zero) if m.experts else \
         dict.fromkeys(dense, 0.0)
     states = {k: dense[k] + experts[k] for k in dense}
     # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);
@@ -38,8 +39,9 @@ def stage_memory(L: Layout, stage: int) -> dict:
     recomputing = (activation_bytes_per_layer(m, b, t, "none" if L.cp == 1 else "selective", sp, saved) / L.cp
                    if rc == "full" else 0)   # the layer being recomputed holds its full activations
     acts = L.stage_layers[stage] * per_layer * in_flight * factor + recomputing
-    if stage == p - 1:
-        acts += 4 * m.seq_len * b * m.vocab / t / L.cp  # fp32 logits for the loss
+    if stage == p - 1:   # fp32 logits for the loss; each MTP module: one more layer and its own logits
+        acts += (4 * m.seq_len * b * m.vocab / t / L.cp + m.mtp_layers * per_layer) * (1 + m.mtp_layers) \
+            if m.mtp_layers else 4 * m.seq_len * b * m.vocab / t / L.cp
     memory = {k: v for k, v in states.items() if k != "total"}
     fp8_weights = rec["fp8_weight_bytes_per_linear_param"] * L.stage_linear_params(stage)
     capacity = L.system.gpu.memory_bytes
@@ -69,20 +71,23 @@ def stage_compute_s(L: Layout) -> tuple:
     """Seconds of compute for one micro-batch on each pipeline stage, first to last.
 
     Each stage runs its own layers (the model's mean layer, routed experts at ``moe_load``) and the last one
-    the output layer too: FLOPs / (tp x cp x peak x gpu_efficiency), the linear layers at the precision
-    recipe's peak, attention and the output layer at BF16's.
+    the output layer and any multi-token-prediction modules too: FLOPs / (tp x cp x peak x gpu_efficiency),
+    the linear layers at the precision recipe's peak, attention and the output layer at BF16's.
     """
     m = L.model
-    parts = training_flops_parts(m, L.micro_batch, L.recompute)
+    main = dataclasses.replace(m, mtp_layers=0)
+    parts = training_flops_parts(main, L.micro_batch, L.recompute)
+    with_mtp = training_flops_parts(m, L.micro_batch, L.recompute)
     linear = parts["linear"]
-    if m.experts and L.moe_load != 1.0:
-        linear += (L.moe_load - 1) * routed_expert_flops(m, L.micro_batch, L.recompute)
+    extra = (L.moe_load - 1) * routed_expert_flops(m, L.micro_batch, L.recompute) if m.experts else 0.0
     bf16 = L.system.gpu.bf16_flops
     lin_peak = bf16 if L.precision == "bf16" else L.linear_peak_flops
-    per_layer = (linear / lin_peak + parts["attention"] / bf16) / m.layers
+    per_layer = ((linear + extra) / lin_peak + parts["attention"] / bf16) / m.layers
     rate = L.tp * L.cp * L.gpu_efficiency
     out = [n * per_layer / rate for n in L.stage_layers]
-    out[-1] += parts["logits"] / bf16 / rate
+    mtp = ((with_mtp["linear"] - linear + extra * m.mtp_layers / m.layers) / lin_peak
+           + (with_mtp["attention"] - parts["attention"]) / bf16)
+    out[-1] += (with_mtp["logits"] / bf16 + mtp) / rate
     return tuple(out)
 
 
@@ -103,12 +108,17 @@ def compute_phase(L: Layout) -> Compute:
 
 
 def tp_phase(L: Layout, notes: list) -> list:
-    """Tensor-parallel traffic: all-reduces of s b h activations, 2 forward + 2 backward (+2 recompute), exposed."""
+    """Tensor-parallel traffic: all-reduces of s b h activations, 2 forward + 2 backward (+2 recompute) per dense
+    layer, half of them per MoE layer (attention's; the experts' go over ETP), exposed."""
     if L.tp == 1:
         return []
     m, t = L.model, L.tp
     link = group_link(L.system, t, 1)
-    calls = (4 + (2 if L.recompute == "full" else 0)) * L.layers_per_stage * L.micro_batches  # busiest stage
+    # per layer: attention's and the MLP's collective, forward and backward; an MoE layer's experts talk over
+    # their own ETP group instead (``experts.etp_phase``), so it keeps attention's half
+    moe_share = (m.moe_layers / m.layers) if m.experts else 0.0
+    per_layer = 1 - moe_share / 2
+    calls = round((4 + (2 if L.recompute == "full" else 0)) * L.layers_per_stage * per_layer * L.micro_batches)
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp

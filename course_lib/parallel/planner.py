@@ -1,6 +1,7 @@
 """The planner: search layouts, keep those that fit, rank them by step time and say why the winner wins."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .. import hardware, units, validate
@@ -82,6 +83,7 @@ class SearchSpace:
     recompute: tuple
     interleave: tuple
     cp_kind: str
+    etps: tuple | None = None    # expert tensor-parallel sizes (None: each tp and 1)
 
 
 def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options, interleave_options, ep_options,
@@ -136,6 +138,15 @@ def _interleaves(m, p: int, v: int) -> bool:
     return True
 
 
+def _etps(m, tp: int, options) -> tuple:
+    """Expert tensor-parallel sizes to try with attention TP ``tp``: ``options`` (None: tp and 1) that divide the
+    expert FFN; one (tp) for a dense model."""
+    if not m.experts:
+        return (tp,)
+    opts = (tp, 1) if options is None else options
+    return tuple(dict.fromkeys(x for x in opts if m.expert_ffn % x == 0))
+
+
 def _candidates(m, N, B, space: SearchSpace):
     """Every combination of ``space`` that ``layout`` accepts, as its keyword arguments, in search order."""
     for t in space.tps:
@@ -150,27 +161,28 @@ def _candidates(m, N, B, space: SearchSpace):
                     if B % (b * d):
                         continue
                     mb = B // (b * d)
-                    for e_ in space.eps:
-                        if e_ > 1 and (m.experts % e_ or (d * c) % e_):
+                    for e_, et in ((e_, et) for e_ in space.eps for et in _etps(m, t, space.etps)):
+                        if e_ > 1 and (m.experts % e_ or (t * d * c) % (e_ * et)) or (e_ == 1 and et != t):
                             continue
                         for z in space.zero_stages:
                             if (z >= 2 and p > 1) or (z > 0 and d * c == 1):
                                 continue
                             for g in (space.hsdp if z == 3 else (None,)):
-                                if g is not None and ((d * c) % g or g % e_ or g == d * c):
+                                if g is not None and ((d * c) % g or (g * t) % (e_ * et) or g == d * c):
                                     continue
                                 for rc in space.recompute:
                                     for v in space.interleave:
                                         if v > 1 and (p == 1 or mb % p or not _interleaves(m, p, v)):
                                             continue
                                         yield dict(tp=t, pp=p, micro_batch=b, zero=z, recompute=rc, interleave=v,
-                                                   ep=e_, cp=c, hsdp=g)
+                                                   ep=e_, cp=c, hsdp=g, etp=et if m.experts else None)
 
 
 def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(1, 2, 4), zero_stages=(0, 1),
          recompute_options=("selective", "full"), interleave_options=(1, 2, 4), max_tp=None, sequence_parallel=True,
          gpu_efficiency=None, dp_overlap=True, ep_options=None, cp_options=(1,), cp_kind="ring", hsdp_options=(None,),
-         moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16", fp8_dispatch=False) -> Plan:
+         moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16", fp8_dispatch=False,
+         etp_options=None) -> Plan:
     """Search TP x PP x DP (x micro-batch, ZeRO, recomputation, interleaving) and rank what fits by step time.
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
@@ -184,7 +196,9 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     an MoE's experts; 1 for a dense model), context parallelism over ``cp_options`` (default 1)
     of ``cp_kind``, and with ZeRO-3 the FSDP/HSDP shard groups in ``hsdp_options`` (None = all
     cp x dp ranks). An MoE may use uneven pipeline stages, so PP also runs over powers of two.
-    ``precision`` (bf16, fp8, mxfp8) and ``fp8_dispatch`` apply to every layout searched.
+    ``precision`` (bf16, fp8, mxfp8) and ``fp8_dispatch`` apply to every layout searched. An MoE also
+    searches expert tensor parallelism over ``etp_options`` (default: the layout's tp, and 1: MoE parallel
+    folding, EP laid over the attention's TP x DP ranks).
     """
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -195,6 +209,11 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
                           recompute_options=recompute_options, interleave_options=interleave_options,
                           ep_options=ep_options, cp_options=cp_options, cp_kind=cp_kind, hsdp_options=hsdp_options)
     _check_precision(m, sys_, precision, fp8_dispatch)
+    if etp_options is not None:
+        if not isinstance(etp_options, (list, tuple)) or not etp_options:
+            raise ValueError(f"etp_options must be a non-empty list of integers, got {etp_options!r}")
+        space = dataclasses.replace(space, etps=tuple(validate.integer("etp_options", x, low=1, high=4096)
+                                                      for x in etp_options))
     fitting, searched, rejected = [], 0, 0
     common = dict(gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, moe_imbalance=moe_imbalance,
                   ep_overlap=ep_overlap, cp_kind=space.cp_kind, precision=precision, fp8_dispatch=fp8_dispatch)

@@ -85,12 +85,14 @@ class Estimate:
     fp8_dispatch: bool = False
     stages: list = field(default_factory=list)  # pp > 1: per stage, its layers, micro-batch compute (s), memory (bytes)
     pp_rule: str = "one"         # how the layers were split over the stages (layouts.PP_RULES)
+    etp: int = 0                 # expert tensor parallel (an MoE; equal to tp unless folded otherwise)
 
     @property
     def layout(self) -> str:
         v = f" v{self.interleave}" if self.interleave > 1 else ""
         cp = f" x CP{self.cp}" + (" (Ulysses)" if self.cp_kind == "ulysses" else "") if self.cp > 1 else ""
-        ep = f" (EP{self.ep})" if self.ep > 1 else ""
+        etp = f", ETP{self.etp}" if self.etp and self.etp != self.tp else ""
+        ep = f" (EP{self.ep}{etp})" if self.ep > 1 else (f" (ETP{self.etp})" if etp else "")
         return f"TP{self.tp}{cp} x PP{self.pp}{v} x DP{self.dp}{ep}"
 
     @property
@@ -106,7 +108,7 @@ class Estimate:
         """Step time split into compute, bubble and exposed communication, seconds."""
         out = {"compute": self.compute_s, "pipeline bubble": self.bubble_s, "tensor-parallel comm": self.tp_exposed_s,
                "pipeline comm": self.pp_exposed_s, "data-parallel comm": self.dp_exposed_s}
-        if self.ep > 1:
+        if self.ep > 1 or self.ep_exposed_s > 0:   # all-to-alls, and the experts' ETP gathers (also at ep 1)
             out["expert-parallel comm"] = self.ep_exposed_s
         if self.cp > 1:
             out["context-parallel comm"] = self.cp_exposed_s

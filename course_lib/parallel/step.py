@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .context import cp_phase
-from .experts import ep_phase
+from .experts import ep_phase, etp_phase
 from .layouts import Layout, assumption, layout
 from .phases import compute_phase, memory_phase, pp_phase, stage_memory, tp_phase
 from .precision import precision_summary
@@ -14,7 +14,7 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
              recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
              bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
              hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
-             fp8_dispatch=False, pp_layers=None) -> Estimate:
+             fp8_dispatch=False, pp_layers=None, etp=None) -> Estimate:
     """Memory per GPU, traffic per step and step time for one layout.
 
     model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
@@ -29,7 +29,8 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
     the all-to-alls behind another micro-batch; seq_len overrides the model's; precision ``bf16``, ``fp8``
     or ``mxfp8`` (``data/precision.json``: the linear layers at that peak), fp8_dispatch: the MoE dispatch
     all-to-all in FP8; pp_layers: (first, last) stage layer counts or one per stage (``stage_layer_counts``:
-    Megatron's rules otherwise). Composes
+    Megatron's rules otherwise); etp: expert tensor parallel size (default tp; EP x ETP fold over
+    TP x CP x DP, so ep may span the attention's TP ranks). Composes
     ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``, ``cp_phase``, ``ep_phase``
     and ``dp_phase`` on the 1F1B schedule.
     """
@@ -38,7 +39,7 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
                gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, bucket_bytes=bucket_bytes,
                memory_reserve_bytes=memory_reserve_bytes, gpus=gpus, ep=ep, cp=cp, cp_kind=cp_kind, fsdp=fsdp,
                hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len, precision=precision,
-               fp8_dispatch=fp8_dispatch, pp_layers=pp_layers)
+               fp8_dispatch=fp8_dispatch, pp_layers=pp_layers, etp=etp)
     return estimate_layout(L)
 
 
@@ -50,7 +51,7 @@ def estimate_layout(L: Layout) -> Estimate:
     memory = memory_phase(L)
     c = compute_phase(L)
     tp_traffic, pp_traffic = tp_phase(L, notes), pp_phase(L)
-    cp_traffic, ep_traffic = cp_phase(L, c, notes), ep_phase(L, c, notes)
+    cp_traffic, ep_traffic = cp_phase(L, c, notes), ep_phase(L, c, notes) + etp_phase(L, c, notes)
     dp_traffic = dp_phase(L, c, notes)
     tp_ex = sum(tr.exposed_s for tr in tp_traffic)
     pp_ex = sum(tr.exposed_s for tr in pp_traffic)
@@ -84,4 +85,4 @@ def estimate_layout(L: Layout) -> Estimate:
                     cp_exposed_s=cp_ex, precision=L.precision, fp8_dispatch=L.fp8_dispatch,
                     stages=[{"stage": i, "layers": n, "micro_batch_s": s, "memory_bytes": stage_memory(L, i)["total"]}
                             for i, (n, s) in enumerate(zip(L.stage_layers, c.stage_micro_batch_s))] if p > 1 else [],
-                    pp_rule=L.pp_rule)
+                    pp_rule=L.pp_rule, etp=L.etp)

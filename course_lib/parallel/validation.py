@@ -117,7 +117,8 @@ def modern_validation_table() -> list[dict]:
                        quantity="bottleneck GB/s", measured=float(case["measured_gb_s"]),
                        predicted=all_to_all_bottleneck_bandwidth(sys_, size, case["ep"]) / units.GB)
         else:
-            keys = ("tp", "pp", "ep", "cp", "zero", "fsdp", "hsdp", "micro_batch", "recompute", "seq_len", "ep_overlap")
+            keys = ("tp", "pp", "ep", "cp", "zero", "fsdp", "hsdp", "micro_batch", "recompute", "seq_len", "ep_overlap",
+                    "precision", "fp8_dispatch", "etp", "pp_layers", "interleave", "sequence_parallel")
             e = estimate(case["model"], sys_, gpus=case["gpus"], global_batch=case["global_batch"],
                          **{k: case[k] for k in keys if k in case})
             seq = f" s={case['seq_len']}" if "seq_len" in case else ""
