@@ -7,10 +7,35 @@ regime has too few published runs for one. --json prints the result as JSON (SI 
 """
 from __future__ import annotations
 
-from . import cli, costmodel, parallel, systemfile, tp_scans
+from . import cli, costmodel, datafiles, parallel, systemfile, tp_scans
+
+
+def _models_table() -> list[dict]:
+    """Every catalog model: id, name, shape, parameters (total, active) and its source."""
+    rows = []
+    for mid in parallel.model_ids():
+        m = parallel.model(mid)
+        src = datafiles.source(m.source)
+        rows.append({"id": mid, "name": m.name, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
+                     "kv_heads": m.kv, "experts": m.experts, "top_k": m.top_k if m.experts else 0,
+                     "attention": "MLA" if m.mla else ("GQA" if m.kv < m.heads else "MHA"), "seq_len": m.seq_len,
+                     "params": m.params, "active_params": m.active_params, "source": m.source, "url": src["url"]})
+    return rows
 
 
 def _run(args) -> int:
+    if args.list_models:
+        rows = _models_table()
+        if args.json:
+            print(cli.dumps(rows))
+            return 0
+        print(f"{'model':<17} {'name':<20} {'layers':>6} {'hidden':>6} {'attn':<4} {'experts':>9} {'params':>8} "
+              f"{'active':>7}  source")
+        for r in rows:
+            moe = f"{r['experts']} top{r['top_k']}" if r["experts"] else "-"
+            print(f"{r['id']:<17} {r['name'][:20]:<20} {r['layers']:>6} {r['hidden']:>6} {r['attention']:<4} "
+                  f"{moe:>9} {r['params'] / 1e9:>7.1f}B {r['active_params'] / 1e9:>6.1f}B  {r['source']} ({r['url']})")
+        return 0
     model = parallel.model(args.model)
     system = systemfile.system_from_args(args)
     kwargs = dict(gpus=args.gpus, nodes=args.nodes)  # counted (and checked against each other) by the library
@@ -116,6 +141,8 @@ def register(subparsers) -> None:
                    help="print published tensor-parallel scans (TP 2-32) against the planner, relative to TP 8")
     p.add_argument("--validate-modern", action="store_true",
                    help="print the validation table for FSDP/HSDP, context parallelism, MoE and all-to-all (fit/test)")
+    p.add_argument("--list-models", action="store_true",
+                   help="list the catalog's models: shape, parameters (total, active) and source")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_check_and_run, flags={"model_id": "model", "system_id": "system"})
 
@@ -132,7 +159,8 @@ def _pp_layers(text):
 
 
 def _check_and_run(args) -> int:
-    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern or args.validate_tp):
+    if args.gpus is None and args.nodes is None and not (args.validate or args.validate_modern or args.validate_tp
+                                                          or args.list_models):
         raise ValueError("nodes must be given (--nodes N or --gpus N)")
     if args.fsdp and args.hsdp is not None:
         raise ValueError("fsdp and hsdp exclude each other: --fsdp shards over all ranks, --hsdp over groups")
