@@ -48,8 +48,14 @@ def _run(args) -> int:
         print(cli.dumps(rows) if args.json else parallel.modern_validation_summary(rows))
         return 0
     if args.validate:
-        rows = parallel.validation_table(gpu_efficiency=args.gpu_efficiency)
-        print(cli.dumps(rows) if args.json else parallel.validation_summary(rows))
+        rows = list(parallel.training_validation_table())
+        memory = [r for r in parallel.validation_table() if r["kind"] == "memory"]
+        if args.json:
+            print(cli.dumps({"training_runs": rows, "memory": memory}))
+        else:
+            print(parallel.training_validation_summary(rows))
+            print("\nModel-state memory against the ZeRO paper (test):")
+            print(parallel.validation_summary(memory))
         return 0
     out = {}
     modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
@@ -63,9 +69,11 @@ def _run(args) -> int:
                                 ep=args.ep or 1, cp=args.cp or 1, fsdp=args.fsdp, hsdp=args.hsdp, **modern)
         out["estimate"] = est.to_dict()
         out["estimate"]["step_range"] = costmodel.step_range(est, system)
+        out["estimate"]["training_range"] = parallel.training_range(est)
         if not args.json:
             print(est.summary())
             print(f"  range: {costmodel.step_phrase(est, system)}")
+            print(f"  range (published training runs): {parallel.training_range_phrase(est)}")
     if args.search or "estimate" not in out:
         search = {}
         if args.ep is not None:
@@ -82,12 +90,14 @@ def _run(args) -> int:
         out["plan"] = result.to_dict(top=args.top)
         if result.ranked:
             out["plan"]["best_step_range"] = costmodel.step_range(result.best, system)
+            out["plan"]["best_training_range"] = parallel.training_range(result.best)
         if not args.json:
             if "estimate" in out:
                 print()
             print(result.summary(top=args.top))
             if result.ranked:
                 print(f"range of the best layout's step: {costmodel.step_phrase(result.best, system)}")
+                print(f"  and from published training runs: {parallel.training_range_phrase(result.best)}")
     if args.json:
         print(cli.dumps(out, default=str))
     return 0

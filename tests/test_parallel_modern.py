@@ -175,7 +175,9 @@ def test_uneven_stages_run_at_the_busiest_stages_pace():
     assert L.stage_layers == (3,) + (4,) * 13 + (3, 3) and L.pp_rule == "spread"
     stages = P.stage_compute_s(L)
     assert uneven.compute_s == pytest.approx(max(stages) * L.micro_batches)
-    assert stages[1] == pytest.approx(4 / 3 * stages[0])           # the same layer, 4 of them against 3
+    assert stages[1] == pytest.approx(stages[2])                   # four MoE layers each
+    assert stages[13] == pytest.approx(4 / 3 * stages[14])         # the same MoE layer, 4 of them against 3
+    assert stages[0] != pytest.approx(3 / 4 * stages[1])           # DeepSeek-V3's first 3 layers are dense
     with pytest.raises(ValueError, match="^pp must divide the number of layers"):
         P.estimate("llama3-8b", "dgx-h100", gpus=40, pp=5, global_batch=40)   # 32, 33 and 34 layers: none divides
 

@@ -8,7 +8,10 @@ The model (each formula is stated where it is computed):
   here); pipeline stages get their layers as Megatron assigns them (``stage_layer_counts``: even,
   the embedding and loss counted as layers, or given first/last counts); stage i holds ``p - i``
   micro-batches in flight (x ``1 + (p-1)/(p v)`` when interleaved) and the worst stage's memory decides;
-* step time: compute = hardware FLOPs / (peak x ``gpu_efficiency``); tensor-parallel
+* step time: compute from each GEMM's shape (``efficiency``: FLOPs at a fitted fraction of the
+  precision's peak plus the bytes it moves at HBM speed; ``gpu_efficiency`` given: FLOPs / (peak x it)),
+  with a range from the fit's residuals and the published test runs of its regime
+  (``training_range``); tensor-parallel
   all-reduces (4 per layer and micro-batch, 6 with full recomputation) are exposed; pipeline
   sends are exposed; the 1F1B pipeline takes m slots of the slowest stage (its layers, and the output
   layer on the last) plus a fill and drain through the others, (sum of stage times - slowest) / v:
@@ -46,6 +49,7 @@ The package, one module per idea (lowest first; each imports only those above it
 * ``sharding``: ``dp_phase`` (DDP, ZeRO-1/2/3, FSDP, HSDP), ``bucket_count``; ``experts``: ``ep_phase``;
   ``context``: ``cp_phase``, ``ring_attention_condition`` and ``ulysses_kv_heads``;
 * ``step``: ``estimate`` composes the phases on the 1F1B schedule;
+* ``efficiency``: compute efficiency that follows the GEMM (``layer_gemms``, ``layer_seconds``);
 * ``planner``: ``plan`` searches layouts; ``validation``: the model against published runs.
 
 Every public name is importable from ``course_lib.parallel`` itself.
@@ -70,6 +74,9 @@ from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401
                        bucket_count, dp_phase, zero3_step_bytes)
 from .step import estimate, estimate_layout  # noqa: F401
+from .efficiency import layer_gemms, layer_seconds  # noqa: F401
+from .validation import (case_prediction, regime_spread, training_range, training_range_phrase,  # noqa: F401
+                         training_validation_summary, training_validation_table)
 from .validation import (all_to_all_bottleneck_bandwidth, layer_efficiency_measured,  # noqa: F401
                          modern_validation_summary,
                          modern_validation_table, published_modern, validation_summary, validation_table)

@@ -80,7 +80,7 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     if L.cp_kind == "ring":
         link = group_link(L.system, cp, t)
         size, step_s, attn_s = _ring_step(m, link, pair_bandwidth(L.system, link),
-                                          L.system.gpu.bf16_flops * L.gpu_efficiency, chunk, b, t)
+                                          L.attention_flops, chunk, b, t)
         sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
         total = sends * step_s
         exposed = sends * max(0.0, step_s - attn_s)

@@ -53,7 +53,7 @@ class Layout:
     recompute: str
     interleave: int
     sequence_parallel: bool
-    gpu_efficiency: float
+    gpu_efficiency: float | None   # None: each GEMM priced from its shape (``efficiency``); else one fraction of peak
     dp_overlap: bool
     bucket_bytes: float
     reserve_bytes: float
@@ -65,6 +65,13 @@ class Layout:
     ep_overlap: bool = False     # all-to-alls hidden behind another micro-batch's compute (DualPipe-style)
     precision: str = "bf16"      # the recipe (``data/precision.json``): bf16, fp8 or mxfp8
     fp8_dispatch: bool = False   # the MoE dispatch all-to-all in FP8 (DeepSeek-V3), the combine in BF16
+
+    @property
+    def attention_flops(self) -> float:
+        """FLOP/s attention's products reach: BF16 peak x the given gpu_efficiency, else x the fitted BF16 e_max."""
+        from .efficiency import constants   # noqa: PLC0415 - efficiency sits beside layouts, not below it
+        eff = self.gpu_efficiency if self.gpu_efficiency is not None else constants()["e_max"]["bf16"]
+        return self.system.gpu.bf16_flops * eff
 
     @property
     def linear_peak_flops(self) -> float:
@@ -335,7 +342,7 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
         raise ValueError(f"interleave must be 1 unless pp > 1 and micro-batches ({mb}) are a multiple of pp; got {v}")
     stages, pp_rule = stage_layer_counts(m, p, v, pp_layers)
     prec = _check_precision(m, sys_, precision, fp8_dispatch)
-    eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
+    eff = None if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
     bucket = DDP_BUCKET_BYTES if bucket_bytes is None else validate.positive("bucket_bytes", bucket_bytes)
     reserve = assumption("memory_reserve_bytes") if memory_reserve_bytes is None else \
         validate.number("memory_reserve_bytes", memory_reserve_bytes, low=0, high=sys_.gpu.memory_bytes)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..transformer import (activation_bytes_per_layer, model_state_bytes, routed_expert_flops, training_flops,
                            training_flops_parts)
+from .efficiency import layer_seconds
 from .layouts import ACT_BYTES, Layout
 from .precision import recipe
 from .links import group_collective_time, group_link, pair_bandwidth
@@ -65,15 +66,55 @@ class Compute:
     micro_batch_s: float
     backward_share: float  # fraction of a micro-batch's compute that is the backward pass
     stage_micro_batch_s: tuple = ()  # one micro-batch's compute on each stage, first to last
+    efficiency: float = 0.0   # hardware FLOPs / (GPUs x compute_s x BF16 peak): the compute's fraction of BF16 peak
+
+
+def _stage_kinds(L: Layout) -> list:
+    """(dense layers, MoE layers) on each stage: an MoE's first ``dense_layers`` layers are dense."""
+    out, start = [], 0
+    for n in L.stage_layers:
+        dense = max(0, min(start + n, L.model.dense_layers if L.model.experts else L.model.layers) - start)
+        out.append((dense, n - dense))
+        start += n
+    return out
+
+
+def _gemm_stage_compute_s(L: Layout) -> tuple:
+    """``stage_compute_s`` from the GEMM shapes (``efficiency.layer_seconds``): products forward, twice backward
+    (and again with full recomputation), attention forward and backward (+ forward recomputed unless none),
+    elementwise work, the output layer and MTP modules on the last stage."""
+    m = L.model
+    ls = layer_seconds(m, L.system.gpu, tp=L.tp, cp=L.cp, micro_batch=L.micro_batch, precision=L.precision,
+                       ep=L.ep, etp=L.etp, sequence_parallel=L.sequence_parallel)
+    full = 1 if L.recompute == "full" else 0
+    attn_passes = 3 + (1 if L.recompute != "none" else 0)
+
+    def layer(kind):
+        x = ls[kind]
+        gemm = x["gemm"]
+        if kind == "moe" and L.moe_load != 1.0:   # the busiest rank's experts do moe_load x the fair share
+            routed = m.top_k * m.expert_params / (m.moe_layer_params - (m.experts - m.top_k) * m.expert_params)
+            gemm *= 1 + (L.moe_load - 1) * routed
+        return gemm * (3 + full) + x["attention"] * attn_passes + x["elementwise"] * (1 + full / 3)
+
+    per = {k: layer(k) for k in ("dense", "moe") if k in ls}
+    out = [d * per["dense"] + e * per.get("moe", 0.0) for d, e in _stage_kinds(L)]
+    mtp = m.mtp_layers * (per["moe"] if m.experts else per["dense"])
+    out[-1] += 3 * ls["logits"] * (1 + m.mtp_layers) + mtp
+    return tuple(out)
 
 
 def stage_compute_s(L: Layout) -> tuple:
     """Seconds of compute for one micro-batch on each pipeline stage, first to last.
 
-    Each stage runs its own layers (the model's mean layer, routed experts at ``moe_load``) and the last one
-    the output layer and any multi-token-prediction modules too: FLOPs / (tp x cp x peak x gpu_efficiency),
-    the linear layers at the precision recipe's peak, attention and the output layer at BF16's.
+    Each stage runs its own layers and the last one the output layer and any multi-token-prediction modules
+    too. By default each product is priced from its shape (``efficiency``: the GEMM's FLOPs at the fitted
+    fraction of the precision's peak plus its bytes at HBM speed); with ``gpu_efficiency`` given, FLOPs /
+    (tp x cp x peak x gpu_efficiency) at the model's mean layer, the linear layers at the recipe's peak,
+    attention and the output layer at BF16's. Routed experts work at ``moe_load``.
     """
+    if L.gpu_efficiency is None:
+        return _gemm_stage_compute_s(L)
     m = L.model
     main = dataclasses.replace(m, mtp_layers=0)
     parts = training_flops_parts(main, L.micro_batch, L.recompute)
@@ -102,9 +143,10 @@ def compute_phase(L: Layout) -> Compute:
     stages = stage_compute_s(L)
     slowest = max(stages)
     full = 1 if L.recompute == "full" else 0
+    compute_s = slowest * L.micro_batches
     return Compute(hardware_flops=hw, model_flops=training_flops(L.model, L.global_batch, "none"),
-                   compute_s=slowest * L.micro_batches, micro_batch_s=slowest, backward_share=(2 + full) / (3 + full),
-                   stage_micro_batch_s=stages)
+                   compute_s=compute_s, micro_batch_s=slowest, backward_share=(2 + full) / (3 + full),
+                   stage_micro_batch_s=stages, efficiency=hw / (L.gpus * compute_s * L.system.gpu.bf16_flops))
 
 
 def tp_phase(L: Layout, notes: list) -> list:

@@ -58,7 +58,7 @@ class Estimate:
     micro_batches: int
     interleave: int
     sequence_parallel: bool
-    gpu_efficiency: float
+    gpu_efficiency: float        # hardware FLOPs / (GPUs x compute time x BF16 peak): what the compute reached
     memory: dict                 # bytes per GPU: weights, gradients, optimizer, activations, total, capacity
     fits: bool
     traffic: list
@@ -173,7 +173,7 @@ class Estimate:
             lines.append(self.stage_line())
         lines.append(f"  {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, {self.tflops_per_gpu:.0f} TFLOP/s per GPU "
                      f"(hardware, with recomputation), MFU {100 * self.mfu:.1f} %, HFU {100 * self.hfu:.1f} % "
-                     f"[GPU efficiency assumed {self.gpu_efficiency:.2f}]")
+                     f"[compute at {self.gpu_efficiency:.2f} of the BF16 peak on the slowest stage]")
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .context import cp_phase
 from .experts import ep_phase, etp_phase
-from .layouts import Layout, assumption, layout
+from .layouts import Layout, layout
 from .phases import compute_phase, memory_phase, pp_phase, stage_memory, tp_phase
 from .precision import precision_summary
 from .results import Estimate
@@ -69,12 +69,13 @@ def estimate_layout(L: Layout) -> Estimate:
     peak = L.system.gpu.bf16_flops
     if L.precision != "bf16":
         notes.append(precision_summary(L.precision, L.system.gpu) + "; MFU and HFU count against the BF16 peak")
-    if L.gpu_efficiency != assumption("gpu_efficiency"):
-        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} (default {assumption('gpu_efficiency'):.2f})")
+    if L.gpu_efficiency is not None:
+        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} for every product (default: each GEMM priced "
+                     "from its shape)")
     return Estimate(model=L.model.name, system=L.system.id, gpus=L.gpus, nodes=L.nodes, tp=L.tp, pp=p, dp=L.dp,
                     zero=L.zero, recompute=L.recompute, micro_batch=L.micro_batch, global_batch=L.global_batch,
                     micro_batches=mb, interleave=v, sequence_parallel=L.sequence_parallel,
-                    gpu_efficiency=L.gpu_efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
+                    gpu_efficiency=c.efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
                     traffic=tp_traffic + cp_traffic + ep_traffic + pp_traffic + dp_traffic, step_time_s=step,
                     compute_s=c.compute_s,
                     bubble_s=bubble, bubble_fraction=(p - 1) / (v * mb), tp_exposed_s=tp_ex, pp_exposed_s=pp_ex,

@@ -350,7 +350,7 @@ a2a_bottleneck = "B"
 # - **D.** EP 2 with TP 4.
 
 # %% exercise="10.5"
-mixtral_layout = "D"
+mixtral_layout = "C"
 
 # %% [markdown]
 # **Exercise 10.6** (2 points). Diagnose: a DeepSeek-style run measures its all-to-alls **and** its expert
