@@ -73,7 +73,7 @@ def test_validation_roles_follow_the_source_and_ranges_come_from_test_runs():
     assert r["compute_low_s"] <= r["compute_high_s"]
     moe = P.training_range(P.estimate("mixtral-8x7b", "dgx-h100", gpus=64, ep=8, global_batch=64, seq_len=4096,
                                       precision="fp8"))
-    assert "low_s" not in moe or moe["test_known"]
+    assert moe["test_known"] and moe["test_own_regime"] == "MoE FP8" and moe["test_regime"] == "all"
 
 
 def test_plan_prints_both_ranges(capsys):

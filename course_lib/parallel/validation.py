@@ -253,8 +253,9 @@ def training_validation_table() -> tuple:
 
 def regime_spread(regime: str) -> dict:
     """The test runs' spread of predicted / measured throughput in one regime (``_regime``): cases, low, high;
-    ``known`` False with fewer than two test runs."""
-    ratios = [r["ratio"] for r in training_validation_table() if r["role"] == "test" and r["regime"] == regime]
+    ``known`` False with fewer than two test runs. ``all`` is every test run's spread, whatever its regime."""
+    tests = [r for r in training_validation_table() if r["role"] == "test"]
+    ratios = [r["ratio"] for r in tests if r["regime"] == regime] if regime != "all" else [r["ratio"] for r in tests]
     return {"regime": regime, "cases": len(ratios), "known": len(ratios) >= 2,
             "low": min(ratios) if ratios else None, "high": max(ratios) if ratios else None}
 
@@ -262,13 +263,15 @@ def regime_spread(regime: str) -> dict:
 def training_range(e: Estimate) -> dict:
     """A step time's range from the published training runs: the compute part (compute and the bubble's)
     scaled by the range of the efficiency fit's residuals, and the whole step by the spread of the test runs
-    in its regime (a throughput p/m of r means the true step is r x the predicted one). ``known`` is False
-    where the regime has fewer than two test runs."""
+    in its regime (a throughput p/m of r means the true step is r x the predicted one); where the regime has
+    fewer than two test runs, by every test run's spread (``test_own_regime`` and ``test_own_cases`` say so)."""
     from .efficiency import fit_summary
     fit = fit_summary()["fit"]
     compute = e.compute_s + e.bubble_s * (e.compute_s / max(e.compute_s + e.tp_exposed_s + e.pp_exposed_s, 1e-30))
     rest = e.step_time_s - compute
     spread = regime_spread(_regime(e))
+    if not spread["known"]:   # too few in its regime: every test run's spread, and the readout says so
+        spread = dict(regime_spread("all"), own_regime=_regime(e), own_cases=spread["cases"])
     out = {"step_s": e.step_time_s, "fit_ratio_low": fit["ratio_low"], "fit_ratio_high": fit["ratio_high"],
            "compute_low_s": rest + compute * fit["ratio_low"], "compute_high_s": rest + compute * fit["ratio_high"],
            **{f"test_{k}": v for k, v in spread.items()}}
@@ -284,11 +287,14 @@ def training_range_phrase(e: Estimate) -> str:
     ft = units.format_time
     text = (f"compute priced by the GEMM-shape fit (its fit runs' p/m {r['fit_ratio_low']:.2f}-{r['fit_ratio_high']:.2f}):"
             f" step {ft(r['compute_low_s'])} to {ft(r['compute_high_s'])}; ")
-    if r["test_known"]:
-        return text + (f"published test runs in its regime ({r['test_regime']}, {r['test_cases']} runs, p/m "
-                       f"{r['test_low']:.2f}-{r['test_high']:.2f}): step {ft(r['low_s'])} to {ft(r['high_s'])}")
-    return text + (f"no test-run range: {r['test_cases']} published test run(s) in its regime ({r['test_regime']}), "
-                   "fewer than two")
+    if not r["test_known"]:
+        return text + "no test-run range: fewer than two published test runs"
+    if "test_own_regime" in r:
+        return text + (f"{r['test_own_cases']} published test run(s) in its regime ({r['test_own_regime']}), so all "
+                       f"{r['test_cases']} test runs (p/m {r['test_low']:.2f}-{r['test_high']:.2f}): step "
+                       f"{ft(r['low_s'])} to {ft(r['high_s'])}")
+    return text + (f"published test runs in its regime ({r['test_regime']}, {r['test_cases']} runs, p/m "
+                   f"{r['test_low']:.2f}-{r['test_high']:.2f}): step {ft(r['low_s'])} to {ft(r['high_s'])}")
 
 
 def training_validation_summary(rows=None, all_roles=False) -> str:
