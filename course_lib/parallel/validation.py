@@ -15,21 +15,21 @@ from .step import estimate
 CASE_KEYS = ("cp", "ep", "etp", "fsdp", "hsdp", "seq_len", "precision", "fp8_dispatch", "pp_layers", "ep_overlap")
 
 
-def _case_estimate(case: dict, gpu_efficiency=None) -> Estimate:
-    defaults = published()["defaults_for_unstated_fields"]
-    get = lambda k: case.get(k, defaults.get(k))  # noqa: E731
-    system = _case_system(case["system"])
-    return estimate(case["model"], system, gpus=case["gpus"], tp=case.get("tp", 1), pp=case.get("pp", 1),
-                    global_batch=case["global_batch"], micro_batch=get("micro_batch"), zero=get("zero"),
-                    recompute=get("recompute"), interleave=get("interleave"),
-                    sequence_parallel=get("sequence_parallel"), dp_overlap=get("dp_overlap"),
-                    gpu_efficiency=gpu_efficiency, **{k: case[k] for k in CASE_KEYS if k in case})
+def _case_estimate(case: dict, gpu_efficiency=None, defaults=None) -> Estimate:
+    """The case priced: its fields, the unstated ones from ``defaults`` (published_training.json's
+    ``defaults_for_unstated_fields`` unless given; ``{}`` leaves them to ``estimate``'s own defaults)."""
+    defaults = published()["defaults_for_unstated_fields"] if defaults is None else defaults
+    keys = ("micro_batch", "zero", "recompute", "interleave", "sequence_parallel", "dp_overlap")
+    stated = {k: case.get(k, defaults.get(k)) for k in keys if k in case or k in defaults}
+    return estimate(case["model"], _case_system(case["system"]), gpus=case["gpus"], tp=case.get("tp", 1),
+                    pp=case.get("pp", 1), global_batch=case["global_batch"], gpu_efficiency=gpu_efficiency,
+                    **stated, **{k: case[k] for k in CASE_KEYS if k in case})
 
 
-def case_prediction(case: dict, gpu_efficiency=None) -> dict:
+def case_prediction(case: dict, gpu_efficiency=None, defaults=None) -> dict:
     """One published throughput case priced: predicted and measured in the case's own quantity (hardware or
-    model TFLOP/s per GPU, or tokens/s per GPU), their ratio, and the estimate."""
-    e = _case_estimate(case, gpu_efficiency)
+    model TFLOP/s per GPU, or tokens/s per GPU), their ratio, and the estimate (``defaults``: ``_case_estimate``)."""
+    e = _case_estimate(case, gpu_efficiency, defaults)
     if "measured_tokens_per_s_per_gpu" in case:
         quantity, pred, meas = "tokens/s per GPU", e.tokens_per_s_per_gpu, case["measured_tokens_per_s_per_gpu"]
     elif case.get("quantity") == "model":
@@ -238,10 +238,10 @@ def training_validation_table() -> tuple:
     (``scripts/fit_compute_efficiency.py``); only test cases enter ``training_range``'s spreads.
     """
     rows = []
-    cases = [c for c in published()["cases"] if c["kind"] == "throughput"]
-    cases += [dict(c, system=c["system"]) for c in published_modern()["cases"] if c["kind"] == "throughput"]
-    for case in cases:
-        pr = case_prediction(case)
+    cases = [(c, None) for c in published()["cases"] if c["kind"] == "throughput"]
+    cases += [(c, {}) for c in published_modern()["cases"] if c["kind"] == "throughput"]  # estimate's defaults
+    for case, defaults in cases:
+        pr = case_prediction(case, defaults=defaults)
         e = pr["estimate"]
         rows.append({"id": case["id"], "role": _role(case), "source": case["source"], "where": case["where"],
                      "regime": _regime(e), "config": f"{case['model']} {case['gpus']} GPUs {e.layout} {e.sharding}"
