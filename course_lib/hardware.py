@@ -203,15 +203,36 @@ class GPU:
     source: str
     note: str = ""
     nccl_arch: str | None = None  # the row of NCCL's per-generation tables (hardware.json); None: not stated
+    fp8_flops: float | None = None    # dense FP8 tensor peak, FLOP/s; None: none recorded
+    mxfp8_flops: float | None = None  # dense MXFP8 (block-scaled FP8, Blackwell) peak, FLOP/s; None: none
+    hbm_bytes_per_s: float | None = None  # memory bandwidth, bytes/s (read + write together, as vendors quote it)
+    fp8_note: str = ""
+
+    def peak_flops(self, precision="bf16") -> float:
+        """Dense tensor peak in FLOP/s for ``precision`` (``PRECISIONS``); a GPU without that peak is refused."""
+        precision = validate.choice("precision", precision, PRECISIONS)
+        value = {"bf16": self.bf16_flops, "fp8": self.fp8_flops, "mxfp8": self.mxfp8_flops}[precision]
+        if value is None:
+            have = ", ".join(p for p in PRECISIONS if p == "bf16" or getattr(self, f"{p}_flops") is not None)
+            raise ValueError(f"precision must be one this GPU has a peak for ({self.name}: {have}), got {precision}")
+        return value
+
+
+PRECISIONS = ("bf16", "fp8", "mxfp8")  # the precisions of a GPU's tensor peaks (hardware.json) and of parallel's recipes
 
 
 def gpu(gpu_id) -> GPU:
-    """A GPU by id (``h100-sxm``, ``a100-sxm`` ...): memory in bytes, dense BF16 peak in FLOP/s, NCCL generation."""
+    """A GPU by id (``h100-sxm``, ``a100-sxm`` ...): memory in bytes, dense BF16/FP8/MXFP8 peaks in FLOP/s, HBM
+    bandwidth in bytes/s, NCCL generation."""
     rows = {r["id"]: r for r in catalog()["gpus"]}
     row = rows[validate.choice("gpu_id", gpu_id, rows)]
+    tflops = lambda key: None if row.get(key) is None else row[key] * 1e12  # noqa: E731
     return GPU(id=row["id"], name=row["name"], memory_bytes=row["memory_gb"] * units.GB,
                bf16_flops=row["bf16_dense_tflops"] * 1e12, source=row["source"], note=row.get("note", ""),
-               nccl_arch=row.get("nccl_arch"))
+               nccl_arch=row.get("nccl_arch"), fp8_flops=tflops("fp8_dense_tflops"),
+               mxfp8_flops=tflops("mxfp8_dense_tflops"),
+               hbm_bytes_per_s=None if row.get("hbm_tb_s") is None else row["hbm_tb_s"] * 1e12,
+               fp8_note=row.get("fp8_note", ""))
 
 
 @dataclass(frozen=True)

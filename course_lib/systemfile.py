@@ -50,7 +50,8 @@ _FIELDS = {
     "gpu_link": {"kind", "generation", "links", "topology", "nvswitch_generation", "link_gb_s_per_direction"},
     "pcie": {"generation", "lanes_per_gpu", "switches"},
     "network": {"kind", "fabric", "gbit_s", "count", "nic"},
-    "gpu": {"name", "memory_gb", "bf16_dense_tflops", "source", "note", "nccl_arch"},
+    "gpu": {"name", "memory_gb", "bf16_dense_tflops", "fp8_dense_tflops", "mxfp8_dense_tflops", "hbm_tb_s", "source",
+            "note", "nccl_arch"},
     "network.nic": {"name", "gpus"},
 }
 _REQUIRED = {"system": ("id", "gpu", "gpus_per_node", "source"), "gpu_link": ("kind",), "pcie": ("generation",),
@@ -151,7 +152,11 @@ def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
         memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
         bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
         source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""),
-        nccl_arch=_string(p, where, "gpu.nccl_arch", g["nccl_arch"]) if "nccl_arch" in g else None)
+        nccl_arch=_string(p, where, "gpu.nccl_arch", g["nccl_arch"]) if "nccl_arch" in g else None,
+        **{f"{k}_flops": _check(p, where, f"gpu.{k}_dense_tflops", validate.positive, g[f"{k}_dense_tflops"]) * 1e12
+           for k in ("fp8", "mxfp8") if f"{k}_dense_tflops" in g},
+        hbm_bytes_per_s=_check(p, where, "gpu.hbm_tb_s", validate.positive, g["hbm_tb_s"]) * 1e12
+        if "hbm_tb_s" in g else None)
 
 
 def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:

@@ -33,6 +33,9 @@ from . import datafiles, validate
 
 RECOMPUTE = ("none", "selective", "full")
 MOE_FIELDS = ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "capacity_factor")
+# attention shapes beyond h/heads per head (Qwen3's head_dim) and DeepSeek's multi-head latent attention (MLA),
+# and multi-token prediction modules: config.json's names, as models.json stores them
+ATTENTION_FIELDS = ("head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mtp_layers")
 BYTES_PER_PARAM_ADAM = {"weights": 2, "gradients": 2, "optimizer": 12}
 
 
@@ -64,6 +67,13 @@ class Transformer:
     shared_experts: int = 0               # experts every token visits (DeepSeek, Llama 4)
     dense_layers: int = 0                 # layers with a dense MLP (the first ones in DeepSeek-V3)
     capacity_factor: float | None = None  # expert capacity / fair share; None = dropless
+    # attention (None: h / heads per head, K and V of kv_heads heads)
+    head_dim: int | None = None           # query/key width per head (MLA: qk_nope_head_dim, without the RoPE part)
+    q_lora_rank: int | None = None        # MLA: the compressed query's width (None with kv_lora_rank: no MLA)
+    kv_lora_rank: int | None = None       # MLA: the compressed K/V latent's width (what inference caches)
+    qk_rope_head_dim: int = 0             # MLA: the decoupled RoPE key/query width per head (one shared key)
+    v_head_dim: int | None = None         # MLA: value width per head
+    mtp_layers: int = 0                   # multi-token prediction modules (DeepSeek-V3: 1), on the last stage
 
     def __post_init__(self):
         validate.integer("layers", self.layers, low=1, high=100_000)
@@ -77,6 +87,11 @@ class Transformer:
             validate.integer("ffn_hidden", self.ffn_hidden, low=1, high=100_000_000)
         if self.kv_heads is not None:
             validate.integer("kv_heads", self.kv_heads, low=1, high=self.heads)
+        for name in ("head_dim", "q_lora_rank", "kv_lora_rank", "v_head_dim"):
+            if getattr(self, name) is not None:
+                validate.integer(name, getattr(self, name), low=1, high=1_000_000)
+        validate.integer("qk_rope_head_dim", self.qk_rope_head_dim, low=0, high=1_000_000)
+        validate.integer("mtp_layers", self.mtp_layers, low=0, high=100)
         validate.integer("experts", self.experts, low=0, high=1_000_000)
         if self.experts:
             validate.integer("top_k", self.top_k, low=1, high=self.experts)
@@ -111,10 +126,55 @@ class Transformer:
         return self._attention_params + mlp + 13 * h  # 13h: biases and two layer norms (Narayanan et al.)
 
     @property
+    def mla(self) -> bool:
+        """Whether attention is DeepSeek's multi-head latent attention (a compressed K/V latent)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Query/key width per head: h / heads, or ``head_dim`` (+ the RoPE part under MLA)."""
+        return (self.head_dim or self.hidden // self.heads) + self.qk_rope_head_dim
+
+    @property
+    def v_dim(self) -> int:
+        """Value width per head."""
+        return self.v_head_dim or self.head_dim or self.hidden // self.heads
+
+    @property
+    def attention_widths(self) -> dict:
+        """Per-token widths of one layer's attention: ``q`` and ``k`` (all query heads), ``v`` and ``out`` (values,
+        all heads), ``kv_heads_kv`` (K + V of the KV heads as stored / passed between ranks) and ``latent`` (MLA's
+        compressed query + K/V latent + shared RoPE key, the up-projections' inputs; 0 without MLA)."""
+        q = self.heads * self.qk_head_dim
+        if self.mla:
+            kv = self.heads * (self.qk_head_dim + self.v_dim)      # K and V are up-projected per head
+            latent = (self.q_lora_rank or 0) + self.kv_lora_rank + self.qk_rope_head_dim
+        else:
+            kv = self.kv * (self.qk_head_dim + self.v_dim)
+            latent = 0
+        return {"q": q, "k": q, "v": self.heads * self.v_dim, "out": self.heads * self.v_dim, "kv": kv,
+                "latent": latent}
+
+    @property
     def _attention_params(self) -> int:
-        """Weights of one layer's attention: Q and O (h x h), K and V (h x h_kv)."""
-        h = self.hidden
-        return h * (2 * h + 2 * (h * self.kv // self.heads))
+        """Weights of one layer's attention. MHA/GQA: Q (h x heads d), K and V (h x kv d), O (heads d_v x h).
+        MLA (DeepSeek-V2/V3): down-projections h x q_lora and h x (kv_lora + rope), up-projections
+        q_lora x heads (d + rope) and kv_lora x heads (d + d_v), O, and the two latent norms."""
+        h, w = self.hidden, self.attention_widths
+        if not self.mla:
+            if self.head_dim is None and self.v_head_dim is None:
+                return h * (2 * h + 2 * (h * self.kv // self.heads))
+            return h * w["q"] + h * self.kv * (self.qk_head_dim + self.v_dim) + w["out"] * h
+        d = self.head_dim or h // self.heads
+        q = h * w["q"] if self.q_lora_rank is None else h * self.q_lora_rank + self.q_lora_rank * w["q"]
+        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * self.heads * (d + self.v_dim)
+        return q + kv + w["out"] * h + (self.q_lora_rank or 0) + self.kv_lora_rank
+
+    @property
+    def mtp_params(self) -> float:
+        """Weights of the multi-token prediction modules: each a layer (the mean layer), a 2h x h projection and
+        two norms; the embedding and output head are the main model's (DeepSeek-V3, section 2.2)."""
+        return self.mtp_layers * (self.layer_params + 2 * self.hidden * self.hidden + 2 * self.hidden)
 
     # ---- mixture of experts: the MLP of a MoE layer is a router and experts + shared experts
 
@@ -187,7 +247,7 @@ def model(model_id) -> Transformer:
                        vocab=row["vocab"], seq_len=row["seq_len"], ffn_hidden=row["ffn_hidden"],
                        kv_heads=row["kv_heads"], gated_mlp=row["gated_mlp"],
                        tied_embeddings=row["tied_embeddings"], source=row["source"],
-                       **{k: row[k] for k in MOE_FIELDS if k in row})
+                       **{k: row[k] for k in MOE_FIELDS + ATTENTION_FIELDS if k in row})
 
 
 def resolve_model(value, name: str = "model") -> Transformer:
@@ -212,8 +272,10 @@ def resolve_recompute(value) -> str:
 
 def _layer_forward_flops(m: Transformer) -> tuple[float, float]:
     """(matmul, attention) forward FLOPs per token of one layer: the weights' matmuls (top-k experts), and
-    QK^T and attention x V over the full sequence (not causal: the convention MFU is counted in)."""
-    return 2 * (m.active_layer_params - 13 * m.hidden), 4 * m.seq_len * m.hidden
+    QK^T and attention x V over the full sequence (not causal: the convention MFU is counted in):
+    2 s (q + v widths), 4 s h for multi-head attention of h / heads per head."""
+    w = m.attention_widths
+    return 2 * (m.active_layer_params - 13 * m.hidden), 2 * m.seq_len * (w["q"] + w["v"])
 
 
 def layer_forward_flops_per_token(model_) -> float:
@@ -222,21 +284,27 @@ def layer_forward_flops_per_token(model_) -> float:
     return sum(_layer_forward_flops(resolve_model(model_)))
 
 
-def training_flops(model_, global_batch, recompute="none") -> float:
-    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
+def training_flops_parts(model_, global_batch, recompute="none") -> dict:
+    """FLOPs of one training step split by where they run: ``linear`` (the layers' weight matmuls, which an FP8
+    recipe runs in FP8), ``attention`` (score and value matmuls) and ``logits`` (the output layer); both stay BF16.
+
+    Backward is twice the forward; full recomputation repeats the layers' forward, selective only attention's.
+    """
     m = resolve_model(model_)
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     rc = resolve_recompute(recompute)
-    s, h, l = m.seq_len, m.hidden, m.layers
+    tokens = B * m.seq_len
     layer_mm, attn = _layer_forward_flops(m)   # per token per layer (forward)
-    logits = 2 * h * m.vocab                   # output layer per token (forward)
-    fwd = l * (layer_mm + attn) + logits
-    total = 3 * fwd
-    if rc == "full":
-        total += l * (layer_mm + attn)
-    elif rc == "selective":
-        total += l * attn
-    return float(B * s * total)
+    full = 1 if rc == "full" else 0
+    layers = m.layers + m.mtp_layers           # each MTP module: one more layer and its 2h x h projection
+    return {"linear": float(tokens * (layers * layer_mm + m.mtp_layers * 4 * m.hidden ** 2) * (3 + full)),
+            "attention": float(tokens * layers * attn * (3 + (1 if rc != "none" else 0))),
+            "logits": float(tokens * 2 * m.hidden * m.vocab * 3 * (1 + m.mtp_layers))}
+
+
+def training_flops(model_, global_batch, recompute="none") -> float:
+    """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
+    return sum(training_flops_parts(model_, global_batch, recompute).values())
 
 
 def model_state_bytes(params, dp=1, zero=0) -> dict:
@@ -254,11 +322,15 @@ def model_state_bytes(params, dp=1, zero=0) -> dict:
     return {"weights": w, "gradients": g, "optimizer": o, "total": w + g + o}
 
 
-def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False) -> float:
+def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False,
+                               saved_linear_input_bytes=2.0) -> float:
     """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit).
 
     ``recompute="none"`` stores the s x s attention scores (eager attention); fused (flash) attention never
     stores them, and measured layers with it keep what ``"selective"`` gives (chapter 07, section 6).
+    ``saved_linear_input_bytes``: bytes per value of what each linear layer saves for its backward pass, its
+    input (2: BF16; an FP8 recipe saves the FP8-cast input, ``data/precision.json``): the QKV and MLP-up inputs
+    (2 sbh each, replicated under TP) and the attention-output and MLP-down inputs (2 sbh and 2 s b f, split).
     """
     m = resolve_model(model_)
     b = validate.integer("micro_batch", micro_batch, low=1, high=10**6)
@@ -272,7 +344,14 @@ def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", se
     mlp = 3 + 4 * m.active_ffn / h * (1.5 if m.gated_mlp else 1.0)
     split = 24 - 19 + mlp                 # attention (without the s^2 part) + MLP parts split by TP
     replicated = 10                       # layer norms, dropout masks, inputs of attention and MLP
+    w = m.attention_widths
+    if m.mla or m.head_dim is not None:   # Q, K, V and the output projection's input at their own widths
+        split += 2 * (w["q"] + w["k"] + w["v"] + w["out"] - 4 * h) / h
+        replicated += 2 * w["latent"] / h  # MLA: the latents, inputs of the up-projections (not split by TP)
     scores = 0.0 if rc == "selective" else 5 * a * s / h
+    cheaper = 1 - validate.number("saved_linear_input_bytes", saved_linear_input_bytes, low=0.5, high=2.0) / 2
+    replicated -= 4 * cheaper                          # QKV and MLP-up inputs
+    split -= (2 + 2 * m.active_ffn / h) * cheaper      # attention-output and MLP-down inputs
     if sequence_parallel:
         return sbh * (replicated + split + scores) / t
     return sbh * (replicated + split / t + scores / t)

@@ -27,8 +27,8 @@ def test_overlap_rule_takes_its_terms_from_the_model():
 def test_overlap_ratio_grows_with_the_tokens_and_the_critical_count_does_not_move():
     one, four = (dp.overlap_rule("megatron-7.5b", "dgx-h100", 64, micro_batch=b) for b in (1, 4))
     assert four.tokens_per_gpu == 4 * one.tokens_per_gpu
-    assert four.ratio == pytest.approx(4 * one.ratio)
-    assert four.critical_tokens_per_gpu == pytest.approx(one.critical_tokens_per_gpu)
+    assert four.ratio == pytest.approx(4 * one.ratio, rel=0.1)   # GEMMs of 4x the tokens reach a little more peak
+    assert four.critical_tokens_per_gpu == pytest.approx(one.critical_tokens_per_gpu, rel=0.1)
     assert one.critical_tokens_per_gpu < one.tokens_per_gpu < 4 * one.tokens_per_gpu and one.hides
     # the rule of thumb it reduces to: tokens per GPU ~ the GPU's FLOP/s over its bytes/s per rank
     assert one.critical_tokens_per_gpu == pytest.approx(one.flops_per_byte, rel=0.3)

@@ -170,11 +170,16 @@ def test_modern_layouts_compose(ep, cp, tp, zero, hsdp, kind, rc, overlap, imbal
 
 def test_uneven_stages_run_at_the_busiest_stages_pace():
     kw = dict(gpus=2048, ep=64, zero=1, global_batch=16384, recompute="full")
-    even = P.estimate("deepseek-v3", "dgx-h100", pp=1, **kw)
     uneven = P.estimate("deepseek-v3", "dgx-h100", pp=16, **kw)   # 61 layers: 4 on the busiest of 16 stages
-    assert uneven.compute_s == pytest.approx(even.compute_s * 4 * 16 / 61)
-    with pytest.raises(ValueError, match="^pp"):
-        P.estimate("llama3-8b", "dgx-h100", gpus=64, pp=3, global_batch=64)   # dense models keep p | l
+    L = P.layout("deepseek-v3", "dgx-h100", pp=16, **kw)
+    assert L.stage_layers == (3,) + (4,) * 13 + (3, 3) and L.pp_rule == "spread"
+    stages = P.stage_compute_s(L)
+    assert uneven.compute_s == pytest.approx(max(stages) * L.micro_batches)
+    assert stages[1] == pytest.approx(stages[2])                   # four MoE layers each
+    assert stages[13] == pytest.approx(4 / 3 * stages[14])         # the same MoE layer, 4 of them against 3
+    assert stages[0] != pytest.approx(3 / 4 * stages[1])           # DeepSeek-V3's first 3 layers are dense
+    with pytest.raises(ValueError, match="^pp must divide the number of layers"):
+        P.estimate("llama3-8b", "dgx-h100", gpus=40, pp=5, global_batch=40)   # 32, 33 and 34 layers: none divides
 
 
 def test_planner_and_estimate_agree_on_which_ulysses_cp_splits_the_heads():

@@ -65,3 +65,15 @@ def test_module_entry_point():
                           "--tp", "4", "--global-batch", "64", "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["estimate"]["dp"] == 16
+
+
+def test_plan_lists_every_model_with_its_source(capsys):
+    from course_lib import datafiles, parallel
+    assert main(["plan", "--list-models"]) == 0
+    out = capsys.readouterr().out
+    for mid in parallel.model_ids():
+        assert f"\n{mid} " in out and parallel.model(mid).source in out
+    assert main(["plan", "--list-models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == parallel.model_ids()
+    assert all(r["url"] == datafiles.source(r["source"])["url"] for r in rows)

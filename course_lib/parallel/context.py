@@ -15,9 +15,9 @@ def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
     plus its latency) while attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP,
     runs at ``flops``.
     """
-    kv_dim = m.hidden * m.kv / m.heads
-    size = 4 * chunk * b * kv_dim / tp
-    return size, link.latency + size / bw, 4 * chunk * chunk * b * m.hidden / tp / flops
+    w = m.attention_widths               # K + V width per token: h_kv each for MHA/GQA; up-projected per head for MLA
+    size = 2 * chunk * b * w["kv"] / tp
+    return size, link.latency + size / bw, 2 * chunk * chunk * b * (w["q"] + w["v"]) / tp / flops
 
 
 def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
@@ -80,7 +80,7 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     if L.cp_kind == "ring":
         link = group_link(L.system, cp, t)
         size, step_s, attn_s = _ring_step(m, link, pair_bandwidth(L.system, link),
-                                          L.system.gpu.bf16_flops * L.gpu_efficiency, chunk, b, t)
+                                          L.attention_flops, chunk, b, t)
         sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
         total = sends * step_s
         exposed = sends * max(0.0, step_s - attn_s)

@@ -1,9 +1,16 @@
-"""Expert parallelism (an MoE model): the dispatch and combine all-to-alls of a step."""
+"""Expert parallelism (an MoE model): the dispatch and combine all-to-alls of a step, and expert tensor parallelism.
+
+MoE parallel folding (Megatron Core, ``megatron-core-moe-folding``): the MoE layers lay their own grid,
+ETP x EP x expert-DP, over the attention's TP x CP x DP ranks, expert ranks ordered ETP fastest, then EP. So an
+EP group is ep ranks etp apart: with etp 1 and tp 8 the eight GPUs of a node that form one attention TP group
+are one EP group, and EP leaves the node only past 8.
+"""
 from __future__ import annotations
 
 from .layouts import ACT_BYTES, Layout
-from .links import all_to_all_time
+from .links import all_to_all_time, group_collective_time, group_link
 from .phases import Compute
+from .precision import fp8_dispatch_bytes
 from .results import Traffic
 
 
@@ -12,9 +19,10 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
 
     Each rank sends its tokens' hidden states to the ranks of their top-k experts (dispatch) and
     receives the results back (combine): s b / (cp x tp) tokens x top_k x h x 2 bytes per call,
-    times ``moe_load`` (the busiest rank). The group is ep consecutive ranks of the cp x dp block
-    (stride tp). Exposed, unless ``ep_overlap``: then each layer's all-to-alls hide behind one
-    layer of another micro-batch's compute (DeepSeek's DualPipe), and only the excess shows.
+    times ``moe_load`` (the busiest rank). The group is ep ranks of the tp x cp x dp block, etp apart
+    (MoE parallel folding; etp = tp, Megatron's default, is EP over DP). Exposed, unless ``ep_overlap``: then each layer's all-to-alls hide behind one
+    layer of another micro-batch's compute (DeepSeek's DualPipe), and only the excess shows. With
+    ``fp8_dispatch`` the dispatch (and, backward, the combine's gradient) moves 1 byte a value, the rest 2.
     """
     m = L.model
     if L.ep == 1 or not m.moe_layers:
@@ -23,7 +31,10 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
     passes = 4 + (2 if L.recompute == "full" else 0)
     tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
     size = tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
-    one, link = all_to_all_time(L.system, size, L.ep, L.tp)
+    one, link = all_to_all_time(L.system, size, L.ep, L.etp)
+    if L.fp8_dispatch:  # half the calls (forward dispatch, backward combine-gradient) go in FP8 (DeepSeek-V3)
+        fp8_one, _ = all_to_all_time(L.system, size * fp8_dispatch_bytes() / ACT_BYTES, L.ep, L.etp)
+        size, one = size * (1 + fp8_dispatch_bytes() / ACT_BYTES) / 2, (one + fp8_one) / 2
     calls = round(passes * moe_layers * L.micro_batches)
     total = passes * moe_layers * L.micro_batches * one
     exposed = total
@@ -35,3 +46,23 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
                      "domain")
     return [Traffic("expert parallel all-to-all", ("all_to_all",), L.ep, link.name, link.crosses_nodes, calls, size,
                     total, exposed, "dispatch+combine")]
+
+
+def etp_phase(L: Layout, c: Compute, notes: list) -> list:
+    """Expert tensor parallelism: the tokens an MoE layer received are all-gathered over the ETP group before
+    the experts (each holds 1/etp of every expert's FFN) and reduce-scattered after them, forward and backward
+    (+1 pair recomputed): Megatron's alltoall dispatcher with expert_tensor_parallel_size > 1. Buffer: etp x
+    the rank's dispatched tokens (s b / (cp tp) x top_k x h x 2 bytes, x ``moe_load``). Exposed."""
+    m = L.model
+    if L.etp == 1 or not m.moe_layers:
+        return []
+    moe_layers = m.moe_layers * L.layers_per_stage / m.layers
+    pairs = 2 + (1 if L.recompute == "full" else 0)
+    tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
+    size = L.etp * tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
+    one = sum(group_collective_time(L.system, k, size, L.etp) for k in ("all_gather", "reduce_scatter"))
+    link = group_link(L.system, L.etp, 1)
+    calls = round(pairs * moe_layers * L.micro_batches)
+    total = pairs * moe_layers * L.micro_batches * one
+    return [Traffic("expert tensor parallel", ("all_gather", "reduce_scatter"), L.etp, link.name, link.crosses_nodes,
+                    calls, size, total, total, "AG+RS (ETP)")]

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from .. import datafiles, hardware, validate
 from ..transformer import Transformer, resolve_model, resolve_recompute
+from .precision import PRECISIONS, recipe
 
 ACT_BYTES = 2  # 16-bit activations
 # PyTorch DDP's default gradient bucket: bucket_cap_mb=25 (signature in the DistributedDataParallel docs,
@@ -52,7 +53,7 @@ class Layout:
     recompute: str
     interleave: int
     sequence_parallel: bool
-    gpu_efficiency: float
+    gpu_efficiency: float | None   # None: each GEMM priced from its shape (``efficiency``); else one fraction of peak
     dp_overlap: bool
     bucket_bytes: float
     reserve_bytes: float
@@ -62,11 +63,64 @@ class Layout:
     shard_group: int = 0         # ZeRO-3 shard group (cp x dp = FSDP, smaller = HSDP); 0 when zero < 3
     moe_imbalance: float = 1.0   # busiest expert rank's tokens / the mean (dropless routing)
     ep_overlap: bool = False     # all-to-alls hidden behind another micro-batch's compute (DualPipe-style)
+    precision: str = "bf16"      # the recipe (``data/precision.json``): bf16, fp8 or mxfp8
+    fp8_dispatch: bool = False   # the MoE dispatch all-to-all in FP8 (DeepSeek-V3), the combine in BF16
+
+    @property
+    def attention_flops(self) -> float:
+        """FLOP/s attention's products reach: BF16 peak x the given gpu_efficiency, else x the fitted BF16 e_max."""
+        from .efficiency import constants   # noqa: PLC0415 - efficiency sits beside layouts, not below it
+        eff = self.gpu_efficiency if self.gpu_efficiency is not None else constants()["e_max"]["bf16"]
+        return self.system.gpu.bf16_flops * eff
+
+    @property
+    def linear_peak_flops(self) -> float:
+        """FLOP/s peak the linear layers run at under this layout's precision recipe."""
+        return self.system.gpu.peak_flops(recipe(self.precision)["linear_peak"])
+
+    etp: int = 0                 # expert tensor parallel (0: as tp, Megatron's default); EP x ETP lie over TP x CP x DP
+    stage_layers: tuple = ()     # transformer layers of each pipeline stage, first to last (``stage_layer_counts``)
+    pp_rule: str = "even"        # how they were split: even, accounted, pp_layers, spread
 
     @property
     def layers_per_stage(self) -> int:
-        """Layers of the busiest stage: l/p, rounded up when p does not divide l (uneven stages)."""
-        return -(-self.model.layers // self.pp)
+        """Layers of the busiest stage (the most layers of any stage)."""
+        return max(self.stage_layers) if self.stage_layers else -(-self.model.layers // self.pp)
+
+    @property
+    def busiest_stage(self) -> int:
+        """The stage holding the most parameters (ties: the first): its gradients and states are the largest."""
+        sizes = [sum(self.stage_param_split(i)) for i in range(self.pp)]
+        return sizes.index(max(sizes))
+
+    def stage_embedding_params(self, stage: int) -> float:
+        """Embedding weights on ``stage`` (whole, before TP): the input embedding (and a learned position
+        embedding, for the GPT rows with tied embeddings) on the first stage, the output layer on the last
+        (Megatron keeps a copy of a tied embedding there when pp > 1)."""
+        m = self.model
+        first, last = stage == 0, stage == self.pp - 1
+        out = (m.vocab * m.hidden + (m.seq_len * m.hidden if m.tied_embeddings else 0)) if first else 0.0
+        if last and (not m.tied_embeddings or self.pp > 1):
+            out += m.vocab * m.hidden
+        return out
+
+    def stage_param_split(self, stage: int) -> tuple[float, float]:
+        """(dense, routed-expert) parameters one GPU of ``stage`` holds: dense (attention, shared experts, dense
+        MLPs, embeddings) split by TP, routed experts by EP x ETP. Layers count at the model's mean layer; the
+        last stage also holds the multi-token-prediction modules."""
+        m, n = self.model, self.stage_layers[stage] if self.stage_layers else self.layers_per_stage
+        routed = m.routed_layer_params if m.experts else 0.0
+        dense = n * (m.layer_params - routed) + self.stage_embedding_params(stage)
+        experts = n * routed
+        if stage == self.pp - 1 and m.mtp_layers:
+            dense += m.mtp_params - m.mtp_layers * routed
+            experts += m.mtp_layers * routed
+        return dense / self.tp, experts / (self.ep * self.etp)
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """Ranks holding the same routed experts: tp x cp x dp / (ep x etp) (Megatron's expert data parallel)."""
+        return self.tp * self.replicas // (self.ep * self.etp)
 
     @property
     def replicas(self) -> int:
@@ -75,26 +129,26 @@ class Layout:
 
     @property
     def stage_params(self) -> float:
-        """Parameters one GPU holds: its stage's layers and the embeddings, split by TP (routed experts by TP x EP)."""
-        m = self.model
-        if m.experts:
-            return self.stage_dense_params + self.stage_expert_params
-        return (self.layers_per_stage * m.layer_params + m.vocab * m.hidden
-                + (m.seq_len * m.hidden if m.tied_embeddings else 0)) / self.tp
+        """Parameters one GPU of the busiest stage holds: its layers and embeddings, split by TP (experts by TP x EP)."""
+        return sum(self.stage_param_split(self.busiest_stage))
 
     @property
     def stage_expert_params(self) -> float:
-        """Routed-expert parameters one GPU holds: its stage's share of experts / (TP x EP)."""
-        return self.layers_per_stage * self.model.routed_layer_params / (self.tp * self.ep)
+        """Routed-expert parameters one GPU of the busiest stage holds: its share of experts / (TP x EP)."""
+        return self.stage_param_split(self.busiest_stage)[1]
 
     @property
     def stage_dense_params(self) -> float:
-        """Everything else one GPU holds (attention, shared experts, dense MLPs, embeddings), split by TP."""
-        m = self.model
-        if not m.experts:
-            return self.stage_params
-        return (self.layers_per_stage * (m.layer_params - m.routed_layer_params) + m.vocab * m.hidden
-                + (m.seq_len * m.hidden if m.tied_embeddings else 0)) / self.tp
+        """Everything else one GPU of the busiest stage holds (attention, shared experts, dense MLPs, embeddings)."""
+        return self.stage_param_split(self.busiest_stage)[0]
+
+    def stage_linear_params(self, stage: int | None = None) -> float:
+        """Linear-layer weights one GPU of ``stage`` (default: the busiest) holds: its layers without norms, no
+        embedding or output layer: what an FP8 recipe keeps FP8 copies of."""
+        stage = self.busiest_stage if stage is None else stage
+        dense, experts = self.stage_param_split(stage)
+        n = self.stage_layers[stage] if self.stage_layers else self.layers_per_stage
+        return dense - (n * 13 * self.model.hidden + self.stage_embedding_params(stage)) / self.tp + experts
 
     @property
     def moe_load(self) -> float:
@@ -145,10 +199,92 @@ def _flag(name, value) -> bool:
     return value
 
 
+PP_RULES = {
+    "one": "one stage",
+    "even": "l/p layers on every stage",
+    "accounted": "Megatron's account_for_embedding/loss_in_pipeline_split: the embedding and the loss each count as "
+                 "a layer, so the first and last stages hold one layer fewer",
+    "pp_layers": "the layer counts given (Megatron's num_layers_in_first/last_pipeline_stage, or a whole layout)",
+    "spread": "the course's spread for an MoE whose layer count no Megatron rule splits (Megatron needs a layout "
+              "here): floor(l/p) or ceil(l/p) layers, the first and last stages holding the fewer",
+}
+
+
+def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[int, ...], str]:
+    """Transformer layers on each of ``pp`` pipeline stages as Megatron-LM assigns them, and the rule used
+    (``PP_RULES``; source megatron-core-pipeline-split: ``get_num_layers_to_build``).
+
+    ``pp_layers``: (first, last) layer counts, either None (the rest split evenly over the middle stages, which
+    must divide them), or one count per stage. Otherwise: l/p when p divides l; else the embedding and the
+    loss counted as a layer each when p divides l + 2 (126 layers on 16 stages: 7, 8 x 14, 7), or the loss
+    alone when p divides l + 1; else, for an MoE only, the course's spread. With ``interleave`` v > 1 every
+    stage's count (embedding and loss included when counted) must divide by v: each virtual stage takes 1/v.
+    """
+    m = resolve_model(model_)
+    l = m.layers
+    p = validate.integer("pp", pp, low=1, high=l)
+    v = validate.integer("interleave", interleave, low=1, high=l)
+    if pp_layers is not None:
+        if not isinstance(pp_layers, (list, tuple)) or len(pp_layers) not in (2, p) or p < 2:
+            raise ValueError(f"pp_layers must be (first, last) or {p} counts, one per stage (pp > 1), "
+                             f"got {pp_layers!r}")
+        counts = [None if x is None else validate.integer("pp_layers", x, low=0, high=l) for x in pp_layers]
+        if len(counts) == 2 and p > 2:
+            first, last = counts
+            rest, stages = l - (first or 0) - (last or 0), p - (first is not None) - (last is not None)
+            if rest < 0 or rest % stages:
+                raise ValueError(f"pp_layers must leave a layer count the {stages} middle stages divide "
+                                 f"({l} layers - first - last = {rest}), got {tuple(pp_layers)}")
+            mid = rest // stages
+            counts = [mid if first is None else first] + [mid] * (p - 2) + [mid if last is None else last]
+        if None in counts or sum(counts) != l:
+            raise ValueError(f"pp_layers must add up to the {l} layers, got {tuple(pp_layers)}")
+        out, rule = tuple(counts), "pp_layers"
+        if v > 1 and any(c % v for c in counts):
+            raise ValueError(f"interleave must divide every stage's layer count {out}, got {v}")
+        return out, rule
+    if p == 1:
+        return (l,), "one"
+    for extra, rule in ((0, "even"), (2, "accounted"), (1, "accounted")):
+        if (l + extra) % p == 0:
+            n = (l + extra) // p
+            if v > 1 and n % v:
+                raise ValueError(f"interleave must divide the {n} layers of each stage ({rule} split of {l} layers "
+                                 f"on {p} stages), got {v}")
+            counts = [n] * p
+            if extra == 2:
+                counts[0] -= 1
+            if extra:
+                counts[-1] -= 1
+            return tuple(counts), rule
+    if not m.experts:
+        raise ValueError(f"pp must divide the number of layers ({l}), or {l} + 1 or {l} + 2 (the loss, and the "
+                         f"embedding, counted as a layer: Megatron's account_for_*_in_pipeline_split); or give "
+                         f"pp_layers (first, last); got {p}")
+    if v > 1:
+        raise ValueError(f"interleave must be 1 for the spread of {l} layers on {p} stages: give pp_layers, got {v}")
+    base, extra = divmod(l, p)
+    order = list(range(1, p - 1)) + [0, p - 1]        # the embedding and loss stages get the fewer layers
+    counts = [base] * p
+    for i in order[:extra]:
+        counts[i] += 1
+    return tuple(counts), "spread"
+
+
+def _check_precision(m: Transformer, sys_, precision, fp8_dispatch) -> str:
+    """The checked precision: a recipe the GPU has a peak for; fp8_dispatch only for an MoE in FP8 or MXFP8."""
+    prec = validate.choice("precision", precision, PRECISIONS)
+    sys_.gpu.peak_flops(recipe(prec)["linear_peak"])   # a GPU without this peak is refused here, by name
+    if _flag("fp8_dispatch", fp8_dispatch) and (prec == "bf16" or not m.experts):
+        raise ValueError(f"fp8_dispatch needs an MoE model and precision fp8 or mxfp8, got {m.name} in {prec}")
+    return prec
+
+
 def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
            recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
            bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-           hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Layout:
+           hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
+           fp8_dispatch=False, pp_layers=None, etp=None) -> Layout:
     """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -157,8 +293,6 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     if m.heads % t:
         raise ValueError(f"tp must divide the number of heads ({m.heads}), got {t}")
     p = validate.integer("pp", pp, low=1, high=m.layers)
-    if m.layers % p and not m.experts:
-        raise ValueError(f"pp must divide the number of layers ({m.layers}), got {p}")
     c = validate.integer("cp", cp, low=1, high=m.seq_len)
     kind = validate.choice("cp_kind", cp_kind, CP_KINDS)
     if m.seq_len % c:
@@ -176,8 +310,16 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     e = validate.integer("ep", ep, low=1, high=10**7)
     if e > 1 and not m.experts:
         raise ValueError(f"ep must be 1 for a dense model ({m.name} has no experts), got {e}")
-    if e > 1 and (m.experts % e or (d * c) % e):
-        raise ValueError(f"ep must divide the experts ({m.experts}) and cp x dp ({c * d}), got {e}")
+    et = t if etp is None else validate.integer("etp", etp, low=1, high=10**4)
+    if et != t and not m.experts:
+        raise ValueError(f"etp must be left unset for a dense model ({m.name} has no experts), got {et}")
+    if m.experts and m.expert_ffn % et:
+        raise ValueError(f"etp must divide the expert FFN width ({m.expert_ffn}), got {et}")
+    if e > 1 and (m.experts % e or (t * c * d) % (e * et)):
+        raise ValueError(f"ep must divide the experts ({m.experts}) and, times etp ({et}), tp x cp x dp "
+                         f"({t * c * d}: expert parallelism folds over the attention's TP x CP x DP ranks), got {e}")
+    if e == 1 and (t * c * d) % et:
+        raise ValueError(f"etp must divide tp x cp x dp ({t * c * d}), got {et}")
     B = validate.integer("global_batch", global_batch, low=1, high=10**9)
     b = validate.integer("micro_batch", micro_batch, low=1, high=B)
     if B % (b * d):
@@ -189,16 +331,18 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     shard = 0
     if z == 3:
         shard = c * d if hsdp is None else validate.integer("hsdp", hsdp, low=1, high=c * d)
-        if (c * d) % shard or shard % e:
-            raise ValueError(f"hsdp must divide cp x dp ({c * d}) and be a multiple of ep ({e}), got {shard}")
+        if (c * d) % shard or (shard * t) % (e * et):
+            raise ValueError(f"hsdp must divide cp x dp ({c * d}) and, times tp, be a multiple of ep x etp "
+                             f"({e * et}), got {shard}")
     if z >= 2 and p > 1:
         raise ValueError(f"zero must be 0 or 1 with pipeline parallelism (pp={p}); stages 2-3 need pp=1, got {z}")
     rc = resolve_recompute(recompute)
     v = validate.integer("interleave", interleave, low=1, high=m.layers)
-    if v > 1 and (p == 1 or m.layers % p or (m.layers // p) % v or mb % p):
-        raise ValueError(f"interleave must be 1 unless pp > 1, layers per stage ({m.layers // p}) divide by it "
-                         f"and micro-batches ({mb}) are a multiple of pp; got {v}")
-    eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
+    if v > 1 and (p == 1 or mb % p):
+        raise ValueError(f"interleave must be 1 unless pp > 1 and micro-batches ({mb}) are a multiple of pp; got {v}")
+    stages, pp_rule = stage_layer_counts(m, p, v, pp_layers)
+    prec = _check_precision(m, sys_, precision, fp8_dispatch)
+    eff = None if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
     bucket = DDP_BUCKET_BYTES if bucket_bytes is None else validate.positive("bucket_bytes", bucket_bytes)
     reserve = assumption("memory_reserve_bytes") if memory_reserve_bytes is None else \
         validate.number("memory_reserve_bytes", memory_reserve_bytes, low=0, high=sys_.gpu.memory_bytes)
@@ -208,4 +352,5 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
                   dp_overlap=_flag("dp_overlap", dp_overlap), bucket_bytes=bucket, reserve_bytes=reserve, ep=e, cp=c,
                   cp_kind=kind, shard_group=shard,
                   moe_imbalance=validate.number("moe_imbalance", moe_imbalance, low=1.0, high=float(max(1, m.experts))),
-                  ep_overlap=_flag("ep_overlap", ep_overlap))
+                  ep_overlap=_flag("ep_overlap", ep_overlap), precision=prec, fp8_dispatch=fp8_dispatch,
+                  stage_layers=stages, pp_rule=pp_rule, etp=et)

@@ -1,11 +1,12 @@
 """The planner: search layouts, keep those that fit, rank them by step time and say why the winner wins."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .. import hardware, units, validate
 from ..transformer import RECOMPUTE, resolve_recompute
-from .layouts import CP_KINDS, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
+from .layouts import CP_KINDS, _check_precision, stage_layer_counts, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
 from .results import Estimate
 from .step import estimate_layout
 
@@ -82,6 +83,7 @@ class SearchSpace:
     recompute: tuple
     interleave: tuple
     cp_kind: str
+    etps: tuple | None = None    # expert tensor-parallel sizes (None: each tp and 1)
 
 
 def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options, interleave_options, ep_options,
@@ -116,12 +118,33 @@ def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options
                                  f"{', '.join(map(str, tps))} ({', '.join(map(str, allowed))}: tp x cp divides the "
                                  f"{m.heads} heads, divides the {m.kv} KV heads or is a multiple of them, and cp "
                                  f"divides the sequence length {m.seq_len}); got {c}")
-    pps = _divisors(m.layers)
-    if m.experts:  # uneven stages: the busiest holds ceil(l/p) layers
+    # Megatron's splits: p divides l, or l + 1 / l + 2 with the loss (and embedding) counted as a layer;
+    # an MoE also on powers of two with the course's spread (``stage_layer_counts``)
+    pps = sorted(set(_divisors(m.layers)) | {x for x in range(2, m.layers + 1)
+                                             if (m.layers + 1) % x == 0 or (m.layers + 2) % x == 0})
+    if m.experts:
         pps = sorted(set(pps) | {x for x in (2 ** k for k in range(1, 12)) if x < m.layers})
     return SearchSpace(tps=tuple(tps), cps=tuple(cp_options), pps=tuple(pps), micro_batches=tuple(micro_batches),
                        eps=tuple(ep_options), zero_stages=tuple(zero_stages), hsdp=tuple(hsdp_options),
                        recompute=tuple(recompute_options), interleave=tuple(interleave_options), cp_kind=cp_kind)
+
+
+def _interleaves(m, p: int, v: int) -> bool:
+    """Whether Megatron's split of ``m``'s layers on ``p`` stages gives every stage a multiple of ``v``."""
+    try:
+        stage_layer_counts(m, p, v)
+    except ValueError:
+        return False
+    return True
+
+
+def _etps(m, tp: int, options) -> tuple:
+    """Expert tensor-parallel sizes to try with attention TP ``tp``: ``options`` (None: tp and 1) that divide the
+    expert FFN; one (tp) for a dense model."""
+    if not m.experts:
+        return (tp,)
+    opts = (tp, 1) if options is None else options
+    return tuple(dict.fromkeys(x for x in opts if m.expert_ffn % x == 0))
 
 
 def _candidates(m, N, B, space: SearchSpace):
@@ -138,32 +161,34 @@ def _candidates(m, N, B, space: SearchSpace):
                     if B % (b * d):
                         continue
                     mb = B // (b * d)
-                    for e_ in space.eps:
-                        if e_ > 1 and (m.experts % e_ or (d * c) % e_):
+                    for e_, et in ((e_, et) for e_ in space.eps for et in _etps(m, t, space.etps)):
+                        if e_ > 1 and (m.experts % e_ or (t * d * c) % (e_ * et)) or (e_ == 1 and et != t):
                             continue
                         for z in space.zero_stages:
                             if (z >= 2 and p > 1) or (z > 0 and d * c == 1):
                                 continue
                             for g in (space.hsdp if z == 3 else (None,)):
-                                if g is not None and ((d * c) % g or g % e_ or g == d * c):
+                                if g is not None and ((d * c) % g or (g * t) % (e_ * et) or g == d * c):
                                     continue
                                 for rc in space.recompute:
                                     for v in space.interleave:
-                                        if v > 1 and (p == 1 or m.layers % p or (m.layers // p) % v or mb % p):
+                                        if v > 1 and (p == 1 or mb % p or not _interleaves(m, p, v)):
                                             continue
                                         yield dict(tp=t, pp=p, micro_batch=b, zero=z, recompute=rc, interleave=v,
-                                                   ep=e_, cp=c, hsdp=g)
+                                                   ep=e_, cp=c, hsdp=g, etp=et if m.experts else None)
 
 
 def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(1, 2, 4), zero_stages=(0, 1),
          recompute_options=("selective", "full"), interleave_options=(1, 2, 4), max_tp=None, sequence_parallel=True,
          gpu_efficiency=None, dp_overlap=True, ep_options=None, cp_options=(1,), cp_kind="ring", hsdp_options=(None,),
-         moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Plan:
+         moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16", fp8_dispatch=False,
+         etp_options=None) -> Plan:
     """Search TP x PP x DP (x micro-batch, ZeRO, recomputation, interleaving) and rank what fits by step time.
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
     of a node, so that layouts crossing the NVLink domain are shown losing); PP over divisors
-    of the layer count. Returns a Plan whose ``ranked[0]`` is the winner. ZeRO-2/3 are left out
+    of the layer count (or of l + 1, l + 2: Megatron's split with the loss and embedding counted as layers).
+    Returns a Plan whose ``ranked[0]`` is the winner. ZeRO-2/3 are left out
     by default: against published ZeRO-3 runs the model is 1.7-3.4x optimistic at 768-1536 GPUs
     (see ``validation_table``); pass ``zero_stages=(0, 1, 2, 3)`` to include them anyway.
 
@@ -171,6 +196,9 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     an MoE's experts; 1 for a dense model), context parallelism over ``cp_options`` (default 1)
     of ``cp_kind``, and with ZeRO-3 the FSDP/HSDP shard groups in ``hsdp_options`` (None = all
     cp x dp ranks). An MoE may use uneven pipeline stages, so PP also runs over powers of two.
+    ``precision`` (bf16, fp8, mxfp8) and ``fp8_dispatch`` apply to every layout searched. An MoE also
+    searches expert tensor parallelism over ``etp_options`` (default: the layout's tp, and 1: MoE parallel
+    folding, EP laid over the attention's TP x DP ranks).
     """
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)
@@ -180,9 +208,15 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     space = _search_space(m, N, max_tp, micro_batches=micro_batches, zero_stages=zero_stages,
                           recompute_options=recompute_options, interleave_options=interleave_options,
                           ep_options=ep_options, cp_options=cp_options, cp_kind=cp_kind, hsdp_options=hsdp_options)
+    _check_precision(m, sys_, precision, fp8_dispatch)
+    if etp_options is not None:
+        if not isinstance(etp_options, (list, tuple)) or not etp_options:
+            raise ValueError(f"etp_options must be a non-empty list of integers, got {etp_options!r}")
+        space = dataclasses.replace(space, etps=tuple(validate.integer("etp_options", x, low=1, high=4096)
+                                                      for x in etp_options))
     fitting, searched, rejected = [], 0, 0
     common = dict(gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, moe_imbalance=moe_imbalance,
-                  ep_overlap=ep_overlap, cp_kind=space.cp_kind)
+                  ep_overlap=ep_overlap, cp_kind=space.cp_kind, precision=precision, fp8_dispatch=fp8_dispatch)
     for choice in _candidates(m, N, B, space):
         searched += 1
         L = layout(m, sys_, gpus=N, global_batch=B, sequence_parallel=sequence_parallel and choice["tp"] > 1,

@@ -58,7 +58,7 @@ class Estimate:
     micro_batches: int
     interleave: int
     sequence_parallel: bool
-    gpu_efficiency: float
+    gpu_efficiency: float        # hardware FLOPs / (GPUs x compute time x BF16 peak): what the compute reached
     memory: dict                 # bytes per GPU: weights, gradients, optimizer, activations, total, capacity
     fits: bool
     traffic: list
@@ -81,12 +81,18 @@ class Estimate:
     shard_group: int = 0         # ZeRO-3/FSDP shard group (HSDP when smaller than cp x dp); 0 = not ZeRO-3
     ep_exposed_s: float = 0.0
     cp_exposed_s: float = 0.0
+    precision: str = "bf16"      # the recipe (data/precision.json)
+    fp8_dispatch: bool = False
+    stages: list = field(default_factory=list)  # pp > 1: per stage, its layers, micro-batch compute (s), memory (bytes)
+    pp_rule: str = "one"         # how the layers were split over the stages (layouts.PP_RULES)
+    etp: int = 0                 # expert tensor parallel (an MoE; equal to tp unless folded otherwise)
 
     @property
     def layout(self) -> str:
         v = f" v{self.interleave}" if self.interleave > 1 else ""
         cp = f" x CP{self.cp}" + (" (Ulysses)" if self.cp_kind == "ulysses" else "") if self.cp > 1 else ""
-        ep = f" (EP{self.ep})" if self.ep > 1 else ""
+        etp = f", ETP{self.etp}" if self.etp and self.etp != self.tp else ""
+        ep = f" (EP{self.ep}{etp})" if self.ep > 1 else (f" (ETP{self.etp})" if etp else "")
         return f"TP{self.tp}{cp} x PP{self.pp}{v} x DP{self.dp}{ep}"
 
     @property
@@ -102,11 +108,27 @@ class Estimate:
         """Step time split into compute, bubble and exposed communication, seconds."""
         out = {"compute": self.compute_s, "pipeline bubble": self.bubble_s, "tensor-parallel comm": self.tp_exposed_s,
                "pipeline comm": self.pp_exposed_s, "data-parallel comm": self.dp_exposed_s}
-        if self.ep > 1:
+        if self.ep > 1 or self.ep_exposed_s > 0:   # all-to-alls, and the experts' ETP gathers (also at ep 1)
             out["expert-parallel comm"] = self.ep_exposed_s
         if self.cp > 1:
             out["context-parallel comm"] = self.cp_exposed_s
         return out
+
+    def stage_line(self) -> str:
+        """The pipeline stages in one line: layers per stage (runs of equal stages merged), the slowest, memory."""
+        runs = []
+        for s in self.stages:
+            if runs and runs[-1][0] == s["layers"]:
+                runs[-1][1] += 1
+            else:
+                runs.append([s["layers"], 1])
+        text = " | ".join(f"{n}" + (f" x{k}" if k > 1 else "") for n, k in runs)
+        slow = max(self.stages, key=lambda s: s["micro_batch_s"])
+        big = max(self.stages, key=lambda s: s["memory_bytes"])
+        return (f"  stages ({self.pp_rule}): layers {text}; slowest stage {slow['stage']} "
+                f"({slow['layers']} layers{' + output layer' if slow['stage'] == self.pp - 1 else ''}, "
+                f"{units.format_time(slow['micro_batch_s'])} a micro-batch) sets the step; "
+                f"most memory on stage {big['stage']} ({big['memory_bytes'] / units.GB:.1f} GB)")
 
     def exposed_by_kind(self) -> dict:
         """Exposed communication per traffic kind, seconds (the rows of ``traffic`` summed by kind)."""
@@ -126,10 +148,14 @@ class Estimate:
         mem = self.memory
         lines = [
             f"{self.model} on {self.gpus} GPUs ({self.nodes} x {self.system}): {self.layout}, {self.sharding}, "
-            f"recompute {self.recompute}{', sequence parallel' if self.sequence_parallel else ''}",
+            f"recompute {self.recompute}{', sequence parallel' if self.sequence_parallel else ''}"
+            + ("" if self.precision == "bf16" else f", {self.precision.upper()}"
+               + (" (FP8 dispatch)" if self.fp8_dispatch else "")),
             f"  batch {self.global_batch} sequences = {self.micro_batches} micro-batches of {self.micro_batch} per pipeline",
             f"  memory per GPU: weights {mem['weights'] / gb:.1f} GB, gradients {mem['gradients'] / gb:.1f} GB, "
-            f"optimizer {mem['optimizer'] / gb:.1f} GB, activations {mem['activations'] / gb:.1f} GB "
+            f"optimizer {mem['optimizer'] / gb:.1f} GB, "
+            + (f"FP8 weight copies {mem['fp8_weights'] / gb:.1f} GB, " if mem.get("fp8_weights") else "")
+            + f"activations {mem['activations'] / gb:.1f} GB "
             f"= {mem['total'] / gb:.1f} GB of {mem['usable'] / gb:.0f} GB usable -> {'fits' if self.fits else 'DOES NOT FIT'}",
             "  communication per step and per GPU:",
         ]
@@ -143,9 +169,11 @@ class Estimate:
         for name, value in self.breakdown().items():
             lines.append(f"    {name:<22} {units.format_time(value):>9}  {100 * value / total:5.1f} %")
         lines.append(f"  bubble (p-1)/(v m) = {self.bubble_fraction:.3f}")
+        if self.stages:
+            lines.append(self.stage_line())
         lines.append(f"  {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, {self.tflops_per_gpu:.0f} TFLOP/s per GPU "
                      f"(hardware, with recomputation), MFU {100 * self.mfu:.1f} %, HFU {100 * self.hfu:.1f} % "
-                     f"[GPU efficiency assumed {self.gpu_efficiency:.2f}]")
+                     f"[compute at {self.gpu_efficiency:.2f} of the BF16 peak on the slowest stage]")
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)

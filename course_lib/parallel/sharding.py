@@ -35,12 +35,14 @@ def _dp_groups(L: Layout) -> list:
     """(kind prefix, parameters, group size, stride) of each gradient-reduction group.
 
     Dense weights reduce over the cp x dp replicas (the ZeRO-3 shard group with HSDP) at stride
-    tp; routed experts over 1/ep of them at stride tp x ep (the expert-data-parallel group).
+    tp; routed experts over the expert-data-parallel group, tp x cp x dp / (ep x etp) ranks at stride
+    etp x ep (Megatron's expert rank order: ETP adjacent, then EP, then expert DP).
     """
     d = L.shard_group if L.zero == 3 else L.replicas
     if not L.model.experts:
         return [("", L.stage_params, d, L.tp)]
-    return [("", L.stage_dense_params, d, L.tp), ("expert ", L.stage_expert_params, d // L.ep, L.tp * L.ep)]
+    return [("", L.stage_dense_params, d, L.tp),
+            ("expert ", L.stage_expert_params, d * L.tp // (L.ep * L.etp), L.etp * L.ep)]
 
 
 def _row(kind, ids, d, link: GroupLink, calls, size, time_s, exposed) -> tuple[GroupLink, Traffic]:

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from .context import cp_phase
-from .experts import ep_phase
-from .layouts import Layout, assumption, layout
-from .phases import compute_phase, memory_phase, pp_phase, tp_phase
+from .experts import ep_phase, etp_phase
+from .layouts import Layout, layout
+from .phases import compute_phase, memory_phase, pp_phase, stage_memory, tp_phase
+from .precision import precision_summary
 from .results import Estimate
 from .sharding import dp_phase
 
@@ -12,7 +13,8 @@ from .sharding import dp_phase
 def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
              recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
              bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None) -> Estimate:
+             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
+             fp8_dispatch=False, pp_layers=None, etp=None) -> Estimate:
     """Memory per GPU, traffic per step and step time for one layout.
 
     model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;
@@ -24,7 +26,11 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
     divides its experts and cp x dp); cp: context-parallel ranks, cp_kind ``ring`` or ``ulysses``;
     fsdp: ZeRO-3 over all cp x dp ranks; hsdp=G: ZeRO-3 within groups of G, replicated across;
     moe_imbalance >= 1: busiest expert rank's load / mean (dropless routing); ep_overlap: hide
-    the all-to-alls behind another micro-batch; seq_len overrides the model's. Composes
+    the all-to-alls behind another micro-batch; seq_len overrides the model's; precision ``bf16``, ``fp8``
+    or ``mxfp8`` (``data/precision.json``: the linear layers at that peak), fp8_dispatch: the MoE dispatch
+    all-to-all in FP8; pp_layers: (first, last) stage layer counts or one per stage (``stage_layer_counts``:
+    Megatron's rules otherwise); etp: expert tensor parallel size (default tp; EP x ETP fold over
+    TP x CP x DP, so ep may span the attention's TP ranks). Composes
     ``memory_phase``, ``compute_phase``, ``tp_phase``, ``pp_phase``, ``cp_phase``, ``ep_phase``
     and ``dp_phase`` on the 1F1B schedule.
     """
@@ -32,7 +38,8 @@ def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, m
                zero=zero, recompute=recompute, interleave=interleave, sequence_parallel=sequence_parallel,
                gpu_efficiency=gpu_efficiency, dp_overlap=dp_overlap, bucket_bytes=bucket_bytes,
                memory_reserve_bytes=memory_reserve_bytes, gpus=gpus, ep=ep, cp=cp, cp_kind=cp_kind, fsdp=fsdp,
-               hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len)
+               hsdp=hsdp, moe_imbalance=moe_imbalance, ep_overlap=ep_overlap, seq_len=seq_len, precision=precision,
+               fp8_dispatch=fp8_dispatch, pp_layers=pp_layers, etp=etp)
     return estimate_layout(L)
 
 
@@ -44,26 +51,31 @@ def estimate_layout(L: Layout) -> Estimate:
     memory = memory_phase(L)
     c = compute_phase(L)
     tp_traffic, pp_traffic = tp_phase(L, notes), pp_phase(L)
-    cp_traffic, ep_traffic = cp_phase(L, c, notes), ep_phase(L, c, notes)
+    cp_traffic, ep_traffic = cp_phase(L, c, notes), ep_phase(L, c, notes) + etp_phase(L, c, notes)
     dp_traffic = dp_phase(L, c, notes)
     tp_ex = sum(tr.exposed_s for tr in tp_traffic)
     pp_ex = sum(tr.exposed_s for tr in pp_traffic)
     dp_ex = sum(tr.exposed_s for tr in dp_traffic)
     cp_ex = sum(tr.exposed_s for tr in cp_traffic)
     ep_ex = sum(tr.exposed_s for tr in ep_traffic)
-    # 1F1B schedule: (m + (p-1)/v) slots
+    # 1F1B schedule: m slots of the slowest stage, and a fill and drain through every other stage once
+    # (divided by v when interleaved): (p-1)/v slots when the stages are even
     mb, p, v = L.micro_batches, L.pp, L.interleave
-    slot = c.micro_batch_s + (tp_ex + pp_ex) / mb + (cp_ex + ep_ex) / mb
-    bubble = (p - 1) / v * slot
+    comm = (tp_ex + pp_ex) / mb + (cp_ex + ep_ex) / mb
+    slot = c.micro_batch_s + comm
+    bubble = ((p - 1) * comm + sum(c.stage_micro_batch_s) - c.micro_batch_s) / v
     step = mb * slot + bubble + dp_ex
     per_gpu = lambda flops: flops / step / L.gpus / 1e12  # noqa: E731 - TFLOP/s per GPU
     peak = L.system.gpu.bf16_flops
-    if L.gpu_efficiency != assumption("gpu_efficiency"):
-        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} (default {assumption('gpu_efficiency'):.2f})")
+    if L.precision != "bf16":
+        notes.append(precision_summary(L.precision, L.system.gpu) + "; MFU and HFU count against the BF16 peak")
+    if L.gpu_efficiency is not None:
+        notes.append(f"GPU efficiency set to {L.gpu_efficiency:.2f} for every product (default: each GEMM priced "
+                     "from its shape)")
     return Estimate(model=L.model.name, system=L.system.id, gpus=L.gpus, nodes=L.nodes, tp=L.tp, pp=p, dp=L.dp,
                     zero=L.zero, recompute=L.recompute, micro_batch=L.micro_batch, global_batch=L.global_batch,
                     micro_batches=mb, interleave=v, sequence_parallel=L.sequence_parallel,
-                    gpu_efficiency=L.gpu_efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
+                    gpu_efficiency=c.efficiency, memory=memory, fits=memory["total"] <= memory["usable"],
                     traffic=tp_traffic + cp_traffic + ep_traffic + pp_traffic + dp_traffic, step_time_s=step,
                     compute_s=c.compute_s,
                     bubble_s=bubble, bubble_fraction=(p - 1) / (v * mb), tp_exposed_s=tp_ex, pp_exposed_s=pp_ex,
@@ -71,4 +83,7 @@ def estimate_layout(L: Layout) -> Estimate:
                     tflops_per_gpu=per_gpu(c.hardware_flops), model_tflops_per_gpu=per_gpu(c.model_flops),
                     mfu=per_gpu(c.model_flops) * 1e12 / peak, hfu=per_gpu(c.hardware_flops) * 1e12 / peak,
                     notes=notes, ep=L.ep, cp=L.cp, cp_kind=L.cp_kind, shard_group=L.shard_group, ep_exposed_s=ep_ex,
-                    cp_exposed_s=cp_ex)
+                    cp_exposed_s=cp_ex, precision=L.precision, fp8_dispatch=L.fp8_dispatch,
+                    stages=[{"stage": i, "layers": n, "micro_batch_s": s, "memory_bytes": stage_memory(L, i)["total"]}
+                            for i, (n, s) in enumerate(zip(L.stage_layers, c.stage_micro_batch_s))] if p > 1 else [],
+                    pp_rule=L.pp_rule, etp=L.etp)

@@ -212,10 +212,12 @@ print(p.summary(top=5))
 # (`dsv3-pretraining` below), {{ds_ratio}} of it, with the all-to-alls hidden. That case differs from section 6: it
 # runs on H800 nodes with **selective** recomputation, where section 6 recomputes every layer
 # (`recompute="full"`, {{ds_s6_tokens}} on DGX H100), and it does **not fit** the model's memory check:
-# {{ds_memory}} per GPU against {{ds_usable}} usable (DeepSeek kept activations in FP8; the model counts BF16). It
-# lands close for partly wrong reasons: the model counts BF16 matmuls where DeepSeek used FP8, sends $k$
-# copies of each token across the network where DeepEP sends one per destination node (at most 4 by
-# DeepSeek's node-limited routing), and ignores the SMs the communication kernels take from compute.
+# {{ds_memory}} per GPU against {{ds_usable}} usable (DeepSeek cached more activations in FP8 than the linear
+# inputs the model saves in FP8). It is priced with the report's FP8 recipe (linear layers at the FP8 peak, the
+# dispatch in FP8), but as Transformer Engine's per-tensor recipe rather than DeepSeek's fine-grained scaling; it
+# sends $k$ copies of each token across the network where DeepEP sends one per destination node (at most 4 by
+# DeepSeek's node-limited routing), ignores the SMs the communication kernels take from compute, and puts the
+# output head and MTP module on the last stage where DualPipe pairs them with the embedding.
 
 # %%
 print(parallel.modern_validation_summary())
@@ -350,7 +352,7 @@ a2a_bottleneck = "B"
 # - **D.** EP 2 with TP 4.
 
 # %% exercise="10.5"
-mixtral_layout = "D"
+mixtral_layout = "C"
 
 # %% [markdown]
 # **Exercise 10.6** (2 points). Diagnose: a DeepSeek-style run measures its all-to-alls **and** its expert

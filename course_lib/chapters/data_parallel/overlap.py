@@ -156,7 +156,7 @@ def overlap_rule(model="megatron-7.5b", system="dgx-h100", gpus=64, micro_batch=
                        tokens_per_gpu=b * m.seq_len, layer_params=m.layer_params, layer_grad_bytes=grad,
                        layer_forward_s=fwd, layer_backward_s=bwd, layer_forward_comm_s=fwd_comm,
                        layer_backward_comm_s=bwd_comm, link=link.name, link_bandwidth=link.bandwidth,
-                       peak_flops=sys_.gpu.bf16_flops * L.gpu_efficiency, backward_s=backward_s,
+                       peak_flops=sys_.gpu.bf16_flops * c.efficiency, backward_s=backward_s,
                        bucket_bytes=L.bucket_bytes, bucket_comm_s=bucket_comm,
                        bucket_fill_s=bwd * L.bucket_bytes / grad, first_bucket_bytes=first,
                        first_bucket_comm_s=price("all_reduce", first), first_bucket_fill_s=bwd * first / grad,

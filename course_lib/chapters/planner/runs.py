@@ -18,9 +18,11 @@ FAST_SEARCH = {"micro_batches": (1, 2), "zero_stages": (1,), "recompute_options"
                "interleave_options": (1, 2), "max_tp": 16}
 
 
-def plan_run(model, system, gpus, global_batch, *, nic_gbit_s=None, gpu_link_gb_s=None, fast=False) -> parallel.Plan:
+def plan_run(model, system, gpus, global_batch, *, nic_gbit_s=None, gpu_link_gb_s=None, fast=False,
+             precision="bf16") -> parallel.Plan:
     """parallel.plan for ``gpus`` GPUs of ``system``, optionally with another NIC rate (Gb/s, bits, per
-    direction, as vendors quote it) or GPU-link rate (GB/s, bytes, per direction): ``System.variant``.
+    direction, as vendors quote it) or GPU-link rate (GB/s, bytes, per direction): ``System.variant``;
+    ``precision`` is the training recipe (``parallel.PRECISIONS``).
 
     fast=True searches the explorer's reduced space (FAST_SEARCH), otherwise parallel.plan's defaults.
     """
@@ -28,7 +30,8 @@ def plan_run(model, system, gpus, global_batch, *, nic_gbit_s=None, gpu_link_gb_
         raise ValueError(f"fast must be True or False, got {fast!r}")
     sys_ = hardware.resolve_system(system).variant(nic_gbit_s=nic_gbit_s, gpu_link_gb_s=gpu_link_gb_s)
     gpus = validate.integer("gpus", gpus, low=1, high=10**6)
-    return parallel.plan(model, sys_, gpus=gpus, global_batch=global_batch, **(FAST_SEARCH if fast else {}))
+    return parallel.plan(model, sys_, gpus=gpus, global_batch=global_batch, precision=precision,
+                         **(FAST_SEARCH if fast else {}))
 
 
 def required_tokens_per_s(tokens, days) -> float:
