@@ -74,7 +74,7 @@ def model_answer(exercise_id: str) -> str:
     """A written exercise's model answer, for the instructor's solution notebooks. It needs the answer
     key (the instructor's copy): a student's kernel gets it only from ``checks.check`` after an attempt."""
     answer_key()  # ValueError where the instructor's key is not
-    return _fresh_checks()._written(exercise_id)["model_answer"]
+    return _fresh_modules()["exercises.specs"].written(exercise_id)["model_answer"]
 
 
 # ---------------------------------------------------------------- fresh modules
@@ -94,11 +94,35 @@ def _fresh(module: str):
     return fresh
 
 
+# The judging modules of course_lib.exercises, in import order: each fresh copy is put in sys.modules
+# under its own name while the next is loaded, so ``from .keys import ...`` binds the fresh copy.
+JUDGING = ("manifest", "exercises.keys", "exercises.result", "exercises.session", "exercises.specs",
+           "exercises.mistakes", "exercises.chains", "exercises.numbers", "exercises.choices", "exercises.code",
+           "exercises.free_text", "exercises.judge", "checks")
+
+
+def _fresh_modules() -> dict:
+    """Fresh copies of every judging module (``JUDGING``), the chapter list a fresh ``manifest`` (course.toml
+    read from its file): nothing a learner's cells patched reaches them. Module name -> fresh module."""
+    saved, fresh = {}, {}
+    try:
+        for module in JUDGING:
+            name = f"course_lib.{module}"
+            saved[name] = sys.modules.get(name)
+            fresh[module] = sys.modules[name] = _fresh(module)
+        fresh["exercises.specs"].manifest = fresh["manifest"]
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return fresh
+
+
 def _fresh_checks():
-    """A fresh ``checks`` whose chapter list is a fresh ``manifest`` (course.toml read from its file)."""
-    checks = _fresh("checks")
-    checks.manifest = _fresh("manifest")
-    return checks
+    """A fresh ``checks`` (:func:`_fresh_modules`)."""
+    return _fresh_modules()["checks"]
 
 
 def evaluate(exercise_id: str, answer):

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from course_lib import checks, grading
+from course_lib.exercises import judge, keys, mistakes, numbers, specs
 
 NUMERIC = [i for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("kind", "number") == "number"]
 ROUNDED = "Close, but rounded"
@@ -27,7 +28,7 @@ def _round(value, figures, how):
 
 
 def _hint_texts(spec):
-    return {h for _, h in checks._hints(spec)}
+    return {h for _, h in mistakes.hints(spec)}
 
 
 def test_correct_answer_within_relative_tolerance():
@@ -80,7 +81,7 @@ def test_rounding_property_for_any_value_and_any_mistake_factors(expected, figur
     3 figures never gets a named mistake."""
     spec = {"unit": "units", "rtol": rtol, "hints": [{"factor": f, "hint": f"mistake {i}"} for i, f in enumerate(factors)]}
     answer = _round(expected, figures, "round")
-    ok, message = checks._judge_number("99.1", spec, answer, checks.PlainKey(expected), False)
+    ok, message = numbers.judge_number("99.1", spec, answer, checks.PlainKey(expected), False)
     assert ok or message.startswith(ROUNDED), (expected, answer, message)
 
 
@@ -89,11 +90,11 @@ def test_every_named_mistake_is_still_diagnosed_at_full_precision(exercise):
     spec = checks.spec(exercise)
     expected = float(grading.expected(exercise))
     rtol = spec.get("rtol", 0.02)
-    for factor, hint in checks._hints(spec):
+    for factor, hint in mistakes.hints(spec):
         if abs(factor - 1) <= 2 * rtol:
             continue  # inside the tolerance: indistinguishable from a correct answer
         result = checks.evaluate(exercise, expected * factor)
-        same = {h for f, h in checks._hints(spec) if abs(f / factor - 1) <= 2 * rtol}
+        same = {h for f, h in mistakes.hints(spec) if abs(f / factor - 1) <= 2 * rtol}
         assert result.status == "wrong" and result.message in same, (exercise, factor, result.message)
 
 
@@ -107,7 +108,7 @@ OLD_01 = {"01.3": (0.126953125, [{"factor": 1.015625, "hint": "Close: you left o
 def test_chapter_01_rounded_answers_are_told_to_keep_figures(exercise, answer):
     expected, hints, mistakes = OLD_01[exercise]
     spec = {"unit": "seconds", "rtol": 0.02, "hints": hints, "mistakes": mistakes}
-    ok, message = checks._judge_number(exercise, spec, answer, checks.PlainKey(expected), False)
+    ok, message = numbers.judge_number(exercise, spec, answer, checks.PlainKey(expected), False)
     assert not ok and message.startswith(ROUNDED), message
     assert "encoding" not in message and "binary" not in message
 
@@ -175,7 +176,7 @@ def test_callable_exercise_unanswered(monkeypatch):
     def stub(*args):
         raise NotImplementedError()
     spec = {"kind": "callable", "checker": "tests.helpers_checks:always_call", "points": 2, "variable": "f"}
-    monkeypatch.setattr(checks, "spec", lambda _id: spec)
+    monkeypatch.setattr(judge, "spec", lambda _id: spec)
     assert checks.evaluate("99.1", stub).status == "not answered"
     assert checks.evaluate("99.1", lambda: 1).correct
     assert checks.evaluate("99.1", 5).status == "wrong"
@@ -214,7 +215,7 @@ def test_every_chapter_tests_more_than_computation():
 
 
 def test_written_answers_show_the_model_answer_only_after_an_attempt():
-    written = checks._written("03.8")
+    written = specs.written("03.8")
     assert checks.evaluate("03.8", None).status == "not answered"
     short = checks.evaluate("03.8", "the switch")
     assert short.status == "not answered" and written["model_answer"] not in short.message
@@ -227,12 +228,12 @@ def test_written_answers_show_the_model_answer_only_after_an_attempt():
 # ---------------------------------------------------------------- issue 23 item 3, issue 28 item 7
 
 def test_spec_gives_no_rubric_or_model_answer_to_a_student_kernel():
-    written = [i for c in checks.chapters() for i, s in checks._chapter(c).items() if s.get("kind") == "free_text"]
+    written = [i for c in checks.chapters() for i, s in specs.chapter(c).items() if s.get("kind") == "free_text"]
     assert written
     for exercise in written:
         assert not {"rubric", "model_answer"} & set(checks.spec(exercise)), exercise
         assert not {"rubric", "model_answer"} & set(checks.exercises(exercise[:2])[exercise]), exercise
-    assert grading.model_answer("03.8") == checks._written("03.8")["model_answer"]   # the instructor's route
+    assert grading.model_answer("03.8") == specs.written("03.8")["model_answer"]   # the instructor's route
 
 
 def test_the_model_answer_route_needs_the_instructors_key(monkeypatch, tmp_path):
@@ -248,7 +249,7 @@ def test_one_tolerance_rule_for_self_check_and_grader():
     for exercise in NUMERIC:
         spec = checks.spec(exercise)
         expected, rtol = float(grading.expected(exercise)), float(spec.get("rtol", 0.02))
-        top = math.exp((checks._cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
+        top = math.exp((keys.cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
         for answer in (expected * (1 + rtol), top * (1 + rtol) * (1 - 1e-9), top * (1 + rtol) * (1 + 1e-6),
                        expected * (1 - rtol) * (1 - 1e-4), expected * (1 + rtol) * 1.0002):
             answer = math.copysign(answer, expected)
@@ -256,7 +257,7 @@ def test_one_tolerance_rule_for_self_check_and_grader():
             assert checks.SealedKey(spec["key"]).within(*interval) == checks.PlainKey(expected).within(*interval), \
                 (exercise, answer)
     expected = float(grading.expected("00.4"))
-    edge = math.exp((checks._cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
+    edge = math.exp((keys.cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
     assert edge > expected * 1.02
     assert checks.evaluate("00.4", edge).correct and grading.evaluate("00.4", edge).correct
     assert not checks.evaluate("00.4", edge * 1.0002).correct and not grading.evaluate("00.4", edge * 1.0002).correct
@@ -351,10 +352,10 @@ def test_every_chain_key_holds_the_ratio_and_no_answer():
 
 def test_rounding_to_one_significant_figure_is_named():
     spec = {"unit": "seconds", "rtol": 0.01, "concept": "idea", "formula": "t = n / B"}
-    ok, message = checks._judge_number("99.1", spec, 0.08, checks.PlainKey(0.0817), False)
+    ok, message = numbers.judge_number("99.1", spec, 0.08, checks.PlainKey(0.0817), False)
     assert not ok and message.startswith("Close, but rounded to 1 significant figure"), message
     assert "too small" not in message and "t = n / B" not in message
-    ok, message = checks._judge_number("99.1", spec, 0.07, checks.PlainKey(0.0817), False)
+    ok, message = numbers.judge_number("99.1", spec, 0.07, checks.PlainKey(0.0817), False)
     assert message.startswith("Not yet: your answer is too small")    # 0.07 is no rounding of 0.0817
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from course_lib import authoring, checks, exercises, grading, manifest
+from course_lib.exercises import numbers, specs
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = grading.answer_key()
@@ -249,7 +250,7 @@ def test_objects_that_lie_score_nothing(exercise, answer):
 def test_patched_checks_cannot_make_a_wrong_answer_right(monkeypatch):
     monkeypatch.setattr(checks, "grade", lambda *a, **k: None)
     monkeypatch.setattr(checks, "evaluate", lambda i, a, **k: checks.Result(i, "correct", "", 1.0, 1.0))
-    monkeypatch.setattr(checks, "_judge_number", lambda *a: (True, "Correct."))
+    monkeypatch.setattr(numbers, "judge_number", lambda *a: (True, "Correct."))
     monkeypatch.setattr(checks.PlainKey, "within", lambda self, lo, hi: True)
     with pytest.raises(AssertionError):
         grading.grade("01.1", 1.0)
@@ -328,7 +329,7 @@ def test_a_graded_release_has_no_sealed_key_and_its_checks_record(tmp_path, monk
     written = grading.strip_keys(tmp_path)
     assert written and all("key" not in e for p in written.values() for e in json.loads(p.read_text()).values())
     stripped = json.loads(written[next(iter(written))].read_text())
-    monkeypatch.setattr(checks, "_chapter", lambda chapter: stripped)
+    monkeypatch.setattr(specs, "chapter", lambda chapter: stripped)
     exercise_id = next(i for i, e in stripped.items() if e.get("kind", "number") in ("number", "choice"))
     result = checks.evaluate(exercise_id, 1.0)
     assert result.status == "recorded" and result.points == 0.0

@@ -7,7 +7,8 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from course_lib.exercises import ch04  # noqa: E402
-from course_lib.lab import algorithms, exercises  # noqa: E402
+from course_lib.exercises import ring as exercises  # noqa: E402
+from course_lib.lab import algorithms  # noqa: E402
 from tests.test_lab_helpers import live_children  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork"),

@@ -11,7 +11,7 @@ def _a2a_check_worker(rank, world_size, fn):
     import torch.distributed as dist
 
     from ..lab.bench import _all_to_all_inputs
-    from ..lab.exercises import Traffic
+    from ..lab.traffic import Traffic
 
     for count, dtype in A2A_CASES:
         inp, _ = _all_to_all_inputs(count * world_size, rank, world_size, getattr(torch, dtype))
