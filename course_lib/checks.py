@@ -33,7 +33,7 @@ from .exercises.numbers import last_figure, significant_figures
 from .exercises.result import NOT_ANSWERED, NOT_GIVEN, Result, is_unanswered
 from .exercises.session import FIRST_CHOICE, HINT_LEVELS, LAST, LEVEL, graded, reset, set_mode
 from .exercises.specs import chapter as _chapter
-from .exercises.specs import chapters, exercises, raw_spec, spec
+from .exercises.specs import chapters, exercises, full, raw_spec, spec
 from .exercises.free_text import MIN_WORDS
 
 SKILLS = ("compute", "predict", "explain", "design", "diagnose")
@@ -65,8 +65,14 @@ def check(exercise_id, answer) -> None:
 
 def hint(exercise_id) -> None:
     """Show the next hint of an exercise without answering it: the idea, then the formula, then the
-    steps (each call, like each wrong answer, moves one level on; the third is the last)."""
+    steps (each call, like each wrong answer, moves one level on; the third is the last). In graded
+    mode there are none: the feedback comes with the grade."""
     s = spec(exercise_id)
+    if graded():
+        _show(Result(exercise_id, "hint", "No hints in graded mode: feedback comes with your grade.", 0.0,
+                     float(s.get("points", 1))))
+        return
+    s = full(exercise_id)
     level = min(LEVEL.get(exercise_id, 0) + 1, len(HINT_LEVELS))
     last = LEVEL.get(exercise_id, 0) >= len(HINT_LEVELS)
     LEVEL[exercise_id] = level

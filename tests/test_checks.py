@@ -62,7 +62,7 @@ def test_common_mistakes_get_specific_hints(answer, words):
 def test_rounding_the_answer_never_names_a_mistake(exercise, figures):
     """Every numeric exercise: its answer rounded to 2 or 3 significant figures is correct or told to
     keep more figures, never diagnosed as a unit or formula mistake."""
-    spec = checks.spec(exercise)
+    spec = specs.full(exercise)
     if spec.get("integer"):
         pytest.skip("a count is exact: 140 micro-batches for 144 is a mistake (not a multiple of 8), not rounding")
     answer = _round(float(grading.expected(exercise)), figures, "round")
@@ -87,7 +87,7 @@ def test_rounding_property_for_any_value_and_any_mistake_factors(expected, figur
 
 @pytest.mark.parametrize("exercise", NUMERIC)
 def test_every_named_mistake_is_still_diagnosed_at_full_precision(exercise):
-    spec = checks.spec(exercise)
+    spec = specs.full(exercise)
     expected = float(grading.expected(exercise))
     rtol = spec.get("rtol", 0.02)
     for factor, hint in mistakes.hints(spec):
@@ -128,11 +128,11 @@ def test_a_mistake_beyond_rounding_is_still_named():
 def test_hints_come_in_levels_and_never_with_numbers():
     first = checks.evaluate("02.3", 17.0, record=True).message
     second = checks.evaluate("02.3", 17.0, record=True).message
-    spec = checks.spec("02.3")
+    spec = specs.full("02.3")
     assert spec["concept"] in first and spec["formula"] not in first
     assert spec["formula"] in second
     for exercise in NUMERIC:
-        s = checks.spec(exercise)
+        s = specs.full(exercise)
         assert s.get("concept") and s.get("formula") and s["concept"] != s["formula"], exercise
         expected = float(grading.expected(exercise))
         for level in ("concept", "formula"):
@@ -236,6 +236,43 @@ def test_spec_gives_no_rubric_or_model_answer_to_a_student_kernel():
     assert grading.model_answer("03.8") == specs.written("03.8")["model_answer"]   # the instructor's route
 
 
+FEEDBACK_FIELDS = {"concept", "formula", "steps", "hints", "choice_hints", "rubric", "model_answer"}
+FILLER = "this is some filler text that I am writing only to reach the fifteen word minimum for the answer"
+
+
+def test_no_spec_file_holds_feedback():
+    """Hints, choice feedback, rubrics and model answers are the instructor's (solutions/feedback.json): an
+    exercises file holds none, so no wrong letter's feedback names the key and no hint states a factor."""
+    for chapter in checks.chapters():
+        for exercise, entry in specs.chapter(chapter).items():
+            assert not FEEDBACK_FIELDS & set(entry), exercise
+            assert not FEEDBACK_FIELDS & set(checks.spec(exercise)), exercise
+
+
+def test_graded_mode_records_free_text_with_no_rubric_or_model_answer():
+    checks.set_mode("graded")
+    result = checks.evaluate("06.10", FILLER)
+    written = specs.written("06.10")
+    assert result.status == "recorded" and written["model_answer"] not in result.message
+    assert not any(item in result.message for item in written["rubric"]) and "rubric" in result.message
+    checks.set_mode("self-study")
+    assert written["model_answer"] in checks.evaluate("06.10", FILLER).message   # self-study keeps it
+
+
+def test_graded_mode_judges_and_hints_nothing_in_the_kernel(capsys):
+    checks.set_mode("graded")
+    assert checks.evaluate("00.1", 26e9).status == "recorded"          # even where a sealed key is present
+    checks.hint("00.4")
+    assert "No hints in graded mode" in capsys.readouterr().out
+    checks.set_mode("self-study")
+
+
+def test_choice_feedback_is_for_the_chosen_letter_only(monkeypatch, tmp_path):
+    monkeypatch.setenv(specs.FEEDBACK_ENV, str(tmp_path / "none.json"))   # a copy without solutions/
+    wrong = next(c for c in checks.spec("00.3")["choices"] if c.lower() != str(grading.expected("00.3")).lower())
+    assert checks.evaluate("00.3", wrong).message == "Not this one; reread the section."
+
+
 def test_the_model_answer_route_needs_the_instructors_key(monkeypatch, tmp_path):
     monkeypatch.setenv(grading.KEY_ENV, str(tmp_path / "none.json"))
     with pytest.raises(ValueError, match="answer key"):
@@ -247,7 +284,7 @@ def test_one_tolerance_rule_for_self_check_and_grader():
     the grader asked whether the exact value did, and so said wrong up to one cell beyond the tolerance
     where the self-check said "Correct.". Both now apply the cell rule: they agree on every answer."""
     for exercise in NUMERIC:
-        spec = checks.spec(exercise)
+        spec = specs.full(exercise)
         expected, rtol = float(grading.expected(exercise)), float(spec.get("rtol", 0.02))
         top = math.exp((keys.cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
         for answer in (expected * (1 + rtol), top * (1 + rtol) * (1 - 1e-9), top * (1 + rtol) * (1 + 1e-6),
@@ -375,7 +412,7 @@ def test_a_third_hint_level_and_hints_on_request(capsys):
     checks.hint("00.4")
     checks.hint("00.4")
     out = capsys.readouterr().out.splitlines()
-    spec = checks.spec("00.4")
+    spec = specs.full("00.4")
     assert out[0].endswith(spec["concept"]) and "Hint 1 of 3" in out[0]
     assert spec["formula"] in out[1] and "Hint 2 of 3" in out[1]
     assert "Hint 3 of 3 (the steps)" in out[2] and "bits vs bytes" in out[2] and "last hint" in out[3]

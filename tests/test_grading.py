@@ -157,7 +157,7 @@ def test_a_model_answer_reads_its_input_from_the_key(monkeypatch, tmp_path):
     changed.write_text(json.dumps(key), encoding="utf-8")
     monkeypatch.setenv(grading.KEY_ENV, str(changed))
     one_port = grading.expected("09.8")
-    factor = next(h["factor"] for h in checks.spec("09.8")["hints"] if "one port" in h["hint"])
+    factor = next(h["factor"] for h in specs.full("09.8")["hints"] if "one port" in h["hint"])
     assert one_port / two_ports == pytest.approx(factor, rel=1e-6)
     del key["09.8"]["system_toml"]
     changed.write_text(json.dumps(key), encoding="utf-8")
@@ -333,3 +333,31 @@ def test_a_graded_release_has_no_sealed_key_and_its_checks_record(tmp_path, monk
     exercise_id = next(i for i, e in stripped.items() if e.get("kind", "number") in ("number", "choice"))
     result = checks.evaluate(exercise_id, 1.0)
     assert result.status == "recorded" and result.points == 0.0
+
+
+def test_a_learner_copy_holds_no_answer(tmp_path):
+    """``grading strip FOLDER``: no solutions/, tests/ or answer models; exercises files with no key or feedback."""
+    files = grading.learner_copy(tmp_path / "learner")
+    assert "course.toml" in files and any(f.startswith("notebooks/") for f in files)
+    assert not [f for f in files if f.split("/")[0] in ("solutions", "tests", "scripts")
+                or "answers_ch" in f or f.endswith(".pyc")]
+    for chapter in manifest.chapters():
+        if chapter.exercises:
+            data = json.loads((tmp_path / "learner" / chapter.exercises_path.relative_to(grading.ROOT)).read_text())
+            for exercise_id, entry in data.items():
+                assert "key" not in entry and "key" not in entry.get("chain", {}), exercise_id
+                assert not {"hints", "choice_hints", "formula", "rubric", "model_answer"} & set(entry), exercise_id
+    with pytest.raises(ValueError, match="new or empty"):
+        grading.learner_copy(tmp_path / "learner")
+    assert grading.main(["strip", str(tmp_path / "learner")]) == 2
+
+
+def test_choice_keys_spread_over_the_letters():
+    """No letter is the key of more than 35% of the choice items (always answering one letter scores little)."""
+    import collections
+
+    choice = [i for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("kind") == "choice"]
+    counts = collections.Counter(str(grading.expected(i)).upper() for i in choice)
+    assert choice and max(counts.values()) <= 0.35 * len(choice), dict(counts)
+    for exercise_id in choice:   # and every key is one of its item's choices
+        assert str(grading.expected(exercise_id)).upper() in checks.spec(exercise_id)["choices"], exercise_id

@@ -1,15 +1,7 @@
-"""Chapter 05 (InfiniBand): the checker of exercise 05.6 and the answer model of 05.10."""
+"""Chapter 05 (InfiniBand): the checker of exercise 05.6 (its answer model, 05.10's, is in ``answers_ch05``)."""
 from __future__ import annotations
 
 from .. import costmodel
-
-
-def _busbw_64_nodes_from_4() -> float:
-    """05.10: Azure ND H100 v5's 335.3 GB/s ring busbw on 4 nodes, carried to 64 by the model's node decline."""
-    return 335.3 * costmodel.node_decline(64) / costmodel.node_decline(4)
-
-
-MODELS = {"05.10": lambda entry: _busbw_64_nodes_from_4()}
 
 
 # ---------------------------------------------------------------- 05.6: the two-level all-reduce as a function

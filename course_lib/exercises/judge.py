@@ -10,8 +10,8 @@ from .free_text import free_text
 from .keys import SealedKey
 from .numbers import as_number, judge_number
 from .result import NOT_ANSWERED, NOT_GIVEN, Result, is_unanswered
-from .session import LAST
-from .specs import raw_spec, spec
+from .session import LAST, graded
+from .specs import feedback, raw_spec, spec
 
 
 def evaluate(exercise_id, answer, *, key=None, record: bool = False, earlier=NOT_GIVEN) -> Result:
@@ -27,10 +27,16 @@ def evaluate(exercise_id, answer, *, key=None, record: bool = False, earlier=NOT
     if is_unanswered(answer):
         return Result(exercise_id, "not answered", NOT_ANSWERED, 0.0, points)
     kind = s.get("kind", "number")
+    in_kernel_graded = key is None and graded()   # a graded learner's kernel: nothing is judged or explained
     if kind in ("number", "choice") and key is None:
-        if "key" not in s:  # a graded release carries no sealed answer: the grader judges it (course_lib.grading)
+        if kind == "choice" and in_kernel_graded and record:
+            ok, message = judge_choice(exercise_id, s, answer, None, record)  # keeps the first letter only
+            return Result(exercise_id, "recorded" if ok is None else "wrong", message, 0.0, points)
+        if in_kernel_graded or "key" not in s:  # a graded release carries no sealed answer: the grader judges it
             return Result(exercise_id, "recorded", "Answer recorded; it is judged when your work is graded.", 0.0, points)
         key = SealedKey(s["key"])
+    if not in_kernel_graded:
+        s = {**s, **feedback(exercise_id)}   # the hints and feedback, where this copy of the course has them
     if record:
         LAST[exercise_id] = answer
     try:
@@ -42,7 +48,7 @@ def evaluate(exercise_id, answer, *, key=None, record: bool = False, earlier=NOT
         elif kind == "callable":
             ok, message = judge_callable(s, answer)
         elif kind == "free_text":
-            return free_text(exercise_id, answer, points)
+            return free_text(exercise_id, s, answer, points, graded=in_kernel_graded)
         else:
             raise ValueError(f"exercise {exercise_id} has unknown kind {kind!r}")
     except NotImplementedError:

@@ -1,15 +1,30 @@
-"""What each exercise asks: its entry in the chapter's exercises file, the one ``course.toml`` names
-(:mod:`course_lib.manifest`; ``course_lib/exercises/<chapter>.json``)."""
+"""What each exercise asks, and the feedback it gives, kept apart.
+
+The **spec** is the item's entry in its chapter's exercises file, the one ``course.toml`` names
+(:mod:`course_lib.manifest`; ``course_lib/exercises/<chapter>.json``): what is asked and how it is judged
+(variable, kind, unit, rtol, points, choices, named mistakes, a chain's source) and, in self-study, the
+sealed key. It ships with the learner's package.
+
+The **feedback** is the instructor's (``solutions/feedback.json``, or the file ``$COURSE_LIB_FEEDBACK``
+names): per item its ``concept``, ``formula`` and ``steps`` (the hint levels), ``hints`` (factor ->
+diagnosis), ``choice_hints`` (letter -> feedback), ``rubric`` and ``model_answer``. Each says something
+about the answer, so none ships with a graded learner's copy (``python -m course_lib.grading strip``);
+self-study reads it from the course's own ``solutions/``, and only for the option or number answered.
+"""
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
 from .. import manifest, validate
 
-# Shown by ``check`` after a written attempt, never by ``spec``: a student kernel gets no route to them.
-PRIVATE_FIELDS = ("rubric", "model_answer")
+ROOT = Path(__file__).resolve().parents[2]
+FEEDBACK_ENV = "COURSE_LIB_FEEDBACK"
+# Fields that live in the feedback file, never in a spec (public() drops any that a spec still carries).
+FEEDBACK_FIELDS = ("concept", "formula", "steps", "hints", "choice_hints", "rubric", "model_answer")
+PRIVATE_FIELDS = FEEDBACK_FIELDS
 
 
 def chapter(number: str) -> dict:
@@ -61,7 +76,26 @@ def exercises(number) -> dict:
     return {i: public(s) for i, s in chapter(validate.choice("chapter", number, chapters())).items()}
 
 
+def feedback_path() -> Path:
+    """Where the feedback file is: ``$COURSE_LIB_FEEDBACK`` or ``solutions/feedback.json``."""
+    return Path(os.environ.get(FEEDBACK_ENV) or ROOT / "solutions" / "feedback.json")
+
+
+def feedback(exercise_id) -> dict:
+    """One item's feedback (hints, choice feedback, rubric, model answer); {} where the file is not here
+    (a graded learner's copy) or has no entry for it."""
+    path = feedback_path()
+    if not path.is_file():
+        return {}
+    return json.loads(json.dumps(_read(str(path)).get(exercise_id, {})))
+
+
+def full(exercise_id) -> dict:
+    """The spec with its feedback (the judging's view; never hand it to a graded learner)."""
+    return {**spec(exercise_id), **feedback(exercise_id)}
+
+
 def written(exercise_id) -> dict:
-    """A written exercise's rubric and model answer."""
-    s = raw_spec(exercise_id)
+    """A written exercise's rubric and model answer ({} fields empty where the feedback file is not here)."""
+    s = feedback(exercise_id)
     return {"rubric": list(s.get("rubric", [])), "model_answer": s.get("model_answer", "")}

@@ -676,13 +676,13 @@ zero2_gb = (2 * psi + (2 + 12) * psi / 16) / 1e9
 # `wrong_dp_claim`.
 #
 # - **A.** DDP averages gradients: it sums them with an all-reduce and divides by the world size.
-# - **B.** ZeRO-3 divides the model-state memory per GPU by the data-parallel degree at no extra
-#   communication cost.
+# - **B.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
 # - **C.** ZeRO-1 and ZeRO-2 send as many bytes per step as DDP.
-# - **D.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
+# - **D.** ZeRO-3 divides the model-state memory per GPU by the data-parallel degree at no extra
+#   communication cost.
 
 # %% exercise="06.7"
-wrong_dp_claim = "B"
+wrong_dp_claim = "D"
 
 # %% [markdown]
 # **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the

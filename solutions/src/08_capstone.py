@@ -354,12 +354,12 @@ days_h100_2048 = brief.tokens / (winner_h100.tokens_per_s_per_gpu * 2048) / 8640
 # and GPU-hours? Store the letter in `more_gpus_prediction`.
 #
 # - **A.** Days halve and GPU-hours stay the same.
-# - **B.** Days drop by less than half and GPU-hours rise.
+# - **B.** Days and GPU-hours both halve.
 # - **C.** Days do not change: the batch is fixed.
-# - **D.** Days and GPU-hours both halve.
+# - **D.** Days drop by less than half and GPU-hours rise.
 
 # %% exercise="08.8"
-more_gpus_prediction = "B"
+more_gpus_prediction = "D"
 
 # %% [markdown]
 # ### 4.1 More GPUs
