@@ -53,7 +53,7 @@ def key_field(entry: dict, field: str, kind: type):
     return value
 
 
-def specs(chapter) -> dict:
+def chapter_file(chapter) -> dict:
     """The exercises file of a :class:`course_lib.manifest.Chapter` as it stands (id -> entry; {} without one)."""
     path = chapter.exercises_path
     if path is None or not path.is_file():

@@ -42,7 +42,7 @@ def level_text(s, level: int) -> str:
         return formula or concept or "No formula here: reread the section, then check an answer."
     if s.get("steps"):
         return s["steps"]
-    slips = [SLIPS[name] for name in s.get("mistakes", [])]
+    slips = [SLIPS.get(name, "the spec bandwidth vs the achievable one (costmodel.efficiency)") for name in s.get("mistakes", [])]
     unit = s.get("unit")
     checklist = "; ".join(slips + ([f"the unit asked, {unit}, and each prefix on the way (k, M, G, T)"]
                                    if unit else []))
@@ -56,7 +56,7 @@ def hints(s):
     the unit slips by a power of 1000 that neither already covers."""
     listed = [(float(item["factor"]), item["hint"]) for item in s.get("hints", [])]
     for name in s.get("mistakes", []):
-        listed += COMMON_MISTAKES[name]
+        listed += achievable(name, s.get("unit", "")) if name.startswith("achievable:") else COMMON_MISTAKES[name]
     yield from listed
     for exponent in (9, -9, 6, -6, 3, -3, 12, -12):
         factor = 10.0 ** exponent
@@ -71,3 +71,18 @@ def unit_slip(exponent: int, unit: str) -> str:
         return head + (": did you leave it in bytes (or bytes/s)? 1 GB = 1e9 bytes." if exponent > 0 else
                        ": did you divide by 1e9 twice, or give GB where bytes were asked?")
     return head + f": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
+
+
+def achievable(name: str, unit: str) -> list[tuple[float, str]]:
+    """The named mistake ``achievable:<technology>``: a spec figure asked, the achievable one given (the spec
+    times the course's measured efficiency, ``costmodel.efficiency``): a rate comes out x efficiency, a
+    time / efficiency (``unit`` says which)."""
+    from .. import costmodel
+
+    technology = name.split(":", 1)[1]
+    eff = costmodel.efficiency(technology)
+    is_time = any(word in unit for word in ("second", "ms", "µs", "us"))
+    factor = 1 / eff if is_time else eff
+    return [(factor, f"Your answer is the {'time' if is_time else 'rate'} at the achievable bandwidth ({eff:.0%} "
+                     f"of the spec on {technology}, costmodel.efficiency): this item asks for the spec bandwidth, "
+                     "so leave the efficiency out.")]

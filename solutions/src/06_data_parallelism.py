@@ -699,12 +699,13 @@ more_buckets_prediction = "B"
 
 # %% [markdown]
 # **Exercise 06.9** (1 point). *Diagnose.* A DDP job scales at 0.9 efficiency from 1 to 8 GPUs in one
-# node, and at 0.6 on 16 GPUs in two nodes, with the same model, buckets and batch per GPU. What is the most
-# likely cause? Store the letter in `scaling_cliff_cause`.
+# node, and at 0.6 on 16 GPUs in two such nodes joined by a single 100 Gb/s NIC each (not the eight NICs of
+# section 5's DGX H100), with the same model, buckets and batch per GPU. What is the most likely cause? Store
+# the letter in `scaling_cliff_cause`.
 #
 # - **A.** The gradients are twice as large on 16 GPUs.
-# - **B.** The all-reduce now crosses the network, about 9 times slower per GPU than NVLink, so it takes
-#   longer than the backward pass can hide.
+# - **B.** The all-reduce now crosses that one NIC per node, which all of a node's rings share, far slower than
+#   NVLink, so it takes longer than the backward pass can hide.
 # - **C.** 2(p-1)/p doubled from 8 to 16 GPUs.
 # - **D.** DDP makes twice as many buckets on 16 GPUs.
 
