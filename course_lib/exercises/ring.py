@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from .. import validate
 from ..lab.traffic import Traffic
+from . import own_work
 
 NOT_ANSWERED = "not answered yet"
 # Even sizes first (12 splits evenly over 2 and 3 ranks), then the awkward ones: which cases pass tells
@@ -77,15 +78,16 @@ def _check_worker(rank, world_size, fn, cases, progress):
     import torch
     import torch.distributed as dist
 
+    library = own_work.ring_library()
     for index, case in enumerate(cases):
         with open(f"{progress}.{rank}", "w") as mark:   # the case a crash happened in, for the report
             mark.write(str(index))
         size, dtype = case["size"], case["dtype"]
         tensor = _inputs(size, dtype, rank)
         original = tensor
-        with Traffic(tensor, f"{progress}.{rank}.note") as traffic:
+        with Traffic(tensor, f"{progress}.{rank}.note") as traffic, own_work.forbidding(library) as used:
             result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
-        failure = traffic.refusal("the data")
+        failure = traffic.refusal("the data") or own_work.refusal(used, "all-reduce")
         if failure is None and (original.data_ptr() != tensor.data_ptr() or original.shape != (size,)):
             failure = "the tensor was replaced or resized; all-reduce must work in place"
         if failure is None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
