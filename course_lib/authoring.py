@@ -139,7 +139,7 @@ def _specs(path: Path, manifest_path=None) -> dict:
     if chapter is None:
         raise ValueError(f"{path.name}: no chapter of course.toml has this source, so its exercise directives "
                          "have no exercises file; add its [[chapter]] entry")
-    return exercises.specs(chapter)
+    return exercises.chapter_file(chapter)
 
 
 # ---------------------------------------------------------------- the exercise directive

@@ -74,7 +74,7 @@ def model_answer(exercise_id: str) -> str:
     """A written exercise's model answer, for the instructor's solution notebooks. It needs the answer
     key (the instructor's copy): a student's kernel gets it only from ``checks.check`` after an attempt."""
     answer_key()  # ValueError where the instructor's key is not
-    return _fresh_checks()._written(exercise_id)["model_answer"]
+    return _fresh_modules()["exercises.specs"].written(exercise_id)["model_answer"]
 
 
 # ---------------------------------------------------------------- fresh modules
@@ -94,11 +94,35 @@ def _fresh(module: str):
     return fresh
 
 
+# The judging modules of course_lib.exercises, in import order: each fresh copy is put in sys.modules
+# under its own name while the next is loaded, so ``from .keys import ...`` binds the fresh copy.
+JUDGING = ("manifest", "exercises.keys", "exercises.result", "exercises.session", "exercises.specs",
+           "exercises.mistakes", "exercises.chains", "exercises.numbers", "exercises.choices", "exercises.code",
+           "exercises.free_text", "exercises.judge", "checks")
+
+
+def _fresh_modules() -> dict:
+    """Fresh copies of every judging module (``JUDGING``), the chapter list a fresh ``manifest`` (course.toml
+    read from its file): nothing a learner's cells patched reaches them. Module name -> fresh module."""
+    saved, fresh = {}, {}
+    try:
+        for module in JUDGING:
+            name = f"course_lib.{module}"
+            saved[name] = sys.modules.get(name)
+            fresh[module] = sys.modules[name] = _fresh(module)
+        fresh["exercises.specs"].manifest = fresh["manifest"]
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return fresh
+
+
 def _fresh_checks():
-    """A fresh ``checks`` whose chapter list is a fresh ``manifest`` (course.toml read from its file)."""
-    checks = _fresh("checks")
-    checks.manifest = _fresh("manifest")
-    return checks
+    """A fresh ``checks`` (:func:`_fresh_modules`)."""
+    return _fresh_modules()["checks"]
 
 
 def evaluate(exercise_id: str, answer):
@@ -197,27 +221,76 @@ def judge_reported(exercise_id: str, text: str):
     return float(result.points), max_points, result.status
 
 
+def _keyless(entry: dict) -> dict:
+    """An exercise entry without its sealed key (and a chain's sealed ratio) or any feedback field."""
+    entry = {k: v for k, v in entry.items() if k != "key" and k not in _FEEDBACK_FIELDS}
+    if isinstance(entry.get("chain"), dict):
+        entry["chain"] = {k: v for k, v in entry["chain"].items() if k != "key"}
+    return entry
+
+
+_FEEDBACK_FIELDS = ("concept", "formula", "steps", "hints", "choice_hints", "rubric", "model_answer")
+
+
 def strip_keys(folder) -> dict:
     """Write each exercises file without its sealed keys into ``folder`` (a graded release's exercises).
 
     A learner whose package holds the sealed keys can recover every number and choice answer by hashing
     the small answer space; a package installed with these files holds none (its checks say "recorded").
+    Returns the package's file -> its copy without keys.
     """
     from . import manifest
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written = {}  # the package's file -> its copy without keys
+    written = {}
     for chapter in manifest.chapters():
         if not chapter.exercises:
             continue
         data = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
-        for entry in data.values():
-            entry.pop("key", None)
         target = folder / chapter.exercises_path.name
-        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        target.write_text(json.dumps({i: _keyless(e) for i, e in data.items()}, indent=1, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
         written[chapter.exercises_path] = target
     return written
+
+
+# What a graded learner's copy of the course holds (paths from the repository root), and what it leaves out
+# inside them: the answer models (exercises/answers_chNN.py) and build leftovers. solutions/ (the answer key,
+# the feedback with its hints and model answers, the solution notebooks), tests/ and scripts/ are not copied.
+LEARNER_PATHS = ("course_lib", "notebooks", "README.md", "course.toml", "pyproject.toml", "environment.yml")
+LEFT_OUT = ("answers_ch[0-9][0-9].py", "__pycache__", "*.pyc", "*.egg-info")
+
+
+def learner_copy(folder) -> list[str]:
+    """Write a graded learner's copy of the course into ``folder`` (new or empty): :data:`LEARNER_PATHS`
+    without :data:`LEFT_OUT`, its exercises files without sealed keys (:func:`strip_keys`). Its checks
+    record answers and show no hint, rubric or model answer; the instructor's grader judges them.
+    Returns the files written, relative to ``folder``, sorted."""
+    import shutil
+
+    from . import manifest
+
+    folder = Path(folder).resolve()
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"folder {folder} must be a new or empty folder for the learner's copy")
+    if folder.is_relative_to(ROOT):
+        raise ValueError(f"folder {folder} is inside the course ({ROOT}): put the learner's copy elsewhere")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in LEARNER_PATHS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns(*LEFT_OUT))
+        elif source.is_file():
+            shutil.copy2(source, folder / name)
+    for chapter in manifest.chapters():
+        if chapter.exercises:
+            path = chapter.exercises_path
+            data = json.loads(path.read_text(encoding="utf-8"))
+            target = folder / path.relative_to(ROOT)
+            target.write_text(json.dumps({i: _keyless(e) for i, e in data.items()}, indent=1, ensure_ascii=False)
+                              + "\n", encoding="utf-8")
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
 # ---------------------------------------------------------------- sealing
@@ -273,9 +346,10 @@ def _matches(checks, sealed: dict, value) -> bool:
 
 def _strip(args) -> int:
     if not args.folder:
-        raise ValueError("folder is required for strip: where to write the exercises files without keys")
-    for path in strip_keys(args.folder).values():
-        print(f"wrote {path}")
+        raise ValueError("folder is required for strip: where to write the learner's copy of the course")
+    files = learner_copy(args.folder)
+    print(f"wrote a graded learner's copy of the course to {Path(args.folder).resolve()}: {len(files)} files, "
+          "no solutions/, no sealed keys, no answer models")
     return 0
 
 
@@ -291,8 +365,8 @@ def main(argv=None) -> int:
 
     parser = cli.ArgumentParser(prog="python -m course_lib.grading", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["seal", "strip"],
-                        help="seal: rewrite the self-check keys from the answer key; strip: write the exercises "
-                             "files without keys into FOLDER (a graded release)")
+                        help="seal: rewrite the self-check keys from the answer key; strip: write a graded "
+                             "learner's copy of the course into FOLDER (no solutions/, keys or answer models)")
     parser.add_argument("folder", nargs="?", help="strip: the folder to write")
     parser.set_defaults(func=lambda args: _seal(args) if args.command == "seal" else _strip(args))
     return cli.run(parser, argv)

@@ -6,30 +6,31 @@ generation tables unless the file overrides the per-link rate)::
     [system]
     id = "lab-l40s"                     # required
     name = "4x L40S on PCIe Gen4"       # optional, defaults to id
-    gpu = "a100-pcie"                   # a catalog GPU id, or describe it in an optional [gpu] table:
-                                        # [gpu] name = "...", memory_gb = 48, bf16_dense_tflops = 362,
-                                        # nccl_arch = "ampere" (NCCL's table row; needed to price it)
-    gpus_per_node = 4
+    gpu = "a100-pcie"                   # required: a catalog GPU id, or describe it in an optional [gpu] table:
+                                        # [gpu] name = "...", memory_gb = 48, bf16_dense_tflops = 362 (those three
+                                        # required there), nccl_arch = "ampere" (NCCL's table row; needed to price it)
+    gpus_per_node = 4                   # required
     nodes = 2                           # optional, default 1 (kept in System.raw["nodes"])
     cpu_sockets = 2                     # optional, default 1
     p2p = true                          # optional: GPU peer-to-peer over PCIe allowed
-    source = "https://... (where these numbers come from)"
+    source = "https://... (where these numbers come from)"   # required
 
-    [gpu_link]
-    kind = "pcie"                       # "pcie", "nvlink" or "infinity_fabric" (AMD Instinct)
+    [gpu_link]                          # required table
+    kind = "pcie"                       # required: "pcie", "nvlink" or "infinity_fabric" (AMD Instinct)
     # for nvlink: generation = 4, links = 18, topology = "nvswitch" | "mesh" | "bridge",
     #             nvswitch_generation = 3, link_gb_s_per_direction = 14.0625 (optional override)
     # for infinity_fabric: links = 7, link_gb_s_per_direction = 64 (one link to each other GPU)
 
-    [pcie]
-    generation = 4
+    [pcie]                              # required table
+    generation = 4                      # required
     lanes_per_gpu = 16                  # optional, default 16
     switches = 2                        # optional, default 0
 
-    [network]
-    kind = "eth-100g"                   # a catalog network id, or gbit_s = 25 (one port, per direction)
+    [network]                           # required table
+    kind = "eth-100g"                   # required: a catalog network id, or gbit_s = 25 (one port, per
+                                        # direction) with fabric
     fabric = "roce"                     # optional: infiniband, roce, efa, slingshot, ethernet_tcp or tcpxo
-    count = 2                           # NIC ports per node
+    count = 2                           # required: NIC ports per node
     [[network.nic]]                     # optional: which GPUs each NIC serves
     name = "mlx5_0"
     gpus = [0, 1]

@@ -217,8 +217,13 @@ def _chapters():
     return [c for c in manifest.chapters() if c.exercises]
 
 
+FEEDBACK = json.loads((ROOT / "solutions" / "feedback.json").read_text(encoding="utf-8"))
+
+
 def _exercises(chapter) -> dict:
-    return json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
+    """Each item's spec with its feedback (hints, choice feedback, rubric, model answer: solutions/feedback.json)."""
+    specs = json.loads(chapter.exercises_path.read_text(encoding="utf-8"))
+    return {i: {**s, **FEEDBACK.get(i, {})} for i, s in specs.items()}
 
 
 DEMANDS = ("transfer", "plug-in", "look-up")

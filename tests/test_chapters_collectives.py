@@ -9,6 +9,7 @@ import pytest  # noqa: E402
 
 from course_lib import checks, grading, costmodel, hardware, units  # noqa: E402
 from course_lib.chapters import collectives as cl  # noqa: E402
+from course_lib.exercises import specs  # noqa: E402
 from course_lib.lab import calibrate  # noqa: E402
 
 
@@ -289,8 +290,15 @@ def test_published_sweeps_and_model_failures():
     lines = cl.model_failures()
     assert lines and all("https://" in line for line in lines)
     assert any(line.startswith("Small messages") for line in lines)
+    for cases in sweeps.values():   # the "8-GPU" figure: every sweep ran on 8 GPUs (no GB200 NVL72's 72)
+        assert all((c.get("gpus_per_node") or hardware.system(c["system"]).gpus_per_node) == 8 for c in cases)
     ax = cl.plot_published()
     assert ax.get_title()
+    import io
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png", bbox_inches="tight")
+    width_px = int.from_bytes(buffer.getvalue()[16:20], "big")   # the PNG header's width
+    assert width_px <= 1000, width_px   # it was 1639 px, a long legend label beside an 8-inch plot
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="min_points"):
         cl.published_sweeps(1)
@@ -329,7 +337,7 @@ def nvl3_bidirectional():
 
 
 def test_every_hint_factor_is_distinct_within_tolerance():
-    for exercise_id, s in checks.exercises("04").items():
+    for exercise_id, s in {i: specs.full(i) for i in checks.exercises("04")}.items():
         if s["kind"] != "number":
             continue
         factors = [1.0] + [h["factor"] for h in s.get("hints", [])]

@@ -179,7 +179,7 @@ def test_checker_accepts_the_model_and_explains_mistakes():
 
 
 def test_exercise_answers_match_the_library():
-    assert checks.evaluate("05.1", "B").correct
+    assert checks.evaluate("05.1", "A").correct
     assert checks.evaluate("05.2", 4).correct
     assert checks.evaluate("05.3", hardware.system("azure-nc-h100-nvl").nic_bandwidth_per_gpu / units.GB).correct
     assert checks.evaluate("05.4", ib.intra_inter_ratio("azure-nc-h100-nvl")).correct

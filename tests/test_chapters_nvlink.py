@@ -8,6 +8,7 @@ import pytest  # noqa: E402
 
 from course_lib import checks, grading, costmodel, hardware, topology  # noqa: E402
 from course_lib.chapters import nvlink as nv  # noqa: E402
+from course_lib.exercises import specs  # noqa: E402
 
 
 # ---------------------------------------------------------------- links x rate
@@ -227,7 +228,7 @@ def test_exercise_answers_follow_from_the_library():
     # 02.5 (a prediction): the mesh copy is 7x slower than the switch copy
     mesh = nv.point_to_point_time(900e9, nv.per_peer_bandwidth(8, 18, 25e9))
     assert mesh / nv.point_to_point_time(900e9, hardware.nvlink(4).per_direction) == pytest.approx(7)
-    assert grading.expected("02.5") == "B"
+    assert grading.expected("02.5") == "A"
     # 02.7: 4 link-disjoint rings x 2 directions x 25 GB/s per GPU, the ring all-reduce of 1 GB in ms
     t = costmodel.collective_time("all_reduce", 1e9, 8, 4 * 2 * 25e9, 0.0, "ring")
     assert grading.expected("02.7") == pytest.approx(t * 1e3)
@@ -241,7 +242,7 @@ def test_exercise_hints_fire_on_the_classic_mistakes():
     assert "2(p-1)/p" in checks.evaluate("02.3", 1e9 / 300e9 * 1e3).message
     assert "milliseconds" in checks.evaluate("02.3", 2 * 7 / 8 * 1e9 / 300e9).message
     assert "DGX H100" in checks.evaluate("02.3", 2 * 7 / 8 * 1e9 / 450e9 * 1e3).message
-    assert "direct" in checks.evaluate("02.5", "A").message
+    assert "direct" in checks.evaluate("02.5", "B").message
     assert checks.evaluate("02.4", "A").status == "wrong"
     assert checks.evaluate("02.8", None).status == "not answered"
 
@@ -249,7 +250,7 @@ def test_exercise_hints_fire_on_the_classic_mistakes():
 def test_exercise_hint_factors_do_not_shadow_each_other():
     # exercise-specific hints come first and may deliberately replace a named mistake with the same
     # factor; among themselves they must be distinct, and none may fall within tolerance of 1
-    for exercise_id, s in checks.exercises("02").items():
+    for exercise_id, s in {i: specs.full(i) for i in checks.exercises("02")}.items():
         factors = [h["factor"] for h in s.get("hints", [])]
         rtol = s.get("rtol", 0.02)
         for i, a in enumerate(factors):
@@ -272,3 +273,18 @@ def test_mesh_series_is_the_model_the_explorer_draws():
     assert list(ex.axes.lines) == lines  # the same artists, moved in place
     assert np.allclose(lines[1].get_ydata(), nv.mesh_series(8, 6, 25.0, 10.0).all_links_s, equal_nan=True)
     plt.close("all")
+
+
+def test_exercise_02_8_the_mesh_and_the_ring_wiring_pack_as_many_rings():
+    """02.8's key: 4 GPUs with 6 links each pack 3 rings as a full mesh and 3 as a ring wiring (issue 36 item 5)."""
+    from course_lib import topology as tp
+
+    link = 25e9
+    mesh = nv.full_mesh(4, 6, link)
+    ring = tp.Topology(name="4 GPUs, 3 links to each neighbour")
+    for i in range(4):
+        ring.add(f"gpu{i}", "gpu", (i, 0))
+    for i in range(4):
+        ring.connect(f"gpu{i}", f"gpu{(i + 1) % 4}", 3 * link, "3x NVLink")
+    assert len(nv.pack_rings(mesh, link)) == len(nv.pack_rings(ring, link)) == 3
+    assert grading.expected("02.8") == "D"

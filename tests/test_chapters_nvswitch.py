@@ -196,7 +196,7 @@ def test_exercise_answers_match_the_library():
     assert checks.evaluate("03.2", nv.all_reduce_times(4e9, 8, H100, latency=0)["switch_ring"]).correct
     times = nv.all_reduce_times(4e9, 8, H100, latency=0)
     assert times["switch_ring"] / times["switch_nvls"] == pytest.approx(1.75)  # 03.3's prediction, B
-    assert checks.evaluate("03.3", "B").correct
+    assert checks.evaluate("03.3", "D").correct
     assert checks.evaluate("03.4", costmodel.algbw(8589934592, 31357e-6) / units.GB).correct
     assert checks.evaluate("03.6", nv.min_switch_chips(16, 18, 64)).correct
     # 03.7: half of the 32 nodes of the NVLink Switch System, each through its external links

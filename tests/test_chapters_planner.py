@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 from course_lib import checks, datafiles, grading, hardware, parallel, units  # noqa: E402
 from course_lib.chapters import planner as pl  # noqa: E402
-from course_lib.exercises import ch08  # noqa: E402
+from course_lib.exercises import answers_ch08 as ch08, specs  # noqa: E402
 
 P70 = parallel.model("llama2-70b").params
 
@@ -227,8 +227,9 @@ def test_validation_ranges_cover_every_group():
 # ---------------------------------------------------------------- exercises
 
 def _exercises():
+    """Chapter 08's specs with their feedback (solutions/feedback.json: hints and choice feedback)."""
     text = resources.files("course_lib").joinpath("exercises/08.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return {i: {**s, **specs.feedback(i)} for i, s in json.loads(text).items()}
 
 
 def test_exercise_data_matches_the_library():

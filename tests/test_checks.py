@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from course_lib import checks, grading
+from course_lib.exercises import judge, keys, mistakes, numbers, specs
 
 NUMERIC = [i for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("kind", "number") == "number"]
 ROUNDED = "Close, but rounded"
@@ -27,7 +28,7 @@ def _round(value, figures, how):
 
 
 def _hint_texts(spec):
-    return {h for _, h in checks._hints(spec)}
+    return {h for _, h in mistakes.hints(spec)}
 
 
 def test_correct_answer_within_relative_tolerance():
@@ -61,7 +62,7 @@ def test_common_mistakes_get_specific_hints(answer, words):
 def test_rounding_the_answer_never_names_a_mistake(exercise, figures):
     """Every numeric exercise: its answer rounded to 2 or 3 significant figures is correct or told to
     keep more figures, never diagnosed as a unit or formula mistake."""
-    spec = checks.spec(exercise)
+    spec = specs.full(exercise)
     if spec.get("integer"):
         pytest.skip("a count is exact: 140 micro-batches for 144 is a mistake (not a multiple of 8), not rounding")
     answer = _round(float(grading.expected(exercise)), figures, "round")
@@ -80,20 +81,20 @@ def test_rounding_property_for_any_value_and_any_mistake_factors(expected, figur
     3 figures never gets a named mistake."""
     spec = {"unit": "units", "rtol": rtol, "hints": [{"factor": f, "hint": f"mistake {i}"} for i, f in enumerate(factors)]}
     answer = _round(expected, figures, "round")
-    ok, message = checks._judge_number("99.1", spec, answer, checks.PlainKey(expected), False)
+    ok, message = numbers.judge_number("99.1", spec, answer, checks.PlainKey(expected), False)
     assert ok or message.startswith(ROUNDED), (expected, answer, message)
 
 
 @pytest.mark.parametrize("exercise", NUMERIC)
 def test_every_named_mistake_is_still_diagnosed_at_full_precision(exercise):
-    spec = checks.spec(exercise)
+    spec = specs.full(exercise)
     expected = float(grading.expected(exercise))
     rtol = spec.get("rtol", 0.02)
-    for factor, hint in checks._hints(spec):
+    for factor, hint in mistakes.hints(spec):
         if abs(factor - 1) <= 2 * rtol:
             continue  # inside the tolerance: indistinguishable from a correct answer
         result = checks.evaluate(exercise, expected * factor)
-        same = {h for f, h in checks._hints(spec) if abs(f / factor - 1) <= 2 * rtol}
+        same = {h for f, h in mistakes.hints(spec) if abs(f / factor - 1) <= 2 * rtol}
         assert result.status == "wrong" and result.message in same, (exercise, factor, result.message)
 
 
@@ -107,7 +108,7 @@ OLD_01 = {"01.3": (0.126953125, [{"factor": 1.015625, "hint": "Close: you left o
 def test_chapter_01_rounded_answers_are_told_to_keep_figures(exercise, answer):
     expected, hints, mistakes = OLD_01[exercise]
     spec = {"unit": "seconds", "rtol": 0.02, "hints": hints, "mistakes": mistakes}
-    ok, message = checks._judge_number(exercise, spec, answer, checks.PlainKey(expected), False)
+    ok, message = numbers.judge_number(exercise, spec, answer, checks.PlainKey(expected), False)
     assert not ok and message.startswith(ROUNDED), message
     assert "encoding" not in message and "binary" not in message
 
@@ -127,11 +128,11 @@ def test_a_mistake_beyond_rounding_is_still_named():
 def test_hints_come_in_levels_and_never_with_numbers():
     first = checks.evaluate("02.3", 17.0, record=True).message
     second = checks.evaluate("02.3", 17.0, record=True).message
-    spec = checks.spec("02.3")
+    spec = specs.full("02.3")
     assert spec["concept"] in first and spec["formula"] not in first
     assert spec["formula"] in second
     for exercise in NUMERIC:
-        s = checks.spec(exercise)
+        s = specs.full(exercise)
         assert s.get("concept") and s.get("formula") and s["concept"] != s["formula"], exercise
         expected = float(grading.expected(exercise))
         for level in ("concept", "formula"):
@@ -175,7 +176,7 @@ def test_callable_exercise_unanswered(monkeypatch):
     def stub(*args):
         raise NotImplementedError()
     spec = {"kind": "callable", "checker": "tests.helpers_checks:always_call", "points": 2, "variable": "f"}
-    monkeypatch.setattr(checks, "spec", lambda _id: spec)
+    monkeypatch.setattr(judge, "spec", lambda _id: spec)
     assert checks.evaluate("99.1", stub).status == "not answered"
     assert checks.evaluate("99.1", lambda: 1).correct
     assert checks.evaluate("99.1", 5).status == "wrong"
@@ -214,7 +215,7 @@ def test_every_chapter_tests_more_than_computation():
 
 
 def test_written_answers_show_the_model_answer_only_after_an_attempt():
-    written = checks._written("03.8")
+    written = specs.written("03.8")
     assert checks.evaluate("03.8", None).status == "not answered"
     short = checks.evaluate("03.8", "the switch")
     assert short.status == "not answered" and written["model_answer"] not in short.message
@@ -227,12 +228,49 @@ def test_written_answers_show_the_model_answer_only_after_an_attempt():
 # ---------------------------------------------------------------- issue 23 item 3, issue 28 item 7
 
 def test_spec_gives_no_rubric_or_model_answer_to_a_student_kernel():
-    written = [i for c in checks.chapters() for i, s in checks._chapter(c).items() if s.get("kind") == "free_text"]
+    written = [i for c in checks.chapters() for i, s in specs.chapter(c).items() if s.get("kind") == "free_text"]
     assert written
     for exercise in written:
         assert not {"rubric", "model_answer"} & set(checks.spec(exercise)), exercise
         assert not {"rubric", "model_answer"} & set(checks.exercises(exercise[:2])[exercise]), exercise
-    assert grading.model_answer("03.8") == checks._written("03.8")["model_answer"]   # the instructor's route
+    assert grading.model_answer("03.8") == specs.written("03.8")["model_answer"]   # the instructor's route
+
+
+FEEDBACK_FIELDS = {"concept", "formula", "steps", "hints", "choice_hints", "rubric", "model_answer"}
+FILLER = "this is some filler text that I am writing only to reach the fifteen word minimum for the answer"
+
+
+def test_no_spec_file_holds_feedback():
+    """Hints, choice feedback, rubrics and model answers are the instructor's (solutions/feedback.json): an
+    exercises file holds none, so no wrong letter's feedback names the key and no hint states a factor."""
+    for chapter in checks.chapters():
+        for exercise, entry in specs.chapter(chapter).items():
+            assert not FEEDBACK_FIELDS & set(entry), exercise
+            assert not FEEDBACK_FIELDS & set(checks.spec(exercise)), exercise
+
+
+def test_graded_mode_records_free_text_with_no_rubric_or_model_answer():
+    checks.set_mode("graded")
+    result = checks.evaluate("06.10", FILLER)
+    written = specs.written("06.10")
+    assert result.status == "recorded" and written["model_answer"] not in result.message
+    assert not any(item in result.message for item in written["rubric"]) and "rubric" in result.message
+    checks.set_mode("self-study")
+    assert written["model_answer"] in checks.evaluate("06.10", FILLER).message   # self-study keeps it
+
+
+def test_graded_mode_judges_and_hints_nothing_in_the_kernel(capsys):
+    checks.set_mode("graded")
+    assert checks.evaluate("00.1", 26e9).status == "recorded"          # even where a sealed key is present
+    checks.hint("00.4")
+    assert "No hints in graded mode" in capsys.readouterr().out
+    checks.set_mode("self-study")
+
+
+def test_choice_feedback_is_for_the_chosen_letter_only(monkeypatch, tmp_path):
+    monkeypatch.setenv(specs.FEEDBACK_ENV, str(tmp_path / "none.json"))   # a copy without solutions/
+    wrong = next(c for c in checks.spec("00.3")["choices"] if c.lower() != str(grading.expected("00.3")).lower())
+    assert checks.evaluate("00.3", wrong).message == "Not this one; reread the section."
 
 
 def test_the_model_answer_route_needs_the_instructors_key(monkeypatch, tmp_path):
@@ -246,9 +284,9 @@ def test_one_tolerance_rule_for_self_check_and_grader():
     the grader asked whether the exact value did, and so said wrong up to one cell beyond the tolerance
     where the self-check said "Correct.". Both now apply the cell rule: they agree on every answer."""
     for exercise in NUMERIC:
-        spec = checks.spec(exercise)
+        spec = specs.full(exercise)
         expected, rtol = float(grading.expected(exercise)), float(spec.get("rtol", 0.02))
-        top = math.exp((checks._cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
+        top = math.exp((keys.cell(expected) + 1) * checks.GRID)          # the end of the answer's cell
         for answer in (expected * (1 + rtol), top * (1 + rtol) * (1 - 1e-9), top * (1 + rtol) * (1 + 1e-6),
                        expected * (1 - rtol) * (1 - 1e-4), expected * (1 + rtol) * 1.0002):
             answer = math.copysign(answer, expected)
@@ -256,7 +294,7 @@ def test_one_tolerance_rule_for_self_check_and_grader():
             assert checks.SealedKey(spec["key"]).within(*interval) == checks.PlainKey(expected).within(*interval), \
                 (exercise, answer)
     expected = float(grading.expected("00.4"))
-    edge = math.exp((checks._cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
+    edge = math.exp((keys.cell(expected) + 1) * checks.GRID) * 1.02 * (1 - 1e-12)   # 0.012% past 2%
     assert edge > expected * 1.02
     assert checks.evaluate("00.4", edge).correct and grading.evaluate("00.4", edge).correct
     assert not checks.evaluate("00.4", edge * 1.0002).correct and not grading.evaluate("00.4", edge * 1.0002).correct
@@ -351,10 +389,10 @@ def test_every_chain_key_holds_the_ratio_and_no_answer():
 
 def test_rounding_to_one_significant_figure_is_named():
     spec = {"unit": "seconds", "rtol": 0.01, "concept": "idea", "formula": "t = n / B"}
-    ok, message = checks._judge_number("99.1", spec, 0.08, checks.PlainKey(0.0817), False)
+    ok, message = numbers.judge_number("99.1", spec, 0.08, checks.PlainKey(0.0817), False)
     assert not ok and message.startswith("Close, but rounded to 1 significant figure"), message
     assert "too small" not in message and "t = n / B" not in message
-    ok, message = checks._judge_number("99.1", spec, 0.07, checks.PlainKey(0.0817), False)
+    ok, message = numbers.judge_number("99.1", spec, 0.07, checks.PlainKey(0.0817), False)
     assert message.startswith("Not yet: your answer is too small")    # 0.07 is no rounding of 0.0817
 
 
@@ -374,7 +412,7 @@ def test_a_third_hint_level_and_hints_on_request(capsys):
     checks.hint("00.4")
     checks.hint("00.4")
     out = capsys.readouterr().out.splitlines()
-    spec = checks.spec("00.4")
+    spec = specs.full("00.4")
     assert out[0].endswith(spec["concept"]) and "Hint 1 of 3" in out[0]
     assert spec["formula"] in out[1] and "Hint 2 of 3" in out[1]
     assert "Hint 3 of 3 (the steps)" in out[2] and "bits vs bytes" in out[2] and "last hint" in out[3]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from course_lib import authoring, checks, exercises, grading, manifest
+from course_lib.exercises import numbers, specs
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = grading.answer_key()
@@ -156,7 +157,7 @@ def test_a_model_answer_reads_its_input_from_the_key(monkeypatch, tmp_path):
     changed.write_text(json.dumps(key), encoding="utf-8")
     monkeypatch.setenv(grading.KEY_ENV, str(changed))
     one_port = grading.expected("09.8")
-    factor = next(h["factor"] for h in checks.spec("09.8")["hints"] if "one port" in h["hint"])
+    factor = next(h["factor"] for h in specs.full("09.8")["hints"] if "one port" in h["hint"])
     assert one_port / two_ports == pytest.approx(factor, rel=1e-6)
     del key["09.8"]["system_toml"]
     changed.write_text(json.dumps(key), encoding="utf-8")
@@ -249,7 +250,7 @@ def test_objects_that_lie_score_nothing(exercise, answer):
 def test_patched_checks_cannot_make_a_wrong_answer_right(monkeypatch):
     monkeypatch.setattr(checks, "grade", lambda *a, **k: None)
     monkeypatch.setattr(checks, "evaluate", lambda i, a, **k: checks.Result(i, "correct", "", 1.0, 1.0))
-    monkeypatch.setattr(checks, "_judge_number", lambda *a: (True, "Correct."))
+    monkeypatch.setattr(numbers, "judge_number", lambda *a: (True, "Correct."))
     monkeypatch.setattr(checks.PlainKey, "within", lambda self, lo, hi: True)
     with pytest.raises(AssertionError):
         grading.grade("01.1", 1.0)
@@ -328,7 +329,35 @@ def test_a_graded_release_has_no_sealed_key_and_its_checks_record(tmp_path, monk
     written = grading.strip_keys(tmp_path)
     assert written and all("key" not in e for p in written.values() for e in json.loads(p.read_text()).values())
     stripped = json.loads(written[next(iter(written))].read_text())
-    monkeypatch.setattr(checks, "_chapter", lambda chapter: stripped)
+    monkeypatch.setattr(specs, "chapter", lambda chapter: stripped)
     exercise_id = next(i for i, e in stripped.items() if e.get("kind", "number") in ("number", "choice"))
     result = checks.evaluate(exercise_id, 1.0)
     assert result.status == "recorded" and result.points == 0.0
+
+
+def test_a_learner_copy_holds_no_answer(tmp_path):
+    """``grading strip FOLDER``: no solutions/, tests/ or answer models; exercises files with no key or feedback."""
+    files = grading.learner_copy(tmp_path / "learner")
+    assert "course.toml" in files and any(f.startswith("notebooks/") for f in files)
+    assert not [f for f in files if f.split("/")[0] in ("solutions", "tests", "scripts")
+                or "answers_ch" in f or f.endswith(".pyc")]
+    for chapter in manifest.chapters():
+        if chapter.exercises:
+            data = json.loads((tmp_path / "learner" / chapter.exercises_path.relative_to(grading.ROOT)).read_text())
+            for exercise_id, entry in data.items():
+                assert "key" not in entry and "key" not in entry.get("chain", {}), exercise_id
+                assert not {"hints", "choice_hints", "formula", "rubric", "model_answer"} & set(entry), exercise_id
+    with pytest.raises(ValueError, match="new or empty"):
+        grading.learner_copy(tmp_path / "learner")
+    assert grading.main(["strip", str(tmp_path / "learner")]) == 2
+
+
+def test_choice_keys_spread_over_the_letters():
+    """No letter is the key of more than 35% of the choice items (always answering one letter scores little)."""
+    import collections
+
+    choice = [i for c in checks.chapters() for i, s in checks.exercises(c).items() if s.get("kind") == "choice"]
+    counts = collections.Counter(str(grading.expected(i)).upper() for i in choice)
+    assert choice and max(counts.values()) <= 0.35 * len(choice), dict(counts)
+    for exercise_id in choice:   # and every key is one of its item's choices
+        assert str(grading.expected(exercise_id)).upper() in checks.spec(exercise_id)["choices"], exercise_id

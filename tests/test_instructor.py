@@ -21,7 +21,8 @@ TAMPER = {
                                         "grade=lambda *a, **k: None)\ngrad_bytes_13b = None"},
     "monkeypatched": {"ex00-1-answer": (
         "checks.evaluate = lambda i, a, **k: checks.Result(i, 'correct', '', 1.0, 1.0)\n"
-        "checks._judge_number = lambda *a: (True, 'Correct.')\nchecks._judge_choice = lambda *a: (True, 'Correct.')\n"
+        "import course_lib.exercises.numbers as _n, course_lib.exercises.choices as _c\n"
+        "_n.judge_number = lambda *a: (True, 'Correct.')\n_c.judge_choice = lambda *a: (True, 'Correct.')\n"
         "checks.PlainKey.within = lambda self, lo, hi: True\nchecks.PlainKey.is_choice = lambda self, t: True\n"
         "import course_lib.grading as _g\n_g.grade = lambda *a, **k: None\ngrad_bytes_13b = 1.0"),
         "ex00-2-answer": "pcie_exchange_s = 1.0", "ex00-3-answer": "wrong_claim = 'A'", "ex00-4-answer": "ndr200_gb_s = 1.0"},

@@ -7,7 +7,8 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from course_lib.exercises import ch04  # noqa: E402
-from course_lib.lab import algorithms, exercises  # noqa: E402
+from course_lib.exercises import ring as exercises  # noqa: E402
+from course_lib.lab import algorithms  # noqa: E402
 from tests.test_lab_helpers import live_children  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork"),
@@ -241,3 +242,12 @@ def test_a_saved_all_reduce_padded_with_point_to_point_traffic_scores_nothing():
     result = exercises.check_ring(padded, ranks=(2,), verbose=False)
     assert result.status == "wrong" and "built-in collective" in result.message, result.message
     assert "allreduce (the process group's own)" in result.message
+
+
+def test_the_librarys_point_to_point_ring_is_not_the_learners_either():
+    """The copy route of issue 36: lab.algorithms.ring_all_reduce with p2p sends passed as the learner's ring."""
+    def copied(t, rank, p):
+        algorithms.ring_all_reduce(t, transport="p2p")
+
+    result = exercises.check_ring(copied, ranks=(2,), verbose=False)
+    assert result.status == "wrong" and "ring_all_reduce" in result.message and "yourself" in result.message

@@ -21,6 +21,8 @@ Rules inside layer 5 (each a RULES entry, each shown failing on a planted import
     chapters-no-cli    chapters never import a cli_* command module (commands sit on chapters, not under)
     grading-exercises  grading imports, of layer 5, only course_lib.exercises (its answer models and
                        checkers); never chapters, views or cli_* commands
+    exercises-below    course_lib.exercises (specs, keys, judging, checkers) never imports checks (the
+                       learner's calls) or grading (the instructor's): both sit on the exercises
 
 And: no model module (layers 0-4) imports matplotlib or ipywidgets at module level (inside a function
 is fine: drawing helpers import them lazily).
@@ -46,7 +48,8 @@ LAYERS = {
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
     "diagnostics": 5, "cli_inspect": 5, "tables": 5, "grading": 5, "prose": 5, "glossary": 5,
 }
-RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises")
+RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises",
+         "exercises-below")
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets")
 
@@ -129,6 +132,9 @@ def rule_breaks(mod: str, own: int, target: str, theirs: int | None) -> list[tup
     if group == "grading" and theirs == TOP and their_group not in ("grading", "exercises"):
         out.append(("grading-exercises", f"grading imports {target} (layer {theirs}); of layer {TOP} it may "
                                          "import course_lib.exercises only"))
+    if group == "exercises" and their_group in ("checks", "grading"):
+        out.append(("exercises-below", f"exercise module {mod} imports {target} (checks and grading sit on "
+                                       "course_lib.exercises, never under it)"))
     return out
 
 
@@ -214,6 +220,7 @@ PLANTED = (
     ("chapters/gradients.py", "from . import moe as _planted\n", "chapter-alone"),
     ("grading.py", "def _planted():\n    from .views import planner\n", "grading-exercises"),
     ("grading.py", "def _planted_command():\n    from . import cli_plan\n", "grading-exercises"),
+    ("exercises/judge.py", "def _planted():\n    from .. import checks\n", "exercises-below"),
 )
 ALLOWED = (("hardware.py", "from . import cli as _planted\n"), ("grading.py", "from . import exercises as _ok\n"))
 

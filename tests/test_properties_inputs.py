@@ -171,7 +171,7 @@ def test_one_rank_has_no_bus_bandwidth(collective):
 def _exercise_ids():
     from course_lib import checks
 
-    return [eid for chapter in checks.chapters() for eid in checks._chapter(chapter)]
+    return [eid for chapter in checks.chapters() for eid in checks.exercises(chapter)]
 
 
 @SETTINGS

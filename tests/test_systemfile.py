@@ -75,7 +75,7 @@ def test_pcie_file_loads_and_predicts(tmp_path):
     assert s.nic.family == "ethernet" and s.nic.per_direction == pytest.approx(25e9 / 8) and s.nics_per_node == 2
     assert s.raw["nodes"] == 2 and s.raw["nic_gpus"] == [{"name": "mlx5_0", "gpus": [0, 1]},
                                                          {"name": "mlx5_1", "gpus": [2, 3]}]
-    one = costmodel.predict("all_reduce", 2**30, s)
+    one = costmodel.predict("all_reduce", 2**30, s, nodes=1)
     two = costmodel.predict("all_reduce", 2**30, s, nodes=2)
     assert two.busbw[0] < one.busbw[0]  # the 2 x 25 Gb/s network is the bottleneck across nodes
     assert costmodel.predict("all_reduce", 2**30, s, nodes=2, nics_per_node=4).busbw[0] > two.busbw[0]
@@ -296,3 +296,22 @@ def test_an_own_gpu_states_its_nccl_generation_to_be_priced(tmp_path):
     stated = systemfile.load_system(write(tmp_path, own_gpu + 'nccl_arch = "hopper"\n', "stated.toml"))
     assert stated.gpu.nccl_arch == "hopper" and costmodel.fabric(stated).arch == "hopper"
     assert costmodel.predict("all_reduce", 2**20, stated).busbw[0] > 0
+
+
+def test_predict_takes_a_system_files_nodes_as_the_cli_does(tmp_path):
+    """A file's ``nodes = 2`` is predict's default, as ``predict --system-file`` takes it (issue 36 item 7)."""
+    system = hardware.load_system(write(tmp_path, L40S_LIKE))
+    assert systemfile.nodes_default(system) == 2
+    default = costmodel.predict("all_reduce", 2**30, system).busbw[0]
+    assert default == costmodel.predict("all_reduce", 2**30, system, nodes=2).busbw[0]
+    assert default != costmodel.predict("all_reduce", 2**30, system, nodes=1).busbw[0]
+
+
+def test_the_docstring_marks_every_required_field():
+    """Each field the loader requires is marked required on its line of the module's example."""
+    lines = systemfile.__doc__.splitlines()
+    for table, fields in systemfile._REQUIRED.items():
+        for field in fields:
+            marked = [line for line in lines if re.match(rf"\s*(# \[{table}\] )?.*\b{field}\s*=", line)
+                      and "required" in line]
+            assert marked or (table == "gpu" and any("those three" in line for line in lines)), (table, field)

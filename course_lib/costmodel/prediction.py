@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import collectives, hardware, validate
+from .. import collectives, hardware, systemfile, validate
 from .fabrics import Fabric, fabric
 from .flat import TwoLevelPhases, _sizes, collective_time, two_level_all_reduce, two_tier_all_to_all
 from .nccl import (PROTOCOLS, _collnet, _nvls, _ring, _tree, collnet_constants, default_nccl_version, nccl_prefers_tree,
@@ -138,12 +138,13 @@ def _fastest(coll, n, one, allowed=None):
     return time_s, chosen, protos[best, cols], order[0] if len(order) == 1 else "->".join(order), order
 
 
-def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="auto", achievable=True,
+def predict(collective, nbytes, system, gpus_per_node=None, nodes=None, algorithm="auto", achievable=True,
             nics_per_node=None, network=None, protocol="auto", nccl_version=None) -> Prediction:
     """Predict a sweep of one collective on a catalog system, as nccl-tests would report it.
 
     nbytes: bytes (scalar, array or a size string such as ``"16G"``); system: catalog id or
-    hardware.System; gpus_per_node defaults to the system's; nodes >= 1 (more than one node
+    hardware.System; gpus_per_node defaults to the system's; nodes >= 1, default the system's own (a
+    system file's ``nodes``, as ``predict --system-file`` takes it; 1 for a catalog system; more than one node
     goes through the NICs, one per GPU rail where the system has them); algorithm: ``auto``,
     ``ring``, ``tree`` (NCCL's: chain in a node, double binary tree between nodes), ``nvls``
     (in-switch reduction, where the NVSwitch supports it), ``hierarchical`` (textbook two
@@ -169,7 +170,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=1, algorithm="
         raise ValueError(f"nbytes must be a size or a 1-D sweep of sizes; got an array of shape {n.shape}")
     g = sys_.gpus_per_node if gpus_per_node is None else validate.integer(
         "gpus_per_node", gpus_per_node, low=1, high=sys_.gpus_per_node)
-    N = validate.integer("nodes", nodes, low=1, high=100_000)
+    N = validate.integer("nodes", systemfile.nodes_default(sys_) if nodes is None else nodes, low=1, high=100_000)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
     allowed = None

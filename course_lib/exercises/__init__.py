@@ -1,11 +1,13 @@
-"""Each chapter's exercises in one place: ``NN.json`` (what each item asks, how to judge it and help, the
-sealed self-check key) and, where a chapter needs code, ``chNN.py`` beside it: the checkers that a
-``callable`` item names (``"checker": "course_lib.exercises.chNN:function"``) and the answer models
-(``MODELS``: exercise id -> the library computation its answer comes from, called with the item's entry
-of the instructor's answer key).
+"""Everything about an exercise. Per chapter: ``NN.json`` (what each item asks and how it is judged, and in
+self-study the sealed key), ``chNN.py`` (the checkers a ``callable`` item names,
+``"checker": "course_lib.exercises.chNN:function"``) and ``answers_chNN.py`` (the answer models,
+``MODELS``: exercise id -> the library computation its answer comes from, called with the item's entry
+of the instructor's answer key). The judging is one module per idea (``specs``, ``keys``, ``judge`` and
+the kinds it dispatches to; ``ring``, the ring checker); the learner's calls are :mod:`course_lib.checks`.
 
-Nothing here holds an answer: the key is the instructor's (``solutions/answers.json``, read by
-:mod:`course_lib.grading`); a model computes its answer from the library when graded. A chapter
+Nothing a graded learner gets holds an answer: the key is the instructor's (``solutions/answers.json``),
+the hints and model answers too (``solutions/feedback.json``), and a learner's copy
+(``python -m course_lib.grading strip``) leaves out the sealed keys and every ``answers_chNN.py``. A chapter
 module imports the chapter code it reuses (``course_lib.chapters``: widgets, matplotlib) inside its
 functions, so importing this package and its models stays cheap.
 """
@@ -19,8 +21,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def chapter_modules() -> list[str]:
-    """The chapter modules of this package (``course_lib.exercises.ch05``, ...), in chapter order."""
-    return [f"{__name__}.{p.stem}" for p in sorted(HERE.glob("ch[0-9][0-9].py"))]
+    """The chapter modules of this package (``course_lib.exercises.ch05``, ``...answers_ch05``, ...),
+    checkers and answer models; a learner's copy has no answer models, so they are missing there."""
+    paths = sorted(HERE.glob("ch[0-9][0-9].py")) + sorted(HERE.glob("answers_ch[0-9][0-9].py"))
+    return [f"{__name__}.{p.stem}" for p in paths]
 
 
 def models() -> dict:
@@ -49,7 +53,7 @@ def key_field(entry: dict, field: str, kind: type):
     return value
 
 
-def specs(chapter) -> dict:
+def chapter_file(chapter) -> dict:
     """The exercises file of a :class:`course_lib.manifest.Chapter` as it stands (id -> entry; {} without one)."""
     path = chapter.exercises_path
     if path is None or not path.is_file():

@@ -1,11 +1,11 @@
 """Chapter 04 (collectives lab): the checker of exercise 04.4, the learner's ring all-reduce.
 
-The grading itself is the lab's (:func:`course_lib.lab.exercises.check_ring`, which ``lab.bench.race`` uses
+The grading itself is the lab's (:func:`course_lib.exercises.ring.check_ring`, which ``lab.bench.race`` uses
 too); this adapts it to the ``callable`` exercise kind.
 """
 from __future__ import annotations
 
-from ..lab.exercises import RANKS, check_ring
+from .ring import RANKS, check_ring
 
 
 def ring_checker(fn, ranks=RANKS, timeout: float = 30) -> tuple[bool, str]:

@@ -11,16 +11,18 @@ def _a2a_check_worker(rank, world_size, fn):
     import torch.distributed as dist
 
     from ..lab.bench import _all_to_all_inputs
-    from ..lab.exercises import Traffic
+    from ..lab.traffic import Traffic
+    from . import own_work
 
     for count, dtype in A2A_CASES:
         inp, _ = _all_to_all_inputs(count * world_size, rank, world_size, getattr(torch, dtype))
         mine, ref = torch.zeros_like(inp), torch.empty_like(inp)
-        with Traffic() as traffic:  # built-in collectives (module or process group) are noted, sends counted
-            fn(mine, inp.clone(), rank, world_size)
+        with Traffic() as traffic, own_work.forbidding(own_work.all_to_all_library()) as used:
+            fn(mine, inp.clone(), rank, world_size)   # built-in collectives are noted, sends counted
         sent = traffic.total_sent()  # every rank takes part before any returns, so none waits on a rank that left
-        if traffic.refusal("the chunks"):
-            return {"ok": False, "detail": traffic.refusal("the chunks")}
+        refused = traffic.refusal("the chunks") or own_work.refusal(used, "all-to-all")
+        if refused:
+            return {"ok": False, "detail": refused}
         needed = world_size * (world_size - 1) * count * inp.element_size()  # every chunk but one's own, per rank
         dist.all_to_all_single(ref, inp)
         if torch.equal(mine, ref) and sent < needed:

@@ -604,13 +604,13 @@ def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeli
     library's ring (``pipeline`` in [1, 64] sub-chunks; its transfers as gloo collectives, and as
     ``isend``/``irecv`` like the learner's: ``ring, p2p``), float32, one ``sweep`` run.
 
-    ``fn`` is first graded by ``lab.exercises.check_ring`` on ``ranks`` (2-8) ranks; one that is not
+    ``fn`` is first graded by ``course_lib.exercises.ring.check_ring`` on ``ranks`` (2-8) ranks; one that is not
     answered, wrong, raises or deadlocks is left out with a printed note (``verbose``), so the race
     never fails because of it. ``fn=None`` races the library only. ``sizes``, ``iters``, ``warmup``
     and ``timeout`` as in ``sweep``. Rows are named ``builtin``, ``ring``, ``ring, p2p`` and
     ``yours``; ``result.ratio("yours")`` is your throughput over gloo's.
     """
-    from . import exercises
+    from ..exercises import ring as ring_check
     from .launch import RankError, RankTimeout, run
 
     config = _config(sizes, ("builtin", "ring"), "float32", warmup, iters, pipeline)
@@ -622,7 +622,7 @@ def race(fn=None, sizes=("1M", "16M", "64M"), ranks=2, iters=5, warmup=1, pipeli
     say = print if verbose else (lambda *a, **k: None)
     custom = {"ring, p2p": _ring_p2p}
     if fn is not None:
-        verdict = exercises.check_ring(fn, ranks=(ranks,), timeout=min(timeout, 30.0), verbose=False)
+        verdict = ring_check.check_ring(fn, ranks=(ranks,), timeout=min(timeout, 30.0), verbose=False)
         if verdict.correct:
             custom["yours"] = fn
         else:

@@ -242,7 +242,7 @@ def draw_sweeps(ax, sweeps, grid, model):
         colour, system = style.series(i), cases[0]["system"]
         m = model[system]
         (dots,) = ax.plot([c["nbytes"] for c in cases], [c["busbw_gb_s"] for c in cases], "o", color=colour, ms=7,
-                          label=f"{cases[0]['as_measured']} (model: {system})")
+                          label=f"{cases[0]['as_measured'].split(';')[0]} (model: {system})")
         sweep_handles.append(dots)
         ax.plot(grid, m["simple"], "--", color=colour, lw=1.2)
         ax.plot(grid, m["course"], ":", color=colour, lw=1.6)

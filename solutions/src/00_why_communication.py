@@ -202,12 +202,12 @@ ndr200_gb_s = 200 / 8
 # time? Store the letter in `predict_16_gpus`.
 #
 # - **A.** It halves: twice the GPUs share the work.
-# - **B.** It rises a little, by about 7%.
+# - **B.** It stays exactly the same.
 # - **C.** It doubles: twice the GPUs send.
-# - **D.** It stays exactly the same.
+# - **D.** It rises a little, by about 7%.
 
 # %% exercise="00.5"
-predict_16_gpus = "B"
+predict_16_gpus = "D"
 
 # %% [markdown]
 # **Exercise 00.6** (1 point). *Find the mistake.* A colleague estimates the same 13B gradient exchange

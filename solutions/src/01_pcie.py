@@ -417,14 +417,14 @@ staged_speedup = (32 / 16) * (16 / 8)
 #
 # - **A.** PCIe Gen3 moved from 8b/10b to 128b/130b encoding, cutting the encoding overhead from 20% to
 #   about 1.5%.
-# - **B.** PCIe Gen4 x16 gives about 32 GB/s bidirectional, so a GPU can copy to host memory at about
-#   16 GB/s while copying back at 16 GB/s.
-# - **C.** A x16 GPU in a slot wired for 8 lanes gets half the bandwidth of a full x16 link.
-# - **D.** Grace Hopper's NVLink-C2C, quoted at 900 GB/s, carries 450 GB/s in each direction, about 7x a
+# - **B.** Grace Hopper's NVLink-C2C, quoted at 900 GB/s, carries 450 GB/s in each direction, about 7x a
 #   PCIe Gen5 x16 link.
+# - **C.** A x16 GPU in a slot wired for 8 lanes gets half the bandwidth of a full x16 link.
+# - **D.** PCIe Gen4 x16 gives about 32 GB/s bidirectional, so a GPU can copy to host memory at about
+#   16 GB/s while copying back at 16 GB/s.
 
 # %% exercise="01.4"
-wrong_claim = "B"
+wrong_claim = "D"
 
 # %% [markdown]
 # **Exercise 01.5** (2 points). *Find the mistake.* A blog post says that ZeRO-Offload of a **7-billion-
@@ -432,13 +432,13 @@ wrong_claim = "B"
 # parameters back, one after the other). Work out the right figure at the link's spec. What did the post
 # get wrong? Store the letter in `offload_blog_error`.
 #
-# - **A.** It moved the FP32 optimizer state over the link as well.
-# - **B.** It divided by the bidirectional total, or counted only one of the two transfers.
+# - **A.** It divided by the bidirectional total, or counted only one of the two transfers.
+# - **B.** It moved the FP32 optimizer state over the link as well.
 # - **C.** It left out the 128b/130b encoding.
 # - **D.** Nothing: 0.22 s is right.
 
 # %% exercise="01.5"
-offload_blog_error = "B"
+offload_blog_error = "A"
 
 # %% [markdown]
 # **Exercise 01.6** (1 point). **Six** Gen4 x16 GPUs sit behind one PCIe switch whose uplink to the CPU is

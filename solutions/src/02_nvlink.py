@@ -354,25 +354,25 @@ a100_allreduce_ms = 2 * (8 - 1) / 8 * 1e9 / (12 * 25e9) * 1e3
 # `nvlink_claim_error`.
 #
 # - **A.** Nothing: 900 GB at 900 GB/s takes one second.
-# - **B.** 900 GB/s adds both directions; a one-way copy gets at most 450 GB/s, so at least two seconds.
+# - **B.** All 8 GPUs of the server share the 900 GB/s, so the copy takes eight seconds.
 # - **C.** 900 GB/s is in gigabits per second, so the copy takes eight seconds.
-# - **D.** All 8 GPUs of the server share the 900 GB/s, so the copy takes eight seconds.
+# - **D.** 900 GB/s adds both directions; a one-way copy gets at most 450 GB/s, so at least two seconds.
 
 # %% exercise="02.4"
-nvlink_claim_error = "B"
+nvlink_claim_error = "D"
 
 # %% [markdown]
 # **Exercise 02.5** (1 point). *Predict.* That 900 GB copy runs once between two GPUs of a DGX H100 (all 18
 # links through the NVSwitches) and once between two GPUs of an imagined 8-GPU **full mesh** with the same 18
 # links per GPU split evenly over the 7 peers. Which is true? Store the letter in `mesh_vs_switch`.
 #
-# - **A.** Same time: the GPUs have the same links.
-# - **B.** The mesh is about 7 times slower: a pair has only its direct links, 18/7 of them.
+# - **A.** The mesh is about 7 times slower: a pair has only its direct links, 18/7 of them.
+# - **B.** Same time: the GPUs have the same links.
 # - **C.** The mesh is faster: no switch hop on the way.
 # - **D.** The switch is 2 times faster: it uses both directions of the links.
 
 # %% exercise="02.5"
-mesh_vs_switch = "B"
+mesh_vs_switch = "A"
 
 # %% [markdown]
 # **Exercise 02.7** (1 point). An imagined 8-GPU board gives every GPU **8 NVLink links** of 25 GB/s per
@@ -387,16 +387,17 @@ board_all_rings_ms = 2 * (8 - 1) / 8 * 1e9 / board_per_direction * 1e3
 
 # %% [markdown]
 # **Exercise 02.8** (1 point). *Design.* You wire **4 GPUs with 6 NVLink links each**, no switch, for a
-# workload dominated by large ring all-reduces. Which wiring gives the fastest ring? Store the letter in
+# workload dominated by large ring all-reduces. NCCL runs as many rings at once as the links can carry (each
+# link in one ring, as `nv.pack_rings` packs them in section 5). Which is true? Store the letter in
 # `four_gpu_wiring`.
 #
-# - **A.** All 6 links of each GPU to a single partner (two pairs).
-# - **B.** A full mesh: 2 links to each of the 3 peers.
-# - **C.** A ring: 3 links to each of the two ring neighbours.
-# - **D.** It makes no difference: every GPU has 6 links either way.
+# - **A.** All 6 links of each GPU to a single partner (two pairs) is fastest: the most links per pair.
+# - **B.** A full mesh (2 links to each of the 3 peers) is fastest: every pair has a direct link.
+# - **C.** A ring (3 links to each of the two ring neighbours) is fastest: a ring uses only neighbours' links.
+# - **D.** The full mesh and the ring wiring tie: each packs as many rings through all 4 GPUs.
 
 # %% exercise="02.8"
-four_gpu_wiring = "C"
+four_gpu_wiring = "D"
 
 # %% [markdown]
 # **Exercise 02.9** (1 point). *Judge a measurement.* A benchmark reports **280 GB/s** for a one-way copy

@@ -422,12 +422,12 @@ ring_4gb_s = 2 * (8 - 1) / 8 * 4e9 / 450e9
 # exercise 03.2, what happens? Store the letter in `nvls_prediction`.
 #
 # - **A.** 8 times faster: the switch does the work of all 8 GPUs.
-# - **B.** 1.75 times faster: each GPU sends n bytes instead of 2(p-1)/p x n.
+# - **B.** 2 times faster: the switch uses both directions.
 # - **C.** No change: the links are the same.
-# - **D.** 2 times faster: the switch uses both directions.
+# - **D.** 1.75 times faster: each GPU sends n bytes instead of 2(p-1)/p x n.
 
 # %% exercise="03.3"
-nvls_prediction = "B"
+nvls_prediction = "D"
 
 # %% [markdown]
 # **Exercise 03.4** (2 points). An 8-GPU `all_reduce_perf` run prints this line (the bandwidth columns are

@@ -457,7 +457,7 @@ def my_ring_all_reduce(tensor, rank, world_size):
 # %% [markdown]
 # ### 7.3 Race: your ring, the library's ring, gloo's built-in
 #
-# `lab.bench.race` first grades your function with the checker above (`lab.exercises.check_ring`), then
+# `lab.bench.race` first grades your function with the checker above (`course_lib.exercises.ring.check_ring`), then
 # times it with the benchmark of section 7.5 (`lab.bench`), beside gloo's built-in all-reduce
 # (`builtin`) and the library's `ring_all_reduce`, once with its transfers done as gloo collectives
 # (`ring`) and once with `isend`/`irecv` waited on from Python, as yours are (`ring, p2p`; section 7.4

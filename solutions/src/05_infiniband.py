@@ -682,13 +682,13 @@ ib.plot_collnet(view=collnet);
 # **Exercise 05.1** (1 point). *Spot the error.* One of these claims is wrong. Which one? Store its letter
 # in `wrong_network_claim`.
 #
-# - **A.** An XDR InfiniBand port carries 100 GB/s in each direction.
-# - **B.** An NDR200 InfiniBand port moves about 100 GB/s.
+# - **A.** An NDR200 InfiniBand port moves about 100 GB/s.
+# - **B.** An XDR InfiniBand port carries 100 GB/s in each direction.
 # - **C.** A DGX H100 has eight 400 Gb/s ports for compute traffic: 400 GB/s per direction per node.
 # - **D.** HDR100 and NDR200 are two-lane versions of the HDR and NDR ports.
 
 # %% exercise="05.1"
-wrong_network_claim = "B"
+wrong_network_claim = "A"
 
 # %% [markdown]
 # **Exercise 05.2** (1 point). A design document needs 100 GB/s **in each direction** out of a node and

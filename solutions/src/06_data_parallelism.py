@@ -676,13 +676,13 @@ zero2_gb = (2 * psi + (2 + 12) * psi / 16) / 1e9
 # `wrong_dp_claim`.
 #
 # - **A.** DDP averages gradients: it sums them with an all-reduce and divides by the world size.
-# - **B.** ZeRO-3 divides the model-state memory per GPU by the data-parallel degree at no extra
-#   communication cost.
+# - **B.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
 # - **C.** ZeRO-1 and ZeRO-2 send as many bytes per step as DDP.
-# - **D.** DDP's default bucket, `bucket_cap_mb=25`, holds about 26.2 MB.
+# - **D.** ZeRO-3 divides the model-state memory per GPU by the data-parallel degree at no extra
+#   communication cost.
 
 # %% exercise="06.7"
-wrong_dp_claim = "B"
+wrong_dp_claim = "D"
 
 # %% [markdown]
 # **Exercise 06.8** (1 point). *Predict.* In the step of exercise 06.3 you halve `bucket_cap_mb`, so the
@@ -699,12 +699,13 @@ more_buckets_prediction = "B"
 
 # %% [markdown]
 # **Exercise 06.9** (1 point). *Diagnose.* A DDP job scales at 0.9 efficiency from 1 to 8 GPUs in one
-# node, and at 0.6 on 16 GPUs in two nodes, with the same model, buckets and batch per GPU. What is the most
-# likely cause? Store the letter in `scaling_cliff_cause`.
+# node, and at 0.6 on 16 GPUs in two such nodes joined by a single 100 Gb/s NIC each (not the eight NICs of
+# section 5's DGX H100), with the same model, buckets and batch per GPU. What is the most likely cause? Store
+# the letter in `scaling_cliff_cause`.
 #
 # - **A.** The gradients are twice as large on 16 GPUs.
-# - **B.** The all-reduce now crosses the network, about 9 times slower per GPU than NVLink, so it takes
-#   longer than the backward pass can hide.
+# - **B.** The all-reduce now crosses that one NIC per node, which all of a node's rings share, far slower than
+#   NVLink, so it takes longer than the backward pass can hide.
 # - **C.** 2(p-1)/p doubled from 8 to 16 GPUs.
 # - **D.** DDP makes twice as many buckets on 16 GPUs.
 

@@ -288,12 +288,18 @@ c = mp.claim("scatter-gather")
 print(f"scatter/gather: {c['claim']} ({c['where']}; {c['url']})")
 glue("pp_send_ms", send_s * 1e3, "{:.2f} ms")
 glue("pp_forward_ms", st["forward_s"] * 1e3, "{:.0f} ms")
+sends_v1, sends_v2 = (mp.pipeline_schedule(4, 8, "1f1b", interleave=v).sends for v in (1, 2))
+glue("pp_sends_v1", sends_v1, "{:d}")
+glue("pp_sends_v2", sends_v2, "{:d}")
+glue("pp_sends_ratio", sends_v2 / sends_v1, "×{:.2f}")
 
 # %% [markdown]
 # A quarter of a millisecond ({{pp_send_ms}} per send) against tens of milliseconds of compute ({{pp_forward_ms}} for one
 # forward pass): pipeline traffic is small enough for
 # the slower network. It still adds to the critical path during warm-up and drain (the first micro-batch crosses
-# $p-1$ boundaries before the last stage can start), and interleaving multiplies the number of sends by $v$.
+# $p-1$ boundaries before the last stage can start), and interleaving multiplies the number of sends by
+# $(vp-1)/(p-1)$, a little more than $v$: each micro-batch crosses $vp-1$ chunk boundaries instead of $p-1$
+# (at $p = 4$, $m = 8$, $v = 2$: {{pp_sends_v1}} sends become {{pp_sends_v2}}, {{pp_sends_ratio}}).
 #
 # ### Explorer: pipeline schedules
 # Stages are DGX A100 nodes running GPT-3 with TP 8; times come from `parallel.estimate`, and each send
@@ -301,7 +307,7 @@ glue("pp_forward_ms", st["forward_s"] * 1e3, "{:.0f} ms")
 # choose. Things to try:
 # - $m$ from 4 to 32 at $p = 4$: the bubble shrinks as $(p-1)/m$;
 # - the schedule from 1F1B to GPipe: same step time, but GPU 0's activation memory grows from $p$ to $m$;
-# - interleaving 2 at $p=4$, $m=8$: half the bubble, twice the sends;
+# - interleaving 2 at $p=4$, $m=8$: half the bubble, {{pp_sends_ratio}} the sends;
 # - the link from 25 down to 0.1 GB/s: only at a few hundred MB/s do the sends start to show (the measured
 #   bubble then exceeds the formula, which counts no communication).
 
@@ -524,9 +530,11 @@ glue("act_none_hi", max(r["activation_over_none"] for r in layer_rows), "{:.2f}"
 
 # %%
 fast = hardware.system("dgx-a100").variant(gpu_link_gb_s=5000)
-hidden = parallel.estimate("gpt3-175b", fast, gpus=1024, tp=8, pp=16, global_batch=1536, dp_overlap=False)
-print(f"TP all-reduces exposed: {pub.tflops_per_gpu:.0f} TFLOP/s per GPU ({pub.tp_exposed_s / pub.step_time_s:.1%} "
-      f"of the step); nearly free: {hidden.tflops_per_gpu:.0f} TFLOP/s per GPU")
+as_validated = dict(gpus=1024, tp=8, pp=16, global_batch=1536, recompute="full", dp_overlap=False)  # the table's case
+exposed = parallel.estimate("gpt3-175b", "dgx-a100", **as_validated)
+hidden = parallel.estimate("gpt3-175b", fast, **as_validated)
+print(f"TP all-reduces exposed: {exposed.tflops_per_gpu:.0f} TFLOP/s per GPU ({exposed.tp_exposed_s / exposed.step_time_s:.1%} "
+      f"of the step, the validation table's case); nearly free: {hidden.tflops_per_gpu:.0f} TFLOP/s per GPU")
 
 # %% [markdown]
 # **3. Tensor parallelism across nodes.** When a TP group spans nodes, the model prices each of its
@@ -534,7 +542,8 @@ print(f"TP all-reduces exposed: {pub.tflops_per_gpu:.0f} TFLOP/s per GPU ({pub.t
 # for the nodes and GPUs per node the group occupies (`parallel.cross_node_all_reduce_time`): NCCL's ring or
 # tree, the protocol that wins at that size, a network latency on every step that crosses nodes. Every NIC
 # of a node carries the group's traffic at once (each of the node's GPUs is in the group); on a DGX H100
-# that is nearly as fast as NVLink, far more than one NIC share per GPU:
+# that is as fast as NVLink in the model (TP 16 across two nodes gets the same effective bandwidth as TP 8
+# inside one), far more than one NIC share per GPU; on a DGX A100 it is slower than NVLink:
 
 # %%
 for sid in ("dgx-a100", "dgx-h100"):
@@ -730,7 +739,7 @@ min_micro_batches = math.ceil(math.ceil((8 - 1) / 0.05) / 8) * 8
 # **Exercise 07.2** (1 point). *Predict.* You switch that pipeline to the **interleaved** schedule with
 # $v = 2$ model chunks per GPU and keep $m$. What happens? Store the letter in `interleave_prediction`.
 #
-# - **A.** The bubble halves, and the point-to-point traffic between stages doubles.
+# - **A.** The bubble halves, and the point-to-point traffic between stages more than doubles.
 # - **B.** The bubble halves at no cost.
 # - **C.** The bubble does not change: the same stages do the same work.
 # - **D.** The bubble doubles: each GPU now waits for two chunks.
@@ -808,7 +817,7 @@ _ = checks.check_all(globals(), chapter="07")
 # - Sequence parallelism turns each all-reduce into a reduce-scatter + all-gather: **same bytes, less
 #   activation memory**.
 # - The pipeline bubble is $(p-1)/m$ of the ideal time for GPipe and 1F1B, $(p-1)/(v\,m)$ interleaved. 1F1B
-#   keeps at most $p$ micro-batches of activations instead of $m$; interleaving costs $v$ times more sends.
+#   keeps at most $p$ micro-batches of activations instead of $m$; interleaving costs $(vp-1)/(p-1)$ times the sends, a little more than $v$.
 # - Pipeline sends are point to point, once per micro-batch and boundary, and cut by $t$ with scatter/gather:
 #   small enough for InfiniBand.
 # - Megatron's rank order (TP adjacent, then DP, then PP) puts TP on NVLink and DP and PP on the rails, GPU $k$
@@ -836,8 +845,8 @@ _ = checks.check_all(globals(), chapter="07")
 # <details><summary>Answer</summary>
 #
 # $15/192 = 0.078$ of the ideal time. With $v = 2$ (6 layers per stage divide by 2, and 192 is a multiple of
-# 16) it halves to 0.039, and the model's step time falls by about 3%: the bubble saved, minus the doubled
-# pipeline sends.
+# 16) it halves to 0.039, and the model's step time falls by about 3%: the bubble saved, minus the
+# pipeline sends, which more than double ($31/15$ as many at $p = 16$).
 # </details>
 #
 # **W3.** The GPT-3 cluster could move from HDR (200 Gb/s) to NDR (400 Gb/s) NICs, or lose half of its NVLink

@@ -17,7 +17,7 @@
 # - compare your prediction with published training runs and say where the model stops being true;
 # - write the argument the way an infrastructure review would want it.
 #
-# **How this chapter is graded.** Six auto-graded exercises (08.1-08.6, **8 points**) are checked by
+# **How this chapter is graded.** {{auto_count}} auto-graded exercises ({{auto_ids}}, **{{auto_points}} points**) are checked by
 # `checks` as in every chapter. Two written answers (08.W1 and 08.W2, **10 points**) are graded by an
 # instructor with the rubric in section 7; `checks` cannot score them.
 #
@@ -37,6 +37,10 @@ from course_lib.chapters import planner as pl
 glue = prose.Glue("08")  # numbers the text quotes from the cells
 
 brief = pl.BRIEF
+auto_graded = {i: s for i, s in checks.exercises("08").items() if s["kind"] != "free_text"}
+glue("auto_count", len(auto_graded), "{:d}")
+glue("auto_ids", ", ".join(auto_graded), "{}")
+glue("auto_points", sum(s["points"] for s in auto_graded.values()), "{:g}")
 
 # %% [markdown]
 # ## 0. The brief
@@ -49,7 +53,7 @@ brief = pl.BRIEF
 pl.show_brief(brief)
 
 # %% [markdown]
-# **What you hand in:** the six auto-graded numbers below, and a written plan (section 7): which system, how
+# **What you hand in:** the {{auto_count}} auto-graded answers below, and a written plan (section 7): which system, how
 # many GPUs, which layout, how long it takes and how many GPU-hours it costs, how sure you are, and why.
 #
 # Start with the rate the deadline demands. Training is a stream of tokens: if the whole cluster processes
@@ -354,12 +358,12 @@ days_h100_2048 = brief.tokens / (winner_h100.tokens_per_s_per_gpu * 2048) / 8640
 # and GPU-hours? Store the letter in `more_gpus_prediction`.
 #
 # - **A.** Days halve and GPU-hours stay the same.
-# - **B.** Days drop by less than half and GPU-hours rise.
+# - **B.** Days and GPU-hours both halve.
 # - **C.** Days do not change: the batch is fixed.
-# - **D.** Days and GPU-hours both halve.
+# - **D.** Days drop by less than half and GPU-hours rise.
 
 # %% exercise="08.8"
-more_gpus_prediction = "B"
+more_gpus_prediction = "D"
 
 # %% [markdown]
 # ### 4.1 More GPUs
@@ -620,8 +624,9 @@ _ = checks.check_all(globals(), chapter="08")
 #   with one 400 Gb/s NIC each.
 # - Memory capacity shapes the layout: the H200's 141 GB removes the pipeline that the H100 needs, for about
 #   10% fewer GPU-hours with the same FLOP/s and links.
-# - The network matters: the same A100 chip costs about 40% more GPU-hours in a PCIe server; slow NICs push a
-#   DGX H200 past the deadline.
+# - The network matters, but less than the layout: the same A100 chip costs about {{pcie_more_gpu_hours}} more GPU-hours
+#   in a PCIe server; slow NICs cost a DGX H200 days ({{nic25_days}} at 25 Gb/s, which {{nic25_verdict}} the 30-day
+#   deadline), and a GPU link as slow as a PCIe slot ({{gpulink64_days}} days) {{gpulink64_verdict}} it.
 # - With a fixed global batch, more GPUs finish sooner only up to a point, and GPU-hours rise past it.
 # - The planner lands within about 20% of published runs (Llama 2 70B: 1.08x), good for choosing, rough for
 #   promising; add failures (10% or more), power caps and kernel efficiency to every date you give.
@@ -650,8 +655,8 @@ _ = checks.check_all(globals(), chapter="08")
 #
 # <details><summary>Answer</summary>
 #
-# With DP capped at 256 / micro-batch, the planner needs TP16 and a pipeline: about 12 days and 1.2 M
-# GPU-hours, against 7 days and 0.69 M GPU-hours with 1,024 sequences. The brief's budget is blown by the
+# With DP capped at 256 / micro-batch, the planner needs TP16 and a pipeline: about {{w3_days}} days and
+# {{w3_gpu_hours}} M GPU-hours, against {{w3_base_days}} days and {{w3_base_gpu_hours}} M GPU-hours with 1,024 sequences. The brief's budget is blown by the
 # batch, not by the hardware.
 # </details>
 #
@@ -671,6 +676,13 @@ for n in (256, 512):
     print(f"W2: {n} B200: {row['layout']}, {row['days']:.1f} days")
 w3 = pl.compare_systems(pl.Brief(global_batch=256), gpus=4096, systems=("dgx-h100",))[0]
 print(f"W3: batch 256 on 4,096 H100: {w3['layout']}, {w3['days']:.1f} days, {w3['gpu_hours'] / 1e6:.2f} M GPU-hours")
+w3_base = pl.compare_systems(brief, gpus=4096, systems=("dgx-h100",))[0]
+print(f"W3: batch 1,024 on 4,096 H100: {w3_base['layout']}, {w3_base['days']:.1f} days, "
+      f"{w3_base['gpu_hours'] / 1e6:.2f} M GPU-hours")
+glue("w3_days", w3["days"], "{:.0f}")
+glue("w3_gpu_hours", w3["gpu_hours"] / 1e6, "{:.2f}")
+glue("w3_base_days", w3_base["days"], "{:.0f}")
+glue("w3_base_gpu_hours", w3_base["gpu_hours"] / 1e6, "{:.2f}")
 w4 = pl.link_sensitivity(brief, "dgx-h200", 1024, nic_gbit_s=(800,))
 print("W4:", [(r["case"], round(r["days"], 1)) for r in w4])
 

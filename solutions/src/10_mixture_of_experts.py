@@ -332,13 +332,13 @@ off_node_fraction = (16 - members_per_node) / 16
 # **Exercise 10.4** (1 point). For that all-to-all (EP 16, TP 2), which link sets its time? Store the letter in
 # `a2a_bottleneck`.
 #
-# - **A.** NVLink: every message starts and ends on a GPU's NVLink port.
-# - **B.** Each GPU's share of the node's InfiniBand NICs.
+# - **A.** Each GPU's share of the node's InfiniBand NICs.
+# - **B.** NVLink: every message starts and ends on a GPU's NVLink port.
 # - **C.** PCIe between the GPU and the CPU.
 # - **D.** The spine switches of the fat tree.
 
 # %% exercise="10.4"
-a2a_bottleneck = "B"
+a2a_bottleneck = "A"
 
 # %% [markdown]
 # **Exercise 10.5** (2 points). Design: Mixtral 8x7B on 64 **A100 40 GB** GPUs of AWS p4d instances

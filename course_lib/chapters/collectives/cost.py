@@ -99,7 +99,7 @@ def cost_readout(size_mb, ranks, link_gb_s, latency_us, algorithm) -> str:
     bound = costmodel.lower_bound_time(n, ranks, bw)
     t = row["time_s"]
     text = (f"{ALGORITHM_LABELS[algorithm]}, {units.format_bytes(n)} on {ranks} ranks: <b>{units.format_time(t)}</b> "
-            f"({row['latency_share']:.0%} of it latency); algbw {units.format_bandwidth(costmodel.algbw(n, t))}, "
+            f"({row['latency_share']:.0%} of it latency); algbw {costmodel.algbw(n, t) / units.GB:.3g} GB/s (size / time, not a link rate), "
             f"busbw <b>{units.format_bandwidth(costmodel.busbw('all_reduce', n, t, ranks))}</b>; "
             f"lower bound {units.format_time(bound)} ({row['vs_lower_bound']:.2f}x). "
             f"Fastest here: <b>{best['label']}</b> ({units.format_time(best['time_s'])}).")

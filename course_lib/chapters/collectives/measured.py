@@ -77,12 +77,15 @@ def compare_prediction(predicted_s, rows, nbytes, ranks, cal, algorithm="builtin
     return lines
 
 
-def published_sweeps(min_points=4) -> dict:
-    """Single-node all-reduce sweeps among the published cases: source id -> sorted cases (>= ``min_points``)."""
+def published_sweeps(min_points=4, gpus=8) -> dict:
+    """Single-node all-reduce sweeps on ``gpus`` GPUs among the published cases: source id -> sorted cases
+    (>= ``min_points``). A case's GPUs are its ``gpus_per_node``, else its system's (72 on a GB200 NVL72)."""
     min_points = validate.integer("min_points", min_points, low=2, high=100)
+    gpus = validate.integer("gpus", gpus, low=2, high=100_000)
     groups: dict = {}
     for case in costmodel.published()["cases"]:
-        if case["collective"] == "all_reduce" and case.get("nodes", 1) == 1:
+        ranks = case.get("gpus_per_node") or hardware.system(case["system"]).gpus_per_node
+        if case["collective"] == "all_reduce" and case.get("nodes", 1) == 1 and ranks == gpus:
             groups.setdefault(case["source"], []).append(case)
     return {k: sorted(v, key=lambda c: c["nbytes"]) for k, v in groups.items() if len(v) >= min_points}
 

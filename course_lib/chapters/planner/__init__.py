@@ -3,7 +3,7 @@
 One module per idea: ``brief`` (the brief, model state and activation memory, the systems offered),
 ``runs`` (plan a run, time to train and GPU-hours, compare systems, link sensitivity, GPU sweeps),
 ``published`` (published training runs against the planner), ``interactive`` (the planner explorer); the exercises' answer models
-live in :mod:`course_lib.exercises.ch08`. Drawing and tables live in :mod:`course_lib.views.planner`; every public name is importable from here.
+live in :mod:`course_lib.exercises.answers_ch08`. Drawing and tables live in :mod:`course_lib.views.planner`; every public name is importable from here.
 """
 from .brief import (ALL_SYSTEMS, BREAKDOWN_COLOURS, BRIEF, Brief, OFFERED_SYSTEMS, ROADMAP_SYSTEMS,  # noqa: F401
                     SECONDS_PER_DAY, SECONDS_PER_HOUR, activation_rows, draw_systems, memory_rows,

@@ -1,4 +1,4 @@
-"""The checker of the learner's ring all-reduce (chapter 04; its exercise adapter is ``course_lib.exercises.ch04``).
+"""The checker of the learner's ring all-reduce (chapter 04; its exercise adapter is :mod:`course_lib.exercises.ch04`).
 
 The learner writes, in a notebook cell::
 
@@ -6,7 +6,7 @@ The learner writes, in a notebook cell::
         # sum ``tensor`` over all ranks, in place, with dist.send/recv/isend/irecv
         raise NotImplementedError
 
-and calls ``lab.exercises.check_ring(my_ring)``. The function runs on 2 and 3 ranks (forked
+and calls ``course_lib.exercises.ring.check_ring(my_ring)``. The function runs on 2 and 3 ranks (forked
 children, so a notebook function works) over awkward sizes (1 element, primes, sizes not
 divisible by the rank count) and dtypes (float32, float64, int32, int64). It checks how the result
 was made, not only what it is: while the function runs, the bytes torch.distributed's point-to-point
@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 
 from .. import validate
+from ..lab.traffic import Traffic
+from . import own_work
 
 NOT_ANSWERED = "not answered yet"
 # Even sizes first (12 splits evenly over 2 and 3 ranks), then the awkward ones: which cases pass tells
@@ -67,111 +69,6 @@ def _expected(size, dtype, world_size):
     return total.to(getattr(torch, dtype))
 
 
-P2P_SEND = ("send", "isend")
-# The process group's own collective methods, which every built-in collective calls: a reference to
-# dist.all_reduce saved before the check (where the module-level wrapper cannot reach it) still lands here.
-_GROUP_COLLECTIVE = re.compile(r"reduce|gather|scatter|alltoall|all_to_all|broadcast")
-# Built-in collectives: calling one inside the learner's function scores nothing.
-COLLECTIVES = ("all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-               "reduce_scatter_tensor", "broadcast", "all_to_all", "all_to_all_single", "scatter", "gather",
-               "all_reduce_coalesced", "all_gather_object", "broadcast_object_list")
-
-
-P2P_RECV = ("recv", "irecv")
-
-
-class Traffic:
-    """Counts the bytes this rank sends point to point, and any built-in collective called,
-    by wrapping torch.distributed's functions (in the forked child only) while the learner's code runs.
-    With ``tensor`` (the input) it also logs each send, where in the input it came from and a copy of what
-    it carried, and notes (to ``note``, a file that outlives a crash) a receive into a buffer of another
-    dtype than the input's."""
-
-    def __init__(self, tensor=None, note=None):
-        import torch.distributed as dist
-        import torch.distributed.distributed_c10d as c10d
-
-        self.modules = (dist, c10d)
-        self.classes = _group_classes()
-        self.sent = 0
-        self.collectives = []
-        self.sends = []      # (first element in the input or None, numel, a copy of the data)
-        self.saved = []
-        self.tensor, self.note = tensor, note
-
-    def _offset(self, tensor):
-        base = self.tensor
-        if base is None or tensor.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
-            return None
-        return (tensor.data_ptr() - base.data_ptr()) // max(1, base.element_size())
-
-    def _wrap(self, name, original):
-        def counted(tensor, *args, **kwargs):
-            self.sent += tensor.numel() * tensor.element_size()
-            if self.tensor is not None:
-                self.sends.append((self._offset(tensor), tensor.numel(), tensor.detach().clone()))
-            return original(tensor, *args, **kwargs)
-
-        def received(tensor, *args, **kwargs):
-            if self.tensor is not None and self.note and tensor.dtype != self.tensor.dtype:
-                with open(self.note, "a") as note:
-                    note.write(f"receives into a {str(tensor.dtype).removeprefix('torch.')} buffer while its tensor "
-                               f"is {str(self.tensor.dtype).removeprefix('torch.')}\n")
-            return original(tensor, *args, **kwargs)
-
-        def refused(*args, **kwargs):
-            self.collectives.append(name)
-            return original(*args, **kwargs)
-
-        return counted if name in P2P_SEND else received if name in P2P_RECV else refused
-
-    def refusal(self, moving: str) -> str | None:
-        """Why the learner's function scores nothing if it called a built-in collective (else None);
-        ``moving`` names what the exercise moves by hand ("the data", "the chunks")."""
-        if not self.collectives:
-            return None
-        return (f"your function called dist.{self.collectives[0]}, a built-in collective; "
-                f"the exercise is to move {moving} yourself with send/recv (or isend/irecv)")
-
-    def total_sent(self) -> int:
-        """Bytes sent point to point by all ranks together (a collective: every rank must call it)."""
-        import torch
-        import torch.distributed as dist
-
-        sent = torch.tensor([self.sent], dtype=torch.int64)
-        dist.all_reduce(sent)
-        return int(sent)
-
-    def __enter__(self):
-        for module in self.modules:
-            for name in P2P_SEND + P2P_RECV + COLLECTIVES:
-                original = getattr(module, name, None)
-                if original is not None:
-                    self.saved.append((module, name, original))
-                    setattr(module, name, self._wrap(name, original))
-        for cls in self.classes:
-            for name in list(vars(cls)):
-                if not name.startswith("__") and _GROUP_COLLECTIVE.search(name) and callable(getattr(cls, name)):
-                    self.saved.append((cls, name, vars(cls)[name]))  # the descriptor itself, to put back
-                    setattr(cls, name, self._wrap(f"{name} (the process group's own)", getattr(cls, name)))
-        return self
-
-    def __exit__(self, *exc):
-        for module, name, original in reversed(self.saved):
-            setattr(module, name, original)
-        self.saved = []
-        return False
-
-
-def _group_classes() -> tuple:
-    """torch's process-group classes whose methods run the collectives (ProcessGroup, Backend and the
-    backends' own classes where torch has them)."""
-    import torch._C._distributed_c10d as c10d
-
-    names = ("ProcessGroup", "Backend", "ProcessGroupGloo", "ProcessGroupNCCL")
-    return tuple(getattr(c10d, n) for n in names if isinstance(getattr(c10d, n, None), type))
-
-
 def ring_bytes(size, itemsize, world_size) -> int:
     """Bytes all ranks together must send in a ring all-reduce: each chunk travels p-1 hops, twice."""
     return 2 * (world_size - 1) * size * itemsize
@@ -181,15 +78,16 @@ def _check_worker(rank, world_size, fn, cases, progress):
     import torch
     import torch.distributed as dist
 
+    library = own_work.ring_library()
     for index, case in enumerate(cases):
         with open(f"{progress}.{rank}", "w") as mark:   # the case a crash happened in, for the report
             mark.write(str(index))
         size, dtype = case["size"], case["dtype"]
         tensor = _inputs(size, dtype, rank)
         original = tensor
-        with Traffic(tensor, f"{progress}.{rank}.note") as traffic:
+        with Traffic(tensor, f"{progress}.{rank}.note") as traffic, own_work.forbidding(library) as used:
             result = fn(tensor, rank, world_size)  # NotImplementedError ends the run: "not answered"
-        failure = traffic.refusal("the data")
+        failure = traffic.refusal("the data") or own_work.refusal(used, "all-reduce")
         if failure is None and (original.data_ptr() != tensor.data_ptr() or original.shape != (size,)):
             failure = "the tensor was replaced or resized; all-reduce must work in place"
         if failure is None and isinstance(result, torch.Tensor) and not torch.equal(result, tensor):
@@ -235,7 +133,7 @@ def _holdings(tensor, size, dtype, rank, world_size) -> dict:
     chapter's ``chunk_bounds``) the multiple of each rank's input it equals, and the first wrong element."""
     import torch
 
-    from .algorithms import chunk_bounds
+    from ..lab.algorithms import chunk_bounds
 
     got = tensor.to(torch.float64)
     inputs = _rank_inputs(size, dtype, world_size)
@@ -251,7 +149,7 @@ def _holdings(tensor, size, dtype, rank, world_size) -> dict:
 
 def _sent(offset, numel, data, size, dtype, world_size) -> dict:
     """One logged send: the chunk of the input it was (by position), and what it carried (by content)."""
-    from .algorithms import chunk_bounds
+    from ..lab.algorithms import chunk_bounds
 
     bounds = chunk_bounds(size, world_size)
     chunk = next((k for k, (a, b) in enumerate(bounds) if offset is not None and (a, b) == (offset, offset + numel)),
@@ -306,7 +204,7 @@ def _words(weights) -> str:
 def _chapter_sends(rank, p, size) -> list[tuple]:
     """The sends of the chapter's ring on ``rank``: (phase, step, chunk, the ranks its content sums),
     empty chunks skipped."""
-    from .algorithms import chunk_bounds
+    from ..lab.algorithms import chunk_bounds
 
     bounds = chunk_bounds(size, p)
     plan = [("reduce-scatter", s, (rank - s - 1) % p, {(rank - j) % p for j in range(s + 1)}) for s in range(p - 1)]
@@ -368,7 +266,7 @@ def _wrong_message(p, outcome, cases) -> tuple[str, dict]:
     if detail:  # how the result was made, not what it is: no hint about sizes
         return head + detail + ".", case
     bad = next(row for row in rows if row["first"])
-    from .algorithms import chunk_bounds
+    from ..lab.algorithms import chunk_bounds
 
     bounds = chunk_bounds(case["size"], p)
     i = bad["first"]["index"]
@@ -413,7 +311,7 @@ def check_ring(fn, ranks=RANKS, timeout: float = 30, verbose: bool = True) -> Ri
     import shutil
     import tempfile
 
-    from .launch import RankError, RankTimeout, run
+    from ..lab.launch import RankError, RankTimeout, run
 
     if fn is None or fn is NotImplemented or fn is Ellipsis:
         return _say(RingCheck("not answered", f"Ring all-reduce: {NOT_ANSWERED}."), verbose)
