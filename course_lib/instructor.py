@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cli, gradebook, grading, manifest, sandbox, validate
+from . import cli, gradebook, grading, manifest, sandbox, submissions, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -39,6 +39,8 @@ c.Execute.timeout = 300
 # release/fetch/submit/collect go through this folder (world-writable, sticky); on a hub every user's
 # nbgrader must name the same one (see docs/instructor.md).
 c.Exchange.root = {exchange!r}
+# collect copies plain files only (no link followed, no FIFO opened, a size limit): course_lib/collect.py
+c.ExchangeFactory.collect = "course_lib.collect.SafeCollect"
 '''
 
 EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
@@ -127,11 +129,17 @@ class NbgraderError(RuntimeError):
         super().__init__(f"{self.summary}\n{log}")
 
 
+class SetupError(RuntimeError):
+    """A fault on the instructor's side (the grading kernel, the course's set-up), not in any submission:
+    said once, as such, and nothing is graded."""
+
+
 def _course(course_dir) -> Path:
-    """``course_dir`` as a Path after checking it is an nbgrader course folder (ValueError otherwise)."""
+    """``course_dir`` as an absolute Path (resolved once, here: nbgrader runs inside it, so a relative path
+    would mean another folder there) after checking it is an nbgrader course folder (ValueError otherwise)."""
     if not isinstance(course_dir, (str, Path)):
         raise ValueError(f"course_dir must be a folder path, got {validate.describe(course_dir)}")
-    path = Path(course_dir)
+    path = Path(course_dir).resolve()
     if not path.is_dir():
         raise ValueError(f"course_dir {str(path)!r} does not exist; create a course with "
                          "python -m course_lib nbgrader init DIR")
@@ -143,7 +151,7 @@ def _course(course_dir) -> Path:
 
 def nbgrader(course_dir, *args: str) -> subprocess.CompletedProcess:
     """Run one nbgrader command inside ``course_dir``; raises NbgraderError (a RuntimeError) with its log on failure."""
-    course_dir = Path(course_dir)
+    course_dir = Path(course_dir).resolve()
     if not course_dir.is_dir():
         raise ValueError(f"course_dir {str(course_dir)!r} does not exist")
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=_env(),
@@ -309,8 +317,7 @@ def inspect_submission(submission, release, student: str = "student", reference=
     """
     import nbformat
 
-    def cells(path):
-        nb = nbformat.read(path, as_version=4)
+    def cells(nb):
         out = {}
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -319,15 +326,23 @@ def inspect_submission(submission, release, student: str = "student", reference=
         return out
 
     try:
-        got = cells(submission)
+        submitted = nbformat.reads(submissions.read_file(submission).decode("utf-8"), as_version=4)
+    except submissions.Refused as exc:
+        return [Problem(student, "*", f"not graded: {exc.why}", graded=False)]
     except Exception as exc:  # unreadable JSON, wrong format: say so instead of crashing
         return [Problem(student, "*", f"the notebook could not be read ({exc.__class__.__name__}: {exc}); "
                                       "ask the student to resubmit the file saved by JupyterLab")]
-    expected = cells(release)
-    solution = cells(reference) if reference is not None else {}
+    try:
+        got = cells(submitted)
+    except Exception as exc:  # unreadable JSON, wrong format: say so instead of crashing
+        return [Problem(student, "*", f"the notebook could not be read ({exc.__class__.__name__}: {exc}); "
+                                      "ask the student to resubmit the file saved by JupyterLab")]
+    released_nb = nbformat.read(release, as_version=4)
+    expected = cells(released_nb)
+    solution = cells(nbformat.read(reference, as_version=4)) if reference is not None else {}
     problems = []
-    released = {c.source.strip() for c in nbformat.read(release, as_version=4).cells}
-    for cell in nbformat.read(submission, as_version=4).cells:
+    released = {c.source.strip() for c in released_nb.cells}
+    for cell in submitted.cells:
         if (cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade_id")
                 and cell.source.strip() not in released):
             found = _suspicious(cell.source)
@@ -419,27 +434,36 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
     if not release.is_file():
         raise ValueError(f"assignment {assignment!r} is not released in {course_dir}; run "
                          f"python -m course_lib nbgrader init {course_dir} --assignments {assignment}")
-    submissions = sorted((course_dir / "submitted").glob(f"*/{assignment}"))
-    if not submissions:
+    student_dirs = sorted((course_dir / "submitted").glob(f"*/{assignment}"))
+    if not student_dirs:
         raise ValueError(f"assignment {assignment!r} has no submissions in {course_dir / 'submitted'}")
     problems = []
     reference = course_dir / "source" / assignment / f"{assignment}.ipynb"
-    for student_dir in submissions:
+    for student_dir in student_dirs:
+        try:  # plain files only: a link, FIFO, device or oversized file is refused before anything reads it
+            submissions.check_folder(student_dir)
+        except submissions.Refused as exc:
+            problems.append(Problem(student_dir.parent.name, "*", f"not graded: {exc.why}", graded=False))
+            continue
         for notebook in sorted(student_dir.glob("*.ipynb")):
             problems += inspect_submission(notebook, release, student_dir.parent.name,
                                            reference if reference.is_file() else None)
     for problem in problems:
         print(f"[course_lib] {problem}")
+    refused = sorted({p.student for p in problems if not p.graded})
+    if refused:  # nbgrader never opens these (it would follow the link, block on the FIFO, read the 2 GB)
+        extra.append(f"--CourseDirectory.student_id_exclude={','.join(refused)}")
     isolated, why = sandbox.available() if isolate else (False, "isolation turned off (isolate=False)")
-    print(f"[course_lib] autograde {assignment}: {len(submissions)} submissions; {why}", flush=True)
+    print(f"[course_lib] autograde {assignment}: {len(student_dirs)} submissions; {why}", flush=True)
     env = _env()
     if isolated:
         if not sandbox.rootless():
             sandbox.ensure_user()
         env["JUPYTER_PATH"] = str(sandbox.kernelspec(course_dir / "grading_kernel", course_dir)) + os.pathsep + \
             env.get("JUPYTER_PATH", "")
+        _check_kernel(env)
         extra.append(f"--Execute.kernel_name={sandbox.KERNEL_NAME}")
-    names = [d.parent.name for d in submissions]
+    names = [d.parent.name for d in student_dirs if d.parent.name not in refused]
 
     def progress(line):
         m = _STUDENT_RE.search(line)
@@ -454,12 +478,50 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
             (course_dir / "autograde.log").write_text(log, encoding="utf-8")
             raise
     (course_dir / "autograde.log").write_text(log, encoding="utf-8")
+    fault = _setup_fault(log)
+    if fault:
+        raise SetupError(f"autograde {assignment}: {fault}; this is the grading set-up, not any submission: nothing "
+                         f"was graded (nbgrader's log: {course_dir / 'autograde.log'})")
     found = _grading_problems(log, assignment)
     for problem in found:
         print(f"[course_lib] {problem}")
-    failed = {p.student: p.message for p in found if not p.graded}
+    failed = {p.student: p.message for p in found + problems if not p.graded}
     _judge(course_dir, assignment, [n for n in names if n not in failed], failed)
     return problems + found
+
+
+# Lines of nbgrader's log that no submission can cause: the kernel it was told to use is not there or cannot start.
+_SETUP_FAULTS = (re.compile(r"NoSuchKernel[^\n]*|No such kernel named [^\n]*"),
+                 re.compile(r"FileNotFoundError: [^\n]*(?:kernel|ipykernel|python)[^\n]*"))
+
+
+def _setup_fault(log: str) -> str | None:
+    """The instructor-side fault nbgrader's log shows (one line), or None."""
+    for pattern in _SETUP_FAULTS:
+        m = pattern.search(log)
+        if m:
+            return f"the grading kernel could not be started ({cli.one_line(m.group(0))[:200]})"
+    return None
+
+
+def _check_kernel(env: dict) -> None:
+    """Before grading anyone: the sandbox kernelspec is where nbgrader will look (an absolute folder on
+    JUPYTER_PATH) and its interpreter runs; SetupError (said once) otherwise."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    folders = [f for f in env.get("JUPYTER_PATH", "").split(os.pathsep) if f]
+    relative = [f for f in folders if not os.path.isabs(f)]
+    if relative:
+        raise SetupError(f"JUPYTER_PATH holds relative folders ({', '.join(relative)}): nbgrader runs in the course "
+                         "folder, where they mean something else; nothing was graded")
+    try:
+        spec = KernelSpecManager(kernel_dirs=[os.path.join(f, "kernels") for f in folders]).get_kernel_spec(
+            sandbox.KERNEL_NAME)
+    except NoSuchKernel:
+        raise SetupError(f"the grading kernel {sandbox.KERNEL_NAME!r} is on no folder of JUPYTER_PATH "
+                         f"({os.pathsep.join(folders)}); nothing was graded") from None
+    if not os.access(spec.argv[0], os.X_OK):
+        raise SetupError(f"the grading kernel's interpreter {spec.argv[0]} cannot be run; nothing was graded")
 
 
 def _streamed(course_dir: Path, args: list, env: dict, on_line) -> str:
@@ -536,8 +598,13 @@ def _cli_autograde(args) -> int:
 def _guarded(func):
     """A CLI handler whose nbgrader failure is one line (the log goes to a file), status 1."""
     def run(args) -> int:
+        if isinstance(getattr(args, "course_dir", None), str):  # resolved once, here: nbgrader runs inside it
+            args.course_dir = str(Path(args.course_dir).resolve())
         try:
             return func(args)
+        except SetupError as exc:
+            print(f"error: {cli.one_line(str(exc))}", file=sys.stderr)
+            return 1
         except NbgraderError as exc:
             log = Path(args.course_dir) / "nbgrader-error.log" if Path(args.course_dir).is_dir() else None
             if log is not None:

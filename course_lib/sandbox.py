@@ -90,13 +90,14 @@ def ensure_user() -> pwd.struct_passwd:
 
 def kernelspec(folder, course_dir) -> Path:
     """Write the sandbox kernelspec under ``folder`` (put ``folder`` on JUPYTER_PATH); returns it."""
-    spec = Path(folder) / "kernels" / KERNEL_NAME
+    folder = Path(folder).resolve()  # on JUPYTER_PATH for nbgrader, which runs in another folder
+    spec = folder / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "course_lib.sandbox", "--course", str(Path(course_dir).resolve()),
             "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "course sandbox",
                                                   "language": "python"}, indent=1))
-    return Path(folder)
+    return folder
 
 
 def _hidden(course_dir: Path) -> list[Path]:
@@ -186,14 +187,53 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     command = ([sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
                else [sys.executable, "-I", "-c", CHECK, str(course_dir), str(key), str(home_outside or ""), str(PACKAGE)])
     os.chdir(home)
+    limits = caps()
     child = os.fork()  # the kernel is not PID 1, so it can die (os.kill of itself) like any kernel
     if child:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the kernel, not for its keeper
+
+        def out_of_time(*_):
+            print(f"course-sandbox: the submission ran past its {limits['seconds']} s limit and was stopped",
+                  file=sys.stderr, flush=True)
+            os._exit(137)  # PID 1 exits: the kernel and everything it forked die with it
+        signal.signal(signal.SIGALRM, out_of_time)
+        signal.alarm(limits["seconds"])
         _, status = os.waitpid(child, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)  # PID 1 exits: every process left in here dies
+    _limit(limits, user is not None)
     who = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"] if user is not None else []
     os.execve(shutil.which("setpriv"), [
         "setpriv", *who, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command], env)
+
+
+# Caps of one submission's kernel (and all it forks), none of which it can raise: hard limits set before it starts.
+CAPS = {"seconds": 900, "processes": 64, "memory_mb": 4096, "file_mb": 256}
+CAPS_ENV = "COURSE_LIB_GRADING_CAPS"  # e.g. "seconds=600,processes=32,memory_mb=2048"
+
+
+def caps() -> dict:
+    """:data:`CAPS`, with the overrides of ``$COURSE_LIB_GRADING_CAPS`` (``name=value,...``; ValueError if bad)."""
+    out = dict(CAPS)
+    for item in filter(None, os.environ.get(CAPS_ENV, "").split(",")):
+        name, _, value = item.partition("=")
+        if name not in CAPS or not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{CAPS_ENV} item {item!r}: expected one of {', '.join(CAPS)} = a whole number >= 1")
+        out[name] = int(value)
+    return out
+
+
+def _limit(limits: dict, own_user: bool) -> None:
+    """Hard rlimits for the kernel about to be exec'd: memory (address space), file size, and, where it runs as
+    its own user (root's sandbox; a user namespace keeps the instructor's uid, whose other processes count
+    too), processes. A process cannot raise a hard limit without CAP_SYS_RESOURCE, which it never has."""
+    import resource
+
+    memory = limits["memory_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    size = limits["file_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    if own_user:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
 
 
 # What ``--check`` runs in the sandbox instead of a kernel: try what a submission would, print one line each.
