@@ -569,6 +569,8 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
             verdicts[student][grade_id] = {"exercise": exercise_id, "score": score, "max_score": max_score,
                                            "detail": detail}
     with gradebook.open_gradebook(course_dir) as gb:
+        for student in failed:  # a refused submission nbgrader never saw: in grades.csv with its reason
+            gb.update_or_create_student(student)
         for student, cells in verdicts.items():
             for grade_id, verdict in cells.items():
                 grade = gb.find_grade(grade_id, assignment, assignment, student)
