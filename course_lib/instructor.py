@@ -92,8 +92,10 @@ def _judged_outside(exercise_id: str) -> bool:
     return checks.spec(exercise_id).get("kind", "number") in ("number", "choice")
 
 
-def _report_instead(source_nb: Path) -> dict:
-    """Rewrite the hidden tests of ``source_nb`` to report their answer; returns {grade_id: exercise_id}."""
+def _report_instead(source_nb: Path, code: dict | None = None) -> dict:
+    """Rewrite the hidden tests of ``source_nb`` to report their answer; returns {grade_id: exercise_id}.
+    A code exercise's hidden test runs nothing in the kernel: its function is judged from the submission's
+    source (:mod:`course_lib.grading_code`); ``code`` gets {grade_id: {"id": exercise_id, "name": function}}."""
     import nbformat
 
     nb = nbformat.read(source_nb, as_version=4)
@@ -103,6 +105,9 @@ def _report_instead(source_nb: Path) -> dict:
 
         def swap(m):
             if not _judged_outside(m.group(1)):
+                if code is not None and m.group(2).strip().isidentifier():
+                    code[grade_id] = {"id": m.group(1), "name": m.group(2).strip()}
+                    return f'print("{m.group(1)}: judged from your submitted code, outside this kernel")'
                 return m.group(0)
             judged[grade_id] = m.group(1)
             return f'course_lib.grading.report("{m.group(1)}", {m.group(2)})'
@@ -110,6 +115,12 @@ def _report_instead(source_nb: Path) -> dict:
             cell.source = HIDDEN_GRADE_RE.sub(swap, cell.source)
     nbformat.write(nb, source_nb)
     return judged
+
+
+def code_items(course_dir, assignment: str) -> dict:
+    """{grade_id: {"id", "name"}} of the code items of ``assignment`` (written by init), judged from source."""
+    path = gradebook.record_path(course_dir, assignment).with_suffix(".code.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def judged_items(course_dir, assignment: str) -> dict:
@@ -183,7 +194,9 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         shutil.copy2(SOLUTIONS / f"{name}.ipynb", target / f"{name}.ipynb")
         items = gradebook.record_path(course_dir, name).with_suffix(".items.json")
         items.parent.mkdir(parents=True, exist_ok=True)
-        items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb"), indent=1))
+        code = {}
+        items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb", code), indent=1))
+        items.with_suffix(".code.json").write_text(json.dumps(code, indent=1))
         if release:
             nbgrader(course_dir, "generate_assignment", name, "--force")
             # Release the course's own student notebook: its stubs (`x = None`) let a learner run it
@@ -486,7 +499,7 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
     for problem in found:
         print(f"[course_lib] {problem}")
     failed = {p.student: p.message for p in found + problems if not p.graded}
-    _judge(course_dir, assignment, [n for n in names if n not in failed], failed)
+    _judge(course_dir, assignment, [n for n in names if n not in failed], failed, isolated)
     return problems + found
 
 
@@ -538,7 +551,40 @@ def _streamed(course_dir: Path, args: list, env: dict, on_line) -> str:
     return log
 
 
-def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> None:
+def _judge_code(course_dir: Path, assignment: str, student: str, items: dict, isolated: bool) -> dict:
+    """Verdicts {grade_id: {...}} of the code items of one submission, judged from its source in a fresh process
+    (:func:`grading_code.judge`), under the sandbox where ``isolated``."""
+    import nbformat
+
+    from . import grading_code
+
+    release = nbformat.read(course_dir / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    preamble = grading_code.notebook_imports([c.source for c in release.cells if c.cell_type == "code"
+                                              and not c.metadata.get("nbgrader", {}).get("solution")])
+    path = course_dir / "submitted" / student / assignment / f"{assignment}.ipynb"
+    nb = nbformat.reads(submissions.read_file(path).decode("utf-8"), as_version=4)
+    prefix = [sys.executable, "-m", "course_lib.sandbox", "--course", str(course_dir), "--run"] if isolated else None
+    out = {}
+    for grade_id, item in items.items():
+        source = None
+        for cell in nb.cells:  # the last cell before the check that defines the function, as the kernel ran them
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+                break
+            if cell.cell_type == "code" and f"def {item['name']}" in cell.source:
+                source = cell.source
+        try:
+            code = grading_code.extract(source or "", item["name"])
+            score, max_score, detail = grading_code.judge(item["id"], item["name"], code, preamble, prefix)
+        except ValueError as exc:
+            from . import checks
+            score, max_score, detail = 0.0, float(checks.spec(item["id"]).get("points", 1)), str(exc)
+        out[grade_id] = {"exercise": item["id"], "score": score, "max_score": max_score, "detail": detail}
+        print(f"[course_lib] {student}: {item['id']} (code, judged outside the kernel): {score:g} of "
+              f"{max_score:g}" + ("" if score == max_score else f": {cli.one_line(detail)[:200]}"), flush=True)
+    return out
+
+
+def _judge(course_dir: Path, assignment: str, students: list, failed: dict, isolated: bool = False) -> None:
     """Judge each answer the graded notebooks reported (outside the learners' kernels); write the scores.
 
     nbgrader scored a reporting cell by its output alone (full marks unless it raised); each such item's
@@ -548,7 +594,7 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
 
     items = judged_items(course_dir, assignment)
     record = gradebook.read_record(course_dir, assignment)
-    record["judged_items"] = items
+    record["judged_items"] = {**items, **{g: c["id"] for g, c in code_items(course_dir, assignment).items()}}
     for student in failed:
         record["judged"].pop(student, None)
     record["failed"] = {s: why for s, why in {**record.get("failed", {}), **failed}.items()
@@ -568,6 +614,9 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
             score, max_score, detail = grading.judge_reported(exercise_id, text)
             verdicts[student][grade_id] = {"exercise": exercise_id, "score": score, "max_score": max_score,
                                            "detail": detail}
+        code = code_items(course_dir, assignment)
+        if code:
+            verdicts[student].update(_judge_code(course_dir, assignment, student, code, isolated))
     with gradebook.open_gradebook(course_dir) as gb:
         for student in failed:  # a refused submission nbgrader never saw: in grades.csv with its reason
             gb.update_or_create_student(student)
@@ -580,6 +629,29 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
     gradebook.write_record(course_dir, assignment, record)
     print(f"[course_lib] autograde {assignment}: {sum(len(v) for v in verdicts.values())} answers of "
           f"{len(verdicts)} submissions judged outside the learners' kernels", flush=True)
+
+
+def pending_manual(course_dir, assignment: str) -> list[str]:
+    """"student: item" for each written answer of ``assignment`` still waiting for manual grading."""
+    rows = gradebook.rows(_course(course_dir), progress=lambda *_: None)
+    return [f"{r['student_id']}: {r['item']}" for r in rows if r["assignment"] == assignment
+            and r["item"] != gradebook.TOTAL and r["status"] == gradebook.MANUAL]
+
+
+def release_feedback(course_dir, assignment) -> list[str]:
+    """``nbgrader generate_feedback`` and ``release_feedback`` of ``assignment``, with a warning first (printed,
+    and returned) when written answers still await manual grading: their feedback would show them ungraded."""
+    assignment = validate.choice("assignment", assignment, chapters())
+    course_dir = _course(course_dir)
+    pending = pending_manual(course_dir, assignment)
+    if pending:
+        print(f"[course_lib] warning: feedback on {assignment} is released while {len(pending)} written answers "
+              f"await manual grading ({'; '.join(pending[:6])}{' ...' if len(pending) > 6 else ''}): their "
+              "feedback shows them ungraded; grade them in Formgrader and release again", flush=True)
+    nbgrader(course_dir, "generate_feedback", assignment)
+    nbgrader(course_dir, "release_feedback", assignment)
+    print(f"[course_lib] feedback on {assignment} released", flush=True)
+    return pending
 
 
 def export_grades(course_dir, csv_path=None) -> Path:
@@ -629,6 +701,10 @@ def register(sub) -> None:
     a.add_argument("--timeout", type=cli.integer(low=1, high=86400), default=None,
                    help="seconds a cell may run (default: the course config's 300)")
     a.set_defaults(func=_guarded(_cli_autograde))
+    a = actions.add_parser("feedback", help="generate and release feedback (warns of manual grading pending)")
+    a.add_argument("course_dir")
+    a.add_argument("assignment")
+    a.set_defaults(func=_guarded(lambda args: release_feedback(args.course_dir, args.assignment) and 0))
     a = actions.add_parser("export", help="write the gradebook CSV")
     a.add_argument("course_dir")
     a.add_argument("--csv", default=None)

@@ -129,7 +129,8 @@ def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
-def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None) -> None:
+def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None,
+            run: list[str] | None = None) -> None:
     """PID 1 of the new namespaces, still root (or root of a user namespace): build the view, then become the
     user (or drop every capability) and exec the kernel; ``connection`` None runs :data:`CHECK` instead."""
     from . import grading
@@ -184,7 +185,8 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     env.update(HOME=str(home), USER=USER if user is not None else os.environ.get("USER", "instructor"),
                PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
                MPLCONFIGDIR=str(home / ".mpl"), IPYTHONDIR=str(home / ".ipython"))
-    command = ([sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
+    command = (list(run) if run else
+               [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
                else [sys.executable, "-I", "-c", CHECK, str(course_dir), str(key), str(home_outside or ""), str(PACKAGE)])
     os.chdir(home)
     limits = caps()
@@ -283,6 +285,14 @@ def main(argv=None) -> None:
     check = args[:1] == ["--check"]
     if check:
         args = args[1:]
+    run = None
+    if "--run" in args:  # ``--course DIR --run CMD...``: a command (a code exercise's judge) in the same view
+        at = args.index("--run")
+        args, run = args[:at], args[at + 1:]
+        if not run or args[:1] != ["--course"] or len(args) != 2:
+            print("error: usage: python -m course_lib.sandbox --course DIR --run COMMAND...", file=sys.stderr)
+            sys.exit(2)
+        check = True  # no connection file
     if args[:1] != ["--course"] or len(args) < (2 if check else 3):
         print("error: usage: python -m course_lib.sandbox --check --course DIR", file=sys.stderr)
         sys.exit(2)
@@ -292,12 +302,14 @@ def main(argv=None) -> None:
         sys.exit(2)
     connection_file, extra = (None, []) if check else (args[2], args[3:])
     if inside:  # the launcher outside already found isolation available: build the view
-        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)
+        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home, run)
         return
     ok, why = available()
-    if check:
+    if check and not run:
         print(f"sandbox: {why}", flush=True)
     if not ok:  # unisolated: the kernel as nbgrader would have started it
+        if run:
+            os.execv(run[0], run)
         if check:
             sys.exit(1)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra])
@@ -306,8 +318,8 @@ def main(argv=None) -> None:
     os.execv(shutil.which("unshare"), [
         "unshare", *userns, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
         sys.executable, "-m", "course_lib.sandbox", "--inside", *home_args,
-        *(["--check"] if check else []), "--course", str(course_dir),
-        *([] if check else [str(Path(connection_file).resolve())]), *extra])
+        *(["--check"] if check and not run else []), "--course", str(course_dir),
+        *([] if check else [str(Path(connection_file).resolve())]), *extra, *(["--run", *run] if run else [])])
 
 
 if __name__ == "__main__":
