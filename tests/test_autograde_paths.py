@@ -25,6 +25,7 @@ def course(tmp_path_factory):
     course = instructor.init_course(tmp_path_factory.mktemp("class") / "course", [CHAPTER])
     for student, notebook in (("full", instructor.SOLUTIONS), ("blank", instructor.STUDENT)):
         instructor.submit(course, CHAPTER, student, notebook / f"{CHAPTER}.ipynb")
+        (course / "submitted" / student / CHAPTER / "timestamp.txt").write_text("2026-12-02 12:00:00.000000 UTC")
     for student in ("link", "fifo", "sparse"):  # as a course folder may hold them (by hand, or nbgrader's collect)
         folder = course / "submitted" / student / CHAPTER
         folder.mkdir(parents=True)
@@ -58,6 +59,14 @@ def test_relative_course_path_as_root_grades(course):
     assert all(float(r["score"]) == 0 for r in auto if r["student_id"] == "blank"), rows
     refused = {r["student_id"]: r for r in rows if r["item"] == "(total)" and r["status"] == "failed to grade"}
     assert set(refused) == {"link", "fifo", "sparse"} and "not graded: " in refused["link"]["detail"], rows
+    manual = [r for r in rows if r["status"] == "manual pending" and r["item"] != "(total)"]
+    total = next(r for r in rows if r["student_id"] == "full" and r["item"] == "(total)")
+    graded_points = sum(float(r["max_score"]) for r in auto if r["student_id"] == "full")
+    assert total["detail"].startswith(f"{graded_points:g} of {float(total['max_score']):g} points graded (score "), total
+    assert "points await manual grading" in total["detail"], total
+    # feedback released while written answers wait: one warning naming them, then released
+    pending = instructor.release_feedback(course, CHAPTER)
+    assert len(pending) == len(manual) > 0 and all(p.split(":")[0] in ("full", "blank") for p in pending)
     assert f"'{sandbox.USER}'" in done.stdout  # isolated: the documented run as root is the sandboxed one
 
 
