@@ -203,6 +203,8 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
             # top to bottom with "not answered yet", where nbgrader's stub raises NotImplementedError.
             # Its graded and locked cells are those nbgrader released (same grade_ids and sources).
             shutil.copy2(STUDENT / f"{name}.ipynb", course_dir / "release" / name / f"{name}.ipynb")
+    from . import hub_class
+    hub_class.close_course(course_dir)  # source (solutions, hidden tests), submissions, gradebook: instructor only
     return course_dir
 
 
