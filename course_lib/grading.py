@@ -153,9 +153,8 @@ def _plain(answer):
         return int.__int__(answer)
     if isinstance(answer, float):
         return float.__float__(answer)
-    from . import checks  # one rule for what a real number is: the self-check's (Decimal, Fraction, numpy, 0-d tensors)
-    try:
-        return checks._as_number(answer)
+    try:  # one rule for what a real number is: the self-check's (Decimal, Fraction, numpy, 0-d tensors)
+        return _fresh("checks")._as_number(answer)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return {"unsupported": type(answer).__name__}
 

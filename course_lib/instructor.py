@@ -196,7 +196,7 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         items.parent.mkdir(parents=True, exist_ok=True)
         code = {}
         items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb", code), indent=1))
-        items.with_suffix(".code.json").write_text(json.dumps(code, indent=1))
+        gradebook.record_path(course_dir, name).with_suffix(".code.json").write_text(json.dumps(code, indent=1))
         if release:
             nbgrader(course_dir, "generate_assignment", name, "--force")
             # Release the course's own student notebook: its stubs (`x = None`) let a learner run it
