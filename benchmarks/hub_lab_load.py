@@ -124,9 +124,33 @@ class Kernel:
             hub.api("DELETE", f"/user/{self.user}/api/kernels/{self.id}")
 
 
-def _learner(hub, user, cells, ready, results):
+# A hostile learner (--hostile): forks until refused, then a process of theirs allocates 6 GiB, before the lab
+# cells; what they see is recorded (HOSTILE lines). The hub's limits (course_lib/hub_limits.py) should stop both
+# inside that learner's own groups while the others' cells run.
+HOSTILE = r"""
+import os, subprocess, sys, time
+pids, err = [], None
+try:
+    for _ in range(1000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(5)
+            os._exit(0)
+        pids.append(pid)
+except OSError as exc:
+    err = f"{type(exc).__name__}: {exc}"
+print(f"HOSTILE forked {len(pids)} processes, then: {err or 'no refusal'}")
+for pid in pids:
+    os.waitpid(pid, 0)
+hog = subprocess.run([sys.executable, "-c", "b = bytearray(6 << 30); print('allocated 6 GiB')"],
+                     capture_output=True, text=True)
+print(f"HOSTILE allocating 6 GiB: exit {hog.returncode} {hog.stdout.strip() or hog.stderr.strip()[-120:]}")
+"""
+
+
+def _learner(hub, user, cells, ready, results, hostile=False):
     """One learner: start a kernel, run the imports, wait for the start signal, run the lab cells."""
-    out = {"learner": user, "cells": [], "launches": [], "problem": None}
+    out = {"learner": user, "cells": [], "launches": [], "problem": None, "hostile": None}
     results[user] = out
     kernel = None
     try:
@@ -137,6 +161,10 @@ def _learner(hub, user, cells, ready, results):
                 raise RuntimeError(f"set-up cell failed: {got['error']}")
         ready.wait()  # every learner's kernel is ready: all launch together
         start = time.monotonic()
+        if hostile:
+            got = kernel.execute(HOSTILE)
+            out["hostile"] = [line for line in got["stdout"].splitlines() if line.startswith("HOSTILE")] + (
+                [got["error"]] if got["error"] else [])
         for name in [n for n in cells if n != "imports"]:
             got = kernel.execute(cells[name])
             lines = got["stdout"].splitlines() + ([got["error"]] if got["error"] else [])
@@ -185,7 +213,8 @@ def _run_folders(user) -> list[str]:
     return out
 
 
-def run_class(learners=8, per_server=4, per_user=None, wait_s=300.0, cells=("hello", "sweep"), log_dir=None) -> dict:
+def run_class(learners=8, per_server=4, per_user=None, wait_s=300.0, cells=("hello", "sweep"), log_dir=None,
+              hostile=0) -> dict:
     """``learners`` hub users run chapter 04's ``cells`` at once; returns what each did and what was left."""
     from course_lib.lab import budget
     from tests.hub_harness import class_on_hub, server_environ
@@ -205,8 +234,8 @@ def run_class(learners=8, per_server=4, per_user=None, wait_s=300.0, cells=("hel
                 hub.wait_ready(user, deadline_s=600)
             summary["servers_ready_s"] = time.monotonic() - started
             ready = threading.Barrier(learners + 1)
-            threads = [threading.Thread(target=_learner, args=(hub, user, sources, ready, results))
-                       for user in users]
+            threads = [threading.Thread(target=_learner, args=(hub, user, sources, ready, results, k < hostile))
+                       for k, user in enumerate(users)]
             for thread in threads:
                 thread.start()
             with contextlib.suppress(threading.BrokenBarrierError):
@@ -246,6 +275,10 @@ def _summarise(learners, cells, results, summary) -> dict:
         "rank_processes_left": sum(len(item.get("rank_processes_left", [])) for item in per),
         "run_folders_left": sum(len(item.get("run_folders_left", [])) for item in per),
         "problems": {item["learner"]: item["problem"] for item in per if item["problem"]},
+        "hostile": {item["learner"]: item["hostile"] for item in per if item.get("hostile") is not None},
+        "others_completed": sum(cell["status"] == "ok" for item in per if item.get("hostile") is None
+                                for cell in item["cells"]),
+        "others_asked": sum(len(cells) for item in per if item.get("hostile") is None),
         "cores": os.cpu_count(), "per_learner": per, **summary,
     }
 
@@ -257,6 +290,7 @@ def main(argv=None) -> int:
     p.add_argument("--per-user", type=int, default=None, help="COURSE_LAB_RANKS_PER_USER (default: the hub's)")
     p.add_argument("--wait", type=float, default=300.0, help="COURSE_LAB_BUDGET_WAIT_S (default 300)")
     p.add_argument("--cells", default="hello,sweep", help="chapter 04 cells each learner runs: hello (7.1), sweep (7.5)")
+    p.add_argument("--hostile", type=int, default=0, help="how many learners fork and allocate past their limits")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     cells = tuple(args.cells.split(","))
@@ -271,7 +305,7 @@ def main(argv=None) -> int:
         if not ok:
             print(f"error: {message}", file=sys.stderr)
             return 2
-    out = run_class(args.learners, args.per_server, args.per_user, args.wait, cells)
+    out = run_class(args.learners, args.per_server, args.per_user, args.wait, cells, hostile=args.hostile)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -289,6 +323,10 @@ def main(argv=None) -> int:
     print(f"left: {out['rank_processes_left']} rank processes (kernels running), {len(out['lease_files_left'])} lease "
           f"files, {out['run_folders_left']} run folders; after the hub stopped: 0 processes, accounts or homes "
           "of the learners (checked)")
+    for user, lines in out["hostile"].items():
+        print(f"hostile learner {user} saw: " + " | ".join(lines))
+    if out["hostile"]:
+        print(f"the other learners' runs completed: {out['others_completed']} of {out['others_asked']}")
     for user, problem in out["problems"].items():
         print(f"problem: {user}: {problem}")
     return 0 if not out["problems"] and out["runs_failed_otherwise"] == 0 else 1

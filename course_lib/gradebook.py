@@ -133,13 +133,25 @@ def _submission_rows(gb, missing_entry, assignment, student, cells, record, subm
     elif all(s == statuses[0] for s in statuses) and statuses[0] != MANUAL:
         total.update(status=statuses[0], detail=items[0]["detail"])
     else:
-        graded = [r for r in items if r["status"] == GRADED]
-        waiting = {s: statuses.count(s) for s in dict.fromkeys(statuses) if s != GRADED}
-        total.update(status=MANUAL if set(waiting) == {MANUAL} else FAILED,
-                     detail=f"{_fmt(sum(float(r['score']) for r in graded)) or 0} of "
-                            f"{_fmt(sum(float(r['max_score']) for r in graded)) or 0} points graded so far; "
-                            + ", ".join(f"{n} {s}" for s, n in waiting.items()))
+        total.update(status=MANUAL if set(statuses) <= {GRADED, MANUAL} else FAILED, detail=progress_detail(items))
     return items + [total]
+
+
+def progress_detail(items: list) -> str:
+    """How far the grading of one submission is, in points: "8 of 10 points graded (score 0); 2 points await
+    manual grading" (and the items that failed or are not graded yet, by status)."""
+    def points(rows, field="max_score"):
+        return _fmt(sum(float(r[field] or 0) for r in rows)) or "0"
+    graded = [r for r in items if r["status"] == GRADED]
+    parts = [f"{points(graded)} of {points(items)} points graded (score {points(graded, 'score')})"]
+    manual = [r for r in items if r["status"] == MANUAL]
+    if manual:
+        parts.append(f"{points(manual)} points await manual grading")
+    for status in dict.fromkeys(r["status"] for r in items):
+        if status not in (GRADED, MANUAL):
+            rows = [r for r in items if r["status"] == status]
+            parts.append(f"{points(rows)} points {status}")
+    return "; ".join(parts)
 
 
 def export(course_dir, csv_path=None, progress=print) -> Path:

@@ -164,8 +164,9 @@ def grade(exercise_id: str, answer) -> None:
 ANSWER_TAG = "course_lib-answer: "
 
 
-def _plain(answer, depth: int = 0):
-    """``answer`` as JSON: a real str/int/float by the base types' own methods, a numpy scalar's item."""
+def _plain(answer):
+    """``answer`` as JSON: a real str/int/float by the base types' own methods; any other real number (Decimal,
+    Fraction, a numpy scalar such as np.longdouble, a 0-d array or tensor) as the self-check reads it."""
     if answer is None or answer is Ellipsis:
         return None
     if isinstance(answer, bool):
@@ -176,10 +177,10 @@ def _plain(answer, depth: int = 0):
         return int.__int__(answer)
     if isinstance(answer, float):
         return float.__float__(answer)
-    item = getattr(type(answer), "item", None)
-    if depth == 0 and callable(item):
-        return _plain(item(answer), 1)
-    return {"unsupported": type(answer).__name__}
+    try:  # one rule for what a real number is: the self-check's (Decimal, Fraction, numpy, 0-d tensors)
+        return _fresh("checks")._as_number(answer)
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        return {"unsupported": type(answer).__name__}
 
 
 def report(exercise_id: str, answer) -> None:

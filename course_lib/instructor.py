@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cli, gradebook, grading, manifest, sandbox, validate
+from . import cli, gradebook, grading, manifest, sandbox, submissions, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -39,6 +39,8 @@ c.Execute.timeout = 300
 # release/fetch/submit/collect go through this folder (world-writable, sticky); on a hub every user's
 # nbgrader must name the same one (see docs/instructor.md).
 c.Exchange.root = {exchange!r}
+# collect copies plain files only (no link followed, no FIFO opened, a size limit): course_lib/collect.py
+c.ExchangeFactory.collect = "course_lib.collect.SafeCollect"
 '''
 
 EXCHANGE_ENV = "COURSE_NBGRADER_EXCHANGE"  # where init puts the exchange (default: DIR/exchange)
@@ -90,8 +92,10 @@ def _judged_outside(exercise_id: str) -> bool:
     return checks.spec(exercise_id).get("kind", "number") in ("number", "choice")
 
 
-def _report_instead(source_nb: Path) -> dict:
-    """Rewrite the hidden tests of ``source_nb`` to report their answer; returns {grade_id: exercise_id}."""
+def _report_instead(source_nb: Path, code: dict | None = None) -> dict:
+    """Rewrite the hidden tests of ``source_nb`` to report their answer; returns {grade_id: exercise_id}.
+    A code exercise's hidden test runs nothing in the kernel: its function is judged from the submission's
+    source (:mod:`course_lib.grading_code`); ``code`` gets {grade_id: {"id": exercise_id, "name": function}}."""
     import nbformat
 
     nb = nbformat.read(source_nb, as_version=4)
@@ -101,6 +105,9 @@ def _report_instead(source_nb: Path) -> dict:
 
         def swap(m):
             if not _judged_outside(m.group(1)):
+                if code is not None and m.group(2).strip().isidentifier():
+                    code[grade_id] = {"id": m.group(1), "name": m.group(2).strip()}
+                    return f'print("{m.group(1)}: judged from your submitted code, outside this kernel")'
                 return m.group(0)
             judged[grade_id] = m.group(1)
             return f'course_lib.grading.report("{m.group(1)}", {m.group(2)})'
@@ -108,6 +115,12 @@ def _report_instead(source_nb: Path) -> dict:
             cell.source = HIDDEN_GRADE_RE.sub(swap, cell.source)
     nbformat.write(nb, source_nb)
     return judged
+
+
+def code_items(course_dir, assignment: str) -> dict:
+    """{grade_id: {"id", "name"}} of the code items of ``assignment`` (written by init), judged from source."""
+    path = gradebook.record_path(course_dir, assignment).with_suffix(".code.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def judged_items(course_dir, assignment: str) -> dict:
@@ -127,11 +140,17 @@ class NbgraderError(RuntimeError):
         super().__init__(f"{self.summary}\n{log}")
 
 
+class SetupError(RuntimeError):
+    """A fault on the instructor's side (the grading kernel, the course's set-up), not in any submission:
+    said once, as such, and nothing is graded."""
+
+
 def _course(course_dir) -> Path:
-    """``course_dir`` as a Path after checking it is an nbgrader course folder (ValueError otherwise)."""
+    """``course_dir`` as an absolute Path (resolved once, here: nbgrader runs inside it, so a relative path
+    would mean another folder there) after checking it is an nbgrader course folder (ValueError otherwise)."""
     if not isinstance(course_dir, (str, Path)):
         raise ValueError(f"course_dir must be a folder path, got {validate.describe(course_dir)}")
-    path = Path(course_dir)
+    path = Path(course_dir).resolve()
     if not path.is_dir():
         raise ValueError(f"course_dir {str(path)!r} does not exist; create a course with "
                          "python -m course_lib nbgrader init DIR")
@@ -143,7 +162,7 @@ def _course(course_dir) -> Path:
 
 def nbgrader(course_dir, *args: str) -> subprocess.CompletedProcess:
     """Run one nbgrader command inside ``course_dir``; raises NbgraderError (a RuntimeError) with its log on failure."""
-    course_dir = Path(course_dir)
+    course_dir = Path(course_dir).resolve()
     if not course_dir.is_dir():
         raise ValueError(f"course_dir {str(course_dir)!r} does not exist")
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=_env(),
@@ -175,13 +194,17 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
         shutil.copy2(SOLUTIONS / f"{name}.ipynb", target / f"{name}.ipynb")
         items = gradebook.record_path(course_dir, name).with_suffix(".items.json")
         items.parent.mkdir(parents=True, exist_ok=True)
-        items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb"), indent=1))
+        code = {}
+        items.write_text(json.dumps(_report_instead(target / f"{name}.ipynb", code), indent=1))
+        gradebook.record_path(course_dir, name).with_suffix(".code.json").write_text(json.dumps(code, indent=1))
         if release:
             nbgrader(course_dir, "generate_assignment", name, "--force")
             # Release the course's own student notebook: its stubs (`x = None`) let a learner run it
             # top to bottom with "not answered yet", where nbgrader's stub raises NotImplementedError.
             # Its graded and locked cells are those nbgrader released (same grade_ids and sources).
             shutil.copy2(STUDENT / f"{name}.ipynb", course_dir / "release" / name / f"{name}.ipynb")
+    from . import hub_class
+    hub_class.close_course(course_dir)  # source (solutions, hidden tests), submissions, gradebook: instructor only
     return course_dir
 
 
@@ -309,8 +332,7 @@ def inspect_submission(submission, release, student: str = "student", reference=
     """
     import nbformat
 
-    def cells(path):
-        nb = nbformat.read(path, as_version=4)
+    def cells(nb):
         out = {}
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -319,15 +341,23 @@ def inspect_submission(submission, release, student: str = "student", reference=
         return out
 
     try:
-        got = cells(submission)
+        submitted = nbformat.reads(submissions.read_file(submission).decode("utf-8"), as_version=4)
+    except submissions.Refused as exc:
+        return [Problem(student, "*", f"not graded: {exc.why}", graded=False)]
     except Exception as exc:  # unreadable JSON, wrong format: say so instead of crashing
         return [Problem(student, "*", f"the notebook could not be read ({exc.__class__.__name__}: {exc}); "
                                       "ask the student to resubmit the file saved by JupyterLab")]
-    expected = cells(release)
-    solution = cells(reference) if reference is not None else {}
+    try:
+        got = cells(submitted)
+    except Exception as exc:  # unreadable JSON, wrong format: say so instead of crashing
+        return [Problem(student, "*", f"the notebook could not be read ({exc.__class__.__name__}: {exc}); "
+                                      "ask the student to resubmit the file saved by JupyterLab")]
+    released_nb = nbformat.read(release, as_version=4)
+    expected = cells(released_nb)
+    solution = cells(nbformat.read(reference, as_version=4)) if reference is not None else {}
     problems = []
-    released = {c.source.strip() for c in nbformat.read(release, as_version=4).cells}
-    for cell in nbformat.read(submission, as_version=4).cells:
+    released = {c.source.strip() for c in released_nb.cells}
+    for cell in submitted.cells:
         if (cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade_id")
                 and cell.source.strip() not in released):
             found = _suspicious(cell.source)
@@ -419,27 +449,36 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
     if not release.is_file():
         raise ValueError(f"assignment {assignment!r} is not released in {course_dir}; run "
                          f"python -m course_lib nbgrader init {course_dir} --assignments {assignment}")
-    submissions = sorted((course_dir / "submitted").glob(f"*/{assignment}"))
-    if not submissions:
+    student_dirs = sorted((course_dir / "submitted").glob(f"*/{assignment}"))
+    if not student_dirs:
         raise ValueError(f"assignment {assignment!r} has no submissions in {course_dir / 'submitted'}")
     problems = []
     reference = course_dir / "source" / assignment / f"{assignment}.ipynb"
-    for student_dir in submissions:
+    for student_dir in student_dirs:
+        try:  # plain files only: a link, FIFO, device or oversized file is refused before anything reads it
+            submissions.check_folder(student_dir)
+        except submissions.Refused as exc:
+            problems.append(Problem(student_dir.parent.name, "*", f"not graded: {exc.why}", graded=False))
+            continue
         for notebook in sorted(student_dir.glob("*.ipynb")):
             problems += inspect_submission(notebook, release, student_dir.parent.name,
                                            reference if reference.is_file() else None)
     for problem in problems:
         print(f"[course_lib] {problem}")
+    refused = sorted({p.student for p in problems if not p.graded})
+    if refused:  # nbgrader never opens these (it would follow the link, block on the FIFO, read the 2 GB)
+        extra.append(f"--CourseDirectory.student_id_exclude={','.join(refused)}")
     isolated, why = sandbox.available() if isolate else (False, "isolation turned off (isolate=False)")
-    print(f"[course_lib] autograde {assignment}: {len(submissions)} submissions; {why}", flush=True)
+    print(f"[course_lib] autograde {assignment}: {len(student_dirs)} submissions; {why}", flush=True)
     env = _env()
     if isolated:
         if not sandbox.rootless():
             sandbox.ensure_user()
         env["JUPYTER_PATH"] = str(sandbox.kernelspec(course_dir / "grading_kernel", course_dir)) + os.pathsep + \
             env.get("JUPYTER_PATH", "")
+        _check_kernel(env)
         extra.append(f"--Execute.kernel_name={sandbox.KERNEL_NAME}")
-    names = [d.parent.name for d in submissions]
+    names = [d.parent.name for d in student_dirs if d.parent.name not in refused]
 
     def progress(line):
         m = _STUDENT_RE.search(line)
@@ -454,12 +493,50 @@ def autograde(course_dir, assignment, *, timeout=None, isolate: bool = True) -> 
             (course_dir / "autograde.log").write_text(log, encoding="utf-8")
             raise
     (course_dir / "autograde.log").write_text(log, encoding="utf-8")
+    fault = _setup_fault(log)
+    if fault:
+        raise SetupError(f"autograde {assignment}: {fault}; this is the grading set-up, not any submission: nothing "
+                         f"was graded (nbgrader's log: {course_dir / 'autograde.log'})")
     found = _grading_problems(log, assignment)
     for problem in found:
         print(f"[course_lib] {problem}")
-    failed = {p.student: p.message for p in found if not p.graded}
-    _judge(course_dir, assignment, [n for n in names if n not in failed], failed)
+    failed = {p.student: p.message for p in found + problems if not p.graded}
+    _judge(course_dir, assignment, [n for n in names if n not in failed], failed, isolated)
     return problems + found
+
+
+# Lines of nbgrader's log that no submission can cause: the kernel it was told to use is not there or cannot start.
+_SETUP_FAULTS = (re.compile(r"NoSuchKernel[^\n]*|No such kernel named [^\n]*"),
+                 re.compile(r"FileNotFoundError: [^\n]*(?:kernel|ipykernel|python)[^\n]*"))
+
+
+def _setup_fault(log: str) -> str | None:
+    """The instructor-side fault nbgrader's log shows (one line), or None."""
+    for pattern in _SETUP_FAULTS:
+        m = pattern.search(log)
+        if m:
+            return f"the grading kernel could not be started ({cli.one_line(m.group(0))[:200]})"
+    return None
+
+
+def _check_kernel(env: dict) -> None:
+    """Before grading anyone: the sandbox kernelspec is where nbgrader will look (an absolute folder on
+    JUPYTER_PATH) and its interpreter runs; SetupError (said once) otherwise."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    folders = [f for f in env.get("JUPYTER_PATH", "").split(os.pathsep) if f]
+    relative = [f for f in folders if not os.path.isabs(f)]
+    if relative:
+        raise SetupError(f"JUPYTER_PATH holds relative folders ({', '.join(relative)}): nbgrader runs in the course "
+                         "folder, where they mean something else; nothing was graded")
+    try:
+        spec = KernelSpecManager(kernel_dirs=[os.path.join(f, "kernels") for f in folders]).get_kernel_spec(
+            sandbox.KERNEL_NAME)
+    except NoSuchKernel:
+        raise SetupError(f"the grading kernel {sandbox.KERNEL_NAME!r} is on no folder of JUPYTER_PATH "
+                         f"({os.pathsep.join(folders)}); nothing was graded") from None
+    if not os.access(spec.argv[0], os.X_OK):
+        raise SetupError(f"the grading kernel's interpreter {spec.argv[0]} cannot be run; nothing was graded")
 
 
 def _streamed(course_dir: Path, args: list, env: dict, on_line) -> str:
@@ -476,7 +553,40 @@ def _streamed(course_dir: Path, args: list, env: dict, on_line) -> str:
     return log
 
 
-def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> None:
+def _judge_code(course_dir: Path, assignment: str, student: str, items: dict, isolated: bool) -> dict:
+    """Verdicts {grade_id: {...}} of the code items of one submission, judged from its source in a fresh process
+    (:func:`grading_code.judge`), under the sandbox where ``isolated``."""
+    import nbformat
+
+    from . import grading_code
+
+    release = nbformat.read(course_dir / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    preamble = grading_code.notebook_imports([c.source for c in release.cells if c.cell_type == "code"
+                                              and not c.metadata.get("nbgrader", {}).get("solution")])
+    path = course_dir / "submitted" / student / assignment / f"{assignment}.ipynb"
+    nb = nbformat.reads(submissions.read_file(path).decode("utf-8"), as_version=4)
+    prefix = [sys.executable, "-m", "course_lib.sandbox", "--course", str(course_dir), "--run"] if isolated else None
+    out = {}
+    for grade_id, item in items.items():
+        source = None
+        for cell in nb.cells:  # the last cell before the check that defines the function, as the kernel ran them
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+                break
+            if cell.cell_type == "code" and f"def {item['name']}" in cell.source:
+                source = cell.source
+        try:
+            code = grading_code.extract(source or "", item["name"])
+            score, max_score, detail = grading_code.judge(item["id"], item["name"], code, preamble, prefix)
+        except ValueError as exc:
+            from . import checks
+            score, max_score, detail = 0.0, float(checks.spec(item["id"]).get("points", 1)), str(exc)
+        out[grade_id] = {"exercise": item["id"], "score": score, "max_score": max_score, "detail": detail}
+        print(f"[course_lib] {student}: {item['id']} (code, judged outside the kernel): {score:g} of "
+              f"{max_score:g}" + ("" if score == max_score else f": {cli.one_line(detail)[:200]}"), flush=True)
+    return out
+
+
+def _judge(course_dir: Path, assignment: str, students: list, failed: dict, isolated: bool = False) -> None:
     """Judge each answer the graded notebooks reported (outside the learners' kernels); write the scores.
 
     nbgrader scored a reporting cell by its output alone (full marks unless it raised); each such item's
@@ -486,7 +596,7 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
 
     items = judged_items(course_dir, assignment)
     record = gradebook.read_record(course_dir, assignment)
-    record["judged_items"] = items
+    record["judged_items"] = {**items, **{g: c["id"] for g, c in code_items(course_dir, assignment).items()}}
     for student in failed:
         record["judged"].pop(student, None)
     record["failed"] = {s: why for s, why in {**record.get("failed", {}), **failed}.items()
@@ -506,7 +616,12 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
             score, max_score, detail = grading.judge_reported(exercise_id, text)
             verdicts[student][grade_id] = {"exercise": exercise_id, "score": score, "max_score": max_score,
                                            "detail": detail}
+        code = code_items(course_dir, assignment)
+        if code:
+            verdicts[student].update(_judge_code(course_dir, assignment, student, code, isolated))
     with gradebook.open_gradebook(course_dir) as gb:
+        for student in failed:  # a refused submission nbgrader never saw: in grades.csv with its reason
+            gb.update_or_create_student(student)
         for student, cells in verdicts.items():
             for grade_id, verdict in cells.items():
                 grade = gb.find_grade(grade_id, assignment, assignment, student)
@@ -516,6 +631,29 @@ def _judge(course_dir: Path, assignment: str, students: list, failed: dict) -> N
     gradebook.write_record(course_dir, assignment, record)
     print(f"[course_lib] autograde {assignment}: {sum(len(v) for v in verdicts.values())} answers of "
           f"{len(verdicts)} submissions judged outside the learners' kernels", flush=True)
+
+
+def pending_manual(course_dir, assignment: str) -> list[str]:
+    """"student: item" for each written answer of ``assignment`` still waiting for manual grading."""
+    rows = gradebook.rows(_course(course_dir), progress=lambda *_: None)
+    return [f"{r['student_id']}: {r['item']}" for r in rows if r["assignment"] == assignment
+            and r["item"] != gradebook.TOTAL and r["status"] == gradebook.MANUAL]
+
+
+def release_feedback(course_dir, assignment) -> list[str]:
+    """``nbgrader generate_feedback`` and ``release_feedback`` of ``assignment``, with a warning first (printed,
+    and returned) when written answers still await manual grading: their feedback would show them ungraded."""
+    assignment = validate.choice("assignment", assignment, chapters())
+    course_dir = _course(course_dir)
+    pending = pending_manual(course_dir, assignment)
+    if pending:
+        print(f"[course_lib] warning: feedback on {assignment} is released while {len(pending)} written answers "
+              f"await manual grading ({'; '.join(pending[:6])}{' ...' if len(pending) > 6 else ''}): their "
+              "feedback shows them ungraded; grade them in Formgrader and release again", flush=True)
+    nbgrader(course_dir, "generate_feedback", assignment)
+    nbgrader(course_dir, "release_feedback", assignment)
+    print(f"[course_lib] feedback on {assignment} released", flush=True)
+    return pending
 
 
 def export_grades(course_dir, csv_path=None) -> Path:
@@ -536,8 +674,13 @@ def _cli_autograde(args) -> int:
 def _guarded(func):
     """A CLI handler whose nbgrader failure is one line (the log goes to a file), status 1."""
     def run(args) -> int:
+        if isinstance(getattr(args, "course_dir", None), str):  # resolved once, here: nbgrader runs inside it
+            args.course_dir = str(Path(args.course_dir).resolve())
         try:
             return func(args)
+        except SetupError as exc:
+            print(f"error: {cli.one_line(str(exc))}", file=sys.stderr)
+            return 1
         except NbgraderError as exc:
             log = Path(args.course_dir) / "nbgrader-error.log" if Path(args.course_dir).is_dir() else None
             if log is not None:
@@ -560,6 +703,10 @@ def register(sub) -> None:
     a.add_argument("--timeout", type=cli.integer(low=1, high=86400), default=None,
                    help="seconds a cell may run (default: the course config's 300)")
     a.set_defaults(func=_guarded(_cli_autograde))
+    a = actions.add_parser("feedback", help="generate and release feedback (warns of manual grading pending)")
+    a.add_argument("course_dir")
+    a.add_argument("assignment")
+    a.set_defaults(func=_guarded(lambda args: release_feedback(args.course_dir, args.assignment) and 0))
     a = actions.add_parser("export", help="write the gradebook CSV")
     a.add_argument("course_dir")
     a.add_argument("--csv", default=None)

@@ -90,13 +90,14 @@ def ensure_user() -> pwd.struct_passwd:
 
 def kernelspec(folder, course_dir) -> Path:
     """Write the sandbox kernelspec under ``folder`` (put ``folder`` on JUPYTER_PATH); returns it."""
-    spec = Path(folder) / "kernels" / KERNEL_NAME
+    folder = Path(folder).resolve()  # on JUPYTER_PATH for nbgrader, which runs in another folder
+    spec = folder / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "course_lib.sandbox", "--course", str(Path(course_dir).resolve()),
             "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "course sandbox",
                                                   "language": "python"}, indent=1))
-    return Path(folder)
+    return folder
 
 
 def _hidden(course_dir: Path) -> list[Path]:
@@ -128,7 +129,8 @@ def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True)
 
 
-def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None) -> None:
+def _inside(course_dir: Path, connection: str | None, extra: list[str], home_outside: str | None = None,
+            run: list[str] | None = None) -> None:
     """PID 1 of the new namespaces, still root (or root of a user namespace): build the view, then become the
     user (or drop every capability) and exec the kernel; ``connection`` None runs :data:`CHECK` instead."""
     from . import grading
@@ -183,17 +185,57 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     env.update(HOME=str(home), USER=USER if user is not None else os.environ.get("USER", "instructor"),
                PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
                MPLCONFIGDIR=str(home / ".mpl"), IPYTHONDIR=str(home / ".ipython"))
-    command = ([sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
+    command = (list(run) if run else
+               [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
                else [sys.executable, "-I", "-c", CHECK, str(course_dir), str(key), str(home_outside or ""), str(PACKAGE)])
     os.chdir(home)
+    limits = caps()
     child = os.fork()  # the kernel is not PID 1, so it can die (os.kill of itself) like any kernel
     if child:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the kernel, not for its keeper
+
+        def out_of_time(*_):
+            print(f"course-sandbox: the submission ran past its {limits['seconds']} s limit and was stopped",
+                  file=sys.stderr, flush=True)
+            os._exit(137)  # PID 1 exits: the kernel and everything it forked die with it
+        signal.signal(signal.SIGALRM, out_of_time)
+        signal.alarm(limits["seconds"])
         _, status = os.waitpid(child, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)  # PID 1 exits: every process left in here dies
+    _limit(limits, user is not None)
     who = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"] if user is not None else []
     os.execve(shutil.which("setpriv"), [
         "setpriv", *who, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command], env)
+
+
+# Caps of one submission's kernel (and all it forks), none of which it can raise: hard limits set before it starts.
+CAPS = {"seconds": 900, "processes": 64, "memory_mb": 4096, "file_mb": 256}
+CAPS_ENV = "COURSE_LIB_GRADING_CAPS"  # e.g. "seconds=600,processes=32,memory_mb=2048"
+
+
+def caps() -> dict:
+    """:data:`CAPS`, with the overrides of ``$COURSE_LIB_GRADING_CAPS`` (``name=value,...``; ValueError if bad)."""
+    out = dict(CAPS)
+    for item in filter(None, os.environ.get(CAPS_ENV, "").split(",")):
+        name, _, value = item.partition("=")
+        if name not in CAPS or not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{CAPS_ENV} item {item!r}: expected one of {', '.join(CAPS)} = a whole number >= 1")
+        out[name] = int(value)
+    return out
+
+
+def _limit(limits: dict, own_user: bool) -> None:
+    """Hard rlimits for the kernel about to be exec'd: memory (address space), file size, and, where it runs as
+    its own user (root's sandbox; a user namespace keeps the instructor's uid, whose other processes count
+    too), processes. A process cannot raise a hard limit without CAP_SYS_RESOURCE, which it never has."""
+    import resource
+
+    memory = limits["memory_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    size = limits["file_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    if own_user:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
 
 
 # What ``--check`` runs in the sandbox instead of a kernel: try what a submission would, print one line each.
@@ -243,6 +285,14 @@ def main(argv=None) -> None:
     check = args[:1] == ["--check"]
     if check:
         args = args[1:]
+    run = None
+    if "--run" in args:  # ``--course DIR --run CMD...``: a command (a code exercise's judge) in the same view
+        at = args.index("--run")
+        args, run = args[:at], args[at + 1:]
+        if not run or args[:1] != ["--course"] or len(args) != 2:
+            print("error: usage: python -m course_lib.sandbox --course DIR --run COMMAND...", file=sys.stderr)
+            sys.exit(2)
+        check = True  # no connection file
     if args[:1] != ["--course"] or len(args) < (2 if check else 3):
         print("error: usage: python -m course_lib.sandbox --check --course DIR", file=sys.stderr)
         sys.exit(2)
@@ -252,12 +302,14 @@ def main(argv=None) -> None:
         sys.exit(2)
     connection_file, extra = (None, []) if check else (args[2], args[3:])
     if inside:  # the launcher outside already found isolation available: build the view
-        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home)
+        _inside(course_dir, None if connection_file is None else Path(connection_file).read_text(), extra, home, run)
         return
     ok, why = available()
-    if check:
+    if check and not run:
         print(f"sandbox: {why}", flush=True)
     if not ok:  # unisolated: the kernel as nbgrader would have started it
+        if run:
+            os.execv(run[0], run)
         if check:
             sys.exit(1)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra])
@@ -266,8 +318,8 @@ def main(argv=None) -> None:
     os.execv(shutil.which("unshare"), [
         "unshare", *userns, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
         sys.executable, "-m", "course_lib.sandbox", "--inside", *home_args,
-        *(["--check"] if check else []), "--course", str(course_dir),
-        *([] if check else [str(Path(connection_file).resolve())]), *extra])
+        *(["--check"] if check and not run else []), "--course", str(course_dir),
+        *([] if check else [str(Path(connection_file).resolve())]), *extra, *(["--run", *run] if run else [])])
 
 
 if __name__ == "__main__":

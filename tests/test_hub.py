@@ -39,7 +39,8 @@ def class_on_hub(tmp_path, learners, **env_extra):
 
 
 def test_make_hub_serves_each_learner_their_own_lab(tmp_path):
-    with class_on_hub(tmp_path, 2, COURSE_LAB_RANKS_PER_SERVER="6") as (hub, users, homes, state):
+    with class_on_hub(tmp_path, 2, COURSE_LAB_RANKS_PER_SERVER="6", COURSE_HUB_MODE="self-study") as (
+            hub, users, homes, state):
         assert (state / "jupyterhub_cookie_secret").stat().st_mode & 0o077 == 0  # generated, private
 
         # a learner edited a copy before the hub existed: it must survive

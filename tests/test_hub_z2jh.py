@@ -56,8 +56,26 @@ def test_each_learners_server_is_the_learners_lab():
     assert "/opt/course/.venv/bin/python -m jupyterhub.singleuser \"$@\"" in cmd[2]
     env = values["singleuser"]["extraEnv"]
     cores = values["singleuser"]["cpu"]["limit"]
-    assert set(env) == {"COURSE_LAB_BUDGET_DIR", "COURSE_LAB_RANKS_PER_USER", "COURSE_LAB_RANKS_PER_SERVER"}
+    assert set(env) == {"COURSE_LAB_BUDGET_DIR", "COURSE_LAB_RANKS_PER_USER", "COURSE_LAB_RANKS_PER_SERVER",
+                        "COURSE_LIB_MODE"} and env["COURSE_LIB_MODE"] == "graded"
+    for resource in ("cpu", "memory"):  # per-learner limits: each pod is one learner's server
+        assert values["singleuser"][resource]["limit"], resource
     from course_lib.lab import budget
 
     assert (int(env["COURSE_LAB_RANKS_PER_USER"]), int(env["COURSE_LAB_RANKS_PER_SERVER"])) == \
         budget.default_limits(cores)
+
+
+def test_learners_pods_hold_no_solutions_or_keys(tmp_path):
+    """The image's graded step, run here: the learner copy it makes holds no solutions/, key or sealed keys."""
+    import json
+
+    from course_lib import hub_class
+
+    docker = (Z2JH / "Dockerfile").read_text()
+    assert "hub_class.graded_learner_copy('/opt/course', '/tmp/learner')" in docker
+    assert "rm -rf /tmp/learner /opt/course/solutions /opt/course/.git" in docker
+    copy = hub_class.graded_learner_copy(ROOT, tmp_path / "learner")
+    assert not (copy / "solutions").exists() and not list(copy.rglob("answers.json"))
+    entries = [e for f in (copy / "course_lib" / "exercises").glob("*.json") for e in json.loads(f.read_text()).values()]
+    assert entries and not any("key" in e or "model_answer" in e for e in entries)

@@ -17,6 +17,9 @@
 #   COURSE_HUB_API_TOKEN     a token for scripts (nbgrader automation, the tests): the admin role
 #   COURSE_NBGRADER_EXCHANGE nbgrader's exchange folder (default HUB_DIR/exchange)
 #   COURSE_LAB_RANKS_PER_USER, COURSE_LAB_RANKS_PER_SERVER, COURSE_LAB_BUDGET_WAIT_S   the lab's budget
+#   COURSE_HUB_MODE          graded (default: learners get course_lib/hub_class.py's learner copy, no chapters
+#                            copied into ~/work, they fetch them; solutions/ and the key closed) or self-study
+#   COURSE_HUB_CPUS, COURSE_HUB_MEMORY_MB, COURSE_HUB_TASKS   each learner server's limits (course_lib/hub_limits.py)
 import json
 import os
 import pwd
@@ -24,7 +27,7 @@ import shlex
 import subprocess
 import sys
 
-from course_lib import instructor
+from course_lib import hub_class, hub_limits, instructor
 from course_lib.lab import budget
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
@@ -59,8 +62,40 @@ if os.environ.get("COURSE_HUB_API_TOKEN"):
     c.JupyterHub.services = [{"name": "course-admin", "api_token": os.environ["COURSE_HUB_API_TOKEN"]}]
     c.JupyterHub.load_roles = [{"name": "admin", "services": ["course-admin"]}]
 
-# Each learner's server: the learner's lab, run as the learner.
-c.JupyterHub.spawner_class = "localprocess"
+# A graded class (the default): learners import the course from a copy without solutions/, the answer key or
+# sealed keys, and the repository's solutions/ and key are closed to them (course_lib/hub_class.py).
+MODE = os.environ.get("COURSE_HUB_MODE", "graded")
+if MODE not in ("graded", "self-study"):
+    sys.exit(f"error: COURSE_HUB_MODE must be graded or self-study, got {MODE!r}")
+LEARNER_COURSE = hub_class.set_up(REPO, STATE) if MODE == "graded" else None
+
+# Each learner's server: the learner's lab, run as the learner, in its own control groups (CPU, memory, tasks)
+# made by the hub as root before the server drops to the learner's uid: nothing the learner runs can lift them.
+try:
+    LIMITS = hub_limits.limits_from_env()
+except ValueError as exc:
+    sys.exit(f"error: {exc}")
+LIMITS_KIND, LIMITS_SAID = hub_limits.available()
+print(f"[course hub] {LIMITS_SAID} (cpus={LIMITS.cpus:g}, memory={LIMITS.memory_mb} MB, tasks={LIMITS.tasks})",
+      flush=True)
+
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+
+
+class LimitedSpawner(LocalProcessSpawner):
+    """The local spawner, with the server's process put in the learner's groups before it becomes the learner."""
+
+    def make_preexec_fn(self, name):
+        drop = super().make_preexec_fn(name)
+        folders = hub_limits.prepare(name, LIMITS)
+
+        def preexec():
+            hub_limits.enter(folders)
+            drop()
+        return preexec
+
+
+c.JupyterHub.spawner_class = LimitedSpawner
 def _runnable_by_all(path) -> bool:
     """True when every user can run ``path`` (it, and each folder on its real path, is o+x)."""
     real = os.path.realpath(path)
@@ -116,12 +151,22 @@ c.Spawner.environment = {
     budget.SERVER_ENV: os.environ.get(budget.SERVER_ENV, str(per_server)),
     budget.WAIT_ENV: os.environ.get(budget.WAIT_ENV, str(budget.DEFAULT_WAIT_S)),
 }
+if LEARNER_COURSE is not None:  # graded: course_lib from the learners' copy, checks in graded mode
+    c.Spawner.environment.update(PYTHONPATH=str(LEARNER_COURSE), COURSE_LIB_MODE="graded")
 
 
 def copy_chapters(spawner):
-    """~/work gets each chapter it lacks (the Makefile's `work` target, run as the learner)."""
+    """The learner's home is private (0700); in self-study ~/work gets each chapter it lacks (the Makefile's
+    `work` target, run as the learner); in a graded class learners fetch the released chapters instead (one
+    copy of each, the one they submit), so only the empty ~/work is made."""
     account = pwd.getpwnam(spawner.user.name)
+    hub_class.private_home(account.pw_dir)
     work = os.path.join(account.pw_dir, "work")
+    if MODE == "graded":
+        if not os.path.isdir(work):
+            os.mkdir(work, 0o700)
+            os.chown(work, account.pw_uid, account.pw_gid)
+        return
     done = subprocess.run(["make", "--no-print-directory", "-C", REPO, "work", f"WORK={work}"],
                           user=account.pw_uid, group=account.pw_gid, extra_groups=[],
                           env={"PATH": os.environ["PATH"], "HOME": account.pw_dir}, cwd=account.pw_dir,
