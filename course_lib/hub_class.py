@@ -20,8 +20,6 @@ import shutil
 import stat
 from pathlib import Path
 
-# What of the repository a graded learner's copy holds (paths relative to the repository).
-LEARNER_PARTS = ("course_lib", "course.toml", "pyproject.toml", "notebooks")
 
 
 def graded_learner_copy(repo, target) -> Path:
@@ -35,8 +33,8 @@ def graded_learner_copy(repo, target) -> Path:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "answers.json", "solutions")
-    for part in LEARNER_PARTS:
+    ignore = shutil.ignore_patterns(*grading.LEFT_OUT, "answers.json", "solutions")
+    for part in grading.LEARNER_PATHS:  # one list of what a graded learner's copy holds and leaves out
         source = repo / part
         if source.is_dir():
             shutil.copytree(source, target / part, ignore=ignore)
