@@ -178,7 +178,7 @@ def _plain(answer):
     if isinstance(answer, float):
         return float.__float__(answer)
     try:  # one rule for what a real number is: the self-check's (Decimal, Fraction, numpy, 0-d tensors)
-        return _fresh("checks")._as_number(answer)
+        return _fresh("exercises.numbers").as_number(answer)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return {"unsupported": type(answer).__name__}
 
