@@ -23,11 +23,12 @@ from html import escape
 from typing import Callable
 
 from . import validate
-from .notebook_save import STATIC_MARK
+from . import notebook_save
+from .notebook_save import READOUT_MARK, STATIC_MARK
 
 STATIC_CAPTION_CLASS = STATIC_MARK
 EXPLORER_CLASS = "course-explorer"
-READOUT_CLASS = "course-readout"
+READOUT_CLASS = READOUT_MARK  # the pre-save hook finds the readout by it
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # Control geometry (ipywidgets 8). A control row is as wide as the output area, at most CONTROL_PX (620 px,
@@ -47,6 +48,25 @@ MIN_TRACK_PX = 250
 MIN_NARROW_TRACK_PX = 120
 DPI = 100
 DESCRIPTION_WIDTH = f"clamp({DESCRIPTION_MIN_PX}px, {DESCRIPTION_SHARE * 100:g}%, {DESCRIPTION_PX}px)"
+
+# When its kernel restarts, ipywidgets marks every view of the old kernel's models with this class (the
+# models' comm is gone: a slider still moves, but nothing answers). The explorer's style then shows a
+# banner saying what to do, dims the stale plot and readout, stops the controls and hides the
+# per-control red "disconnected" icons. The text is the banner's, in CSS (the style travels with the
+# explorer's header, so it works wherever the widget renders, with no extension to install).
+DISCONNECTED_CLASS = "jupyter-widgets-disconnected"
+DEAD_BANNER = ("This explorer's kernel has restarted or stopped: its sliders no longer change anything. "
+               "Run this cell again (or Run > Run All Cells) for a live explorer.")
+EXPLORER_CSS = f"""
+.{EXPLORER_CLASS} .widget-label {{ white-space: normal; overflow: visible; text-overflow: clip;
+  height: auto; line-height: 1.2; align-self: center; overflow-wrap: anywhere; }}
+.{EXPLORER_CLASS} .widget-inline-hbox {{ height: auto; min-height: var(--jp-widgets-inline-height, 28px); }}
+.{EXPLORER_CLASS} .{DISCONNECTED_CLASS}::before {{ content: none; display: none; }}
+.{EXPLORER_CLASS}.{DISCONNECTED_CLASS}::before {{ content: "{DEAD_BANNER}"; display: block;
+  font: 600 13px/1.4 var(--jp-ui-font-family, sans-serif); color: #7a1f1f; background: #fde8e8;
+  border: 1px solid #d9534f; border-radius: 3px; padding: 6px 10px; margin: 0 0 6px 0; }}
+.{EXPLORER_CLASS}.{DISCONNECTED_CLASS} > :not(:first-child) {{ opacity: 0.4; pointer-events: none; filter: grayscale(1); }}
+"""
 
 
 CHAR_PX = 7.5  # a readout character at the widgets' 13 px font, generously
@@ -241,7 +261,8 @@ class Explorer:
         self._readout.add_class(READOUT_CLASS)
         # the plot scales down with a narrow output area rather than overflowing it
         self._image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
-        header = w.HTML(f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>")
+        heading = f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>"
+        header = w.HTML(f"<style>{EXPLORER_CSS}</style>{heading}")
         self.box = w.VBox([header, *self.controls.values(), self._readout, self._image])
         self.box.add_class(EXPLORER_CLASS)
         self._first_draw()
@@ -337,11 +358,7 @@ class Explorer:
         except Exception:  # no kernel comm (plain Python): the static view alone
             pass
         encoded = base64.b64encode(self.image).decode("ascii")
-        title = f"<b>{escape(self.title)}</b> " if self.title else ""
-        data["text/html"] = (f'<div class="{STATIC_CAPTION_CLASS}">{title}<i>(static view at the default settings; '
-                             f'run the notebook for the live explorer)</i></div>'
-                             f'<img src="data:image/png;base64,{encoded}" alt="{escape(self.title or "explorer")}"/>'
-                             f'<p><b>At the defaults:</b> {self.readout}</p>')
+        data["text/html"] = notebook_save.static_view(self.title, encoded, self.readout)
         data["image/png"] = encoded
         data["text/plain"] = f"{self.title or 'Explorer'}: {plain_text(self.readout)}"
         return data
@@ -382,7 +399,8 @@ def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None,
     handle = Explorer(draw, controls, readout, title, axes, figsize, follow)
     if show:
         from IPython.display import display
-        display(handle.mimebundle(), raw=True)
+        # the title in the output's metadata: the pre-save hook redraws the static view with it
+        display(handle.mimebundle(), raw=True, metadata={notebook_save.OUTPUT_META: {"title": title}})
     return handle
 
 
