@@ -48,7 +48,7 @@ LAYERS = {
 }
 RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises")
 TOP = max(LAYERS.values())
-GUI = ("matplotlib", "ipywidgets")
+GUI = ("matplotlib", "ipywidgets", "anywidget")
 
 
 def module_name(path: Path, root: Path) -> str:
