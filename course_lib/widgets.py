@@ -363,8 +363,10 @@ class Explorer:
         self.box = w.VBox([header, *self.controls.values(), self._readout, self._image, self._probe])
         self.box.add_class(EXPLORER_CLASS)
         self._first_draw()
+        self._batch, self._pending = 0, False
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
+            self._one_draw_per_message(control)
         self._probe.observe(lambda change: self.fit_width(change["new"]), names="width_px")
 
     # -- drawing
@@ -412,12 +414,32 @@ class Explorer:
         finally:
             self._hold = False
 
+    def _one_draw_per_message(self, control):
+        """A message from the front end (one slider move) draws once, however many controls it changes:
+        a chapter's own observer may clamp another control (fewer ranks, fewer steps), and each change
+        would otherwise draw. Changes made by code (``c.value = v``) still draw at once."""
+        receive = control.set_state
+
+        def set_state(sync_data):
+            self._batch += 1
+            try:
+                receive(sync_data)
+            finally:
+                self._batch -= 1
+                if not self._batch and self._pending:
+                    self._pending = False
+                    self._on_change()
+        control.set_state = set_state
+
     def _on_change(self, change=None):
         if self._hold:
             return
         for name, rule in self._follow.items():  # e.g. the PCIe uplink follows the generation
             if change is not None and change.get("owner") is self.controls[name]:
                 self._set_quietly(rule(change["new"]))
+        if self._batch:  # inside a front-end message: drawn once, when it has been applied
+            self._pending = True
+            return
         values = self.values()
         self._redraw(values)
         self._show(values)
