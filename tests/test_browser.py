@@ -960,3 +960,52 @@ def test_explorer_at_900_px_redraws_once_keeps_its_settings_and_says_when_its_ke
             browser.close()
             lab.shutdown_kernels()
     assert not errors, errors
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_decks_plot_fits_its_slide(chromium, tmp_path):
+    """Issue 37.4: an exported deck's plot (a figure 11 in wide, as the widest chapter figures are) lies
+    inside its slide, heading and code above it included. Screenshot: slides_plot.png."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import export
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# A deck with a plot"),
+        nbformat.v4.new_markdown_cell("## 1. The plot"),
+        nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                                  "from IPython.display import Image, display\nimport io\n"
+                                  "fig, ax = plt.subplots(figsize=(11, 6.5))\nax.plot([1, 2, 4, 8], [1, 3, 2, 5])\n"
+                                  "buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100)\n"
+                                  "display(Image(buf.getvalue()))")])
+    path = tmp_path / "95_plot.ipynb"
+    nbformat.write(nb, path)
+    deck = export.export_course(tmp_path / "site", notebooks=[path], timeout=60, jobs=1, slides=True)[0]["slides"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())
+            page.goto(deck.as_uri(), timeout=PAGE_LOAD_S * MS)
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=WIDGET_S * MS)
+            page.evaluate("() => Reveal.slide(1)")
+            page.wait_for_function("() => { const i = Reveal.getCurrentSlide().querySelector('img');"
+                                   " return i && i.complete && i.naturalWidth > 0; }", timeout=WIDGET_S * MS)
+            page.wait_for_timeout(1500)  # the slide transition
+            box = page.evaluate("""() => {
+              const slide = Reveal.getCurrentSlide(), img = slide.querySelector('img');
+              const r = img.getBoundingClientRect(), s = document.querySelector('.reveal .slides').getBoundingClientRect();
+              return {img: [r.left, r.top, r.right, r.bottom], slides: [s.left, s.top, s.right, s.bottom],
+                      window: [innerWidth, innerHeight], natural: img.naturalWidth};
+            }""")
+            page.screenshot(path=str(ARTIFACTS / "slides_plot.png"))
+        finally:
+            browser.close()
+    print(f"deck plot: {box}")
+    (left, top, right, bottom), (s_left, s_top, s_right, s_bottom) = box["img"], box["slides"]
+    assert box["natural"] >= 1100
+    assert left >= s_left - 1 and right <= s_right + 1 and top >= s_top - 1 and bottom <= s_bottom + 1, box
+    assert right <= box["window"][0] and bottom <= box["window"][1], box
