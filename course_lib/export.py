@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import cli, manifest, notebook_save, validate
+from .progress import Progress
 
 MATHJAX_DIR = "mathjax"  # under the export folder
 REVEAL_DIR = "reveal"  # under the export folder
@@ -187,8 +188,18 @@ def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = Fa
     vendor_mathjax(out_dir)
     if slides:
         vendor_reveal(out_dir)
-    with ThreadPoolExecutor(max_workers=min(jobs, len(paths) or 1)) as pool:  # kernels are processes
-        pages = list(pool.map(lambda path: export_notebook(path, out_dir, timeout, slides), paths))
+    chapters_done = Progress(len(paths), "export", "chapters")
+
+    def one(path):
+        page = export_notebook(path, out_dir, timeout, slides)
+        chapters_done.update(1, note=f"{path.stem} written")
+        return page
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(paths) or 1)) as pool:  # kernels are processes
+            pages = list(pool.map(one, paths))
+    finally:
+        chapters_done.close()
     items = "\n".join(
         f'<li><a href="{html.escape(p["html"].name)}">{html.escape(p["title"])}</a>'
         + (f' (<a href="{html.escape(p["slides"].name)}">slides</a>)' if p["slides"] else "") + "</li>"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import cli, gradebook, grading, manifest, sandbox, submissions, validate
+from .progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -186,9 +187,12 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
     exchange = make_exchange(os.environ.get(EXCHANGE_ENV) or course_dir / "exchange").resolve()
     (course_dir / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, root=str(course_dir),
                                                                  exchange=str(exchange)))
+    assignments_done = Progress(len(names), "nbgrader init", "chapters", stream=sys.stdout)
     for number, name in enumerate(names, 1):
+        assignments_done.clear()
         print(f"[course_lib] init: {number} of {len(names)}: {name}" + (" (generating the release)" if release else ""),
               flush=True)
+        assignments_done.update(0, note=name)
         target = course_dir / "source" / name
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(SOLUTIONS / f"{name}.ipynb", target / f"{name}.ipynb")
@@ -203,6 +207,8 @@ def init_course(course_dir, assignments=None, *, release: bool = True) -> Path:
             # top to bottom with "not answered yet", where nbgrader's stub raises NotImplementedError.
             # Its graded and locked cells are those nbgrader released (same grade_ids and sources).
             shutil.copy2(STUDENT / f"{name}.ipynb", course_dir / "release" / name / f"{name}.ipynb")
+        assignments_done.update(1)
+    assignments_done.close()
     from . import hub_class
     hub_class.close_course(course_dir)  # source (solutions, hidden tests), submissions, gradebook: instructor only
     return course_dir

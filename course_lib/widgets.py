@@ -8,7 +8,14 @@ clears the same Axes and draws again. Either way the figure is rendered once to 
 
 The explorer is ONE output whose mime bundle carries both the live widget (JupyterLab, VS Code)
 and a static view at the default settings (``text/html`` with the readout and the plot, and
-``image/png``), which exported HTML, nbviewer and GitHub show where no widget frontend runs.
+``image/png``), which exported HTML, nbviewer and GitHub show where no widget frontend runs; the
+lab's pre-save hook redraws that view at the learner's last settings (:mod:`course_lib.notebook_save`).
+
+The plot is drawn for the width it is shown at: a zero-height probe (:func:`width_probe`, an
+anywidget) reports the output area's width, and a figure designed wider is drawn again that wide, its
+text at the same sizes in points (:meth:`Explorer.fit_width`). Slider labels wrap to a second line
+rather than lose their unit, and after a kernel restart the explorer shows a banner saying to run
+the cell again (:data:`EXPLORER_CSS`, carried in the explorer's header).
 
 Every control row shrinks with the output area, from 620 px down to 400 px, its description
 taking a share of it (:data:`DESCRIPTION_WIDTH`); a slider keeps a track of at least
@@ -23,11 +30,12 @@ from html import escape
 from typing import Callable
 
 from . import validate
-from .notebook_save import STATIC_MARK
+from . import notebook_save
+from .notebook_save import READOUT_MARK, STATIC_MARK
 
 STATIC_CAPTION_CLASS = STATIC_MARK
 EXPLORER_CLASS = "course-explorer"
-READOUT_CLASS = "course-readout"
+READOUT_CLASS = READOUT_MARK  # the pre-save hook finds the readout by it
 GPU_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # Control geometry (ipywidgets 8). A control row is as wide as the output area, at most CONTROL_PX (620 px,
@@ -47,6 +55,76 @@ MIN_TRACK_PX = 250
 MIN_NARROW_TRACK_PX = 120
 DPI = 100
 DESCRIPTION_WIDTH = f"clamp({DESCRIPTION_MIN_PX}px, {DESCRIPTION_SHARE * 100:g}%, {DESCRIPTION_PX}px)"
+
+# When its kernel restarts, ipywidgets marks every view of the old kernel's models with this class (the
+# models' comm is gone: a slider still moves, but nothing answers). The explorer's style then shows a
+# banner saying what to do, dims the stale plot and readout, stops the controls and hides the
+# per-control red "disconnected" icons. The text is the banner's, in CSS (the style travels with the
+# explorer's header, so it works wherever the widget renders, with no extension to install).
+DISCONNECTED_CLASS = "jupyter-widgets-disconnected"
+DEAD_BANNER = ("This explorer's kernel has restarted or stopped: its sliders no longer change anything. "
+               "Run this cell again (or Run > Run All Cells) for a live explorer.")
+EXPLORER_CSS = f"""
+.{EXPLORER_CLASS} .widget-label {{ white-space: normal; overflow: visible; text-overflow: clip;
+  height: auto; line-height: 1.2; align-self: center; overflow-wrap: anywhere; }}
+.{EXPLORER_CLASS} .widget-inline-hbox {{ height: auto; min-height: var(--jp-widgets-inline-height, 28px); }}
+.{EXPLORER_CLASS} .{DISCONNECTED_CLASS}::before {{ content: none; display: none; }}
+.{EXPLORER_CLASS}.{DISCONNECTED_CLASS}::before {{ content: "{DEAD_BANNER}"; display: block;
+  font: 600 13px/1.4 var(--jp-ui-font-family, sans-serif); color: #7a1f1f; background: #fde8e8;
+  border: 1px solid #d9534f; border-radius: 3px; padding: 6px 10px; margin: 0 0 6px 0; }}
+.{EXPLORER_CLASS}.{DISCONNECTED_CLASS} > :not(:first-child) {{ opacity: 0.4; pointer-events: none; filter: grayscale(1); }}
+"""
+
+
+# The plot is drawn for the width it is shown at: a probe in the explorer reports the output area's width,
+# and a figure designed wider than that is drawn again that wide (the same text sizes in points, so 8 pt
+# text reads as 8 pt, 11 px, instead of being scaled down with the image), at least MIN_FIGURE_PX wide;
+# its height shrinks with it, to no less than MIN_HEIGHT_SHARE of the design's. Widths within
+# REFIT_STEP_PX of the drawn one change nothing.
+MIN_FIGURE_PX = 360
+MIN_HEIGHT_SHARE = 0.7
+REFIT_STEP_PX = 24
+_PROBE_ESM = """
+export default {
+  render({ model, el }) {
+    el.style.cssText = "width: 100%; height: 0; overflow: hidden; align-self: stretch;";
+    let timer = null;
+    const report = () => {
+      const px = Math.round(el.getBoundingClientRect().width);
+      if (px > 0 && px !== model.get("width_px")) { model.set("width_px", px); model.save_changes(); }
+    };
+    const observer = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(report, 300); });
+    observer.observe(el);
+    return () => { observer.disconnect(); clearTimeout(timer); };
+  }
+};
+"""
+
+
+def width_probe():
+    """A zero-height widget whose ``width_px`` is the width (CSS px) it is shown at (0 until shown)."""
+    import anywidget
+    import traitlets
+
+    global _Probe
+    if _Probe is None:
+        class WidthProbe(anywidget.AnyWidget):
+            _esm = _PROBE_ESM
+            width_px = traitlets.Int(0).tag(sync=True)
+        _Probe = WidthProbe
+    return _Probe()
+
+
+_Probe = None
+
+
+def fitted_figsize(design, shown_px) -> tuple[float, float]:
+    """The figure size (inches at DPI) to draw a figure designed at ``design`` (w, h inches) for an
+    output area ``shown_px`` wide: never wider than the design, at least MIN_FIGURE_PX."""
+    width_in, height_in = (validate.positive("design width", design[0]), validate.positive("design height", design[1]))
+    shown_px = validate.integer("shown_px", shown_px, low=1)
+    fitted = min(width_in, max(MIN_FIGURE_PX, shown_px) / DPI)
+    return fitted, height_in * max(MIN_HEIGHT_SHARE, fitted / width_in)
 
 
 CHAR_PX = 7.5  # a readout character at the widgets' 13 px font, generously
@@ -171,6 +249,42 @@ def grow_to_fit(fig, pad_in=0.05) -> None:
     fig.set_size_inches(new_w, new_h)
 
 
+def fit_to_width(fig) -> None:
+    """Keep text inside a figure drawn narrower than designed: titles wrap at its edges, and a legend
+    wider than the figure takes fewer columns (grow_to_fit then adds height, not width)."""
+    width_px = fig.get_figwidth() * fig.dpi
+    texts = [fig._suptitle] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title]
+    for text in texts:
+        if text.get_text():
+            text.set_wrap(True)
+    renderer = fig.canvas.get_renderer()
+    for legend in [*fig.legends, *(ax.legend_ for ax in fig.axes if ax.legend_ is not None)]:
+        while legend._ncols > 1 and legend.get_window_extent(renderer).width > width_px:
+            _repack_legend(legend, legend._ncols - 1)
+
+
+def _repack_legend(legend, ncols: int) -> None:
+    """Lay a legend's entries out in ``ncols`` columns (Legend.set_ncols alone does not re-pack a
+    legend already made): the same entries, in order, the same spacing."""
+    import numpy as np
+    from matplotlib.offsetbox import VPacker
+
+    box = legend._legend_handle_box
+    columns = box.get_children()
+    if not columns:
+        return
+    entries = [entry for column in columns for entry in column.get_children()]
+    first = columns[0]
+    box._children = [VPacker(pad=0, sep=first.sep, align=first.align, children=list(chunk))
+                     for chunk in np.array_split(np.array(entries, dtype=object), ncols) if len(chunk)]
+    for column in box._children:
+        column.set_figure(legend.get_figure(root=False))
+        column.axes = legend.axes
+    legend.set_ncols(ncols)
+
+
 def lighten(axes) -> None:
     """No minor ticks on log axes: their tick objects and labels cost more to draw than the data."""
     from matplotlib.ticker import NullLocator
@@ -230,6 +344,8 @@ class Explorer:
 
         self.controls = {name: fit_control(c) for name, c in controls.items()}
         self._draw, self._readout_fn, self.title = draw, readout, title
+        self._axes_spec, self.design_size = axes, tuple(figsize)
+        self.drawn_size = self.design_size  # the size asked of the figure (grow_to_fit may add a margin)
         self.figure, self.axes = new_axes(axes, figsize)
         self._updater = None
         self._hold = False
@@ -241,12 +357,17 @@ class Explorer:
         self._readout.add_class(READOUT_CLASS)
         # the plot scales down with a narrow output area rather than overflowing it
         self._image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
-        header = w.HTML(f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>")
-        self.box = w.VBox([header, *self.controls.values(), self._readout, self._image])
+        heading = f"<b>{escape(title)}</b> (live: move the sliders)" if title else "<b>Live explorer</b>"
+        header = w.HTML(f"<style>{EXPLORER_CSS}</style>{heading}")
+        self._probe = width_probe()
+        self.box = w.VBox([header, *self.controls.values(), self._readout, self._image, self._probe])
         self.box.add_class(EXPLORER_CLASS)
         self._first_draw()
+        self._batch, self._pending = 0, False
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
+            self._one_draw_per_message(control)
+        self._probe.observe(lambda change: self.fit_width(change["new"]), names="width_px")
 
     # -- drawing
     def _first_draw(self):
@@ -258,6 +379,7 @@ class Explorer:
         result = self._draw(self.axes, **values)
         self._updater = result if callable(result) else None
         lighten(self.axes)
+        self._fit_text()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tight_layout's "not compatible" warning on odd mosaics
             # Once: every later event keeps this layout. Executed directly, as fig.tight_layout() would
@@ -274,6 +396,11 @@ class Explorer:
             clear_artists(ax)
         self._draw(self.axes, **values)
         lighten(self.axes)
+        self._fit_text()
+
+    def _fit_text(self):
+        if self.drawn_size[0] < self.design_size[0]:  # the design's own text fits its own width
+            fit_to_width(self.figure)
 
     def _show(self, values):
         self._readout.value = self._readout_fn(**values) if self._readout_fn is not None else ""
@@ -287,17 +414,55 @@ class Explorer:
         finally:
             self._hold = False
 
+    def _one_draw_per_message(self, control):
+        """A message from the front end (one slider move) draws once, however many controls it changes:
+        a chapter's own observer may clamp another control (fewer ranks, fewer steps), and each change
+        would otherwise draw. Changes made by code (``c.value = v``) still draw at once."""
+        receive = control.set_state
+
+        def set_state(sync_data):
+            self._batch += 1
+            try:
+                receive(sync_data)
+            finally:
+                self._batch -= 1
+                if not self._batch and self._pending:
+                    self._pending = False
+                    self._on_change()
+        control.set_state = set_state
+
     def _on_change(self, change=None):
         if self._hold:
             return
         for name, rule in self._follow.items():  # e.g. the PCIe uplink follows the generation
             if change is not None and change.get("owner") is self.controls[name]:
                 self._set_quietly(rule(change["new"]))
+        if self._batch:  # inside a front-end message: drawn once, when it has been applied
+            self._pending = True
+            return
         values = self.values()
         self._redraw(values)
         self._show(values)
 
     # -- public
+    def fit_width(self, shown_px: int) -> bool:
+        """Draw the plot again for an output area ``shown_px`` wide (a new figure of
+        :func:`fitted_figsize`); returns whether it was redrawn (False: the drawn width is close enough)."""
+        if not shown_px:
+            return False
+        size = fitted_figsize(self.design_size, shown_px)
+        if abs(size[0] - self.drawn_size[0]) * DPI < REFIT_STEP_PX:
+            return False
+        self.drawn_size = size
+        self.figure, self.axes = new_axes(self._axes_spec, size)
+        self._first_draw()
+        return True
+
+    @property
+    def shown_px(self) -> int:
+        """The width (CSS px) the front end reports the explorer is shown at (0: not shown yet)."""
+        return self._probe.width_px
+
     def values(self) -> dict:
         """The controls' current values, by keyword name."""
         return {name: control.value for name, control in self.controls.items()}
@@ -337,11 +502,7 @@ class Explorer:
         except Exception:  # no kernel comm (plain Python): the static view alone
             pass
         encoded = base64.b64encode(self.image).decode("ascii")
-        title = f"<b>{escape(self.title)}</b> " if self.title else ""
-        data["text/html"] = (f'<div class="{STATIC_CAPTION_CLASS}">{title}<i>(static view at the default settings; '
-                             f'run the notebook for the live explorer)</i></div>'
-                             f'<img src="data:image/png;base64,{encoded}" alt="{escape(self.title or "explorer")}"/>'
-                             f'<p><b>At the defaults:</b> {self.readout}</p>')
+        data["text/html"] = notebook_save.static_view(self.title, encoded, self.readout)
         data["image/png"] = encoded
         data["text/plain"] = f"{self.title or 'Explorer'}: {plain_text(self.readout)}"
         return data
@@ -382,7 +543,8 @@ def explorer(draw: Callable, controls: dict, *, readout: Callable | None = None,
     handle = Explorer(draw, controls, readout, title, axes, figsize, follow)
     if show:
         from IPython.display import display
-        display(handle.mimebundle(), raw=True)
+        # the title in the output's metadata: the pre-save hook redraws the static view with it
+        display(handle.mimebundle(), raw=True, metadata={notebook_save.OUTPUT_META: {"title": title}})
     return handle
 
 

@@ -210,6 +210,8 @@ class LabServer:
             "--ServerApp.terminals_enabled=False",
             f"--IdentityProvider.token={self.token}",
             f"--ContentsManager.pre_save_hook={PRE_SAVE_HOOK}",  # as the Makefile's lab targets set it
+            # the learner's lab defaults (the Makefile's LEARNER_FLAGS): widget state saved for the hook
+            f"--LabApp.app_settings_dir={ROOT / 'jupyter' / 'learner-settings'}",
         ]
         self._log = open(self.log_path, "wb")
         # Own session: teardown can signal the server without touching pytest.
@@ -782,3 +784,228 @@ def test_learner_fetches_and_submits_from_the_assignments_tab_on_the_hub(chromiu
     except hub_harness.HubUnavailable as exc:
         pytest.skip(str(exc))
     assert not errors, errors
+
+
+# A notebook of one explorer made with the shell (not a chapter's: this pins the shell's behaviour, not the
+# catalog's), designed 11 in wide as the widest chapter figures are, with a description whose unit comes last.
+_LIFECYCLE_CELL = """
+import ipywidgets as w
+from course_lib import style, widgets
+
+def draw(ax, link_gb_s, gpus):
+    counts = [2, 4, 8, 16, 32]
+    line, = ax.plot(counts, [link_gb_s * c for c in counts], marker="o", label="aggregate, GB/s per direction")
+    mark, = ax.plot([gpus], [link_gb_s * gpus], "D", label="this many GPUs")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs", fontsize=style.FONT_NORMAL)
+    ax.set_ylabel("GB/s per direction", fontsize=style.FONT_NORMAL)
+    ax.tick_params(labelsize=style.FONT_SMALL)
+    ax.legend(fontsize=style.FONT_SMALL, ncols=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    def update(link_gb_s, gpus):
+        line.set_ydata([link_gb_s * c for c in counts])
+        mark.set_data([gpus], [link_gb_s * gpus])
+        ax.relim()
+        ax.autoscale_view()
+    return update
+
+explorer = widgets.explorer(
+    draw, {"link_gb_s": widgets.link_speed_slider(450.0, 10, 2000, description="NVLink GB/s per GPU per direction"),
+           "gpus": widgets.gpu_count_slider(8, options=(2, 4, 8, 16, 32))},
+    readout=lambda link_gb_s, gpus: f"{gpus} GPUs at {link_gb_s:.3g} GB/s per direction each",
+    title="Lifecycle", figsize=(11, 4.4))
+"""
+
+# Changes to an element's attribute or text, counted from now on (window.courseChanges[key]).
+_COUNT_CHANGES_JS = """
+([el, key]) => {
+  window.courseChanges = window.courseChanges || {};
+  window.courseChanges[key] = 0;
+  new MutationObserver(() => { window.courseChanges[key] += 1; })
+    .observe(el, {attributes: true, attributeFilter: ['src'], childList: true, characterData: true, subtree: true});
+}
+"""
+
+
+def _kernel_pid(lab):
+    import psutil
+    for child in psutil.Process(lab.proc.pid).children(recursive=True):
+        if any("ipykernel" in part for part in child.cmdline()):
+            return child.pid
+    raise AssertionError("no kernel process under the lab server")
+
+
+def _restarted_banner(page, box, name):
+    """The explorer says its kernel is gone: a banner that says to run the cell again, its controls
+    stopped, no per-control red icons; returns the banner's text."""
+    box.element_handle().wait_for_element_state("stable")
+    page.wait_for_function("el => el.classList.contains('jupyter-widgets-disconnected')",
+                           arg=box.element_handle(), timeout=PAGE_LOAD_S * MS)
+    banner = box.evaluate("el => getComputedStyle(el, '::before').content")
+    assert "run this cell again" in banner.lower() and box.evaluate(
+        "el => getComputedStyle(el, '::before').display") == "block", f"{name}: no banner, ::before is {banner!r}"
+    slider = box.locator(".widget-slider").first
+    assert slider.evaluate("el => getComputedStyle(el.parentElement).pointerEvents") == "none" or \
+        slider.evaluate("el => getComputedStyle(el).pointerEvents") == "none", f"{name}: its sliders still move"
+    icons = box.evaluate("el => [...el.querySelectorAll('.jupyter-widgets-disconnected')]"
+                         ".filter(c => !['none', 'normal'].includes(getComputedStyle(c, '::before').content)).length")
+    assert icons == 0, f"{name}: {icons} unlabelled disconnected icons"
+    return banner
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_explorer_at_900_px_redraws_once_keeps_its_settings_and_says_when_its_kernel_is_gone(chromium, lab, tmp_path):
+    """Issue 37.4, in JupyterLab at 900 px with the file browser open: the slider label keeps its unit (it
+    wraps, nothing is cut); the plot is drawn for the width it is shown at (its image at most as wide as
+    the output area, so 8 pt text reads at 8 pt, about 11 px); one slider move changes the plot and the
+    readout once each; the saved notebook's static view is the last settings, not the defaults; after a
+    kernel restart, and after the kernel process dies, the explorer shows a banner saying to run the
+    cell again. Screenshots: explorer_900px.png, explorer_restarted.png, explorer_kernel_died.png."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    name = "explorer_lifecycle.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(_LIFECYCLE_CELL)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / name)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    errors = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            page.set_default_timeout(WIDGET_S * MS)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.goto(f"{lab.url}/lab/workspaces/life-{secrets.token_hex(4)}/tree/{name}?token={lab.token}",
+                      timeout=PAGE_LOAD_S * MS)
+            page.locator(f'#jp-main-statusbar .jp-StatusBar-TextItem[title="Change kernel for {name}"]',
+                         has_text=re.compile(r"\| Idle$")).wait_for(timeout=PAGE_LOAD_S * MS)
+            _open_file_browser(page)
+            _menu(page, "Run", "runmenu:run-all")
+            _wait_for_run_all(page, lab, 1)
+            box = page.locator(".course-explorer").first
+            image = box.locator("img").first
+            area = box.element_handle().evaluate_handle("el => el.closest('.jp-OutputArea-output')")
+            # drawn for its width: the probe reported the area's width and the image came back that wide
+            page.wait_for_function("([img, area]) => img.complete && img.naturalWidth > 0 && "
+                                   "img.naturalWidth <= area.getBoundingClientRect().width + 2",
+                                   arg=[image.element_handle(), area], timeout=PAGE_LOAD_S * MS)
+            _wait_idle(page, lab)
+            shown = image.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width]")
+            scale = shown[1] / shown[0]
+            small_px = widgets.DPI * 8 / 72 * scale  # style.FONT_SMALL (8 pt), the smallest plot text
+            labels = box.locator(".widget-label").evaluate_all(
+                "ls => ls.filter(l => l.textContent.trim()).map(l => [l.textContent, l.scrollWidth <= l.clientWidth + 1 "
+                "&& l.scrollHeight <= l.clientHeight + 1, l.getBoundingClientRect().height])")
+            box.screenshot(path=str(ARTIFACTS / "explorer_900px.png"))
+            print(f"900 px: output area {area.evaluate('a => a.getBoundingClientRect().width'):.0f} px, image {shown}, "
+                  f"8 pt text at {small_px:.1f} px; labels {labels}")
+            assert [t for t, whole, _ in labels if not whole] == [], f"labels cut: {labels}"
+            assert "NVLink GB/s per GPU per direction" in [t for t, _, _ in labels]
+            assert small_px >= 10.5, f"8 pt plot text is shown {small_px:.1f} px high (image {shown})"
+
+            # one slider move: one new plot, one new readout
+            readout = box.locator(".course-readout")
+            page.evaluate(_COUNT_CHANGES_JS, [image.element_handle(), "plot"])
+            page.evaluate(_COUNT_CHANGES_JS, [readout.element_handle(), "readout"])
+            slider = box.locator(".widget-slider").first
+            track = slider.locator(".noUi-target").first.bounding_box()
+            handle = slider.locator(".noUi-handle").first.bounding_box()
+            hx, hy = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+            page.mouse.move(hx, hy)
+            page.mouse.down()
+            page.mouse.move(track["x"] + track["width"] * 0.2, hy, steps=8)
+            page.mouse.up()
+            page.wait_for_function("() => window.courseChanges.plot > 0")
+            _wait_idle(page, lab)
+            page.wait_for_timeout(1000)
+            changes = page.evaluate("() => window.courseChanges")
+            print(f"one slider move: {changes}")
+            assert changes == {"plot": 1, "readout": 1}, f"one move changed {changes}"
+
+            # saved: the static view is what the learner left it at
+            last = readout.text_content().strip()
+            _menu(page, "File", "docmanager:save")
+            deadline = time.monotonic() + WIDGET_S
+            while True:
+                try:
+                    data = json.loads((lab.root / name).read_text(encoding="utf-8"))["cells"][0]["outputs"][-1]["data"]
+                    if "application/vnd.jupyter.widget-view+json" not in data:
+                        break
+                except (OSError, ValueError, KeyError, IndexError):
+                    pass
+                assert time.monotonic() < deadline, "not saved with its static view"
+                time.sleep(0.5)
+            html = "".join(data["text/html"])
+            assert last in html and "At these settings:" in html and "NVLink GB/s per GPU per direction" in html, html[-600:]
+
+            # the kernel restarts: the explorer says so
+            _menu(page, "Kernel", "kernelmenu:restart")
+            page.locator(".jp-Dialog .jp-mod-accept").click()
+            banner = _restarted_banner(page, box, "after a restart")
+            box.screenshot(path=str(ARTIFACTS / "explorer_restarted.png"))
+            # run again: live; then the kernel process dies (the server starts a new one): the same banner
+            _menu(page, "Run", "runmenu:run-all")
+            live = page.locator(".course-explorer:not(.jupyter-widgets-disconnected)").first
+            live.wait_for(timeout=PAGE_LOAD_S * MS)
+            _wait_idle(page, lab)
+            os.kill(_kernel_pid(lab), signal.SIGKILL)
+            _restarted_banner(page, page.locator(".course-explorer").first, "after the kernel died")
+            with contextlib.suppress(Exception):  # JupyterLab's own "kernel appears to have died" dialog
+                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=10 * MS)
+            page.locator(".jp-Dialog").wait_for(state="detached", timeout=WIDGET_S * MS)
+            page.locator(".course-explorer").first.screenshot(path=str(ARTIFACTS / "explorer_kernel_died.png"))
+            print(f"banner: {banner}")
+        finally:
+            browser.close()
+            lab.shutdown_kernels()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_decks_plot_fits_its_slide(chromium, tmp_path):
+    """Issue 37.4: an exported deck's plot (a figure 11 in wide, as the widest chapter figures are) lies
+    inside its slide, heading and code above it included. Screenshot: slides_plot.png."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from course_lib import export
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# A deck with a plot"),
+        nbformat.v4.new_markdown_cell("## 1. The plot"),
+        nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                                  "from IPython.display import Image, display\nimport io\n"
+                                  "fig, ax = plt.subplots(figsize=(11, 6.5))\nax.plot([1, 2, 4, 8], [1, 3, 2, 5])\n"
+                                  "buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100)\n"
+                                  "display(Image(buf.getvalue()))")])
+    path = tmp_path / "95_plot.ipynb"
+    nbformat.write(nb, path)
+    deck = export.export_course(tmp_path / "site", notebooks=[path], timeout=60, jobs=1, slides=True)[0]["slides"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.route(re.compile(r"^https?://"), lambda route: route.abort())
+            page.goto(deck.as_uri(), timeout=PAGE_LOAD_S * MS)
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=WIDGET_S * MS)
+            page.evaluate("() => Reveal.slide(1)")
+            page.wait_for_function("() => { const i = Reveal.getCurrentSlide().querySelector('img');"
+                                   " return i && i.complete && i.naturalWidth > 0; }", timeout=WIDGET_S * MS)
+            page.wait_for_timeout(1500)  # the slide transition
+            box = page.evaluate("""() => {
+              const slide = Reveal.getCurrentSlide(), img = slide.querySelector('img');
+              const r = img.getBoundingClientRect(), s = document.querySelector('.reveal .slides').getBoundingClientRect();
+              return {img: [r.left, r.top, r.right, r.bottom], slides: [s.left, s.top, s.right, s.bottom],
+                      window: [innerWidth, innerHeight], natural: img.naturalWidth};
+            }""")
+            page.screenshot(path=str(ARTIFACTS / "slides_plot.png"))
+        finally:
+            browser.close()
+    print(f"deck plot: {box}")
+    (left, top, right, bottom), (s_left, s_top, s_right, s_bottom) = box["img"], box["slides"]
+    assert box["natural"] >= 1100
+    assert left >= s_left - 1 and right <= s_right + 1 and top >= s_top - 1 and bottom <= s_bottom + 1, box
+    assert right <= box["window"][0] and bottom <= box["window"][1], box

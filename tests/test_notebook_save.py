@@ -73,3 +73,71 @@ def test_bad_input(bad):
 def test_pre_save_hook_names_a_bad_model():
     with pytest.raises(ValueError, match="model"):
         notebook_save.pre_save_hook(None)
+
+
+def _moved_explorer():
+    """A real explorer displayed at its defaults, then moved; returns (output as displayed, handle)."""
+    import base64
+
+    import ipywidgets as w
+    import matplotlib
+    matplotlib.use("Agg")
+
+    def draw(ax, n, speed, kind):
+        ax.plot(range(n), [speed * kind] * n)
+
+    controls = {"n": w.IntSlider(value=3, min=2, max=9, description="points"),
+                "speed": widgets.link_speed_slider(50.0),
+                "kind": w.Dropdown(options=[("ring", 1), ("tree", 2)], value=1, description="algorithm")}
+    handle = widgets.explorer(draw, controls, readout=lambda n, speed, kind: f"n={n}, speed {speed:.3g}, kind {kind}",
+                              title="Points & speeds", show=False)
+    output = {"output_type": "display_data", "data": handle.mimebundle(),
+              "metadata": {notebook_save.OUTPUT_META: {"title": handle.title}}}
+    assert base64.b64decode(output["data"]["image/png"]) == handle.image
+    handle.render(n=7, speed=200.0, kind=2)
+    return output, handle
+
+
+def test_the_static_view_is_redrawn_at_the_learners_last_settings_from_the_saved_widget_state():
+    """Issue 37.4: a saved notebook shows what the learner left the explorer at (plot, readout, settings),
+    read from the widget state JupyterLab saves; the explorer's models leave the saved state, others stay."""
+    import base64
+
+    import ipywidgets as w
+    output, handle = _moved_explorer()
+    default_png = output["data"]["image/png"]
+    other = w.IntSlider(value=5, description="someone else's")
+    state = w.Widget.get_manager_state(drop_defaults=True)
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"widgets": {notebook_save.WIDGET_STATE: state}},
+          "cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": [output]}]}
+    assert notebook_save.static_fallback(nb) == 1
+    data = nb["cells"][0]["outputs"][0]["data"]
+    assert VIEW not in data
+    last = base64.b64encode(handle.image).decode("ascii")
+    assert data["image/png"] == last != default_png and f"base64,{last}" in data["text/html"]
+    html = data["text/html"]
+    assert handle.readout == "n=7, speed 200, kind 2" and handle.readout in html and "At these settings:" in html
+    assert "points 7, link GB/s per direction 200, algorithm tree" in html and "Points &amp; speeds" in html
+    assert widgets.STATIC_CAPTION_CLASS in html and "default" not in html
+    saved = nb["metadata"]["widgets"][notebook_save.WIDGET_STATE]["state"]
+    assert other.model_id in saved and handle.box.model_id not in saved
+    assert not {c.model_id for c in handle.box.children} & set(saved)
+
+
+def test_without_a_saved_widget_state_the_static_view_stays_at_the_defaults():
+    output, handle = _moved_explorer()
+    before = dict(output["data"])
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+          "cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": [output]}]}
+    assert notebook_save.static_fallback(nb) == 1
+    data = nb["cells"][0]["outputs"][0]["data"]
+    assert data["text/html"] == before["text/html"] and "At the defaults:" in data["text/html"]
+    assert "widgets" not in nb["metadata"]
+
+
+def test_the_learners_lab_saves_the_widget_state_the_hook_reads():
+    import json
+    from pathlib import Path
+    overrides = json.loads((Path(__file__).resolve().parents[1] / "jupyter" / "learner-settings" / "overrides.json")
+                           .read_text())
+    assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"]["saveState"] is True

@@ -84,3 +84,79 @@ def test_grow_to_fit_moves_a_twin_axes_pair_once():
     assert after.width * w2 == pytest.approx(before.width * w)
     assert twin.get_position().bounds == pytest.approx(after.bounds)
     plt.close(fig)
+
+
+def _counted_explorer(monkeypatch, **kw):
+    """An explorer whose 'ranks' control clamps its 'step' control (as chapter 04's ring does); returns
+    (handle, draws: the list of values each figure render was made for)."""
+    import ipywidgets as w
+    import matplotlib
+    matplotlib.use("Agg")
+    draws = []
+    real_png = widgets.png
+    values = lambda: {name: c.value for name, c in controls.items()}  # noqa: E731
+    monkeypatch.setattr(widgets, "png", lambda fig: draws.append(values()) or real_png(fig))
+    controls = {"ranks": w.SelectionSlider(options=[2, 4, 8], value=8, description="ranks"),
+                "step": w.IntSlider(value=14, min=0, max=14, description="step")}
+    controls["ranks"].observe(lambda ch: setattr(controls["step"], "max", 2 * (ch["new"] - 1)), names="value")
+    handle = widgets.explorer(lambda ax, ranks, step: ax.plot([0, step], [0, ranks]), controls, show=False, **kw)
+    draws.clear()
+    return handle, draws
+
+
+def test_one_front_end_message_draws_once_even_when_it_clamps_another_control(monkeypatch):
+    """Issue 37.4: a slider move that makes a chapter's observer clamp another control (fewer ranks: fewer
+    steps) drew once per changed control; it draws once, with both changes applied."""
+    handle, draws = _counted_explorer(monkeypatch)
+    handle.controls["ranks"].set_state({"index": 0})   # what a comm message from the slider runs
+    assert draws == [{"ranks": 2, "step": 2}]
+    handle.controls["step"].set_state({"value": 1})
+    assert draws[-1] == {"ranks": 2, "step": 1} and len(draws) == 2
+    handle.controls["ranks"].value = 4                  # set by code: drawn at once, as before
+    assert len(draws) == 3
+
+
+def test_the_plot_is_drawn_again_for_a_narrower_output_area(monkeypatch):
+    """Issue 37.4: a figure designed wider than its output area is drawn that wide (text sizes in points
+    unchanged, a legend wider than it re-packed into fewer columns); a wide area changes nothing."""
+    import io
+
+    import ipywidgets as w
+    import matplotlib
+    from PIL import Image
+    matplotlib.use("Agg")
+
+    def draw(ax, n):
+        for k in range(4):
+            ax.plot([0, n], [k, k + n], label=f"a long legend entry number {k}")
+        ax.set_title("a title long enough to need wrapping once the figure is narrow", fontsize=9)
+        ax.legend(ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.15), fontsize=8)
+
+    handle = widgets.explorer(draw, {"n": w.IntSlider(value=3, min=1, max=9, description="n")},
+                              figsize=(11, 4.4), show=False)
+    assert Image.open(io.BytesIO(handle.image)).width >= 1100
+    assert not handle.fit_width(1400)                       # wider than the design: drawn as designed
+    assert handle.fit_width(468)
+    width_px = Image.open(io.BytesIO(handle.image)).width
+    assert width_px <= 468 + 2, f"drawn {width_px} px wide for a 468 px area"
+    assert handle.drawn_size == widgets.fitted_figsize((11, 4.4), 468)
+    legend = handle.axes.get_legend()
+    assert legend._ncols < 4 and all(t.get_fontsize() == 8 for t in legend.get_texts())
+    assert not handle.fit_width(470)                        # within REFIT_STEP_PX: nothing redrawn
+    handle.render(n=7)                                      # a move keeps the fitted width
+    assert Image.open(io.BytesIO(handle.image)).width <= 470
+    assert widgets.fitted_figsize((7.5, 4.2), 100)[0] * widgets.DPI == widgets.MIN_FIGURE_PX
+    with pytest.raises(ValueError, match="shown_px"):
+        widgets.fitted_figsize((7.5, 4.2), 0)
+
+
+def test_the_explorer_carries_its_kernel_gone_banner_and_wrapping_labels():
+    """The style the browser test checks in JupyterLab travels in the explorer's own header."""
+    import ipywidgets as w
+    import matplotlib
+    matplotlib.use("Agg")
+    handle = widgets.explorer(lambda ax, n: ax.plot([0, n]), {"n": w.IntSlider(description="n")}, show=False)
+    header = handle.box.children[0].value
+    assert f"<style>{widgets.EXPLORER_CSS}</style>" in header and "run this cell again" in widgets.DEAD_BANNER.lower()
+    assert f".{widgets.EXPLORER_CLASS}.{widgets.DISCONNECTED_CLASS}::before" in widgets.EXPLORER_CSS
+    assert "white-space: normal" in widgets.EXPLORER_CSS

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import units, validate
+from ..progress import Progress
 from . import budget, metrics
 from .processes import usable_cores as _cores
 
@@ -472,30 +473,39 @@ def sweep(sizes=("64K", "1M", "16M"), ranks=(2,), algorithms=None, dtype="float3
     from .launch import RankError, run
 
     result = SweepResult()
+    sizes_done = Progress(len(ranks) * len(config["sizes"]), "bench", "sizes")
     for p in ranks:
         seen = {"probe": None, "sizes": 0, "start": time.monotonic()}
+        sizes_done.note = f"{p} ranks, {units.format_bytes(config['sizes'][0], binary=True)}"
 
         def progress(rank, value):
             if value.get("kind") == "probe":
                 seen["probe"] = value
                 line = _slow_size_note(value, config, timeout - (time.monotonic() - seen["start"]))
                 if line and on_note is not None:
+                    sizes_done.clear()
                     on_note(line)
             elif value.get("kind") == "rows":
                 seen["sizes"] += 1
                 shared = budget.oversubscribed_note()  # other learners' ranks on this server, now
+                sizes_done.clear()  # rows printed to the same terminal start on a clean line
                 for row in value["rows"]:
                     if shared:
                         row["oversubscribed"] = shared
                     result.rows.append(row)
                     if on_row is not None:
                         on_row(row)
+                following = config["sizes"][seen["sizes"]:seen["sizes"] + 1]
+                sizes_done.update(1, note=f"{p} ranks, {units.format_bytes(following[0], binary=True)}"
+                                  if following else f"{p} ranks done")
 
         try:
             run(_worker, ranks=p, timeout=timeout, args=(config,), backend=backend, echo=echo, progress=progress)
         except RankError as err:
+            sizes_done.close()
             line = _incomplete_line(err, p, config, seen["probe"], seen["sizes"], len(config["sizes"]))
             raise SweepIncomplete(line, result, err) from None
+    sizes_done.close()
     return result
 
 
