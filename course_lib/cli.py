@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from . import validate
 from .textfiles import read_text  # noqa: F401 (the one reader of a learner's file; commands call cli.read_text)
 
 EXIT_USAGE = 2
@@ -42,6 +43,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):  # noqa: D102 (argparse's hook)
         self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def _check_value(self, action, value):  # noqa: D102 (argparse's hook): a bad choice gets a suggestion
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(names)})"
+                                                 f"{validate.did_you_mean(value, names)}")
 
 
 def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:

@@ -133,7 +133,9 @@ def _to_json(pred: costmodel.Prediction, ranges) -> dict:
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
-_collective_arg = nccl_tests.collective_id  # all_reduce_perf, allreduce, AllReduce -> all_reduce
+def _collective_arg(name: str) -> str:
+    """all_reduce_perf, allreduce, AllReduce, all-reduce -> all_reduce (ValueError with a suggestion if none)."""
+    return nccl_tests.collective_id(str(name).replace("-", "_").replace(" ", "_"))
 
 
 def _predict(args) -> int:
