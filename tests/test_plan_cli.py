@@ -65,3 +65,16 @@ def test_module_entry_point():
                           "--tp", "4", "--global-batch", "64", "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["estimate"]["dp"] == 16
+
+
+def test_a_search_where_nothing_fits_names_no_winner(capsys):
+    assert main(["plan", "--gpus", "8", "--search"]) == 0
+    out = capsys.readouterr().out
+    assert "Why the winner wins" not in out and "No winner:" in out and "no layout fits in memory" in out
+
+
+def test_cross_node_data_parallel_note_says_what_its_rate_is(capsys):
+    assert main(["plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--tp", "8",
+                     "--pp", "16"]) == 0
+    note = next(l for l in capsys.readouterr().out.splitlines() if "traffic crosses nodes" in l)
+    assert "bus bandwidth per rank (nccl-tests' busbw" in note and "not a link's rate: one NIC is" in note
