@@ -14,6 +14,10 @@ from typing import Iterable
 import numpy as np
 
 
+class InputWarning(UserWarning):
+    """An input that is allowed but suspicious (``plausible``); the command line prints it as one ``warning:`` line."""
+
+
 def describe(value) -> str:
     """A short repr of ``value`` for a message (60 characters at most; never raises)."""
     try:
