@@ -142,7 +142,7 @@ def _collective_arg(name: str) -> str:
 
 def _plausible_flags(args) -> None:
     """The physical flags given, against the catalog's ranges (``plausible``): a warning or a refusal."""
-    for flag, dest, quantity in (("--nics", "nics", "nics_per_node"),
+    for flag, dest, quantity in (("--nic-gbit", "nic_gbit", "nic_gbit_s"), ("--nics", "nics", "nics_per_node"),
                                  ("-g/--ngpus", "ngpus", "gpus_per_node")):
         if getattr(args, dest, None) is not None:
             plausible.check(flag, getattr(args, dest), quantity)

@@ -263,7 +263,8 @@ class System:
         nic = self.nic
         if nic_gbit_s is not None:
             from . import plausible  # the catalog's range of NIC rates (plausible reads this module)
-            rate = plausible.check("nic_gbit_s", validate.number("nic_gbit_s", nic_gbit_s), "nic_gbit_s")
+            rate = plausible.check("nic_gbit_s", validate.number("nic_gbit_s", nic_gbit_s), "nic_gbit_s",
+                                   warn=False)  # a what-if: refused past physics only
             nic = dataclasses.replace(nic, id=f"{nic.family}-{rate:g}g", name=f"{rate:g} Gb/s {nic.family} port",
                                       per_direction=units.gbit_to_gbyte(rate) * units.GB,
                                       detail=f"{rate:g} Gb/s per direction")
@@ -271,7 +272,7 @@ class System:
         if gpu_link_gb_s is not None:
             from . import plausible
             rate = plausible.check("gpu_link_gb_s", validate.number("gpu_link_gb_s", gpu_link_gb_s),
-                                   "gpu_link_gb_s_per_direction")
+                                   "gpu_link_gb_s_per_direction", warn=False)
             gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}",
                                            name=f"{rate:g} GB/s {gpu_link.family}",
                                            per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")

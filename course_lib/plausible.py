@@ -44,10 +44,10 @@ def catalog_ranges() -> dict[str, tuple[float, float, str]]:
     }
 
 
-def check(name: str, value: float, quantity: str) -> float:
+def check(name: str, value: float, quantity: str, *, warn: bool = True) -> float:
     """``value`` of ``quantity`` (a key of ``catalog_ranges``) for parameter ``name``: returned when plausible,
-    a ``PlausibilityWarning`` beyond ``PLAUSIBLE_FACTOR`` of the catalog's range, ValueError beyond
-    ``PHYSICAL_FACTOR``."""
+    a ``PlausibilityWarning`` beyond ``PLAUSIBLE_FACTOR`` of the catalog's range (unless ``warn`` is False: a
+    deliberate what-if), ValueError beyond ``PHYSICAL_FACTOR``."""
     quantity = validate.choice("quantity", quantity, catalog_ranges())
     value = validate.positive(name, value)
     low, high, unit = catalog_ranges()[quantity]
@@ -55,7 +55,7 @@ def check(name: str, value: float, quantity: str) -> float:
     if value > high * PHYSICAL_FACTOR or value < low / PHYSICAL_FACTOR:
         raise ValueError(f"{name} must be within {PHYSICAL_FACTOR:g}x of what real machines have "
                          f"({low / PHYSICAL_FACTOR:g}-{high * PHYSICAL_FACTOR:g} {unit}; {span}), got {value:g}")
-    if value > high * PLAUSIBLE_FACTOR or value < low / PLAUSIBLE_FACTOR:
+    if warn and (value > high * PLAUSIBLE_FACTOR or value < low / PLAUSIBLE_FACTOR):
         warnings.warn(PlausibilityWarning(f"{name} = {value:g} {unit} is beyond {PLAUSIBLE_FACTOR:g}x of what real "
                                           f"machines have ({span}): a typo? The prediction uses it as given"),
                       stacklevel=2)
