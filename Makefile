@@ -64,10 +64,18 @@ lab: $(STAMP) work
 # Formgrader, and nbgrader in the lab's terminals, open the course with no configuration by hand.
 COURSE ?= course
 
+# The instructor's lab: no news prompt (jupyter/instructor-settings/), no *.egg-info in the file browser
+# (jupyter_server's default hide_globs, plus it), and Formgrader's pages with the lab's own MathJax
+# (jupyter/instructor-data/nbconvert/templates/classic/mathjax.html.j2, first on JUPYTER_PATH), so
+# maths typesets offline.
+INSTRUCTOR_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/instructor-settings \
+	$(foreach g,__pycache__ *.pyc *.pyo .DS_Store *~ *.egg-info,'--ContentsManager.hide_globs=$(g)')
+
 lab-instructor: $(STAMP)
 	test -f $(COURSE)/nbgrader_config.py || $(BIN)/python -m course_lib nbgrader init $(COURSE)
 	JUPYTER_CONFIG_PATH=$(abspath $(COURSE))$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
-		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
+	JUPYTER_PATH=$(CURDIR)/jupyter/instructor-data$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
+		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) $(INSTRUCTOR_FLAGS) \
 		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
 
 # A JupyterHub on this machine (as root: each learner's lab runs as their own system account), on
