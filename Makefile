@@ -19,7 +19,7 @@ JOBS   ?= 2
 TORCH      ?= torch==2.13.0
 TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
 
-.PHONY: lab lab-instructor hub work reset-notebook test test-fast notebooks browser-deps clean
+.PHONY: lab lab-instructor hub hub-check work reset-notebook test test-fast notebooks browser-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,10 +64,18 @@ lab: $(STAMP) work
 # Formgrader, and nbgrader in the lab's terminals, open the course with no configuration by hand.
 COURSE ?= course
 
+# The instructor's lab: no news prompt (jupyter/instructor-settings/), no *.egg-info in the file browser
+# (jupyter_server's default hide_globs, plus it), and Formgrader's pages with the lab's own MathJax
+# (jupyter/instructor-data/nbconvert/templates/classic/mathjax.html.j2, first on JUPYTER_PATH), so
+# maths typesets offline.
+INSTRUCTOR_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/instructor-settings \
+	$(foreach g,__pycache__ *.pyc *.pyo .DS_Store *~ *.egg-info,'--ContentsManager.hide_globs=$(g)')
+
 lab-instructor: $(STAMP)
 	test -f $(COURSE)/nbgrader_config.py || $(BIN)/python -m course_lib nbgrader init $(COURSE)
 	JUPYTER_CONFIG_PATH=$(abspath $(COURSE))$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
-		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) \
+	JUPYTER_PATH=$(CURDIR)/jupyter/instructor-data$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
+		$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=$(CURDIR) $(INSTRUCTOR_FLAGS) \
 		--LabApp.default_url=/lab/tree/solutions/00_why_communication.ipynb
 
 # A JupyterHub on this machine (as root: each learner's lab runs as their own system account), on
@@ -82,8 +90,19 @@ $(HUB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,instructor,hub]'
 	touch $(HUB_STAMP)
 
-hub: $(HUB_STAMP)
+# What make hub can check before it installs anything: root, and that learners can run the Python the
+# venv has (or will have): each folder on its real path o+x, as jupyter/hub/jupyterhub_config.py checks.
+hub-check:
 	@test "$$(id -u)" = 0 || { echo "error: make hub must run as root (each learner's lab runs as their own account)" >&2; exit 2; }
+	@py="$${COURSE_HUB_PYTHON:-$$(test -x $(BIN)/python && echo $(BIN)/python || command -v $(PYTHON))}"; \
+	$(PYTHON) -c 'import os, sys; r = os.path.realpath(sys.argv[1]); p = [r]; \
+	[p.append(os.path.dirname(p[-1])) for _ in range(64) if p[-1] != os.path.dirname(p[-1])]; \
+	bad = [d for d in p if not os.stat(d).st_mode & 1]; \
+	bad and sys.exit(f"error: learners cannot run {sys.argv[1]} (it is {r}; {bad[-1]} is not o+x): build .venv with a " \
+	"Python outside /root (make clean; make hub PYTHON=/usr/bin/python3), or set COURSE_HUB_PYTHON")' "$$py"
+
+hub: hub-check
+	@$(MAKE) --no-print-directory $(HUB_STAMP)
 	@mkdir -p $(HUB_DIR) && chmod 711 $(HUB_DIR)
 	cd $(HUB_DIR) && COURSE_REPO=$(CURDIR) COURSE_HUB_DIR=$(abspath $(HUB_DIR)) COURSE_HUB_PORT=$(HUB_PORT) \
 		COURSE_LEARNER_FLAGS='$(LEARNER_FLAGS)' COURSE_LEARNER_URL=$(LEARNER_URL) \

@@ -21,8 +21,10 @@ import json
 import math
 import os
 import sys
+import warnings
 from typing import Callable, Sequence
 
+from . import validate
 from .textfiles import read_text  # noqa: F401 (the one reader of a learner's file; commands call cli.read_text)
 
 EXIT_USAGE = 2
@@ -42,6 +44,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):  # noqa: D102 (argparse's hook)
         self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def _check_value(self, action, value):  # noqa: D102 (argparse's hook): a bad choice gets a suggestion
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(names)})"
+                                                 f"{validate.did_you_mean(value, names)}")
 
 
 def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
@@ -130,6 +138,16 @@ def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
     return f"{flag}: {message}" if flag and not message.startswith("-") else message
 
 
+def _show_input_warning(previous):
+    """warnings.showwarning for a command: an ``InputWarning`` is one line ``warning: ...`` on stderr."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, validate.InputWarning):
+            print(f"warning: {one_line(message)}", file=sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+    return show
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` with ``parser`` and call ``args.func(args)``; every failure of input is one line.
 
@@ -141,7 +159,14 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else report(exc.code))
     try:
-        status = args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", validate.InputWarning)
+            previous = warnings.showwarning
+            warnings.showwarning = _show_input_warning(previous)
+            try:
+                status = args.func(args)
+            finally:
+                warnings.showwarning = previous
         sys.stdout.flush()
     except (ValueError, OverflowError) as exc:
         return report(_with_flag(one_line(exc), parser, args))

@@ -9,7 +9,9 @@ shipped sample (``--list-samples`` names them).
 """
 from __future__ import annotations
 
+import re
 import sys
+
 from . import cli, diagnostics, systemfile, textfiles
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
@@ -29,7 +31,7 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
         try:
             parsed.append((label, *diagnostics.parse(text), diagnostics.read(text).skipped_json()))
         except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+            raise ValueError(f"{label}: {_unread(text, exc)}") from None
     nvlink_status = next((r for _, kind, r, _ in parsed if kind == "nvlink_status"), None)
     out = []
     for (label, kind, result, skipped), (_, text) in zip(parsed, items):
@@ -43,6 +45,28 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
                 obj["findings"] += _system.mismatches(result, system)
         out.append(obj)
     return out
+
+
+_DOCUMENT = re.compile(r"^\s*(?:```|\|[\s:|-]*---[\s:|-]*\||<!DOCTYPE|<html|\{\s*\"cells\")", re.MULTILINE | re.IGNORECASE)
+
+
+def _unread(text: str, exc: ValueError) -> str:
+    """Why ``text`` could not be read, for its error line: the reader's ``exc``, said plainly when the text
+    is no tool's output at all (a Markdown or HTML document that only quotes outputs, or a paste whose
+    every line was a prompt or launcher line)."""
+    kept = diagnostics.read(text)
+    if not kept.text.strip() and text.strip():
+        no, line, why = kept.skipped[0]
+        return (f"not a recognised tool output: its {len(kept.skipped)} non-blank line(s) read as what came before an "
+                f"output (line {no}, {why}: {line.strip()[:60]!r}), and no output follows; paste what the command printed")
+    try:
+        diagnostics.detect(kept.text)
+    except ValueError:  # no line of any tool's output
+        return f"not a recognised tool output: {exc}"
+    if _DOCUMENT.search(text):
+        return (f"not a recognised tool output: it is a document (Markdown code fences, a table or HTML) that quotes "
+                f"outputs, and reading it as one failed ({exc}); pass the saved output itself")
+    return str(exc)
 
 
 def _topology_of_log(text: str) -> list[str]:
@@ -125,4 +149,4 @@ def register(subparsers) -> None:
                                                          "ibstat where they exist (missing tools are skipped)")
     systemfile.add_system_arguments(p, required=False)
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, flags={"name": "sample"})

@@ -7,9 +7,11 @@ prints measured vs predicted per size, with the ratio predicted/measured.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from . import cli, collectives, costmodel, datafiles, systemfile, units, validate
+from . import cli, collectives, costmodel, datafiles, plausible, systemfile, units, validate
 from .costmodel import ranges as regime_ranges
 from .diagnostics import compare, nccl_tests
 
@@ -135,10 +137,21 @@ def _to_json(pred: costmodel.Prediction, ranges) -> dict:
             "notes": pred.notes, "efficiencies": costmodel.efficiency_table()}
 
 
-_collective_arg = nccl_tests.collective_id  # all_reduce_perf, allreduce, AllReduce -> all_reduce
+def _collective_arg(name: str) -> str:
+    """all_reduce_perf, allreduce, AllReduce, all-reduce -> all_reduce (ValueError with a suggestion if none)."""
+    return nccl_tests.collective_id(str(name).replace("-", "_").replace(" ", "_"))
+
+
+def _plausible_flags(args) -> None:
+    """The physical flags given, against the catalog's ranges (``plausible``): a warning or a refusal."""
+    for flag, dest, quantity in (("--nic-gbit", "nic_gbit", "nic_gbit_s"), ("--nics", "nics", "nics_per_node"),
+                                 ("-g/--ngpus", "ngpus", "gpus_per_node")):
+        if getattr(args, dest, None) is not None:
+            plausible.check(flag, getattr(args, dest), quantity)
 
 
 def _predict(args) -> int:
+    _plausible_flags(args)
     collective = _collective_arg(args.collective)
     sizes = sweep(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
     sys_ = systemfile.system_from_args(args)
@@ -161,7 +174,29 @@ UNUSUAL_FLAGS = {"range": "  <-- unusual: outside the range", "fixed": "  <-- be
 _NO_RANGE_NOTE = "; sizes whose regime has no range are judged by the fixed 0.67-1.5"
 
 
+def dropped_rows(text: str, run) -> list[str]:
+    """One line per row of an nccl-tests output that ``compare`` does not use: its line number and why.
+
+    The reader refuses a row whose time or bandwidth is negative or not finite (``run.refused_rows``); a line
+    that starts as a row does (size and count) but that the reader did not keep had too few numbers."""
+    refused = set(run.refused_rows)
+    sizes = [r["size"] for r in run.rows]
+    out = []
+    for no, line in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        tokens = line.split()
+        if len(tokens) < 2 or not (tokens[0].isdigit() and tokens[1].isdigit()):
+            continue
+        if no in refused:
+            out.append(f"line {no}: a time or bandwidth is negative or not a number: {line.strip()[:80]!r}")
+        elif sizes and int(tokens[0]) == sizes[0]:
+            sizes.pop(0)
+        else:
+            out.append(f"line {no}: not read as a result row (too few columns): {line.strip()[:80]!r}")
+    return out
+
+
 def _compare(args) -> int:
+    _plausible_flags(args)
     text = cli.read_text(args.file, MAX_COMPARE_BYTES, "file", what="the text that an nccl-tests run printed")
     try:
         run = nccl_tests.parse(text)
@@ -173,6 +208,8 @@ def _compare(args) -> int:
         raise ValueError(f"file {args.file!r}: the run failed before its first size (header only){said}; "
                          "python -m course_lib inspect FILE explains the failure")
     parsed = run.as_dict()
+    for line in dropped_rows(text, run):  # on stderr, so that --json stays one JSON document
+        print(f"# dropped: {line}", file=sys.stderr)
     collective = _collective_arg(args.collective) if args.collective else parsed["collective"]
     if collective is None:
         raise ValueError("collective is not in the file; pass --collective (e.g. all_reduce)")
@@ -363,7 +400,8 @@ def _validation(args) -> int:
 
 
 # library parameter -> the dest of the flag that sets it (``cli`` names the flag in an error line)
-FLAGS = {"nccl_version": "nccl_version", "gpus_per_node": "ngpus", "nics_per_node": "nics", "factor": "stepfactor", "step": "stepbytes",
+FLAGS = {"nccl_version": "nccl_version", "nic_gbit_s": "nic_gbit", "gpus_per_node": "ngpus", "nics_per_node": "nics",
+         "factor": "stepfactor", "step": "stepbytes",
          "min_bytes": "minbytes", "max_bytes": "maxbytes", "algorithm": "algo"}
 
 
@@ -408,8 +446,8 @@ def register(subparsers) -> None:
                    help="NCCL protocol for the model (default: NCCL_PROTO in the file, else the fastest per size)")
     c.add_argument("--fabric", default=None, choices=costmodel.fabric_kind_ids(),
                    help="network kind between nodes (default: the system's)")
-    c.add_argument("--nic-gbit", dest="nic_gbit", type=cli.number(low=0.1, high=3200), default=None,
-                   help="one NIC's rate, Gb/s per direction (default: the system's)")
+    c.add_argument("--nic-gbit", dest="nic_gbit", type=cli.number(low=0.0, low_inclusive=False), default=None,
+                   help="one NIC's rate, Gb/s per direction (default: the system's; checked against the catalog's)")
     c.add_argument("--nccl-version", dest="nccl_version", default=None, metavar="X.Y",
                    help="NCCL release the run used, whose rules choose ring/tree and protocol (default: the file's, "
                         f"else {costmodel.default_nccl_version()})")

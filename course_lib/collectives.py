@@ -191,8 +191,11 @@ def ids() -> tuple:
 
 
 def get(collective_id) -> Collective:
-    """The registered collective ``collective_id`` (ValueError naming the allowed ids)."""
-    return _REGISTRY[validate.choice("collective", collective_id, _REGISTRY)]
+    """The registered collective ``collective_id`` (ValueError naming the allowed ids).
+
+    Case, hyphens and underscores are ignored: ``all-reduce``, ``allreduce`` and ``All_Reduce`` are ``all_reduce``.
+    """
+    return _REGISTRY[validate.choice("collective", collective_id, _REGISTRY, fold=True)]
 
 
 def algorithm_ids(collective_id=None) -> tuple:

@@ -137,12 +137,20 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
 
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    import tempfile
+
+    from jupyter_client.manager import KernelManager
+
     nb = nbformat.read(path, as_version=4)
     try:
         # No widget state: each explorer's output then renders as its static view (plot and readout)
-        # rather than as a widget that needs a kernel or a CDN.
-        ExecutePreprocessor(timeout=timeout, kernel_name="python3", store_widget_state=False).preprocess(
-            nb, {"metadata": {"path": str(path.parent)}})
+        # rather than as a widget that needs a kernel or a CDN. The kernel talks over IPC sockets in a
+        # private folder, not plain TCP (which ipykernel warns about on every start).
+        with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
+            km = (KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+                  if os.name == "posix" else None)  # Windows has no IPC sockets: TCP there
+            ExecutePreprocessor(timeout=timeout, kernel_name="python3", store_widget_state=False).preprocess(
+                nb, {"metadata": {"path": str(path.parent)}}, km=km)
     except CellTimeoutError:
         raise ExportError(f"{path.name}: a cell ran past the {timeout} s limit (--timeout)") from None
     except DeadKernelError:

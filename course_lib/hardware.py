@@ -272,8 +272,8 @@ class System:
         """This system with other counts or link rates, for what-if questions.
 
         gpus_per_node, nics_per_node: counts (1-72); nic_gbit_s: one NIC port in Gb/s (bits, as
-        vendors quote it) per direction (0.1-3200); gpu_link_gb_s: one GPU's port into the node
-        fabric (NVLink or PCIe) in GB/s (bytes) per direction (1-5000). Omitted values keep this
+        vendors quote it) per direction; gpu_link_gb_s: one GPU's port into the node fabric (NVLink or
+        PCIe) in GB/s (bytes) per direction; both checked against the catalog's ranges (``plausible``). Omitted values keep this
         system's. fabric: how the NICs carry traffic, one of ``FABRICS`` (e.g. ``"roce"``). Returns a
         new System whose id ends in ``-what-if`` when anything changed.
         """
@@ -283,13 +283,17 @@ class System:
                                                                               low=1, high=72)
         nic = self.nic
         if nic_gbit_s is not None:
-            rate = validate.number("nic_gbit_s", nic_gbit_s, low=0.1, high=3200)
+            from . import plausible  # the catalog's range of NIC rates (plausible reads this module)
+            rate = plausible.check("nic_gbit_s", validate.number("nic_gbit_s", nic_gbit_s), "nic_gbit_s",
+                                   warn=False)  # a what-if: refused past physics only
             nic = dataclasses.replace(nic, id=f"{nic.family}-{rate:g}g", name=f"{rate:g} Gb/s {nic.family} port",
                                       per_direction=units.gbit_to_gbyte(rate) * units.GB,
                                       detail=f"{rate:g} Gb/s per direction")
         gpu_link = self.gpu_link
         if gpu_link_gb_s is not None:
-            rate = validate.number("gpu_link_gb_s", gpu_link_gb_s, low=1, high=5000)
+            from . import plausible
+            rate = plausible.check("gpu_link_gb_s", validate.number("gpu_link_gb_s", gpu_link_gb_s),
+                                   "gpu_link_gb_s_per_direction", warn=False)
             gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}",
                                            name=f"{rate:g} GB/s {gpu_link.family}",
                                            per_direction=rate * units.GB, detail=f"{rate:g} GB/s per direction")

@@ -42,9 +42,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
+import warnings
 from pathlib import Path
 
-from . import hardware, textfiles, units, validate
+from . import hardware, plausible, textfiles, units, validate
 
 _FIELDS = {
     "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note", "mnnvl"},
@@ -108,6 +109,22 @@ def _check(path, where, field, fn, *args, **kwargs):
         raise _error(path, where, field, str(exc).removeprefix(f"{field} ")) from None
 
 
+def _plausible(path, where, field, value, quantity):
+    """``plausible.check`` of a physical field: a refusal or a warning names the file, field and line."""
+    value = _check(path, where, field, validate.positive, value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", plausible.PlausibilityWarning)
+        try:
+            plausible.check(field, value, quantity)
+        except ValueError as exc:
+            raise _error(path, where, field, str(exc).removeprefix(f"{field} ")) from None
+    for w in caught:
+        line = where.line(field)
+        warnings.warn(plausible.PlausibilityWarning(f"{path}: field {field}{f' (line {line})' if line else ''}: "
+                                                    f"{str(w.message).removeprefix(f'{field} = ')}"), stacklevel=3)
+    return value
+
+
 def _table(path, where, data, name):
     table = data.get(name)
     if table is None:
@@ -150,8 +167,8 @@ def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
     g = _table(p, where, data, "gpu")
     return hardware.GPU(
         id=gpu_id, name=_string(p, where, "gpu.name", g["name"]),
-        memory_bytes=_check(p, where, "gpu.memory_gb", validate.positive, g["memory_gb"]) * units.GB,
-        bf16_flops=_check(p, where, "gpu.bf16_dense_tflops", validate.positive, g["bf16_dense_tflops"]) * 1e12,
+        memory_bytes=_plausible(p, where, "gpu.memory_gb", g["memory_gb"], "memory_gb") * units.GB,
+        bf16_flops=_plausible(p, where, "gpu.bf16_dense_tflops", g["bf16_dense_tflops"], "bf16_dense_tflops") * 1e12,
         source=_string(p, where, "gpu.source", g.get("source", s["source"])), note=g.get("note", ""),
         nccl_arch=_string(p, where, "gpu.nccl_arch", g["nccl_arch"]) if "nccl_arch" in g else None,
         **{f"{k}_flops": _check(p, where, f"gpu.{k}_dense_tflops", validate.positive, g[f"{k}_dense_tflops"]) * 1e12
@@ -201,7 +218,8 @@ def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Lin
     interconnect, topology = _TOPOLOGY[shape]
     gpu_link = hardware.nvlink(gen, links)
     if "link_gb_s_per_direction" in gl:
-        rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
+        rate = _plausible(p, where, "gpu_link.link_gb_s_per_direction", gl["link_gb_s_per_direction"],
+                          "link_gb_s_per_direction")
         gpu_link = dataclasses.replace(gpu_link, id=f"{sys_id}-nvlink", per_direction=rate * units.GB * links,
                                        detail=f"{links} links x {rate:g} GB/s per direction (from {p.name})")
     return interconnect, topology, gpu_link, nvswitch_gen
@@ -216,7 +234,8 @@ def _read_infinity_fabric(p, where, gl) -> tuple[str, str, hardware.Link, None]:
         if key not in gl:
             raise _error(p, where, "gpu_link", f"missing required field gpu_link.{key} for kind = \"infinity_fabric\"")
     links = _int(p, where, "gpu_link.links", gl["links"], low=1, high=64)
-    rate = _check(p, where, "gpu_link.link_gb_s_per_direction", validate.positive, gl["link_gb_s_per_direction"])
+    rate = _plausible(p, where, "gpu_link.link_gb_s_per_direction", gl["link_gb_s_per_direction"],
+                      "link_gb_s_per_direction")
     return "infinity-fabric-mesh", "full-mesh", hardware.Link(
         id=f"infinity-fabric-x{links}", name=f"Infinity Fabric x{links}", family="infinity-fabric",
         per_direction=links * rate * units.GB, source=str(p), detail=f"{links} links x {rate:g} GB/s per direction"), None
@@ -234,7 +253,7 @@ def _read_nic(p, where, net, fabric, source) -> hardware.Link:
     for key in ("fabric", "gbit_s"):
         if key not in net:
             raise _error(p, where, "network", f"missing network.kind, or network.{key} with the other of fabric/gbit_s")
-    gbit = _check(p, where, "network.gbit_s", validate.positive, net["gbit_s"])
+    gbit = _plausible(p, where, "network.gbit_s", net["gbit_s"], "nic_gbit_s")
     family = "infiniband" if fabric == "infiniband" else "ethernet"
     return hardware.Link(id=f"{fabric}-{gbit:g}g", name=f"{gbit:g} Gb/s {fabric}", family=family,
                          per_direction=units.gbit_to_gbyte(gbit) * units.GB, source=source,
@@ -346,6 +365,7 @@ def load_system(path) -> hardware.System:
     sys_id = _string(p, where, "system.id", s["id"])
     gpu = _read_gpu(p, where, data, s, _string(p, where, "system.gpu", s["gpu"]))
     gpus = _int(p, where, "system.gpus_per_node", s["gpus_per_node"], low=1, high=100_000)
+    _plausible(p, where, "system.gpus_per_node", gpus, "gpus_per_node")
     nodes = _int(p, where, "system.nodes", s.get("nodes", 1), low=1, high=100_000)
     sockets = _int(p, where, "system.cpu_sockets", s.get("cpu_sockets", 1), low=1, high=1024)
     p2p = _bool(p, where, "system.p2p", s.get("p2p", True))

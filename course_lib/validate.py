@@ -5,11 +5,17 @@ received and the allowed range, so a learner sees at once what to fix.
 """
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from numbers import Integral, Real
 from typing import Iterable
 
 import numpy as np
+
+
+class InputWarning(UserWarning):
+    """An input that is allowed but suspicious (``plausible``); the command line prints it as one ``warning:`` line."""
 
 
 def describe(value) -> str:
@@ -69,14 +75,57 @@ def integer(name: str, value, *, low: int | None = None, high: int | None = None
     return value
 
 
-def choice(name: str, value, allowed: Iterable[str]) -> str:
-    """One of ``allowed`` (case-insensitive for strings); returns the canonical spelling."""
+def _folded(text: str) -> str:
+    """``text`` lower-cased with hyphens, underscores and spaces removed: how a typo is compared."""
+    return re.sub(r"[-_\s]+", "", str(text).lower())
+
+
+def closest(value, allowed: Iterable, n: int = 3) -> list[str]:
+    """The names of ``allowed`` closest to ``value`` (at most ``n``, best first; [] when none is close).
+
+    Compared lower-cased without hyphens or underscores (``dgxh100`` is close to ``dgx-h100``), by
+    ``difflib.get_close_matches``; a name that contains ``value`` (``h100`` in ``dgx-h100``) is close too.
+    """
+    names = [str(a) for a in allowed]
+    folded = {}
+    for option in names:
+        folded.setdefault(_folded(option), option)
+    key = _folded(value)
+    if not key:
+        return []
+    scored = [(difflib.SequenceMatcher(None, key, f).ratio(), folded[f])
+              for f in difflib.get_close_matches(key, list(folded), n=n, cutoff=0.6)]
+    found = [option for ratio, option in scored if ratio >= scored[0][0] - 0.1]  # the best, and any as close
+    if len(key) >= 3 and not found:
+        found = [option for f, option in folded.items() if key in f]
+    return found[:n]
+
+
+def did_you_mean(value, allowed: Iterable) -> str:
+    """``"; did you mean dgx-h100?"`` (or ``"dgx-h100 or hgx-h100"``) for ``value``, or "" when no name is close."""
+    found = closest(value, allowed)
+    if not found:
+        return ""
+    return f"; did you mean {found[0] if len(found) == 1 else ', '.join(found[:-1]) + ' or ' + found[-1]}?"
+
+
+def choice(name: str, value, allowed: Iterable[str], *, fold: bool = False) -> str:
+    """One of ``allowed`` (case-insensitive for strings); returns the canonical spelling.
+
+    ``fold``: hyphens, underscores and spaces are ignored too (``all-reduce``, ``allreduce`` -> ``all_reduce``).
+    A miss names the allowed values and, when one is close to ``value``, suggests it (``did_you_mean``).
+    """
     allowed = list(allowed)
     if isinstance(value, str):
         for option in allowed:
-            if value.lower() == option.lower():
+            if value.lower() == option.lower() or (fold and _folded(value) == _folded(option)):
                 return option
-    raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}; got {describe(value)}")
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    listed = ", ".join(map(str, allowed))
+    if hint and len(listed) > 120:  # the suggestion first, the long list after it
+        raise ValueError(f"{name} must be one of {len(allowed)} names; got {describe(value)}{hint} "
+                         f"(allowed: {listed})")
+    raise ValueError(f"{name} must be one of {listed}; got {describe(value)}{hint}")
 
 
 def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np.ndarray:

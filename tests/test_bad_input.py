@@ -52,7 +52,7 @@ CASES = {
         (["predict", "all_reduce", "--system", "dgx-h100", "--nodes", "4", "-b", "1M", "-e", "1K"], "--maxbytes"),
         (["predict", "all_reduce", "--system", "dgx-h100", "--nodes", "4", "-b", "1Mb", "-e", "8G"], "--minbytes"),
     ],
-    "python -m course_lib compare my_all_reduce_perf.log --system dgx-h100": [
+    "python -m course_lib compare course_lib/data/systems/rtx4090x4_p2p_all_reduce_perf.txt --system-file course_lib/data/systems/rtx4090x4_p2p.toml": [
         (["compare", "{missing}", "--system", "dgx-h100"], "file"),
         (["compare", "{binary}", "--system", "dgx-h100"], "file"),
         (["compare", "{big}", "--system", "dgx-h100"], "file"),
@@ -62,7 +62,7 @@ CASES = {
         (["compare", "{tmp}", "--system", "dgx-h100"], "not a regular file"),
         (["compare", "/dev/zero", "--system", "dgx-h100"], "not a regular file"),
     ],
-    "python -m course_lib predict all_reduce --system-file my_machine.toml -b 1M -e 1G": [
+    "python -m course_lib predict all_reduce --system-file course_lib/data/systems/rtx4090x4_p2p.toml -b 1M -e 1G": [
         (["predict", "all_reduce", "--system-file", "{missing}", "-b", "1M", "-e", "1G"], "system"),
         (["predict", "all_reduce", "--system-file", "{binary}", "-b", "1M", "-e", "1G"], "system"),
         (["predict", "all_reduce", "--system-file", "{text}", "-b", "1M", "-e", "1G"], "system"),
@@ -71,14 +71,14 @@ CASES = {
         (["predict", "all_reduce", "--system-file", "{deep}", "-b", "1M", "-e", "1G"], "nest 500 deep"),
     ],
     "python -m course_lib inspect --local": [(["inspect", "--local", "--json=1"], "--json")],
-    "python -m course_lib inspect topo.txt nccl_debug.log": [
+    "python -m course_lib inspect course_lib/data/samples/topo_dgx_a100_nic_legend.txt course_lib/data/samples/nccl_log_hai_a100.log": [
         (["inspect", "{missing}"], "no_such_thing"),
         (["inspect", "{binary}"], "binary.bin"),
         (["inspect", "{fifo}"], "not a regular file"),
         (["inspect", "{tmp}"], "not a regular file"),
         (["inspect", "/dev/zero"], "not a regular file"),
     ],
-    "python -m course_lib inspect --json pasted.txt": [
+    "python -m course_lib inspect --json course_lib/data/samples/iblinkinfo_edr_sb7700.txt": [
         (["inspect", "--json", "{missing}"], "no_such_thing"),
         (["inspect", "--json", "{fifo}"], "not a regular file"),
         (["inspect", "--json=1", "{text}"], "--json"),
@@ -89,7 +89,7 @@ CASES = {
         (["predict", "all_reduce", "--system", "gcp-a3-mega", "--nodes", "2", "--fabric", "roce", "--proto", "LL64",
           "-b", "1M", "-e", "1G"], "--proto"),
     ],
-    "python -m course_lib plan --model mixtral-8x7b --system dgx-h100 --gpus 64 --ep 8": [
+    "python -m course_lib plan --model mixtral-8x7b --system dgx-h100 --gpus 64 --tp 8 --ep 8 --recompute selective --sequence-parallel": [
         (["plan", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--ep", "7"], "--ep"),
         (["plan", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--ep", "0"], "--ep"),
         (["plan", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--hsdp", "7"], "--hsdp"),

@@ -266,3 +266,22 @@ def test_the_readme_documents_every_kinds_json_keys(capsys):
         keys = set(r) - {"file", "kind", "findings", "skipped_lines"}
         documented = set(re.findall(r"`(\w+)`", rows[r["kind"]]))
         assert keys <= documented, (r["kind"], keys - documented)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("user@host:~$ nvidia-smi topo -m\n", r"not a recognised tool output: its 1 non-blank line\(s\) read as what came "
+                                          r"before an output \(line 1, prompt"),
+    ("hello world\n", r"not a recognised tool output: line 1: expected the output of nvidia-smi topo -m"),
+])
+def test_a_one_line_file_is_not_called_empty(tmp_path, capsys, content, message):
+    one = tmp_path / "one.txt"
+    one.write_text(content)
+    assert cli.main(["inspect", str(one)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err) and "empty" not in err, err
+
+
+def test_a_document_that_quotes_outputs_is_not_read_as_one(capsys):
+    assert cli.main(["inspect", str(ROOT / "README.md")]) == 2  # it quotes '=== System : maxBw' in a table
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "README.md: not a recognised tool output: it is a document" in err, err

@@ -39,7 +39,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "course_lib"
 LAYERS = {
     "course_lib": 0, "validate": 0, "units": 0, "datafiles": 0, "evidence": 0, "manifest": 0, "environment": 0,
     "textfiles": 0, "notebook_save": 0, "cli": 0, "progress": 0,
-    "hardware": 1, "systemfile": 1, "transformer": 1,
+    "hardware": 1, "systemfile": 1, "plausible": 1, "transformer": 1,
     "collectives": 2,
     "costmodel": 3, "topology": 3,
     "parallel": 4, "tp_scans": 4, "pipeline_schedules": 4,

@@ -77,3 +77,16 @@ def test_plan_lists_every_model_with_its_source(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in rows] == parallel.model_ids()
     assert all(r["url"] == datafiles.source(r["source"])["url"] for r in rows)
+
+
+def test_a_search_where_nothing_fits_names_no_winner(capsys):
+    assert main(["plan", "--gpus", "8", "--search"]) == 0
+    out = capsys.readouterr().out
+    assert "Why the winner wins" not in out and "No winner:" in out and "no layout fits in memory" in out
+
+
+def test_cross_node_data_parallel_note_says_what_its_rate_is(capsys):
+    assert main(["plan", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--tp", "8",
+                     "--pp", "16"]) == 0
+    note = next(l for l in capsys.readouterr().out.splitlines() if "traffic crosses nodes" in l)
+    assert "bus bandwidth per rank (nccl-tests' busbw" in note and "not a link's rate: one NIC is" in note

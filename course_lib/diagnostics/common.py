@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+from .. import validate
+
 
 def lines(text) -> list[tuple[int, str]]:
     """``text`` as (1-based line number, line without its newline) pairs; ValueError if not a string."""
@@ -41,8 +43,7 @@ def sample_names(kind: str | None = None) -> list[str]:
 
 def sample_path(name: str):
     """The path of one shipped sample (an importlib.resources Traversable that ``open()`` accepts)."""
-    if name not in sample_sources():
-        raise ValueError(f"name must be one of the shipped samples {sample_names()}, got {name!r}")
+    name = validate.choice("name", name, sample_names())  # a typo gets the closest sample names
     return _samples_dir().joinpath(name)
 
 

@@ -61,7 +61,7 @@ class Plan:
                          f"{row['recompute']:<9} {units.format_time(row['step_time_s']):>9} "
                          f"{row['tokens_per_s_per_gpu']:>10,.0f} {row['tflops_per_gpu']:>8.0f} "
                          f"{100 * row['mfu']:>5.1f}% {row['memory_gb']:>7.1f}")
-        lines.append("Why the winner wins:")
+        lines.append("Why the winner wins:" if rows else "No winner:")
         lines += [f"  - {x}" for x in self.explanation]
         return "\n".join(lines)
 

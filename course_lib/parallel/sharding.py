@@ -119,6 +119,18 @@ def _hsdp_rows(L: Layout, window: float) -> list:
     return out
 
 
+def _crossing_note(L: Layout, traffic: Traffic) -> str:
+    """The rate a cross-node data-parallel collective is priced at (bus bandwidth per rank, as nccl-tests
+    reports it), beside one NIC's rate, so that it does not read as a physical link's."""
+    sys_ = L.system
+    nic = sys_.nic.per_direction
+    busbw = traffic.sent_per_gpu / traffic.time_s if traffic.time_s > 0 else 0.0
+    return (f"data-parallel traffic crosses nodes: the model prices its {traffic.label} over {traffic.group_size} "
+            f"ranks at {busbw / units.GB:.1f} GB/s bus bandwidth per rank (nccl-tests' busbw, which across nodes "
+            f"approaches the node's NICs together, {sys_.nics_per_node} x {nic / units.GB:.1f} GB/s), not a link's "
+            f"rate: one NIC is {nic / units.GB:.1f} GB/s = {units.gbit_per_s(nic):g} Gb/s per direction")
+
+
 def dp_phase(L: Layout, c: Compute, notes: list) -> list:
     """Data-parallel / ZeRO / FSDP / HSDP traffic per step; each Traffic's exposed_s is what overlap leaves visible.
 
@@ -140,8 +152,7 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
         rows = _zero2_rows(L, c, groups)
     else:
         rows = _zero3_rows(L, c, groups) + (_hsdp_rows(L, window) if hsdp else [])
-    crosses = [link for link, _ in rows if link.crosses_nodes]
+    crosses = [traffic for link, traffic in rows if link.crosses_nodes]
     if crosses:
-        notes.append(f"data-parallel traffic crosses nodes: {crosses[0].bandwidth / units.GB:.1f} GB/s per direction "
-                     "per rank")
+        notes.append(_crossing_note(L, crosses[0]))
     return [traffic for _, traffic in rows]
