@@ -159,6 +159,9 @@ def find(numbered) -> list[Failure]:
     for no, line in numbered:
         if len(line) > 4000:
             line = line[:4000]
+        c = _classify(line)
+        if c is None and "nranks" not in line and "NET/IB" not in line and " -> " not in line:
+            continue  # nothing on this line for a failure: skip the prefix
         host, pid, gpu = _prefix(line)
         if "nranks" in line:
             m = _COMM.search(line)
@@ -175,7 +178,6 @@ def find(numbered) -> list[Failure]:
             if m:
                 key = pending_code.pop((host, pid))
                 found[key] = replace(found[key], code=int(m.group(1)))
-        c = _classify(line)
         if c is None:
             continue
         kind, peer, detail, code, hca = c

@@ -9,7 +9,7 @@ import re
 
 from .. import hardware, units
 from . import failures as _failures
-from .ibstat import LINK_LAYERS, IbStatus
+from .ibstat import LINK_LAYERS, UNKNOWN_STATE, IbStatus
 from .nccl_log import NcclLog
 from .nccl_topo import LOC_BW_GB_S
 from .nvlink import NvlinkStatus
@@ -45,6 +45,8 @@ def topo_findings(t: TopoMatrix) -> list[str]:
                 "between GPUs; collectives need a second GPU (busbw of an all-reduce over one rank is 0 by definition)"]
     out = [f"{n} GPU(s), {len(t.nics)} NIC(s); GPU pairs by path: "
            + ", ".join(f"{k} {v}" for k, v in counts.items() if v)]
+    out += [f"the copy is incomplete: {note}" for note in t.notes]
+    out += _lost_nvlinks(t)
     nv = t.nv_counts()
     if pairs and counts["NV"] == len(pairs):
         kinds = "/".join(f"NV{k}" for k in nv)
@@ -97,6 +99,28 @@ def topo_findings(t: TopoMatrix) -> list[str]:
         parts = [f"{_ranges(gs)} on node {node}" for node, gs in numa.items()]
         out.append("NUMA: " + "; ".join(parts) + ": bind each rank's CPU threads and memory to its GPU's node "
                    "(the CPU Affinity column lists the cores)")
+    return out
+
+
+def _lost_nvlinks(t: TopoMatrix) -> list[str]:
+    """A GPU with no NVLink to any peer while the other GPUs reach each other over NV#: its links are down."""
+    n = len(t.gpus)
+    nv_of = [[j for j in range(n) if j != i and t.pair_class(t.gpu_links[i][j]) == "NV"] for i in range(n)]
+    linked = [i for i in range(n) if nv_of[i]]
+    if len(linked) < 2 or len(linked) == n:
+        return []
+    peers = sorted({t.gpu_links[i][j] for i in linked for j in nv_of[i]})
+    out = []
+    for g in range(n):
+        if nv_of[g]:
+            continue
+        paths = sorted({c for j, c in enumerate(t.gpu_links[g]) if j != g and c != "?"})
+        if not paths:
+            continue
+        out.append(f"GPU{g} has no NVLink to any GPU ({'/'.join(paths)} to its peers) while {len(linked)} other GPUs "
+                   f"reach each other over {'/'.join(peers)}: its NVLinks are down or did not train (the GPU, its "
+                   f"board or the NVSwitch tray); traffic to it goes over PCIe. Next: nvidia-smi nvlink -s -i {g}; "
+                   f"nvidia-smi nvlink -e -i {g}; nvidia-smi -q -i {g} | grep -i -A3 fabric")
     return out
 
 
@@ -178,7 +202,9 @@ def ibstat_findings(s: IbStatus) -> list[str]:
             per = units.gbit_to_gbyte(p.rate_gbps) * units.GB
             rate = f"{p.rate_gbps:g} Gb/s = {units.format_bandwidth(per)}{_port_name(p.rate_gbps, p.link_layer)}"
         line = f"{where}: {p.state}, {layer}, {rate}"
-        if p.state != "Active":
+        if p.state == UNKNOWN_STATE:
+            line += "; the copy is cut before this port's State line: run ibstat again to see whether it is Active"
+        elif p.state != "Active":
             line += "; NCCL cannot use a port that is not Active: check the cable, the switch port and the subnet manager"
         if p.link_layer == "Ethernet":
             line += "; Ethernet link layer means RoCE: NCCL reaches it through NET/IB, with NCCL_IB_GID_INDEX for RoCE v2"

@@ -15,7 +15,6 @@ from . import failures as _failures
 from .common import fail, lines
 
 TRANSPORTS = ("CollNet", "NET/IB", "NET/OFI", "NET/Socket", "NVLS", "P2P", "SHM")
-_PREFIX = re.compile(r"^.*?NCCL (?:INFO|WARN) ?")
 _VERSION = re.compile(r"NCCL version (\S+)")
 _VERSION_OK = re.compile(r"^\d+\.\d+\.\d+")
 _NRANKS = re.compile(r"\bn[Rr]anks (\S+)")
@@ -144,12 +143,12 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
     if "NCCL WARN" in line:
         scan.warnings.append(body)
         scan.recognised += 1
-    m = _VERSION.search(line)
+    m = _VERSION.search(line) if "version" in line else None
     if m:
         if not _VERSION_OK.match(m.group(1)):
             raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
         scan.version, scan.recognised = m.group(1), scan.recognised + 1
-    m = _NRANKS.search(body)
+    m = _NRANKS.search(body) if "anks" in body else None
     if m and ("comm " in body or "Init" in body):
         if not m.group(1).isdigit():
             raise fail(no, "a whole number of ranks after 'nranks'", m.group(1))
@@ -161,7 +160,7 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
 
 def _read_channel(scan: _Scan, no: int, body: str) -> bool:
     """A channel connection 'N/M : a[x] -> b[y] via TRANSPORT'; True when the line was one."""
-    if not (_CHANNEL_START.match(body) and "->" in body):
+    if not (body.startswith("Channel") and _CHANNEL_START.match(body) and "->" in body):
         return False
     if " via" not in body:
         raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
@@ -182,6 +181,8 @@ def _read_channel(scan: _Scan, no: int, body: str) -> bool:
 
 def _read_graphs(scan: _Scan, body: str) -> None:
     """Ring and tree channels."""
+    if body[:1] not in ("R", "T", "C"):
+        return
     m = _RING.match(body)
     if m:
         scan.rings.add(int(m.group(1) or m.group(2)))
@@ -197,6 +198,8 @@ def _read_graphs(scan: _Scan, body: str) -> None:
 
 def _read_ib(scan: _Scan, no: int, body: str) -> None:
     """InfiniBand: no device found, the devices in use and their link layers, GPUDirect RDMA per HCA."""
+    if "NET/IB" not in body and "GPU Direct" not in body:
+        return
     if body.startswith("NET/IB") and "No device found" in body:
         scan.ib_missing, scan.recognised = True, scan.recognised + 1
     m = _IB_USING.match(body)
@@ -221,6 +224,8 @@ def _read_ib(scan: _Scan, no: int, body: str) -> None:
 
 def _read_network(scan: _Scan, no: int, body: str) -> None:
     """The network NCCL chose, the OFI provider, NVLS and the CollNet plugin."""
+    if not ("Using" in body or "Provider" in body or "NVLS" in body or "nvls" in body or "collnet" in body):
+        return
     m = _NETWORK.match(body)
     if m:
         scan.network = m.group(1).strip()
@@ -262,6 +267,16 @@ def _result(scan: _Scan, failures=()) -> NcclLog:
                    warnings=tuple(scan.warnings), failures=tuple(failures))
 
 
+def _body(line: str) -> str:
+    """The line after its ``host:pid:tid [dev] NCCL INFO`` prefix (the line itself where it has none)."""
+    at = line.find("NCCL INFO")
+    if at < 0:
+        at = line.find("NCCL WARN")
+    if at < 0:
+        return line
+    return line[at + 10:at + 4106] if line[at + 9:at + 10] == " " else line[at + 9:at + 4105]
+
+
 def parse(text) -> NcclLog:
     """Parse an NCCL_DEBUG=INFO log; ValueError names the line and what it expected."""
     numbered = lines(text)
@@ -270,7 +285,7 @@ def parse(text) -> NcclLog:
         line = raw.strip()
         if not line:
             continue
-        body = _PREFIX.sub("", line, count=1) if "NCCL INFO" in line or "NCCL WARN" in line else line
+        body = _body(line)
         _read_header(scan, no, line, body)
         if _read_channel(scan, no, body):
             continue
