@@ -167,6 +167,14 @@ def nccl_findings(log: NcclLog) -> list[str]:
     if log.nvls_available:
         out.append("NVLS is available: the NVSwitch reduces data in the switch (NVLink SHARP), so all-reduce busbw "
                    "can exceed the per-GPU link rate")
+    if log.mnnvl or log.fabric_uuids:
+        size = f", clique of {log.mnnvl_clique_size} GPUs" if log.mnnvl_clique_size else ""
+        fabric = (f"; fabric UUID {', '.join(log.fabric_uuids[:2])}" + (" (several: the GPUs are in different NVLink "
+                  "domains, so NCCL cannot use multi-node NVLink between them)" if len(log.fabric_uuids) > 1 else "")
+                  if log.fabric_uuids else "")
+        state = "in use" if log.mnnvl else "not in use (MNNVL 0)" if log.mnnvl is False else "reported"
+        out.append(f"multi-node NVLink (MNNVL, GB200 NVL72-class) {state}{size}{fabric}: GPUs of different trays reach "
+                   f"each other over NVLink through the NVLink switch trays, not over the NICs")
     if log.collnet_plugin:
         out.append("a CollNet plugin (SHARP) is loaded: reductions can run in the InfiniBand switches")
     if log.rings or log.trees:
