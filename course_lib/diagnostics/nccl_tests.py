@@ -177,6 +177,7 @@ def parse(text) -> NcclTestsRun:
     collective, collective_from = None, "not in the file"
     hosts, rank_lines, rows, refused, env, top_rank, elided = [], 0, [], [], {}, -1, False
     wrong_rows: list = []
+    after_ranks = True  # something (the column header, a row) came after the last rank line
     version = ngpus = None
     tool, header_seen, last_words = p.command.get("suite", _UNKNOWN_TOOL), False, None
     for no, raw in enumerate(p.text.split("\n"), start=1):
@@ -210,8 +211,11 @@ def parse(text) -> NcclTestsRun:
                 rank_lines += len(found)
                 hosts.extend(h for _, h in found)
                 top_rank = max([top_rank] + [int(r) for r, _ in found])
+                after_ranks = False
                 header_seen = True
                 continue
+        if "..." not in line:
+            after_ranks = True  # a line that is not a rank line: the rank list ended before the copy did
         if _HEADER.match(line):
             header_seen = True
             continue
@@ -224,6 +228,7 @@ def parse(text) -> NcclTestsRun:
         if r == "refused":
             refused.append(no)
         elif r is not None:
+            after_ranks = True
             rows.append({"size": r[0], "time_us": r[1], "algbw": r[2], "busbw": r[3]})
             if r[4]:
                 wrong_rows.append((no, r[4]))
@@ -239,7 +244,10 @@ def parse(text) -> NcclTestsRun:
         if name in ("NCCL_ALGO", "NCCL_PROTO"):
             env.setdefault(name[5:].lower(), value)
     g = ngpus or _int(cmd.get("gpus_per_process"))
-    if rank_lines and top_rank + 1 > rank_lines:
+    if rank_lines and not after_ranks and not elided:  # the copy ends inside the rank list: a count would be low
+        ranks, ranks_from = None, (f"not in the file: the copy ends in the rank list after {rank_lines} rank line(s), "
+                                   f"so there are at least {max(rank_lines, top_rank + 1)}")
+    elif rank_lines and top_rank + 1 > rank_lines:
         ranks, ranks_from = top_rank + 1, (f"highest rank index ({top_rank}); {rank_lines} rank lines shown"
                                            + (", the others elided" if elided else ""))
     elif rank_lines:

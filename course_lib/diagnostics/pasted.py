@@ -58,8 +58,10 @@ _BORDER = "│┃║"
 
 def undecorate(line: str) -> str:
     """One line without the decorations of a launcher, a log collector or a terminal multiplexer."""
-    if line[:1] in _BORDER or line[-1:] in _BORDER:
-        line = line.strip(_BORDER + " ") if line[:1] in _BORDER else line.rstrip(" " + _BORDER)
+    if line[:1] in _BORDER:  # the border and the one space after it; the output's own indentation stays
+        line = line[1:]
+    if line.rstrip(" ")[-1:] in _BORDER and line.strip(" "):
+        line = line.rstrip(" ")[:-1].rstrip(" ")
     if line[:2].isdigit():
         m = _STAMP.match(line)
         if m:

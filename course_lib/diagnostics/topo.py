@@ -325,6 +325,9 @@ def parse(text) -> TopoMatrix:
     notes = list(r.notes)
     if missing:
         notes.append(f"the NIC legend names no device for {', '.join(missing)}")
+    if not legend and any(_LEGEND.match(f"{n}: x") for n in names):
+        notes.append("no NIC legend in the copy: the NICs keep nvidia-smi's NIC# labels (the legend after the "
+                     "matrix maps them to devices such as mlx5_0)")
     if not has_header:
         notes.append("the header line (GPU0 GPU1 ... CPU Affinity) is not in the copy: the columns are read from "
                      "each row's X, and the affinity columns in nvidia-smi's order")
