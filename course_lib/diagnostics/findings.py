@@ -50,7 +50,7 @@ def topo_findings(t: TopoMatrix) -> list[str]:
     nv = t.nv_counts()
     if pairs and counts["NV"] == len(pairs):
         kinds = "/".join(f"NV{k}" for k in nv)
-        out.append(f"every GPU pair is {kinds} (bonded NVLinks): an NVSwitch or a full NVLink mesh, so "
+        out.append(f"every GPU pair{' the copy shows' if t.missing_rows else ''} is {kinds} (bonded NVLinks): an NVSwitch or a full NVLink mesh, so "
                    f"tensor-parallel groups may take any GPUs of the node")
     elif counts["NV"]:
         first = next((i, j) for i, j, c in pairs if t.pair_class(c) == "NV")
@@ -77,10 +77,14 @@ def topo_findings(t: TopoMatrix) -> list[str]:
         close = []
         for k, nic in enumerate(t.nics):
             col = [t.gpu_nic[g][k] for g in range(n)]
-            best = min(col, key=PCIE_PATHS.index)
+            if all(c == "?" for c in col):
+                continue
+            best = min((c for c in col if c != "?"), key=PCIE_PATHS.index)
             if best in ("PIX", "PXB"):
                 near = [g for g in range(n) if col[g] == best]
                 close.append(f"{nic} ({_ranges(near)}, {best})")
+            elif "?" in col:
+                continue  # the rows that would say whether a GPU shares its switch are not in the copy
             else:
                 out.append(f"{nic} shares no PCIe switch with any GPU (closest: {best}): GPUDirect RDMA to it "
                            f"goes through the CPU; keep it for storage or management, or expect lower bandwidth")
@@ -88,7 +92,7 @@ def topo_findings(t: TopoMatrix) -> list[str]:
             out.append("NICs behind a PCIe switch shared with GPUs (pair them as rails): " + "; ".join(close))
         for g in range(n):
             best, nics = t.nearest_nics(g)
-            if best not in ("PIX", "PXB"):
+            if best and best not in ("PIX", "PXB"):
                 out.append(f"GPU{g} has no NIC behind its PCIe switch (closest: {', '.join(nics)} at {best}): its "
                            f"network traffic crosses the host bridge, or NCCL routes it through a peer GPU (PXN)")
     numa = {}
