@@ -233,6 +233,7 @@ _STARTS = (  # (kind, test), first match wins
              or bool(re.match(r"\s*(?:GPU|NIC)\d{1,3}\s+" + _CELL + r"\s", l))),
 )
 _CONTEXT = ("prompt", "env", "other")
+MAX_PARTS = 32  # more parts than this are merged by kind
 
 
 @dataclass(frozen=True)
@@ -368,6 +369,12 @@ def split(text) -> tuple[list[str], tuple[Part, ...]]:
                 merged[i] = log_part
             continue
         merged.append(p)
+    if len(merged) > MAX_PARTS:  # a paste of many runs (a log of a loop, a file pasted twice): one part per kind,
+        by_kind: dict = {}       # so that each reader reads the file once (linear time)
+        for p in merged:
+            by_kind.setdefault(p.kind, []).extend(p.lines)
+        merged = sorted((Part(k, tuple(sorted(v))) for k, v in by_kind.items()), key=lambda p: p.start)
+        log_part = next((p for p in merged if p.kind == "nccl_debug"), None)
     if log_part is not None:  # a log of nothing but NCCL's topology lines is that topology (NCCL_DEBUG_SUBSYS=GRAPH)
         body = [all_lines[no - 1][:_LONG] for no in log_part.lines]
         if any("=== System : maxBw" in l for l in body) and not any(_WHOLE_LOG.search(l) for l in body):
