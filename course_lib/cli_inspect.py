@@ -17,32 +17,90 @@ from .diagnostics import findings as _findings
 from .diagnostics import system as _system
 
 
-def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
-    """Detect, parse and explain outputs of one machine, given as ``(label, text)`` pairs.
+_PART_NAMES = {"nccl_tests": "nccl-tests table", "nccl_debug": "NCCL log", "topo": "topo -m matrix",
+               "nvlink_status": "nvlink -s", "smi_pcie": "nvidia-smi -q", "ibstat": "ibstat", "rdma_link": "rdma link",
+               "iblinkinfo": "iblinkinfo", "lspci_acs": "lspci ACSCtl", "nccl_topo": "NCCL topology dump",
+               "prompt": "prompt/command", "env": "environment dump", "other": "other text"}
 
-    One dict per item: ``{"file", "kind", <kind's keys>, "findings", "skipped_lines"}`` (``skipped_lines``:
-    the prompt, command and launcher lines the reader left out, each with its line number and why); a topology matrix also
-    gets ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too),
-    on ``system`` (a ``hardware.System``, e.g. from a system file) when given, else on the closest
-    catalog system.
+
+def part_summary(kind: str, result) -> str:
+    """A few words on what one part says (``nccl-tests all_reduce, 16 ranks``; ``NET/Socket (no IB device found)``)."""
+    if kind == "nccl_tests":
+        ranks = f"{result.ranks} ranks" if result.ranks else "ranks not in the file"
+        return f"{result.tool.split(' (')[0]} {result.collective or 'collective not in the file'}, {ranks}"
+    if kind == "nccl_debug":
+        if result.socket_fallback:
+            net = "NET/Socket" + (" (no IB device found)" if result.ib_missing else "")
+        else:
+            net = ", ".join(result.transports) or "no transport named"
+        return (f"NCCL {result.nccl_version}: " if result.nccl_version else "") + net
+    if kind == "topo":
+        return f"{len(result.gpus)} GPU(s), {len(result.nics)} NIC(s)" + (" (cut off)" if result.missing_rows else "")
+    if kind == "ibstat":
+        return f"{result.tool}, {len(result.ports)} port(s), {sum(p.state == 'Active' for p in result.ports)} Active"
+    return _PART_NAMES.get(kind, kind)
+
+
+def _summary(readings: list[dict], main: dict) -> str:
+    """One line for the whole paste: the main part, then the others (those inside it said so)."""
+    text = part_summary(main["kind"], main["result"])
+    if main["kind"] != "nccl_tests":
+        text = f"{_PART_NAMES[main['kind']]}: {text}"
+    lo, hi = main["part"].start, main["part"].end
+    for r in readings:
+        if r is main or r["result"] is None:
+            continue
+        inside = lo <= r["part"].start <= hi
+        name = _PART_NAMES[r["kind"]]
+        text += (f", and the {name} inside it: " if inside else f"; {name} ({r['part'].span()}): ") \
+            + part_summary(r["kind"], r["result"])
+    return text
+
+
+def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
+    """Detect, split, parse and explain outputs of one machine, given as ``(label, text)`` pairs.
+
+    One dict per item: ``{"file", "kind", <main part's keys>, "findings", "skipped_lines", "parts", "summary"}``.
+    A paste may hold several outputs (an nccl-tests table with the NCCL log inside it, a prompt and an env dump
+    before a matrix): ``parts`` lists each (kind, start, end, ranges, findings, error) and ``findings`` merges
+    theirs, the main part's first, the others' named by part and lines. ``skipped_lines``: the prompt, command and
+    launcher lines before the output, each with its line number and why. A topology matrix also gets
+    ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too), on ``system``
+    (a ``hardware.System``, e.g. from a system file) when given, else on the closest catalog system.
     """
     parsed = []
     for label, text in items:
         try:
-            parsed.append((label, *diagnostics.parse(text), diagnostics.read(text).skipped_json()))
+            readings = diagnostics.read_parts(text)
         except ValueError as exc:
             raise ValueError(f"{label}: {_unread(text, exc)}") from None
-    nvlink_status = next((r for _, kind, r, _ in parsed if kind == "nvlink_status"), None)
+        parsed.append((label, readings, diagnostics.read(text).skipped_json()))
+    nvlink_status = next((r["result"] for _, readings, _ in parsed for r in readings
+                          if r["kind"] == "nvlink_status" and r["result"] is not None), None)
     out = []
-    for (label, kind, result, skipped), (_, text) in zip(parsed, items):
-        obj = {"file": label, "kind": kind, **result.to_json(), "findings": _findings.findings(kind, result),
-               "skipped_lines": skipped}
-        if kind == "nccl_debug" and "=== System : maxBw" in text:
-            obj["findings"] += _topology_of_log(text)
-        if kind == "topo":
-            obj["predicted_all_reduce"] = _system.predicted_busbw(result, nvlink_status, system)
+    for label, readings, skipped in parsed:
+        main = diagnostics.main_part(readings)
+        parts, merged = [], []
+        for r in readings:
+            found = []
+            if r["result"] is not None:
+                found = _findings.findings(r["kind"], r["result"])
+                if r["kind"] == "nccl_debug" and "=== System : maxBw" in r["text"]:
+                    found += _topology_of_log(r["text"])
+            elif r["error"]:
+                found = [f"this part could not be read: {r['error']}"]
+            parts.append({**r["part"].to_json(), "findings": found, **({"error": r["error"]} if r["error"] else {})})
+            if r is main:
+                merged = found + merged
+            elif found:
+                merged += [f"{_PART_NAMES[r['kind']]} part ({r['part'].span()}): {f}" for f in found]
+        obj = {"file": label, "kind": main["kind"], **main["result"].to_json(), "findings": merged,
+               "skipped_lines": skipped, "parts": parts, "summary": _summary(readings, main)}
+        topo_reading = next((r for r in readings if r["kind"] == "topo" and r["result"] is not None), None)
+        if topo_reading is not None:
+            obj["predicted_all_reduce"] = _system.predicted_busbw(topo_reading["result"], nvlink_status, system)
             if system is not None:
-                obj["findings"] += _system.mismatches(result, system)
+                obj["findings"] += _system.mismatches(topo_reading["result"], system)
         out.append(obj)
     return out
 
@@ -94,6 +152,9 @@ def _read(path: str) -> str:
 def format_report(obj: dict) -> str:
     """One file's findings as indented text."""
     lines = [f"{obj['file']}: {obj['kind']}"]
+    if obj.get("summary") and len(obj.get("parts", [])) > 1:
+        lines.append(f"  {obj['summary']}")
+        lines.append("  parts: " + "; ".join(f"{p['kind']} (lines {p['start']}-{p['end']})" for p in obj["parts"]))
     if obj.get("skipped_lines"):
         lines.append(f"  (skipped {len(obj['skipped_lines'])} line(s) that are not the output: "
                      + "; ".join(f"line {s['line']} {s['why']}" for s in obj["skipped_lines"][:3])

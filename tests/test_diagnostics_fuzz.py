@@ -156,8 +156,8 @@ def test_the_fuzz_inputs_are_many_and_seeded():
 
 
 @pytest.mark.parametrize("index", range(0, len(INPUTS), 32))
-def test_fuzzed_pastes_read_cleanly_within_a_second(index):
-    """32 inputs per case. inspect and compare's reader each take under 1 s of CPU per file (printed with -s);
+def test_fuzzed_pastes_read_cleanly_within_two_seconds(index):
+    """32 inputs per case. inspect and compare's reader each take under 2 s of CPU per file (issue 32's budget for a 4 MiB paste) (printed with -s);
     every reader on its own gives a clean result or one error line."""
     slowest = (0.0, "")
     for label, text in INPUTS[index:index + 32]:
@@ -167,7 +167,7 @@ def test_fuzzed_pastes_read_cleanly_within_a_second(index):
             step(label, text)
             spent = time.process_time() - start
             slowest = max(slowest, (spent, f"{step.__name__[1:]}: {label}"))
-            assert spent < 1.0, f"{step.__name__[1:]} on {label}: {spent:.2f} s"
+            assert spent < 2.0, f"{step.__name__[1:]} on {label}: {spent:.2f} s"
         if len(text) < 2**20:  # every reader on its own; the 4 MiB inputs go through inspect and compare only
             _every_reader(label, text)
     print(f"slowest of inputs {index}-{index + 31}: {slowest[1]} {slowest[0]:.3f} s")

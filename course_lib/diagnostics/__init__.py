@@ -24,24 +24,10 @@ READERS = {"topo": topo.parse, "nvlink_status": nvlink.parse, "smi_pcie": smi_pc
            "iblinkinfo": iblinkinfo.parse}
 KINDS = tuple(READERS)
 
-_ROW = re.compile(r"^\s*\d{1,20}\s+\d{1,20}\s+(?:float|double|half|bfloat16|int8|uint8|int32|uint32|int64|uint64|"
-                  r"fp8_e4m3|fp8_e5m2)\s+(?:sum|prod|max|min|avg|none|mulsum)\s")
-_MARKERS = (  # (kind, test on one line), first kind with a matching line wins
-    ("nccl_tests", lambda l: ("Collective test " in l or "nThread " in l or "rccl-tests:" in l
-                              or bool(_ROW.match(l))) and "NCCL INFO" not in l),
-    ("nccl_topo", lambda l: "<system version=" in l or "=== System : maxBw" in l or "<gpu dev=" in l),
-    ("nccl_debug", lambda l: bool(re.search(r"NCCL (?:INFO|WARN)|NCCL version \S+|^Using network |^NET/(?:IB|Socket|Plugin)|"
-                                            r"Watchdog caught collective|NCCL Error \d|unhandled system error", l))),
-    ("smi_pcie", lambda l: "==NVSMI LOG==" in l or l.strip() == "GPU Link Info"),
-    ("lspci_acs", lambda l: l.lstrip().startswith("ACSCtl:")),
-    ("ibstat", lambda l: bool(re.match(r"CA '[^']+'\s*$|\s*hca_id:|Infiniband device '", l))),
-    ("rdma_link", lambda l: bool(re.match(r"link [\w.-]+/\d+ ", l))),
-    ("iblinkinfo", lambda l: "==(" in l and ")==>" in l),
-    ("nvlink_status", lambda l: bool(re.match(r"\s*Link \d+: (?:<inactive>|[0-9.]+ GB/s)", l))),
-    ("topo", lambda l: bool(re.match(r"\s*GPU0\s+(?:GPU1|X\b|CPU Affinity|NIC0|\S+_\d)", l))),
-)
-_WHOLE_LOG = re.compile(r"NCCL version \S+|Using network |NET/(?:IB|Socket|Plugin|OFI)|ncclCommInitRank")
-_LONG = 4096  # a marker is looked for in a line's first characters only
+_CONTEXT_KINDS = ("prompt", "env", "other")
+# a paste's main part, when it has several: a result table before the matrix, the matrix before the log
+_MAIN_ORDER = ("nccl_tests", "topo", "nvlink_status", "smi_pcie", "ibstat", "rdma_link", "iblinkinfo", "lspci_acs",
+               "nccl_topo", "nccl_debug")
 
 
 def read(text) -> pasted.Pasted:
@@ -49,33 +35,81 @@ def read(text) -> pasted.Pasted:
     return pasted.read(text)
 
 
-def detect(text) -> str:
-    """The kind of output ``text`` is: one of ``KINDS``; ValueError if none."""
-    numbered = lines(pasted.clean(text))
-    for kind, test in _MARKERS:
-        if any(test(line[:_LONG]) for _, line in numbered):
-            if kind == "nccl_topo" and any(_WHOLE_LOG.search(line[:_LONG]) for _, line in numbered):
-                return "nccl_debug"  # a whole INFO log that also printed its topology: the log is read, topology too
-            return kind
-    first = next(((no, line.strip()) for no, line in numbered if line.strip()), None)
+def _refusal(all_lines) -> ValueError:
+    first = next(((no, line.strip()) for no, line in enumerate(all_lines, start=1) if line.strip()), None)
     if first is None:
-        raise ValueError("the output is empty: nothing to read (nvidia-smi nvlink -s prints nothing on a GPU "
-                         "without NVLink, and ibstat nothing without an InfiniBand adapter)")
-    raise fail(first[0], "the output of nvidia-smi topo -m, nvidia-smi nvlink -s, nvidia-smi -q, "
-                         "ibstat/ibv_devinfo/ibstatus, rdma link, iblinkinfo, lspci -vvv (ACSCtl), an NCCL_DEBUG=INFO "
-                         "log, an NCCL topology dump or an nccl-tests/rccl-tests output", first[1])
+        return ValueError("the output is empty: nothing to read (nvidia-smi nvlink -s prints nothing on a GPU "
+                          "without NVLink, and ibstat nothing without an InfiniBand adapter)")
+    return fail(first[0], "the output of nvidia-smi topo -m, nvidia-smi nvlink -s, nvidia-smi -q, "
+                          "ibstat/ibv_devinfo/ibstatus, rdma link, iblinkinfo, lspci -vvv (ACSCtl), an NCCL_DEBUG=INFO "
+                          "log, an NCCL topology dump or an nccl-tests/rccl-tests output", first[1])
+
+
+def _main(parts) -> pasted.Part | None:
+    readable = [p for p in parts if p.kind in READERS]
+    return min(readable, key=lambda p: _MAIN_ORDER.index(p.kind), default=None)
+
+
+def detect(text) -> str:
+    """The kind of output ``text`` is (its main part, see ``read_parts``): one of ``KINDS``; ValueError if none."""
+    all_lines, parts = pasted.split(text)
+    main = _main(parts)
+    if main is None:
+        raise _refusal(all_lines)
+    return main.kind
+
+
+def _reader_text(part: pasted.Part, parts, all_lines) -> str:
+    """What a part's reader is given: its lines, and for nccl-tests the command and env lines of the paste too
+    (they name the test, its sizes, the processes and NCCL_ALGO/NCCL_PROTO)."""
+    if part.kind != "nccl_tests":
+        return part.text_of(all_lines)
+    keep = set(part.lines).union(*(p.lines for p in parts if p.kind in ("prompt", "env")))
+    return "\n".join(line if i in keep else "" for i, line in enumerate(all_lines, start=1))
+
+
+def read_parts(text) -> list[dict]:
+    """Every part of a paste with what its reader made of it, in the order the parts start:
+    ``{"part": Part, "kind", "result" (None where unread), "error" (the reader's one line, or None), "text" (what
+    the reader was given: the paste with the other parts' lines blanked)}``.
+    ValueError (one line) when no part is an output a reader knows."""
+    all_lines, parts = pasted.split(text)
+    if _main(parts) is None:
+        raise _refusal(all_lines)
+    out = []
+    for part in parts:
+        item = {"part": part, "kind": part.kind, "result": None, "error": None, "text": ""}
+        if part.kind in READERS:
+            item["text"] = _reader_text(part, parts, all_lines)
+            try:
+                item["result"] = READERS[part.kind](item["text"])
+            except ValueError as exc:
+                item["error"] = str(exc)
+        out.append(item)
+    if not any(i["result"] is not None for i in out):
+        bad = next(i for i in out if i["error"])
+        raise ValueError(bad["error"])
+    return out
+
+
+def main_part(readings: list[dict]) -> dict:
+    """The reading that speaks for the paste (an nccl-tests table before a matrix, a matrix before a log)."""
+    read = [i for i in readings if i["result"] is not None]
+    return min(read, key=lambda i: _MAIN_ORDER.index(i["kind"]))
 
 
 def parse(text, kind: str | None = None):
-    """``(kind, result)`` for ``text`` (cleaned first); ``kind`` defaults to ``detect(text)``."""
+    """``(kind, result)`` for ``text`` (cleaned first); ``kind`` defaults to the main part's (``read_parts``)."""
     if kind is not None and kind not in READERS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    clean = pasted.read(text).text
-    if kind is None:
-        kind = detect(clean)
-    return kind, READERS[kind](text if kind == "nccl_tests" else clean)  # nccl-tests keeps its command lines
+    if kind is not None:
+        clean = pasted.read(text).text
+        return kind, READERS[kind](text if kind == "nccl_tests" else clean)
+    readings = read_parts(text)
+    main = main_part(readings)
+    return main["kind"], main["result"]
 
 
-__all__ = ["KINDS", "READERS", "detect", "parse", "read", "fail", "lines", "sample_names", "sample_path",
+__all__ = ["KINDS", "READERS", "detect", "main_part", "parse", "read", "read_parts", "fail", "lines", "sample_names", "sample_path",
            "sample_sources", "sample_text", "acs", "failures", "ibstat", "iblinkinfo", "nccl_log", "nccl_tests",
            "nccl_topo", "nvlink", "pasted", "rdma_link", "smi_pcie", "topo"]

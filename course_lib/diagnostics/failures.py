@@ -33,8 +33,15 @@ _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\
 _TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
 _RANK = re.compile(r"\[Rank (\d+)\]")
 _CODE_CLIMB = re.compile(r"NCCL INFO [\w/.]+:\d+ -> (\d)\b")
-_NCCL_ERROR = re.compile(r"NCCL Error (\d)|'(unhandled system error|unhandled cuda error|internal error|"
-                         r"remote process exited or there was a network error|invalid usage|invalid argument)")
+# ncclGetErrorString (src/init.cc) and NCCL's RAS client (src/ras/client_support.cc) print these, in lower
+# or capital case; nccl-tests quotes them ('unhandled cuda error / <last error>'); RCCL hipifies 'cuda' to 'hip'
+_NCCL_ERROR = re.compile(r"NCCL Error (\d)|(unhandled (?:system|cuda|hip) error|internal error|remote process "
+                         r"exited or there was a network error|remote process error|invalid usage|invalid argument)",
+                         re.IGNORECASE)
+_WRONG = re.compile(r"Out of bounds values : (\d{1,12}) FAILED|#wrong=(\d{1,12})")
+_OFI = re.compile(r"NET/OFI.{0,80}(?:Couldn't find any optimal provider|Unable to find a usable provider|"
+                  r"fi_getinfo\(?\)? call failed|No providers? (?:found|available))|"
+                  r"OFI fi_getinfo\(\) call failed", re.IGNORECASE)
 _SOCKET = re.compile(r"Connection (?:closed by remote peer|refused|reset by peer|timed out)|socketPollConnect|"
                      r"Connect to (\S+) failed|bootstrap.{0,40}(?:failed|timeout)")
 _SHM = re.compile(r"Error while creating shared memory segment|shm_open|No space left on device")
@@ -60,6 +67,11 @@ MEANING = {
     "shm_error": "shared memory for the intra-node transport could not be created: /dev/shm is too small "
                  "(Docker's default is 64 MB)",
     "nccl_failure": "the test stopped on an NCCL error; the WARN lines before it name the cause",
+    "wrong_results": "nccl-tests checked the results and found wrong values (#wrong > 0, 'Out of bounds values "
+                     "... FAILED'): data was corrupted on the way, usually a P2P path that does not work (ACS or an "
+                     "IOMMU on PCIe, a faulty NVLink) or memory errors on a GPU",
+    "ofi_no_provider": "the libfabric plugin (aws-ofi-nccl) found no usable provider: the EFA devices are not visible "
+                       "(not attached, not passed into the container) or libfabric was built without EFA",
 }
 NEXT = {
     "ib_completion_error": "ibstat (IB) or rdma link (RoCE) on both hosts: every port Active; then ibv_rc_pingpong "
@@ -79,6 +91,10 @@ NEXT = {
                     "(nc -zv HOST PORT); check the peer did not exit first",
     "shm_error": "df -h /dev/shm; docker run --ipc=host (or --shm-size=1g); NCCL_SHM_DISABLE=1 as a slow workaround",
     "nccl_failure": "rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET) and read the first WARN line",
+    "wrong_results": "rerun with NCCL_P2P_DISABLE=1: if the errors go, check ACS (lspci -vvv | grep ACSCtl) and the "
+                     "IOMMU; nvidia-smi -q -d ECC,ROW_REMAPPER; nvidia-smi nvlink -e",
+    "ofi_no_provider": "fi_info -p efa (lists the EFA devices); in a container pass /dev/infiniband; FI_PROVIDER=efa; "
+                       "check the aws-ofi-nccl and libfabric versions",
 }
 
 
@@ -135,11 +151,20 @@ def _classify(line):
             t = _TIMEOUT_MS.search(line)
             return ("watchdog_timeout", None, f"{m.group(2)} SeqNum {m.group(1)}" +
                     (f" past its timeout of {int(t.group(1)) / 1000:g} s" if t else ""), None, None)
-    if "rror" in line or "NCCL failure" in line:
+    if "wrong" in line or "Out of bounds" in line:
+        m = _WRONG.search(line)
+        if m and int(m.group(1) or m.group(2)) > 0:
+            return "wrong_results", None, f"{int(m.group(1) or m.group(2))} wrong value(s)", None, None
+    if "OFI" in line:
+        m = _OFI.search(line)
+        if m:
+            return "ofi_no_provider", None, m.group(0)[:100], None, None
+    if "rror" in line or "NCCL failure" in line or "RROR" in line or "nvalid" in line:
         m = _NCCL_ERROR.search(line)
         if m:
-            code = int(m.group(1)) if m.group(1) else next(c for c, t in NCCL_CODES.items() if t in m.group(2)
-                                                           or m.group(2).startswith("remote") and c == 6)
+            text = (m.group(2) or "").lower().replace(" hip ", " cuda ")
+            code = int(m.group(1)) if m.group(1) else next(
+                (c for c, t in NCCL_CODES.items() if t == text), 6 if text.startswith("remote") else 3)
             kind = {1: "cuda_error", 2: "system_error", 6: "remote_error"}.get(code, "nccl_failure")
             return kind, None, NCCL_CODES.get(code, ""), code, None
     if "WARN" in line or "rror" in line:
@@ -159,6 +184,9 @@ def find(numbered) -> list[Failure]:
     for no, line in numbered:
         if len(line) > 4000:
             line = line[:4000]
+        c = _classify(line)
+        if c is None and "nranks" not in line and "NET/IB" not in line and " -> " not in line:
+            continue  # nothing on this line for a failure: skip the prefix
         host, pid, gpu = _prefix(line)
         if "nranks" in line:
             m = _COMM.search(line)
@@ -175,7 +203,6 @@ def find(numbered) -> list[Failure]:
             if m:
                 key = pending_code.pop((host, pid))
                 found[key] = replace(found[key], code=int(m.group(1)))
-        c = _classify(line)
         if c is None:
             continue
         kind, peer, detail, code, hca = c

@@ -9,7 +9,7 @@ import re
 
 from .. import hardware, units
 from . import failures as _failures
-from .ibstat import LINK_LAYERS, IbStatus
+from .ibstat import LINK_LAYERS, UNKNOWN_STATE, IbStatus
 from .nccl_log import NcclLog
 from .nccl_topo import LOC_BW_GB_S
 from .nvlink import NvlinkStatus
@@ -45,10 +45,12 @@ def topo_findings(t: TopoMatrix) -> list[str]:
                 "between GPUs; collectives need a second GPU (busbw of an all-reduce over one rank is 0 by definition)"]
     out = [f"{n} GPU(s), {len(t.nics)} NIC(s); GPU pairs by path: "
            + ", ".join(f"{k} {v}" for k, v in counts.items() if v)]
+    out += [f"the copy is incomplete: {note}" for note in t.notes]
+    out += _lost_nvlinks(t)
     nv = t.nv_counts()
     if pairs and counts["NV"] == len(pairs):
         kinds = "/".join(f"NV{k}" for k in nv)
-        out.append(f"every GPU pair is {kinds} (bonded NVLinks): an NVSwitch or a full NVLink mesh, so "
+        out.append(f"every GPU pair{' the copy shows' if t.missing_rows else ''} is {kinds} (bonded NVLinks): an NVSwitch or a full NVLink mesh, so "
                    f"tensor-parallel groups may take any GPUs of the node")
     elif counts["NV"]:
         first = next((i, j) for i, j, c in pairs if t.pair_class(c) == "NV")
@@ -75,10 +77,14 @@ def topo_findings(t: TopoMatrix) -> list[str]:
         close = []
         for k, nic in enumerate(t.nics):
             col = [t.gpu_nic[g][k] for g in range(n)]
-            best = min(col, key=PCIE_PATHS.index)
+            if all(c == "?" for c in col):
+                continue
+            best = min((c for c in col if c != "?"), key=PCIE_PATHS.index)
             if best in ("PIX", "PXB"):
                 near = [g for g in range(n) if col[g] == best]
                 close.append(f"{nic} ({_ranges(near)}, {best})")
+            elif "?" in col:
+                continue  # the rows that would say whether a GPU shares its switch are not in the copy
             else:
                 out.append(f"{nic} shares no PCIe switch with any GPU (closest: {best}): GPUDirect RDMA to it "
                            f"goes through the CPU; keep it for storage or management, or expect lower bandwidth")
@@ -86,7 +92,7 @@ def topo_findings(t: TopoMatrix) -> list[str]:
             out.append("NICs behind a PCIe switch shared with GPUs (pair them as rails): " + "; ".join(close))
         for g in range(n):
             best, nics = t.nearest_nics(g)
-            if best not in ("PIX", "PXB"):
+            if best and best not in ("PIX", "PXB"):
                 out.append(f"GPU{g} has no NIC behind its PCIe switch (closest: {', '.join(nics)} at {best}): its "
                            f"network traffic crosses the host bridge, or NCCL routes it through a peer GPU (PXN)")
     numa = {}
@@ -97,6 +103,28 @@ def topo_findings(t: TopoMatrix) -> list[str]:
         parts = [f"{_ranges(gs)} on node {node}" for node, gs in numa.items()]
         out.append("NUMA: " + "; ".join(parts) + ": bind each rank's CPU threads and memory to its GPU's node "
                    "(the CPU Affinity column lists the cores)")
+    return out
+
+
+def _lost_nvlinks(t: TopoMatrix) -> list[str]:
+    """A GPU with no NVLink to any peer while the other GPUs reach each other over NV#: its links are down."""
+    n = len(t.gpus)
+    nv_of = [[j for j in range(n) if j != i and t.pair_class(t.gpu_links[i][j]) == "NV"] for i in range(n)]
+    linked = [i for i in range(n) if nv_of[i]]
+    if len(linked) < 2 or len(linked) == n:
+        return []
+    peers = sorted({t.gpu_links[i][j] for i in linked for j in nv_of[i]})
+    out = []
+    for g in range(n):
+        if nv_of[g]:
+            continue
+        paths = sorted({c for j, c in enumerate(t.gpu_links[g]) if j != g and c != "?"})
+        if not paths:
+            continue
+        out.append(f"GPU{g} has no NVLink to any GPU ({'/'.join(paths)} to its peers) while {len(linked)} other GPUs "
+                   f"reach each other over {'/'.join(peers)}: its NVLinks are down or did not train (the GPU, its "
+                   f"board or the NVSwitch tray); traffic to it goes over PCIe. Next: nvidia-smi nvlink -s -i {g}; "
+                   f"nvidia-smi nvlink -e -i {g}; nvidia-smi -q -i {g} | grep -i -A3 fabric")
     return out
 
 
@@ -143,6 +171,14 @@ def nccl_findings(log: NcclLog) -> list[str]:
     if log.nvls_available:
         out.append("NVLS is available: the NVSwitch reduces data in the switch (NVLink SHARP), so all-reduce busbw "
                    "can exceed the per-GPU link rate")
+    if log.mnnvl or log.fabric_uuids:
+        size = f", clique of {log.mnnvl_clique_size} GPUs" if log.mnnvl_clique_size else ""
+        fabric = (f"; fabric UUID {', '.join(log.fabric_uuids[:2])}" + (" (several: the GPUs are in different NVLink "
+                  "domains, so NCCL cannot use multi-node NVLink between them)" if len(log.fabric_uuids) > 1 else "")
+                  if log.fabric_uuids else "")
+        state = "in use" if log.mnnvl else "not in use (MNNVL 0)" if log.mnnvl is False else "reported"
+        out.append(f"multi-node NVLink (MNNVL, GB200 NVL72-class) {state}{size}{fabric}: GPUs of different trays reach "
+                   f"each other over NVLink through the NVLink switch trays, not over the NICs")
     if log.collnet_plugin:
         out.append("a CollNet plugin (SHARP) is loaded: reductions can run in the InfiniBand switches")
     if log.rings or log.trees:
@@ -178,7 +214,9 @@ def ibstat_findings(s: IbStatus) -> list[str]:
             per = units.gbit_to_gbyte(p.rate_gbps) * units.GB
             rate = f"{p.rate_gbps:g} Gb/s = {units.format_bandwidth(per)}{_port_name(p.rate_gbps, p.link_layer)}"
         line = f"{where}: {p.state}, {layer}, {rate}"
-        if p.state != "Active":
+        if p.state == UNKNOWN_STATE:
+            line += "; the copy is cut before this port's State line: run ibstat again to see whether it is Active"
+        elif p.state != "Active":
             line += "; NCCL cannot use a port that is not Active: check the cable, the switch port and the subnet manager"
         if p.link_layer == "Ethernet":
             line += "; Ethernet link layer means RoCE: NCCL reaches it through NET/IB, with NCCL_IB_GID_INDEX for RoCE v2"

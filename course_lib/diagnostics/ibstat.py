@@ -20,7 +20,9 @@ from .common import fail, lines
 STATES = ("Active", "Down", "Initializing", "Armed", "Polling")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 UNKNOWN_LINK_LAYER = "unknown"  # the output has no link-layer line for the port
-_KV = re.compile(r"^\s*([A-Za-z_ ]+?)\s*:\s*(.*?)\s*$")
+UNKNOWN_STATE = "not in the copy"  # a copy cut before the port's State line
+NO_CA = "CA name not in the copy"
+_KEY = re.compile(r"[A-Za-z_][A-Za-z_ ]{0,63}")
 _CA = re.compile(r"^CA '([^']+)'\s*$")
 _PORT = re.compile(r"^\s*Port (\d+):\s*$")
 _HCA = re.compile(r"^\s*hca_id:\s*(\S+)\s*$")
@@ -81,38 +83,54 @@ def _rate(no, text):
     return float(m.group(1))
 
 
+def _kv(line: str):
+    """(key, value) of a 'key: value' line, or None; str.partition, so linear in the line's length."""
+    key, sep, value = line.partition(":")
+    key = key.strip()
+    if not sep or not _KEY.fullmatch(key[:65]) or len(key) > 64:
+        return None
+    return key, value.strip()
+
+
 def _tool(numbered):
-    for no, line in numbered:
-        if _CA.match(line.strip()):
-            return "ibstat"
-        if _HCA.match(line):
-            return "ibv_devinfo"
-        if _IBSTATUS.match(line.strip()):
-            return "ibstatus"
-        if line.strip():
-            raise fail(no, "ibstat's \"CA 'mlx5_0'\", ibv_devinfo's 'hca_id: mlx5_0' or ibstatus's "
-                           "\"Infiniband device 'mlx5_0' port 1 status:\"", line.strip())
-    raise fail(1, "the output of ibstat, ibv_devinfo or ibstatus", None)
+    """(tool, index in ``numbered`` where its output starts); a label, comment or prompt line before it is
+    skipped. A copy without its first device line but with 'Port N:' blocks is ibstat with the CA unnamed."""
+    for i, (no, line) in enumerate(numbered):
+        head = line[:4096]
+        if _CA.match(head.strip()):
+            return "ibstat", i
+        if _HCA.match(head):
+            return "ibv_devinfo", i
+        if _IBSTATUS.match(head.strip()):
+            return "ibstatus", i
+    for i, (no, line) in enumerate(numbered):
+        if _PORT.match(line[:4096]):
+            return "ibstat", i
+    first = next(((no, line.strip()) for no, line in numbered if line.strip()), None)
+    if first is None:
+        raise fail(1, "the output of ibstat, ibv_devinfo or ibstatus", None)
+    raise fail(first[0], "ibstat's \"CA 'mlx5_0'\", ibv_devinfo's 'hca_id: mlx5_0' or ibstatus's "
+                         "\"Infiniband device 'mlx5_0' port 1 status:\"", first[1])
 
 
 def parse(text) -> IbStatus:
     """Parse ibstat, ibv_devinfo or ibstatus output; ValueError names the line and what it expected."""
     numbered = lines(text)
-    tool = _tool(numbered)
+    tool, start = _tool(numbered)
     ports: list[IbPort] = []
-    ca = None
+    ca = NO_CA if tool == "ibstat" and not _CA.match(numbered[start][1].strip()) else None
     cur: dict | None = None
 
     def close(end_no):
         if cur is None:
             return
-        if cur["state"] is None:
-            raise fail(end_no, f"a state line for port {cur['port']} of {cur['ca']}",
-                       None if end_no > numbered[-1][0] else numbered[end_no - 1][1].strip())
-        ports.append(IbPort(cur["ca"], cur["port"], cur["state"], cur["rate"], cur["layer"] or UNKNOWN_LINK_LAYER,
-                            cur["line"]))
+        if cur["state"] is None and end_no <= numbered[-1][0]:
+            raise fail(end_no, f"a state line for port {cur['port']} of {cur['ca']}", numbered[end_no - 1][1].strip())
+        ports.append(IbPort(cur["ca"], cur["port"], cur["state"] or UNKNOWN_STATE, cur["rate"],
+                            cur["layer"] or UNKNOWN_LINK_LAYER, cur["line"]))
 
-    for no, line in numbered:
+    for no, line in numbered[start:]:
+        line = line[:4096]
         stripped = line.strip()
         if not stripped:
             continue
@@ -136,10 +154,10 @@ def parse(text) -> IbStatus:
             cur = {"ca": ca, "port": int(m.group(1)), "state": None, "rate": None, "layer": None, "line": no,
                    "width": None}
             continue
-        kv = _KV.match(line)
+        kv = _kv(line)
         if not kv:
             raise fail(no, "a 'key: value' line", stripped)
-        key, value = kv.group(1).strip().lower(), kv.group(2)
+        key, value = kv[0].lower(), kv[1]
         if cur is None:
             continue  # device-level keys (CA type, firmware, GUIDs ...)
         if key == "state":

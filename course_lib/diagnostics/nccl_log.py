@@ -15,7 +15,6 @@ from . import failures as _failures
 from .common import fail, lines
 
 TRANSPORTS = ("CollNet", "NET/IB", "NET/OFI", "NET/Socket", "NVLS", "P2P", "SHM")
-_PREFIX = re.compile(r"^.*?NCCL (?:INFO|WARN) ?")
 _VERSION = re.compile(r"NCCL version (\S+)")
 _VERSION_OK = re.compile(r"^\d+\.\d+\.\d+")
 _NRANKS = re.compile(r"\bn[Rr]anks (\S+)")
@@ -29,7 +28,12 @@ _IB_USING = re.compile(r"^NET/IB ?: Using (.*?)(?: \[RO\])?; OOB")
 _IB_DEV = re.compile(r"\[\d+\](\S+?:\d+)/(\w+)")
 _GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \S+ / )?HCA (\d+) '([^']+)'")
 _NETWORK = re.compile(r"^Using network (.+)$")
-_OFI_PROVIDER = re.compile(r"NET/OFI Selected Provider is (\S+)")
+_OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is ([\w;.-]+)")
+# GB200 / NVL72 multi-node NVLink (src/init.cc, src/mnnvl.cc): 'MNNVL busId 0x... fabric UUID a.b cliqueId 0x7fff
+# state 3 healthMask 0x0' per GPU, 'MNNVL 1 cliqueId 7fff cliqueSize 72 cliqueRank 3 nvlDomainSize 72' per comm
+_MNNVL_FABRIC = re.compile(r"^MNNVL busId \S+ fabric UUID ([0-9a-fA-F.]{1,40}) cliqueId (0x[0-9a-fA-F]{1,16}) state (\d+)")
+_MNNVL_COMM = re.compile(r"^MNNVL (\d) cliqueId ([0-9a-fA-F]{1,16}) cliqueSize (\d{1,7})")
+_MNNVL_FLAG = re.compile(r"\bMNNVL (\d)\s*$")
 _NVLS_CHANNELS = re.compile(r"(\d+) nvls channels")
 _PXN = re.compile(r"via NET/[^/]+/\d+\(\d+\)")
 
@@ -64,6 +68,9 @@ class NcclLog:
     pxn: bool
     warnings: tuple[str, ...]
     failures: tuple = ()  # failures.Failure, in the order they first appear
+    mnnvl: bool | None = None          # multi-node NVLink (GB200 NVL72): the comm line's 'MNNVL 1'
+    mnnvl_clique_size: int | None = None
+    fabric_uuids: tuple[str, ...] = ()  # NVLink fabric UUIDs the GPUs report (one per NVL domain)
 
     def to_json(self) -> dict:
         return {"nccl_version": self.nccl_version or "not in the file", "nranks": self.nranks, "nnodes": self.nnodes,
@@ -71,7 +78,8 @@ class NcclLog:
                 "network": self.network, "ib_devices": list(self.ib_devices), "gdr": self.gdr,
                 "socket_fallback": self.socket_fallback, "ofi_provider": self.ofi_provider,
                 "nvls_available": self.nvls_available, "rings": self.rings, "trees": self.trees, "pxn": self.pxn,
-                "failures": [f.to_json() for f in self.failures]}
+                "mnnvl": self.mnnvl, "mnnvl_clique_size": self.mnnvl_clique_size,
+                "fabric_uuids": list(self.fabric_uuids), "failures": [f.to_json() for f in self.failures]}
 
 
 def _family(detail: str) -> str | None:
@@ -137,6 +145,10 @@ class _Scan:
     pxn: bool = False
     warnings: list = field(default_factory=list)
     recognised: int = 0
+    info_lines: int = 0
+    mnnvl: bool | None = None
+    clique_size: int | None = None
+    fabric_uuids: list = field(default_factory=list)
 
 
 def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
@@ -144,12 +156,12 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
     if "NCCL WARN" in line:
         scan.warnings.append(body)
         scan.recognised += 1
-    m = _VERSION.search(line)
+    m = _VERSION.search(line) if "version" in line else None
     if m:
         if not _VERSION_OK.match(m.group(1)):
             raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
         scan.version, scan.recognised = m.group(1), scan.recognised + 1
-    m = _NRANKS.search(body)
+    m = _NRANKS.search(body) if "anks" in body else None
     if m and ("comm " in body or "Init" in body):
         if not m.group(1).isdigit():
             raise fail(no, "a whole number of ranks after 'nranks'", m.group(1))
@@ -161,7 +173,7 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
 
 def _read_channel(scan: _Scan, no: int, body: str) -> bool:
     """A channel connection 'N/M : a[x] -> b[y] via TRANSPORT'; True when the line was one."""
-    if not (_CHANNEL_START.match(body) and "->" in body):
+    if not (body.startswith("Channel") and _CHANNEL_START.match(body) and "->" in body):
         return False
     if " via" not in body:
         raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
@@ -182,6 +194,8 @@ def _read_channel(scan: _Scan, no: int, body: str) -> bool:
 
 def _read_graphs(scan: _Scan, body: str) -> None:
     """Ring and tree channels."""
+    if body[:1] not in ("R", "T", "C"):
+        return
     m = _RING.match(body)
     if m:
         scan.rings.add(int(m.group(1) or m.group(2)))
@@ -197,6 +211,8 @@ def _read_graphs(scan: _Scan, body: str) -> None:
 
 def _read_ib(scan: _Scan, no: int, body: str) -> None:
     """InfiniBand: no device found, the devices in use and their link layers, GPUDirect RDMA per HCA."""
+    if "NET/IB" not in body and "GPU Direct" not in body:
+        return
     if body.startswith("NET/IB") and "No device found" in body:
         scan.ib_missing, scan.recognised = True, scan.recognised + 1
     m = _IB_USING.match(body)
@@ -221,6 +237,9 @@ def _read_ib(scan: _Scan, no: int, body: str) -> None:
 
 def _read_network(scan: _Scan, no: int, body: str) -> None:
     """The network NCCL chose, the OFI provider, NVLS and the CollNet plugin."""
+    if not ("Using" in body or "rovider" in body or "NVLS" in body or "nvls" in body or "collnet" in body
+            or "MNNVL" in body):
+        return
     m = _NETWORK.match(body)
     if m:
         scan.network = m.group(1).strip()
@@ -235,13 +254,26 @@ def _read_network(scan: _Scan, no: int, body: str) -> None:
         scan.provider = m.group(1)
         scan.families.add("NET/OFI")
         scan.recognised += 1
-    if "NVLS multicast support is available" in body:
+    if "NVLS multicast support is available" in body or "NVLS comm" in body:
         scan.nvls, scan.recognised = True, scan.recognised + 1
     m = _NVLS_CHANNELS.search(body) if "nvls channels" in body else None
     if m and int(m.group(1)) > 0:
         scan.nvls = True
     if "Loaded collnet plugin" in body:
         scan.collnet, scan.recognised = True, scan.recognised + 1
+    if "MNNVL" in body:
+        m = _MNNVL_FABRIC.match(body)
+        if m:
+            if m.group(1) not in scan.fabric_uuids:
+                scan.fabric_uuids.append(m.group(1))
+            scan.recognised += 1
+        m = _MNNVL_COMM.match(body)
+        if m:
+            scan.mnnvl, scan.clique_size = m.group(1) != "0", int(m.group(3))
+            scan.recognised += 1
+        m = _MNNVL_FLAG.search(body)
+        if m and scan.mnnvl is None:
+            scan.mnnvl = m.group(1) != "0"
 
 
 def _result(scan: _Scan, failures=()) -> NcclLog:
@@ -259,7 +291,18 @@ def _result(scan: _Scan, failures=()) -> NcclLog:
                    gdr=gdr, gdr_disabled_hcas=tuple(dict.fromkeys(scan.gdr_off)), socket_fallback=socket_fallback,
                    ib_missing=scan.ib_missing, ofi_provider=scan.provider, nvls_available=scan.nvls,
                    collnet_plugin=scan.collnet, rings=len(scan.rings), trees=len(scan.trees), pxn=scan.pxn,
-                   warnings=tuple(scan.warnings), failures=tuple(failures))
+                   warnings=tuple(scan.warnings), failures=tuple(failures), mnnvl=scan.mnnvl,
+                   mnnvl_clique_size=scan.clique_size, fabric_uuids=tuple(scan.fabric_uuids))
+
+
+def _body(line: str) -> str:
+    """The line after its ``host:pid:tid [dev] NCCL INFO`` prefix (the line itself where it has none)."""
+    at = line.find("NCCL INFO")
+    if at < 0:
+        at = line.find("NCCL WARN")
+    if at < 0:
+        return line
+    return line[at + 10:at + 4106] if line[at + 9:at + 10] == " " else line[at + 9:at + 4105]
 
 
 def parse(text) -> NcclLog:
@@ -270,7 +313,9 @@ def parse(text) -> NcclLog:
         line = raw.strip()
         if not line:
             continue
-        body = _PREFIX.sub("", line, count=1) if "NCCL INFO" in line or "NCCL WARN" in line else line
+        body = _body(line)
+        if body is not line:
+            scan.info_lines += 1
         _read_header(scan, no, line, body)
         if _read_channel(scan, no, body):
             continue
@@ -278,7 +323,7 @@ def parse(text) -> NcclLog:
         _read_ib(scan, no, body)
         _read_network(scan, no, body)
     found = _failures.find(numbered)
-    if scan.recognised == 0 and not found:
+    if scan.recognised == 0 and not found and scan.info_lines == 0:
         raise fail(1, "an NCCL_DEBUG=INFO log (lines with 'NCCL INFO' or 'NCCL version')",
                    numbered[0][1].strip() if numbered else None)
     return _result(scan, found)

@@ -20,9 +20,12 @@ from . import failures as _failures
 from . import pasted
 
 _MPI_PREFIX = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
-_RANK = re.compile(r"#?\s*Rank\s+\d+(?:\s+Group\s+\d+)?(?:\s+Pid\s+\d+)?\s+on\s+(\S+)\s+device\b")
+_RANK = re.compile(r"#?\s*Rank\s+(\d{1,7})(?:\s+Group\s+\d+)?(?:\s+Pid\s+\d+)?\s+on\s+(\S+)\s+device\b")
 _ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*=\s*([A-Za-z0-9_,^]+)")
-_VERSION = re.compile(r"(?:NCCL version|nccl-library=|RCCL version)\s*([0-9]+\.[0-9]+\.[0-9]+)")
+# 'NCCL version 2.19.3', 'RCCL version : 2.18.3' / 'RCCL version 2.20.5+hip6.2', and nccl-tests' newer header
+# '# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602': NCCL_VERSION_CODE, a number
+_VERSION = re.compile(r"(?:NCCL version|nccl-library=|RCCL version)\s{0,8}:?\s{0,8}([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})")
+_VERSION_CODE = re.compile(r"nccl-library=(\d{4,6})\b")
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 _STARTING = re.compile(r"Collective test (?:starting|concluded):\s*(\w+)")
 _HEADER = re.compile(r"^#?\s*(?:nThread \d+ nGpus|Collective test starting|Using devices|rccl-tests: Version|"
@@ -93,7 +96,7 @@ def _row(tokens: list[str]):
         except ValueError:
             nums.append(float("nan"))
         absent.append(t == "N/A")
-    if len(nums) in (5, 9):  # the root column
+    if len(nums) % 2 == 1:  # the root column: out-of-place and in-place columns come in equal groups after it
         nums, absent = nums[1:], absent[1:]
     if len(nums) < 3:
         return None
@@ -104,7 +107,15 @@ def _row(tokens: list[str]):
         return "refused"
     if not all(gone or (math.isfinite(v) and v >= 0) for v, gone in zip((algbw, busbw), absent[1:3])):
         return "refused"
-    return int(tokens[0]), time_us, algbw, busbw
+    wrong = nums[3] if len(nums) > 3 and not absent[3] and math.isfinite(nums[3]) and nums[3] > 0 else 0
+    return int(tokens[0]), time_us, algbw, busbw, wrong
+
+
+def version_of_code(code: int) -> str:
+    """NCCL_VERSION_CODE -> 'X.Y.Z': X*10000 + Y*100 + Z from NCCL 2.9 on, X*1000 + Y*100 + Z before (nccl.h)."""
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def _int(value):
@@ -164,7 +175,9 @@ def parse(text) -> NcclTestsRun:
     """Read an nccl-tests / rccl-tests output; ValueError when it has neither result rows nor a header."""
     p = pasted.read(text)
     collective, collective_from = None, "not in the file"
-    hosts, rank_lines, rows, refused, env = [], 0, [], [], {}
+    hosts, rank_lines, rows, refused, env, top_rank, elided = [], 0, [], [], {}, -1, False
+    wrong_rows: list = []
+    after_ranks = True  # something (the column header, a row) came after the last rank line
     version = ngpus = None
     tool, header_seen, last_words = p.command.get("suite", _UNKNOWN_TOOL), False, None
     for no, raw in enumerate(p.text.split("\n"), start=1):
@@ -183,9 +196,12 @@ def parse(text) -> NcclTestsRun:
             tool = "nccl-tests"
         for key, value in _ENV.findall(line):
             env.setdefault(key.lower(), value)
-        vm = _VERSION.search(line)
+        vm = _VERSION.search(line) if "ersion" in line or "library" in line else None
         if vm and version is None:
             version = vm.group(1)
+        elif version is None and "nccl-library=" in line:
+            cm = _VERSION_CODE.search(line)
+            version = version_of_code(int(cm.group(1))) if cm else None
         if ngpus is None and "nGpus" in line:
             gm = _NGPUS.search(line)
             ngpus = int(gm.group(1)) if gm else None
@@ -193,11 +209,18 @@ def parse(text) -> NcclTestsRun:
             found = _RANK.findall(line)
             if found:
                 rank_lines += len(found)
-                hosts.extend(found)
+                hosts.extend(h for _, h in found)
+                top_rank = max([top_rank] + [int(r) for r, _ in found])
+                after_ranks = False
                 header_seen = True
                 continue
+        if "..." not in line:
+            after_ranks = True  # a line that is not a rank line: the rank list ended before the copy did
         if _HEADER.match(line):
             header_seen = True
+            continue
+        if rank_lines and not rows and set(line.lstrip("#").strip()) <= {"."} and "..." in line:
+            elided = True  # '#  ...' between rank lines: ranks were left out of the copy
             continue
         if line.startswith("#"):
             continue
@@ -205,7 +228,10 @@ def parse(text) -> NcclTestsRun:
         if r == "refused":
             refused.append(no)
         elif r is not None:
+            after_ranks = True
             rows.append({"size": r[0], "time_us": r[1], "algbw": r[2], "busbw": r[3]})
+            if r[4]:
+                wrong_rows.append((no, r[4]))
         elif _FAILURE.search(line) or header_seen:
             last_words = line[:300]
     cmd = p.command
@@ -218,7 +244,13 @@ def parse(text) -> NcclTestsRun:
         if name in ("NCCL_ALGO", "NCCL_PROTO"):
             env.setdefault(name[5:].lower(), value)
     g = ngpus or _int(cmd.get("gpus_per_process"))
-    if rank_lines:
+    if rank_lines and not after_ranks and not elided:  # the copy ends inside the rank list: a count would be low
+        ranks, ranks_from = None, (f"not in the file: the copy ends in the rank list after {rank_lines} rank line(s), "
+                                   f"so there are at least {max(rank_lines, top_rank + 1)}")
+    elif rank_lines and top_rank + 1 > rank_lines:
+        ranks, ranks_from = top_rank + 1, (f"highest rank index ({top_rank}); {rank_lines} rank lines shown"
+                                           + (", the others elided" if elided else ""))
+    elif rank_lines:
         ranks, ranks_from = rank_lines, "rank lines"
     elif _int(cmd.get("processes")):
         ranks, ranks_from = _int(cmd["processes"]) * (g or 1), "launcher line (-np" + (" x -g)" if g else ")")
@@ -236,7 +268,17 @@ def parse(text) -> NcclTestsRun:
                         rows=tuple(rows), env=env, nccl_version=version, gpus_per_process=g,
                         failed_before_first_size=not rows and header_seen, last_words=None if rows else last_words,
                         refused_rows=tuple(refused), command=cmd,
-                        failures=tuple(_failures.find(enumerate(p.text.split("\n"), start=1))))
+                        failures=tuple(_failures.find(enumerate(p.text.split("\n"), start=1)))
+                        + _wrong_failure(wrong_rows))
+
+
+def _wrong_failure(wrong_rows) -> tuple:
+    """A failure for result rows whose #wrong column is not 0 (nccl-tests checked the data and it was wrong)."""
+    if not wrong_rows:
+        return ()
+    total = sum(w for _, w in wrong_rows)
+    return (_failures.Failure(kind="wrong_results", line=wrong_rows[0][0], count=len(wrong_rows),
+                              detail=f"{total:g} wrong value(s) in the #wrong column of {len(wrong_rows)} row(s)"),)
 
 
 def parse_nccl_tests(text) -> dict:

@@ -47,14 +47,46 @@ class Pasted:
         return [{"line": no, "text": text[:200], "why": why} for no, text, why in self.skipped]
 
 
+# decorations a paste carries on every line, each anchored and bounded (linear in the line's length):
+# Open MPI --tag-output '[1,0]<stdout>:' (with --timestamp-output a ctime before it), kubectl logs --timestamps
+# and CloudWatch ISO 8601 stamps, syslog-style 'Mon DD HH:MM:SS', tmux/screen pane borders
+_TAG = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d{1,9},\d{1,9}\]<std(?:out|err)>:")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:\s|\t|\|)")
+_STAMP_ANYWHERE = re.compile(r"\n\d{4}-\d\d-\d\d[T ]\d\d:")
+_BORDER = "│┃║"
+
+
+def undecorate(line: str) -> str:
+    """One line without the decorations of a launcher, a log collector or a terminal multiplexer."""
+    if line[:1] in _BORDER:  # the border and the one space after it; the output's own indentation stays
+        line = line[1:]
+    if line.rstrip(" ")[-1:] in _BORDER and line.strip(" "):
+        line = line.rstrip(" ")[:-1].rstrip(" ")
+    if line[:2].isdigit():
+        m = _STAMP.match(line)
+        if m:
+            line = line[m.end():]
+    if line[:1] == "[" or line[:3].isalpha():
+        m = _TAG.match(line)
+        if m:
+            line = line[m.end():]
+    return line
+
+
 def clean(text) -> str:
-    """``text`` without a BOM, ANSI escape codes and carriage returns (CRLF, CR CR LF and a lone CR become LF)."""
+    """``text`` without a BOM, ANSI escape codes and carriage returns (CRLF, CR CR LF and a lone CR become LF),
+    and without per-line decorations (``undecorate``: MPI tags, timestamps, pane borders)."""
     if not isinstance(text, str):
         raise ValueError(f"text must be the output as a string, got {type(text).__name__}")
     text = text.lstrip("\ufeff")
     if "\r" in text:  # CRLF, and CR CR LF from a CRLF text copied once more through Windows
         text = "\n".join(line.rstrip("\r") for line in text.split("\n")).replace("\r", "\n")
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if ">:" in text or "│" in text or "┃" in text or "║" in text or _STAMP_ANYWHERE.search(text) \
+            or _STAMP.match(text[:64]):
+        text = "\n".join(undecorate(line) for line in text.split("\n"))
+    return text.lstrip("\ufeff")
 
 
 def is_command(line: str) -> str | None:
@@ -167,3 +199,184 @@ def read(text) -> Pasted:
         break
     commands += _later_commands(clean(text).split("\n"), {no for no, _, _ in skipped})
     return Pasted(text="\n".join(lines), skipped=tuple(sorted(skipped)), command=command_facts(commands))
+
+
+# ---- one paste, many parts -------------------------------------------------------------------------------------
+# What starts a part of each kind, tested on one line (its first _LONG characters); a part goes on until a line
+# starts another kind or a prompt/command line. NCCL's own log lines ('NCCL INFO', 'NCCL WARN') form one log part
+# wherever they are, also interleaved with an nccl-tests table: the table goes on around them.
+_LONG = 4096
+_CELL = r"(?:X|NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC)"
+_ROW = re.compile(r"^\s*\d{1,20}\s+\d{1,20}\s+(?:float|double|half|bfloat16|int8|uint8|int32|uint32|int64|uint64|"
+                  r"fp8_e4m3|fp8_e5m2|fp16|bf16|fp32|fp64)\s+(?:sum|prod|max|min|avg|none|mulsum)\s")
+_NCCL_LINE = re.compile(r"\b[NR]CCL (?:INFO|WARN|TRACE|ABORT)\b|Watchdog caught collective|NCCL [Ee]rror \d|"
+                        r"unhandled (?:system|cuda|CUDA|hip|HIP) error|ncclUnhandled\w{0,20}Error|ncclSystemError|"
+                        r"ncclRemoteError|ncclInternalError|ncclInvalidUsage")
+_WHOLE_LOG = re.compile(r"NCCL version \S|Using network |NET/(?:IB|Socket|Plugin|OFI)|ncclCommInitRank|Init COMPLETE")
+_ENV_LINE = re.compile(r"^\s*(?:export |declare -x |setenv )?[A-Za-z_][A-Za-z0-9_]{0,127}=")
+_STARTS = (  # (kind, test), first match wins
+    ("nccl_tests", lambda l: ("Collective test " in l or "nThread " in l or "rccl-tests:" in l
+                              or "NCCL Tests compiled" in l or bool(_ROW.match(l))
+                              or bool(re.match(r"#\s*Rank\s+\d{1,7}\s+(?:Group|Pid|on)\s", l))
+                              or bool(re.match(r"#\s+size\s+count\s+type\s+redop\s", l))
+                              or l.lstrip().startswith('{"nccl') or l.lstrip().startswith('{"rccl'))),
+    ("nccl_topo", lambda l: "<system version=" in l or "=== System : maxBw" in l),
+    ("nccl_debug", lambda l: bool(re.match(r"\s*(?:NCCL version \d|Using network |NET/(?:IB|Socket|Plugin|OFI)"
+                                           r"|Watchdog caught collective|RuntimeError: NCCL|torch.distributed.DistBackendError)", l))),
+    ("smi_pcie", lambda l: "==NVSMI LOG==" in l or l.strip() == "GPU Link Info"),
+    ("lspci_acs", lambda l: l.lstrip().startswith("ACSCtl:")),
+    ("ibstat", lambda l: bool(re.match(r"CA '[^']{1,200}'\s*$|\s*hca_id:|Infiniband device '", l))),
+    ("rdma_link", lambda l: bool(re.match(r"link [\w.-]{1,64}/\d{1,4} ", l))),
+    ("iblinkinfo", lambda l: ("==(" in l and ")==>" in l) or bool(re.match(r"(?:CA|Switch): \S", l))),
+    ("nvlink_status", lambda l: bool(re.match(r"\s*GPU \d{1,3}: .{0,200}\(UUID: |\s*Link \d{1,3}: (?:<inactive>|[0-9.]+ GB/s)", l))),
+    ("topo", lambda l: bool(re.match(r"\s*GPU0\s+(?:GPU1|X\b|CPU Affinity|NIC0|\S+_\d)", l))
+             or bool(re.match(r"\s*(?:GPU|NIC)\d{1,3}\s+" + _CELL + r"\s", l))),
+)
+_CONTEXT = ("prompt", "env", "other")
+MAX_PARTS = 32  # more parts than this are merged by kind
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a paste: its ``kind`` (a reader's kind, or ``prompt``, ``env``, ``other``) and its lines
+    (1-based numbers in the pasted file, not always consecutive: an NCCL log may be interleaved with a table)."""
+
+    kind: str
+    lines: tuple[int, ...]
+
+    @property
+    def start(self) -> int:
+        return self.lines[0]
+
+    @property
+    def end(self) -> int:
+        return self.lines[-1]
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """The part's lines as (first, last) runs."""
+        out: list[list[int]] = []
+        for no in self.lines:
+            if out and no == out[-1][1] + 1:
+                out[-1][1] = no
+            else:
+                out.append([no, no])
+        return [(a, b) for a, b in out]
+
+    def span(self) -> str:
+        """'lines 3-40' or 'lines 3-9, 12-20' (at most four runs named)."""
+        runs = self.ranges()
+        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:4])
+        return f"line{'s' if len(self.lines) > 1 else ''} {shown}" + (f" and {len(runs) - 4} more runs" if len(runs) > 4 else "")
+
+    def text_of(self, all_lines: list[str]) -> str:
+        """The paste with every line that is not this part's blanked (line numbers stay the file's)."""
+        keep = set(self.lines)
+        return "\n".join(line if i in keep else "" for i, line in enumerate(all_lines, start=1))
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "start": self.start, "end": self.end,
+                "ranges": [list(r) for r in self.ranges()]}
+
+
+def line_kind(line: str) -> str | None:
+    """The kind of part that ``line`` starts (see ``_STARTS``), ``nccl_log_line`` for NCCL's own log lines,
+    ``prompt``/``env`` for a command or a VAR=value line, else None (it continues the part it is in)."""
+    head = line[:_LONG]
+    if "CCL INFO" in head or "CCL WARN" in head:
+        return "nccl_log_line"
+    if "NCCL failure " in head or "CUDA failure " in head or "Test failure" in head:
+        return None  # nccl-tests' own failure line: it ends the table it stands in
+    if ("CCL " in head or "rror" in head or "atchdog" in head) and _NCCL_LINE.search(head):
+        return "nccl_log_line"
+    for kind, test in _STARTS:
+        if test(head):
+            return kind
+    if is_command(head) is not None:
+        return "prompt"
+    if _ENV_LINE.match(head) and " " not in head.split("=", 1)[0].strip():
+        return "env"
+    return None
+
+
+def split(text) -> tuple[list[str], tuple[Part, ...]]:
+    """``(lines, parts)``: the cleaned lines of ``text`` and its parts, in the order they start.
+
+    A part goes on through blank lines and lines that start nothing, up to the next line that starts another
+    kind (or the same kind for those that print one block per device: ibstat, nvlink -s) or a prompt line;
+    NCCL's log lines make one ``nccl_debug`` part wherever they stand. Lines before any part are ``other``.
+    """
+    all_lines = clean(text).split("\n")
+    parts: list[tuple[str, list[int]]] = []
+    log: list[int] = []
+    current: list | None = None
+    for no, line in enumerate(all_lines, start=1):
+        if not line.strip():
+            if current is not None and current[0] not in _CONTEXT:
+                current[1].append(no)
+            continue
+        kind = line_kind(line)
+        if kind == "nccl_debug":  # a log line without its prefix ('NCCL version ...'): the log, wherever it stands
+            kind = "nccl_log_line"
+        if kind == "nccl_log_line":
+            log.append(no)
+            if current is not None and current[0] in ("nccl_debug",):
+                current[1].append(no)
+                log.pop()
+            elif current is None or current[0] in _CONTEXT:
+                current = ["nccl_debug", [no]]
+                parts.append(current)
+                log.pop()
+            continue
+        if kind is None:
+            if current is None or current[0] in ("prompt", "env"):
+                current = ["other", []]
+                parts.append(current)
+            current[1].append(no)
+            continue
+        if current is not None and current[0] == kind and kind not in ("prompt",):
+            current[1].append(no)
+            continue
+        if current is not None and current[0] == "nccl_debug" and kind in ("nccl_debug",):
+            current[1].append(no)
+            continue
+        current = [kind, [no]]
+        parts.append(current)
+    # the NCCL log lines that stood inside other parts join the log part (or make one)
+    if log:
+        logs = [p for p in parts if p[0] == "nccl_debug"]
+        if logs:
+            logs[0][1].extend(log)
+            logs[0][1].sort()
+        else:
+            parts.append(["nccl_debug", log])
+    out = []
+    for kind, nos in parts:
+        while nos and not all_lines[nos[-1] - 1].strip():
+            nos.pop()  # trailing blank lines belong to no part
+        if nos:
+            out.append(Part(kind, tuple(nos)))
+    out.sort(key=lambda p: p.start)
+    # several log parts (a log, a table, more log) are one log: merge them
+    merged, log_part = [], None
+    for p in out:
+        if p.kind == "nccl_debug":
+            if log_part is None:
+                log_part = p
+                merged.append(p)
+            else:
+                i = merged.index(log_part)
+                log_part = Part("nccl_debug", tuple(sorted(set(log_part.lines) | set(p.lines))))
+                merged[i] = log_part
+            continue
+        merged.append(p)
+    if len(merged) > MAX_PARTS:  # a paste of many runs (a log of a loop, a file pasted twice): one part per kind,
+        by_kind: dict = {}       # so that each reader reads the file once (linear time)
+        for p in merged:
+            by_kind.setdefault(p.kind, []).extend(p.lines)
+        merged = sorted((Part(k, tuple(sorted(v))) for k, v in by_kind.items()), key=lambda p: p.start)
+        log_part = next((p for p in merged if p.kind == "nccl_debug"), None)
+    if log_part is not None:  # a log of nothing but NCCL's topology lines is that topology (NCCL_DEBUG_SUBSYS=GRAPH)
+        body = [all_lines[no - 1][:_LONG] for no in log_part.lines]
+        if any("=== System : maxBw" in l for l in body) and not any(_WHOLE_LOG.search(l) for l in body):
+            merged[merged.index(log_part)] = Part("nccl_topo", log_part.lines)
+    return all_lines, tuple(merged)

@@ -11,8 +11,30 @@ from dataclasses import dataclass
 from .common import fail, lines
 
 _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-_KV = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ._()/-]*?)\s*:\s*(.*?)\s*$")
-_HEAD = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ._()/-]*?)\s*$")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 ._()/-]*")
+
+
+class _Line(tuple):
+    """(indent, key, value) of a 'Key : value' line or (indent, heading) of a heading, read like a match."""
+
+    def group(self, k):
+        return self[k - 1]
+
+
+def _kv(raw: str):
+    """A 'Key : value' line split with str.partition (linear in the line's length), or None."""
+    body = raw.lstrip()
+    key, sep, value = body.partition(":")
+    key = key.rstrip()
+    if not sep or not _NAME.fullmatch(key):
+        return None
+    return _Line((raw[:len(raw) - len(body)], key, value.strip()))
+
+
+def _head(raw: str):
+    body = raw.lstrip()
+    name = body.rstrip()
+    return _Line((raw[:len(raw) - len(body)], name)) if _NAME.fullmatch(name) else None
 
 
 @dataclass(frozen=True)
@@ -78,8 +100,8 @@ def parse(text) -> SmiPcie:
                    "width_current": None, "width_max": None, "line": no}
             section = []
             continue
-        kv = _KV.match(raw)
-        head = None if kv else _HEAD.match(raw)
+        kv = _kv(raw)
+        head = None if kv else _head(raw)
         if not kv and not head:
             raise fail(no, "a 'Key : value' line or a section heading", raw.strip())
         indent = len((kv or head).group(1).expandtabs())
