@@ -683,7 +683,7 @@ def _unit_slip(exponent: int, unit: str) -> str:
     if abs(exponent) == 9 and "GB" in unit:
         return head + (": did you leave it in bytes (or bytes/s)? 1 GB = 1e9 bytes." if exponent > 0 else
                        ": did you divide by 1e9 twice, or give GB where bytes were asked?")
-    return head + f": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
+    return head + ": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
 
 
 def _judge_choice(exercise_id, s, answer, key, record):

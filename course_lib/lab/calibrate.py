@@ -40,7 +40,6 @@ In a notebook::
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 
 import numpy as np
