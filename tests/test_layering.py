@@ -45,6 +45,7 @@ LAYERS = {
     "lab": 5, "chapters": 5, "views": 5, "exercises": 5, "widgets": 5, "style": 5, "cli_predict": 5, "cli_plan": 5,
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
     "diagnostics": 5, "cli_inspect": 5, "tables": 5, "grading": 5, "prose": 5, "glossary": 5,
+    "conventions": 5,
 }
 RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises")
 TOP = max(LAYERS.values())
