@@ -351,15 +351,6 @@ def _system_by_id(system_id) -> System:
                   note=row.get("note", ""), fabric=row.get("fabric", ""), raw=dict(row))
 
 
-def load_system(path) -> System:
-    """A system described in a TOML file (``course_lib.systemfile`` documents the format).
-
-    ValueError names the file, the field and its line.
-    """
-    from . import systemfile  # systemfile builds on this module
-    return systemfile.load_system(path)
-
-
 def resolve_system(system, name: str = "system") -> System:
     """``system`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``).
 
