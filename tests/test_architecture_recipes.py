@@ -151,6 +151,7 @@ def test_the_layer_table_matches_the_layering_test():
 # ---------------------------------------------------------------- recipe: a catalog system
 
 @pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_catalog_system(tmp_path):
     recipe = _recipe("Add a catalog system")
     for named in ("data/hardware.json", "data/sources.json", "tests/golden/record.py", "planner_explorer",
@@ -195,6 +196,7 @@ def test_recipe_add_a_catalog_system(tmp_path):
 # ---------------------------------------------------------------- recipe: a collective or an algorithm
 
 @pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_an_algorithm(tmp_path):
     recipe = _recipe("Add a collective or an algorithm")
     for named in ("collectives.py", "ALGORITHM_COLOURS", "style.py", CHAPTER_04, "tests/test_style.py",
@@ -240,6 +242,7 @@ def test_recipe_add_an_algorithm(tmp_path):
 # ---------------------------------------------------------------- recipe: a chapter
 
 @pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_chapter(tmp_path):
     recipe = _recipe("Add a chapter")
     for named in ("course.toml", "solutions/src", "course_lib/exercises", "exercise=\"", ANSWER_KEY, "grading seal", "authoring build",
@@ -298,6 +301,7 @@ def test_recipe_add_a_chapter(tmp_path):
 # ---------------------------------------------------------------- recipe: a GPU generation
 
 @pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_gpu_generation(tmp_path):
     recipe = _recipe("Add a GPU generation")
     for named in ('"nvlink"', '"gpus"', "nccl_arch", "data/efficiency.json", "ll_max_bw_gb_s", "by_nvlink_generation",
