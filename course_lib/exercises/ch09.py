@@ -6,7 +6,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .. import costmodel, hardware, systemfile, units
+from .. import costmodel, systemfile, units
 from ..diagnostics import nccl_tests
 from . import key_field
 
