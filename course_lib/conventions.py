@@ -22,6 +22,7 @@ CONVENTIONS = (
     "the source opens with `# # <number> · <title>` and `**Time:** about <minutes> minutes`, as course.toml says",
     f"the opening cell links the glossary (`]({glossary.LINK})`)",
     f"every exercise has a `skill` ({', '.join(SKILLS)}) and a `demand` ({', '.join(DEMANDS)}; never look-up)",
+    "every number exercise has two levels of hints, a `concept` and a different `formula`, neither giving the answer",
     f"every exercise has its row in {AUDIT.as_posix()} (`| <chapter> | <id> | <before> | <demand> | ... |`)",
     "every exercise's prompt, in the markdown above its `exercise=` cell, opens a line with `**Exercise <id>**` "
     "(a heading `### 7.2 Exercise <id>: ...` too; a written item may say `**Written answer <id>**`)",
@@ -115,6 +116,10 @@ def _exercise_fields(chapter: manifest.Chapter, root: Path) -> list[str]:
             out.append(f"{AUDIT.as_posix()}: {exercise_id}: "
                        + ("no row" if exercise_id not in audit else f"demand {audit[exercise_id]!r}")
                        + f"; add `| {chapter.number} | {exercise_id} | <before> | {demand} | <what changed> |`")
+        concept, formula = spec.get("concept"), spec.get("formula")
+        if spec.get("kind", "number") == "number" and not (concept and formula and concept != formula):
+            out.append(f"{where}: {exercise_id}.{'concept' if not concept else 'formula'}: a number's hints come in "
+                       "two levels, `concept` then a different `formula` (neither giving the answer)")
         if spec.get("kind") in UNKEYED:  # judged by running the learner's code, or read by a person
             continue
         if exercise_id not in answers:

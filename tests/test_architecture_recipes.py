@@ -265,7 +265,8 @@ def test_recipe_add_a_chapter(tmp_path):
     # 3. its exercises file, without keys, with skill and demand, and its row in the audit table
     (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
         "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
-        "skill": "predict", "demand": "plug-in", "concept": "a vendor's NVLink total counts both directions"}},
+        "skill": "predict", "demand": "plug-in", "concept": "a vendor's NVLink total counts both directions",
+        "formula": "per direction = the vendor's total / 2"}},
         indent=1) + "\n", encoding="utf-8")
     with open(repo / "docs/exercise_audit.md", "a", encoding="utf-8") as audit:
         audit.write("| 99 | 99.1 | plug-in | plug-in | new: the demo chapter's one item |\n")

@@ -23,7 +23,7 @@ GOOD_SOURCE = (f"# %% [markdown]\n# # 42 · A small chapter\n#\n# **Time:** abou
                f"[glossary]({glossary.LINK}).\n\n# %% [markdown]\n# **Exercise 42.1** (1 point). Per direction?\n\n"
                '# %% exercise="42.1"\nlink_gb_s = 900 / 2\n')
 GOOD_SPEC = {"variable": "link_gb_s", "kind": "number", "points": 1, "skill": "compute", "demand": "plug-in",
-             "key": "sealed"}
+             "concept": "vendors quote both directions", "formula": "per direction = total / 2", "key": "sealed"}
 
 
 def _course(tmp_path, source=GOOD_SOURCE, spec=None, answers=None, audit="| 42 | 42.1 | plug-in | plug-in | none |\n"):
@@ -58,6 +58,8 @@ def test_a_chapter_that_keeps_them_has_no_problem(tmp_path):
      "course_lib/exercises/42.json: 42.1.skill: missing; one of compute, predict"),
     ({"spec": dict(GOOD_SPEC, demand="look-up")},
      "course_lib/exercises/42.json: 42.1.demand: 'look-up'; one of transfer, plug-in"),
+    ({"spec": {k: v for k, v in GOOD_SPEC.items() if k != "formula"}},
+     "course_lib/exercises/42.json: 42.1.formula: a number's hints come in two levels"),
     ({"audit": ""}, "docs/exercise_audit.md: 42.1: no row; add `| 42 | 42.1 | <before> | plug-in |"),
     ({"answers": {}}, "solutions/answers.json: 42.1: no entry in the answer key"),
     ({"spec": {k: v for k, v in GOOD_SPEC.items() if k != "key"}},
