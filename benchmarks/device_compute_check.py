@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
     mm = timed(lambda: a @ b, torch, args.repeats)
     result["matmul_8192_tflops"] = 2 * 8192 ** 3 / mm / 1e12
-    del a, b
+    a = b = None  # frees the GPU memory; the timed lambda above is done with them
     for model_id in MODELS:
         m = transformer.model(model_id)
         layer = build_layer(m, torch).to(dev, torch.bfloat16)
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
               f"(weights built {weights / 1e6:.1f} M, formula {row['weights_in_formula'] / 1e6:.1f} M); "
               f"activations {saved / 1e9:.3f} GB vs formula {formula['none'] / 1e9:.3f} (none) "
               f"{formula['selective'] / 1e9:.3f} (selective)", flush=True)
-        del layer, x
+        layer = x = None  # frees the GPU memory before the next model (step() above is done with them)
         torch.cuda.empty_cache()
     print(f"matmul 8192^3 bf16: {result['matmul_8192_tflops']:.0f} TFLOP/s = "
           f"{result['matmul_8192_tflops'] * 1e12 / peak:.0%} of the catalog's peak {peak / 1e12:.0f}; "

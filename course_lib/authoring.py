@@ -383,10 +383,15 @@ def main(argv=None) -> int:
         for path in build():
             print(f"wrote {path.relative_to(ROOT)}")
         return 0
+    from . import conventions  # every chapter's conventions: one line per problem, naming file and field
+
     bad = stale()
     for path in bad:
         print(f"stale: {path.relative_to(ROOT)}")
-    return 1 if bad else 0
+    broken = conventions.problems()
+    for line in broken:
+        print(f"convention: {line}")
+    return 1 if bad or broken else 0
 
 
 if __name__ == "__main__":

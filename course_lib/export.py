@@ -130,7 +130,11 @@ def vendor_reveal(out_dir) -> Path:
 
 
 def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool = False) -> dict:
-    """Execute one notebook and write it as HTML (and slides); returns {'html', 'title', 'images', 'slides'}."""
+    """Execute one notebook and write it as HTML (and slides).
+
+    Returns {'html', 'title', 'images', 'slides', 'notebook'}: 'notebook' is the executed notebook, with the
+    outputs the page shows (the tests reuse it rather than execute the chapter a second time).
+    """
     import nbformat
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import ExecutePreprocessor
@@ -172,7 +176,7 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
     if slides:
         deck = out_dir / f"{path.stem}.slides.html"
         _write_slides(nb, deck)
-    return {"html": target, "title": _title(nb, path.stem), "images": images, "slides": deck}
+    return {"html": target, "title": _title(nb, path.stem), "images": images, "slides": deck, "notebook": nb}
 
 
 def export_course(out_dir, notebooks=None, timeout: int = 300, slides: bool = False, jobs=None) -> list[dict]:

@@ -10,6 +10,7 @@ gives the total that vendors usually quote.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -283,16 +284,14 @@ class System:
                                                                               low=1, high=72)
         nic = self.nic
         if nic_gbit_s is not None:
-            from . import plausible  # the catalog's range of NIC rates (plausible reads this module)
-            rate = plausible.check("nic_gbit_s", validate.number("nic_gbit_s", nic_gbit_s), "nic_gbit_s",
+            rate = check("nic_gbit_s", validate.number("nic_gbit_s", nic_gbit_s), "nic_gbit_s",
                                    warn=False)  # a what-if: refused past physics only
             nic = dataclasses.replace(nic, id=f"{nic.family}-{rate:g}g", name=f"{rate:g} Gb/s {nic.family} port",
                                       per_direction=units.gbit_to_gbyte(rate) * units.GB,
                                       detail=f"{rate:g} Gb/s per direction")
         gpu_link = self.gpu_link
         if gpu_link_gb_s is not None:
-            from . import plausible
-            rate = plausible.check("gpu_link_gb_s", validate.number("gpu_link_gb_s", gpu_link_gb_s),
+            rate = check("gpu_link_gb_s", validate.number("gpu_link_gb_s", gpu_link_gb_s),
                                    "gpu_link_gb_s_per_direction", warn=False)
             gpu_link = dataclasses.replace(gpu_link, id=f"{gpu_link.family}-{rate:g}",
                                            name=f"{rate:g} GB/s {gpu_link.family}",
@@ -376,15 +375,6 @@ def _system_by_id(system_id) -> System:
                   note=row.get("note", ""), fabric=row.get("fabric", ""), raw=dict(row))
 
 
-def load_system(path) -> System:
-    """A system described in a TOML file (``course_lib.systemfile`` documents the format).
-
-    ValueError names the file, the field and its line.
-    """
-    from . import systemfile  # systemfile builds on this module
-    return systemfile.load_system(path)
-
-
 def resolve_system(system, name: str = "system") -> System:
     """``system`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``).
 
@@ -415,3 +405,53 @@ def system_summary(sys: System) -> dict:
         "in_network_reduction": sys.in_network_reduction,
         "source": _system_source(sys),
     }
+
+
+# Plausible ranges for physical inputs, read from this catalog (re-exported by course_lib.plausible, whose
+# docstring says the policy): warn beyond them, refuse past physics.
+PLAUSIBLE_FACTOR = 4.0    # two generations beyond the catalog's span, each doubling: plausible
+PHYSICAL_FACTOR = 100.0   # a hundred times beyond it: no such link, NIC or machine; refused
+
+
+class PlausibilityWarning(validate.InputWarning):
+    """A physical input outside what the catalog's machines have, by more than ``PLAUSIBLE_FACTOR``."""
+
+
+@lru_cache(maxsize=1)
+def catalog_ranges() -> dict[str, tuple[float, float, str]]:
+    """quantity -> (lowest, highest, unit) over the catalog (``data/hardware.json``)."""
+    nvlink = [float(g["link_gb_s_per_direction"]) for g in nvlink_generations()]
+    gpu_links = [link.per_direction / units.GB for link in links()]
+    nics = [units.gbit_per_s(network(i).per_direction) for i in network_ids()]
+    gpus = [gpu(g) for g in sorted({s.gpu.id for s in systems()})]
+    counts = [s.gpus_per_node for s in systems()]
+    nic_counts = [s.nics_per_node for s in systems()]
+    return {
+        "link_gb_s_per_direction": (min(nvlink), max(nvlink), "GB/s per direction per link"),
+        "gpu_link_gb_s_per_direction": (min(gpu_links), max(gpu_links), "GB/s per direction per GPU"),
+        "nic_gbit_s": (min(nics), max(nics), "Gb/s per direction per NIC"),
+        "memory_gb": (min(g.memory_bytes for g in gpus) / units.GB, max(g.memory_bytes for g in gpus) / units.GB,
+                      "GB per GPU"),
+        "bf16_dense_tflops": (min(g.bf16_flops for g in gpus) / 1e12, max(g.bf16_flops for g in gpus) / 1e12,
+                              "TFLOP/s per GPU"),
+        "gpus_per_node": (1.0, float(max(counts)), "GPUs per node"),
+        "nics_per_node": (1.0, float(max(nic_counts)), "NICs per node"),
+    }
+
+
+def check(name: str, value: float, quantity: str, *, warn: bool = True) -> float:
+    """``value`` of ``quantity`` (a key of ``catalog_ranges``) for parameter ``name``: returned when plausible,
+    a ``PlausibilityWarning`` beyond ``PLAUSIBLE_FACTOR`` of the catalog's range (unless ``warn`` is False: a
+    deliberate what-if), ValueError beyond ``PHYSICAL_FACTOR``."""
+    quantity = validate.choice("quantity", quantity, catalog_ranges())
+    value = validate.positive(name, value)
+    low, high, unit = catalog_ranges()[quantity]
+    span = f"the catalog's machines have {low:g}-{high:g} {unit}"
+    if value > high * PHYSICAL_FACTOR or value < low / PHYSICAL_FACTOR:
+        raise ValueError(f"{name} must be within {PHYSICAL_FACTOR:g}x of what real machines have "
+                         f"({low / PHYSICAL_FACTOR:g}-{high * PHYSICAL_FACTOR:g} {unit}; {span}), got {value:g}")
+    if warn and (value > high * PLAUSIBLE_FACTOR or value < low / PLAUSIBLE_FACTOR):
+        warnings.warn(PlausibilityWarning(f"{name} = {value:g} {unit} is beyond {PLAUSIBLE_FACTOR:g}x of what real "
+                                          f"machines have ({span}): a typo? The prediction uses it as given"),
+                      stacklevel=2)
+    return value

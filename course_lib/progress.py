@@ -28,7 +28,7 @@ REDRAW_S = 0.1       # a terminal line is redrawn at most this often
 
 def clock(seconds: float) -> str:
     """``mm:ss`` (``h:mm:ss`` past an hour), as tqdm writes times."""
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, int(round(validate.number("seconds", seconds))))
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"

@@ -36,9 +36,10 @@ Rules against false positives, each for a stated reason:
 
 Coverage (:func:`test_coverage`): every numeric exercise with a key (number kind and model answers) x the
 three forms above x the three scopes; written answers get their own check (no rubric or model answer in the
-student notebook). The student notebooks are executed once each with nbclient in the ``slow`` test (cells
-after the chapter's last answer cell are dropped first: nothing there is above an answer); a chapter costs
-about what its nbval run of notebooks/ costs.
+student notebook). The ``slow`` test reads each student notebook as the run's one export of the course
+executed it (``exported_course`` in tests/conftest.py, shared with test_export.py), so no chapter is
+executed twice for these two files; cells after the chapter's last answer cell are dropped (nothing there
+is above an answer).
 """
 from __future__ import annotations
 
@@ -250,16 +251,12 @@ def _outputs_text(cell) -> str:
     return "\n".join(parts)
 
 
-def _execute(chapter) -> nbformat.NotebookNode:
-    """The student notebook executed up to its last answer cell."""
-    from nbclient import NotebookClient
-
-    path = ROOT / "notebooks" / f"{chapter.stem}.ipynb"
-    nb = nbformat.read(path, as_version=4)
+def _executed(chapter, exported_course) -> nbformat.NotebookNode:
+    """The student notebook as executed by the run's one export of the course (tests/conftest.py), up to its
+    last answer cell (nothing below it is above an answer)."""
+    nb = nbformat.read(exported_course["notebooks"][chapter.stem], as_version=4)
     last = max(i for i, c in enumerate(nb.cells) if _grade_id(c).endswith("-answer"))
     nb.cells = nb.cells[:last + 1]
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 
@@ -358,8 +355,8 @@ def test_no_hint_gives_its_answer_away(chapter):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", _chapters(), ids=lambda c: c.number)
-def test_no_prompt_or_anything_above_the_answer_gives_it_away(chapter):
-    nb = _execute(chapter)
+def test_no_prompt_or_anything_above_the_answer_gives_it_away(chapter, exported_course):
+    nb = _executed(chapter, exported_course)
     found, searched = [], 0
     for exercise_id, spec in _exercises(chapter).items():
         expected = _numeric(exercise_id)

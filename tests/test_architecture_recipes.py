@@ -1,9 +1,11 @@
 """docs/ARCHITECTURE.md's recipes, each followed as a real edit.
 
-Each test copies what its recipe touches and runs into a temporary folder, edits the real files there
-exactly as the recipe says (no loader is patched), runs the commands the recipe names with this
-interpreter (the copy first on the path) and checks what the recipe promises. A step the recipe leaves
-out makes its test fail, so the page cannot go stale silently.
+Each test copies the repository (every file git tracks, tests included) into a temporary folder, edits the
+real files there exactly as the recipe says (no loader is patched), runs the commands the recipe names with
+this interpreter (the copy first on the path) and checks what the recipe promises. Then it runs, in the
+copy, every test file the edit reaches: each test file that imports a module the recipe changed or whose
+data file it edited (``_reached``), fast tests only. A step the recipe leaves out, or a test elsewhere that
+pins today's catalog, makes its test fail, so neither the page nor the suite goes stale silently.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from course_lib import manifest
 
@@ -30,8 +34,12 @@ PLANNER, LAYOUTS = "course_lib.chapters.planner", "course_lib.chapters.model_par
 NVSWITCH_CHAPTER, CHAPTER_04_MODULE = "course_lib.chapters.nvswitch", "course_lib.chapters.collectives"
 GOLDEN = "tests/golden"
 ANSWER_KEY, EXERCISES = "solutions/answers.json", "course_lib/exercises"
-LIBRARY = ("course_lib", "course.toml")                      # what every copy holds
-TEST_SUPPORT = ("tests/__init__.py", "tests/conftest.py")
+# The module that reads each data file a recipe edits: a test file importing it is reached by the edit.
+READERS = {HARDWARE: "course_lib.hardware", SOURCES: "course_lib.datafiles", NVSWITCH_DATA: NVSWITCH_CHAPTER,
+           EFFICIENCY: "course_lib.costmodel.efficiencies", "course.toml": "course_lib.manifest", EXERCISES: "course_lib.checks",
+           ANSWER_KEY: "course_lib.grading", COLLECTIVES: "course_lib.collectives", STYLE: "course_lib.style",
+           CHAPTER_04: CHAPTER_04_MODULE}
+FAST = "not slow and not browser"  # the slow end-to-end tests run the built notebooks, not the edited library
 
 
 def _recipe(title: str) -> str:
@@ -41,25 +49,58 @@ def _recipe(title: str) -> str:
     return match.group(1)
 
 
-def _copy(tmp_path: Path, *paths: str) -> Path:
-    """A copy of these repository paths (files or folders, no caches) under ``tmp_path/repo``."""
+def _tracked() -> list[str]:
+    """The repository's files as a fresh clone has them: tracked, or new and not ignored."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(rel for rel in out.split("\0") if rel and (ROOT / rel).is_file())
+
+
+def _copy(tmp_path: Path) -> Path:
+    """A copy of the repository (``_tracked``: no virtual environment, caches or outputs) under ``tmp_path/repo``."""
     repo = tmp_path / "repo"
-    for rel in paths:
-        src, dst = ROOT / rel, repo / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-        else:
-            shutil.copy2(src, dst)
+    for rel in _tracked():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, repo / rel)
     return repo
 
 
-def _run(repo: Path, *argv: str, status: int = 0) -> str:
+def _reached(repo: Path, *edited: str) -> list[str]:
+    """The copy's test files that import a module ``edited`` names (a course_lib module, or a data file, by
+    the module in ``READERS`` that reads it), or a module inside it; the layering test's reader of imports."""
+    from .test_layering import imports
+    modules = [READERS.get(e, e) for e in edited]
+    found = []
+    for path in sorted((repo / "tests").glob("test_*.py")):
+        if path.name == Path(__file__).name:  # this file: the recipes themselves
+            continue
+        names = {name for name, _, _ in imports(path, repo / "course_lib")}
+        if any(n == m or n.startswith(m + ".") for n in names for m in modules):
+            found.append(str(path.relative_to(repo)))
+    return found
+
+
+def _pytest(repo: Path, *args: str) -> str:
+    """pytest in the copy, without the plugins the repository's addopts name (nbval: no notebook runs here)."""
+    return _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args)
+
+
+def _run_reached(repo: Path, *edited: str) -> str:
+    """Run, in the copy, the fast tests of every test file the edit reaches; all must pass (none fail or error)."""
+    files = _reached(repo, *edited)
+    assert files, f"no test file imports any of {edited}"
+    out = _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m", FAST, *files, timeout=900)
+    assert re.search(r"\b\d+ passed\b", out) and not re.search(r"\b\d+ (failed|errors?)\b", out), out[-3000:]
+    return out
+
+
+def _run(repo: Path, *argv: str, status: int = 0, timeout: int = 300) -> str:
     """Run ``python *argv`` in the copy (its course_lib first on the path); stdout + stderr."""
     env = dict(os.environ, PYTHONPATH=str(repo), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # a pytest run needs none of the plugins (4 s of start-up)
     env.pop("COURSE_LIB_ANSWER_KEY", None)
-    proc = subprocess.run([sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=timeout)
     out = proc.stdout + proc.stderr
     assert proc.returncode == status, f"python {' '.join(argv)}: exit {proc.returncode}, wanted {status}\n{out[-3000:]}"
     return out
@@ -109,12 +150,14 @@ def test_the_layer_table_matches_the_layering_test():
 
 # ---------------------------------------------------------------- recipe: a catalog system
 
+@pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_catalog_system(tmp_path):
     recipe = _recipe("Add a catalog system")
     for named in ("data/hardware.json", "data/sources.json", "tests/golden/record.py", "planner_explorer",
                   "layout_explorer"):
         assert named in recipe, f"the recipe does not name {named}"
-    repo = _copy(tmp_path, *LIBRARY, GOLDEN)
+    repo = _copy(tmp_path)
     assert _run(repo, "-c", "import course_lib; print(course_lib.__file__)").startswith(str(repo))
     before = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
     # 1-2. one object in "systems", the closest system copied with what differs changed, citing a new source
@@ -146,16 +189,20 @@ def test_recipe_add_a_catalog_system(tmp_path):
                              "for make in (planner_explorer, layout_explorer):\n"
                              "    print('shows', make(system='lab-h100-4nic').values()['system'])")
     assert re.findall(r"^shows (\S+)$", shown, re.MULTILINE) == ["lab-h100-4nic", "lab-h100-4nic"]
+    # and every test file the edit reaches (those that import the catalog's reader) passes with the new row
+    _run_reached(repo, HARDWARE)
 
 
 # ---------------------------------------------------------------- recipe: a collective or an algorithm
 
+@pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_an_algorithm(tmp_path):
     recipe = _recipe("Add a collective or an algorithm")
     for named in ("collectives.py", "ALGORITHM_COLOURS", "style.py", CHAPTER_04, "tests/test_style.py",
                   "tests/golden/record.py"):
         assert named in recipe, f"the recipe does not name {named}"
-    repo = _copy(tmp_path, *LIBRARY, *TEST_SUPPORT, "tests/test_style.py", GOLDEN)
+    repo = _copy(tmp_path)
     before = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
     # 1-2. one Algorithm with its alpha-beta terms, added to all_reduce's entry: two rings in opposite
     #      directions, each carrying half of the buffer, so each direction of a port moves (p-1)/p of it
@@ -171,7 +218,7 @@ def test_recipe_add_an_algorithm(tmp_path):
     _edit(repo, CHAPTER_04, '"double_binary_tree")\n', '"double_binary_tree", "bidirectional_ring")\n')
     # 5. the style test passes, and the goldens: predict's own choice is NCCL's, so only chapter 04's
     #    cost explorer moves (its "Fastest here")
-    _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_style.py")
+    _pytest(repo, "tests/test_style.py")
     _run(repo, f"{GOLDEN}/record.py")
     changed = [name for name in before if (repo / GOLDEN / name).read_text(encoding="utf-8") != before[name]]
     assert changed == ["explorers.txt"]
@@ -188,33 +235,41 @@ def test_recipe_add_an_algorithm(tmp_path):
                              "print(rows['bidirectional_ring']['label'], rows['bidirectional_ring']['time_s'])")
     label, seconds = table.rsplit(" ", 1)
     assert label == "two rings, opposite directions" and float(seconds) == 14 * 5e-6 + 7 / 8 * 1e9 / 100e9
+    # and every test file the edit reaches: the registry's, the palette's and chapter 04's importers
+    _run_reached(repo, COLLECTIVES, STYLE, CHAPTER_04)
 
 
 # ---------------------------------------------------------------- recipe: a chapter
 
+@pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_chapter(tmp_path):
     recipe = _recipe("Add a chapter")
     for named in ("course.toml", "solutions/src", "course_lib/exercises", "exercise=\"", ANSWER_KEY, "grading seal", "authoring build",
-                  "README", "tests/test_contract.py", "tests/test_readme.py"):
+                  "README", "tests/test_contract.py", "tests/test_readme.py", "glossary", "`skill`", "`demand`",
+                  "exercise_audit.md", "**Exercise <id>**", "authoring check", "course_lib/conventions.py"):
         assert named in recipe, f"the recipe does not name {named}"
-    notebooks = [str(p.relative_to(ROOT)) for p in sorted([*(ROOT / "solutions").glob("*.ipynb"),
-                                                           *(ROOT / "notebooks").glob("*.ipynb")])]
-    repo = _copy(tmp_path, *LIBRARY, *TEST_SUPPORT, "tests/test_contract.py", "tests/test_layering.py",
-                 "tests/test_readme.py", "README.md", "solutions/src", ANSWER_KEY, *notebooks)
+    repo = _copy(tmp_path)
     # 1. one [[chapter]] entry
     with open(repo / "course.toml", "a", encoding="utf-8") as toml:
         toml.write('\n[[chapter]]\nnumber = "99"\nslug = "demo"\ntitle = "A demo chapter"\nminutes = 20\n'
                    f'exercises = "{EXERCISES}/99.json"\n')
-    # 2. its source, with one graded exercise: a directive cell over the solution (the build writes the cell pair)
+    # 2. its source, opening with its heading, time and the glossary link, with one graded exercise: a directive
+    #    cell over the solution (the build writes the cell pair) under a prompt that opens with its name
     (repo / "solutions/src/99_demo.py").write_text(
-        "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes.\n\n"
-        "# %%\nfrom course_lib import checks\n\n"
+        "# %% [markdown]\n# # 99 · A demo chapter\n#\n# **Time:** about 20 minutes. Terms are in the "
+        "[glossary](../docs/glossary.md).\n\n# %%\nfrom course_lib import checks\n\n"
+        "# %% [markdown]\n# **Exercise 99.1** (1 point). *Predict.* A vendor quotes an H100's NVLink as 900 GB/s. "
+        "What does one direction carry, in GB/s? Store it in `nvlink4_gb_s`.\n\n"
         '# %% exercise="99.1"\nnvlink4_gb_s = 900 / 2\n', encoding="utf-8")
-    # 3. its exercises file, without keys
+    # 3. its exercises file, without keys, with skill and demand, and its row in the audit table
     (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
         "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
-        "concept": "NVLink 4 is quoted as 900 GB/s bidirectional", "formula": "900 / 2"}}, indent=1) + "\n",
-        encoding="utf-8")
+        "skill": "predict", "demand": "plug-in", "concept": "a vendor's NVLink total counts both directions",
+        "formula": "per direction = the vendor's total / 2"}},
+        indent=1) + "\n", encoding="utf-8")
+    with open(repo / "docs/exercise_audit.md", "a", encoding="utf-8") as audit:
+        audit.write("| 99 | 99.1 | plug-in | plug-in | new: the demo chapter's one item |\n")
     judge = ("from course_lib import checks, grading, instructor\nprint('self-check', checks.evaluate('99.1', 450.0).status)\n"
              "try:\n    print('grading', grading.evaluate('99.1', 450.0).status)\n"
              "except ValueError as exc:\n    print('grading refuses:', exc)\n")
@@ -235,19 +290,25 @@ def test_recipe_add_a_chapter(tmp_path):
     readme = (repo / "README.md").read_text(encoding="utf-8")
     last = [line for line in readme.splitlines() if re.match(r"^\| \d\d \| \[", line)][-1]
     _edit(repo, "README.md", last + "\n", last + "\n| 99 | [a demo chapter](notebooks/99_demo.ipynb) | NVLink per direction |\n")
-    passed = _run(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_contract.py",
-                  "tests/test_readme.py", "-k", "99_demo or syllabus or manifest_lists_every_chapter_source")
+    passed = _pytest(repo, "tests/test_contract.py", "tests/test_readme.py", "-k",
+                     "99_demo or syllabus or manifest_lists_every_chapter_source")
     assert re.search(r"\b4 passed\b", passed)
+    # 8. authoring check: built, and every convention kept
+    assert _run(repo, "-m", "course_lib.authoring", "check") == ""
+    # 9. and every test file the edit reaches: those reading the manifest (every chapter) or the glossary
+    _run_reached(repo, "course.toml", "course_lib.glossary")
 
 
 # ---------------------------------------------------------------- recipe: a GPU generation
 
+@pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches
+@pytest.mark.timeout(1800)
 def test_recipe_add_a_gpu_generation(tmp_path):
     recipe = _recipe("Add a GPU generation")
     for named in ('"nvlink"', '"gpus"', "nccl_arch", "data/efficiency.json", "ll_max_bw_gb_s", "by_nvlink_generation",
                   '"nvswitch"', "layout", "data/nvswitch.json", "Add a catalog system"):
         assert named in recipe, f"the recipe does not name {named}"
-    repo = _copy(tmp_path, *LIBRARY)
+    repo = _copy(tmp_path)
     # 1. NVLink 6: 3.6 TB/s per GPU as NVIDIA's NVLink page quotes it (36 x 50 GB/s per direction: the split assumed)
     _append_to_list(repo, HARDWARE, "nvlink", {"generation": 6, "gpu": "Rubin", "links_per_gpu": 36,
                                                "link_gb_s_per_direction": 50, "year": 2026, "source": "nvidia-nvlink"})
@@ -270,10 +331,13 @@ def test_recipe_add_a_gpu_generation(tmp_path):
     # what the data does not know yet is refused in one line naming it and the known ones
     refused = lambda argv: [line for line in _run(repo, *argv, status=2 if argv[0] == "-m" else 1).splitlines()
                             if line.strip()][-1]  # noqa: E731
-    assert refused(predict) == "error: nvlink_generation must be one of 4, 5; got '6'"
-    # 4. the NVLink generation's NVLS efficiency (its switch reduces in the network)
+    assert refused(predict) == ("error: nvlink_generation '6' has no row in efficiency.json "
+                                "technologies.nvls.by_nvlink_generation (NVLS efficiency per NVLink generation); "
+                                "known generations: 4, 5")
+    # 4. the NVLink generation's NVLS efficiency (its switch reduces in the network), with its derivation
     _add_to_object(repo, EFFICIENCY, "technologies/nvls/by_nvlink_generation",
-                   {"6": {"efficiency": 0.54, "source": "nccl-2140", "derivation": "assumed: NVLink 5's"}})
+                   {"6": {"efficiency": 0.54, "source": "nccl-2140",
+                          "derivation": "assumed: NVLink 5's measured NVLS efficiency until a run on NVLink 6 is published"}})
     assert refused(predict) == ("error: gpu rubin-example has NCCL generation 'rubin', which has no row in "
                                 "efficiency.json nccl_protocols; known generations: volta, ampere, hopper, blackwell, "
                                 "cdna3, cdna4")
@@ -293,3 +357,8 @@ def test_recipe_add_a_gpu_generation(tmp_path):
                "trunk_ports_per_chip": 0, "external_ports_per_chip": 0, "source": "nvidia-nvlink", "derived": True})
           + '\n  },\n  "switch_system"')
     assert _run(repo, *generations).splitlines()[-1] == "5 4 9 to each of 4 chips"
+    # 6. the system that uses it is a catalog system: the goldens gain its lines
+    _run(repo, f"{GOLDEN}/record.py")
+    _run(repo, f"{GOLDEN}/record.py", "--check")
+    # and every test file the edit reaches: the catalog's, the cost model's and chapter 03's importers
+    _run_reached(repo, HARDWARE, EFFICIENCY, NVSWITCH_DATA)

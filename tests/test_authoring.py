@@ -1,5 +1,4 @@
 """The student notebooks are generated from solutions/src and leak nothing."""
-import json
 import re
 from pathlib import Path
 

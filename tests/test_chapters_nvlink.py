@@ -220,7 +220,6 @@ def test_explorer_readout_and_infeasible_meshes():
 # ---------------------------------------------------------------- exercises agree with the library
 
 def test_exercise_answers_follow_from_the_library():
-    ex = checks.exercises("02")
     assert grading.expected("02.1") == pytest.approx(hardware.nvlink(4).per_direction / 1e9 * 15 / 18)  # 3 links down
     assert grading.expected("02.2") == pytest.approx(nv.per_peer_bandwidth(8, 12, 25e9) / 1e9)
     t = costmodel.collective_time("all_reduce", 1e9, 8, hardware.nvlink(3).per_direction, 0.0, "ring")

@@ -46,12 +46,20 @@ def test_layouts_agree_with_the_catalog():
 
 def test_generations_ports_and_chip_bandwidth():
     rows = nv.generations()
-    assert [r["ports_per_chip"] for r in rows] == [18, 36, 64, 72]
-    assert [r["chip_per_direction"] / units.GB for r in rows] == [450, 900, 1600, 3600]
+    catalog = hardware.nvswitch_generations()
+    assert [r["generation"] for r in rows] == [g["generation"] for g in catalog]  # one row per catalog generation
+    for row, gen in zip(rows, catalog):  # each row is its catalog row: ports x one NVLink port of its generation
+        assert row["ports_per_chip"] == gen["ports"]
+        assert row["chip_per_direction"] == gen["ports"] * hardware.nvlink(gen["nvlink_generation"], 1).per_direction
+        assert row["in_network_reduction"] is bool(gen["in_network_reduction"])
     assert all(r["chip_bidirectional"] == 2 * r["chip_per_direction"] for r in rows)
-    assert [r["in_network_reduction"] for r in rows] == [False, False, True, True]
-    assert rows[2]["links_per_gpu_per_chip"] == "5 + 4 + 4 + 5 over 4 chips"
-    assert rows[1]["links_per_gpu_per_chip"] == "2 to each of 6 chips"
+    # rows of history, looked up by generation (a new generation adds a row and moves none of these)
+    by_gen = {r["generation"]: r for r in rows}
+    assert {g: by_gen[g]["ports_per_chip"] for g in (1, 2, 3, 4)} == {1: 18, 2: 36, 3: 64, 4: 72}
+    assert {g: by_gen[g]["chip_per_direction"] / units.GB for g in (1, 2, 3, 4)} == {1: 450, 2: 900, 3: 1600, 4: 3600}
+    assert {g: by_gen[g]["in_network_reduction"] for g in (1, 2, 3, 4)} == {1: False, 2: False, 3: True, 4: True}
+    assert by_gen[3]["links_per_gpu_per_chip"] == "5 + 4 + 4 + 5 over 4 chips"
+    assert by_gen[2]["links_per_gpu_per_chip"] == "2 to each of 6 chips"
 
 
 def test_port_budgets_close():

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from course_lib import diagnostics as d
 from course_lib.diagnostics import ibstat, nccl_log, nvlink, smi_pcie, topo
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def text(name):

@@ -9,9 +9,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    out = tmp_path_factory.mktemp("html")
-    return out, export.export_course(out)
+def pages(exported_course):
+    """The course exported once per run (tests/conftest.py: test_answer_leaks reads the same execution)."""
+    return exported_course["out"], exported_course["pages"]
 
 
 def test_one_page_per_chapter_and_an_index(pages):

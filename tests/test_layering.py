@@ -48,6 +48,7 @@ LAYERS = {
     "__main__": 5, "authoring": 5, "checks": 5, "instructor": 5, "export": 5, "gradebook": 5, "sandbox": 5,
     "diagnostics": 5, "cli_inspect": 5, "tables": 5, "grading": 5, "prose": 5, "glossary": 5,
     "collect": 5, "grading_code": 5, "hub_class": 5, "hub_limits": 5, "submissions": 5,
+    "conventions": 5,
 }
 RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises",
          "exercises-below")
@@ -244,6 +245,50 @@ def test_each_rule_fails_on_a_planted_import_in_a_copy_of_the_package(tmp_path):
     assert not any(line.startswith("course_lib/hardware.py") or "imports course_lib.exercises" in line
                    for line in new), report
     assert len(new) == len(PLANTED), report
+
+
+def import_cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """Groups of course_lib modules that import each other in a circle (lazy imports inside functions count: a
+    cycle is one idea split over two files), each sorted; Tarjan's strongly connected components."""
+    graph = {module_name(path, root): set() for path in sorted(root.rglob("*.py"))}
+    for path in sorted(root.rglob("*.py")):
+        mod = module_name(path, root)
+        graph[mod] |= {target for target, _, _ in imports(path, root) if target in graph and target != mod}
+    index, low, stack, found = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    assert import_cycles() == []
+
+
+def test_an_import_cycle_is_found(tmp_path):
+    root = tmp_path / "course_lib"
+    _write(root, "__init__.py", "")
+    _write(root, "hardware.py", "def load(p):\n    from . import systemfile\n")       # lazily: still a cycle
+    _write(root, "systemfile.py", "from . import hardware\n")
+    _write(root, "units.py", "from . import hardware\n")
+    assert import_cycles(root) == [["course_lib.hardware", "course_lib.systemfile"]]
 
 
 def test_rules_are_named():

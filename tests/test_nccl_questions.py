@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from course_lib import costmodel, datafiles, hardware, manifest
+from course_lib import costmodel, datafiles, hardware, manifest, systemfile
 from course_lib.chapters import nccl_questions as faq
 
 
@@ -94,6 +94,6 @@ def test_the_hang_demo_names_the_rank_that_stalled():
 
 
 def test_answers_accept_the_learner_s_own_system():
-    box = hardware.load_system(hardware.__file__.replace("hardware.py", "data/systems/rtx4090x4_p2p.toml"))
+    box = systemfile.load_system(hardware.__file__.replace("hardware.py", "data/systems/rtx4090x4_p2p.toml"))
     assert faq.units_answer(box)["gpu_link_per_direction"] > 0
     assert faq.line_rate_answer(box)["nvls_busbw"] is None

@@ -1,4 +1,8 @@
 """One palette (course_lib.style): the same category has the same colour in every chapter."""
+import ast
+import pathlib
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -78,9 +82,6 @@ def test_chapter_06_memory_uses_the_memory_palette():
 # --- the palette lint: every colour and font size of the drawing code is a name of course_lib.style ---
 # Drawing code: views/, explorers/ and (after the move) chapters/. style.py itself, and topology (a lower
 # layer that keeps its device colours), are not scanned.
-import ast
-import pathlib
-import re
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "course_lib"
 DRAWING_DIRS = ("views", "explorers", "chapters")

@@ -198,9 +198,9 @@ def test_fabric_names_and_gpu_table(tmp_path):
         systemfile.load_system(write(tmp_path, own_gpu.replace("memory_gb = 48", "memory_gb = 0")))
 
 
-def test_hardware_load_system_is_the_file_loader():
-    s = hardware.load_system(EXAMPLE)
-    assert s == systemfile.load_system(EXAMPLE) and s.id == "rtx4090x4-p2p" and s.gpu == hardware.gpu("rtx-4090")
+def test_load_system_reads_the_shipped_example():
+    s = systemfile.load_system(EXAMPLE)
+    assert s.id == "rtx4090x4-p2p" and s.gpu == hardware.gpu("rtx-4090")
     assert s.id not in hardware.system_ids() and s.p2p and s.gpu_link == hardware.pcie_link(4, 16)
 
 
@@ -208,7 +208,7 @@ def test_example_predicts_its_published_run():
     """The shipped machine file against its published all_reduce_perf rows: within 10% at every size."""
     from course_lib.diagnostics import nccl_tests
     rows = nccl_tests.parse_nccl_tests((SYSTEMS / "rtx4090x4_p2p_all_reduce_perf.txt").read_text())["rows"]
-    s = hardware.load_system(EXAMPLE)
+    s = systemfile.load_system(EXAMPLE)
     pred = costmodel.predict("all_reduce", [r["size"] for r in rows], s)
     for r, busbw in zip(rows, pred.busbw):
         assert busbw / units.GB == pytest.approx(r["busbw"], rel=0.10)
@@ -277,7 +277,7 @@ def test_each_new_catalog_system_has_a_system_file_that_prices_like_it(sid):
     """Issue 24: every system added (and dgx-b300, corrected) ships a system-file example a learner can start
     from; it loads and prices one node and four nodes exactly as the catalog entry does, and is listed in SOURCES.json."""
     path = SYSTEMS / (sid.replace("-", "_") + ".toml")
-    mine = hardware.load_system(path)
+    mine = systemfile.load_system(path)
     sources = json.loads((SYSTEMS / "SOURCES.json").read_text(encoding="utf-8"))
     assert path.name in sources and sources[path.name]["kind"] == "system_file"
     for nodes in (1, 4):
@@ -300,7 +300,7 @@ def test_an_own_gpu_states_its_nccl_generation_to_be_priced(tmp_path):
 
 def test_predict_takes_a_system_files_nodes_as_the_cli_does(tmp_path):
     """A file's ``nodes = 2`` is predict's default, as ``predict --system-file`` takes it (issue 36 item 7)."""
-    system = hardware.load_system(write(tmp_path, L40S_LIKE))
+    system = systemfile.load_system(write(tmp_path, L40S_LIKE))
     assert systemfile.nodes_default(system) == 2
     default = costmodel.predict("all_reduce", 2**30, system).busbw[0]
     assert default == costmodel.predict("all_reduce", 2**30, system, nodes=2).busbw[0]

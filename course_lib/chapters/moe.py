@@ -49,26 +49,47 @@ def ep_layer_costs(model_="deepseek-v3", system="dgx-h100", ep=8, tp=1, micro_ba
     bytes = s b / tp tokens x top_k x h x 2 bytes x imbalance (one rank's send buffer);
     compute = 2 x top_k x expert weights x tokens x imbalance / (peak x efficiency). The combine
     moves the same bytes back; the backward pass repeats both. Returns seconds, bytes, the link
-    and the share of the buffer that leaves the node.
+    and the share of the buffer that leaves the node. The all-to-all (bytes, link, time) is the planner's,
+    ``parallel.ep_phase``; ``ep`` must divide the experts.
     """
     m = parallel.resolve_model(model_)
     sys_ = hardware.resolve_system(system)
     ep = validate.integer("ep", ep, low=1, high=max(1, m.experts))
+    if m.experts % ep:  # each rank holds the same number of experts (as the planner's layouts require)
+        raise ValueError(f"ep must divide the experts ({m.experts}), got {ep}")
     imbalance = validate.number("imbalance", imbalance, low=1.0, high=float(max(1, m.experts)))
     eff = parallel.assumption("gpu_efficiency") if gpu_efficiency is None else \
         validate.fraction("gpu_efficiency", gpu_efficiency)
+    # EP1 sends nothing; its buffer is any EP degree's (the smallest that divides the experts)
+    probe = ep if ep > 1 else next((d for d in range(2, m.experts + 1) if m.experts % d == 0), None)
+    if probe is None:
+        raise ValueError(f"model must have at least 2 experts for expert parallelism, got {m.experts}")
+    dispatch = _dispatch(m, sys_, probe, tp, micro_batch, imbalance)
+    nbytes = dispatch.bytes_per_call  # one rank's send buffer: the same at every EP degree
+    if ep == 1:  # no expert parallelism: nothing leaves the GPU
+        a2a_s, link_name, crosses = 0.0, sys_.gpu_link.name, False
+    else:
+        a2a_s, link_name, crosses = dispatch.time_s / dispatch.calls_per_step, dispatch.link, dispatch.crosses_nodes
     tokens = m.seq_len * micro_batch / tp
-    nbytes = tokens * m.top_k * m.hidden * parallel.ACT_BYTES * imbalance
-    a2a_s, link = parallel.all_to_all_time(sys_, nbytes, ep, tp)
     flops = 2 * m.top_k * m.expert_params / tp * tokens * imbalance
     compute_s = flops / (sys_.gpu.bf16_flops * eff)
     g = sys_.gpus_per_node
     k = max(1, min(ep, g // tp)) if tp < g else 1
-    off_node = (ep - k) / ep if link.crosses_nodes else 0.0
-    expert_bytes = 16 * m.routed_layer_params * m.layers / m.moe_layers / (ep * tp) if m.moe_layers else 0.0
-    return {"ep": ep, "bytes": nbytes, "a2a_s": a2a_s, "compute_s": compute_s, "link": link.name,
-            "crosses_nodes": link.crosses_nodes, "off_node_share": off_node,
+    off_node = (ep - k) / ep if crosses else 0.0
+    per_param = sum(parallel.BYTES_PER_PARAM_ADAM.values())  # 16: weights, gradients and Adam's state
+    expert_bytes = per_param * m.routed_layer_params * m.layers / m.moe_layers / (ep * tp) if m.moe_layers else 0.0
+    return {"ep": ep, "bytes": nbytes, "a2a_s": a2a_s, "compute_s": compute_s, "link": link_name,
+            "crosses_nodes": crosses, "off_node_share": off_node,
             "expert_state_bytes_per_layer": expert_bytes}
+
+
+def _dispatch(m, sys_, ep, tp, micro_batch, imbalance) -> parallel.Traffic:
+    """``parallel.ep_phase``'s all-to-all on ep x tp GPUs running one micro-batch without recomputation: the
+    planner's own bytes per call, link and time (4 calls per MoE layer, so time_s / calls is one call)."""
+    L = parallel.layout(m, sys_, gpus=ep * tp, tp=tp, ep=ep, global_batch=micro_batch * ep, micro_batch=micro_batch,
+                        recompute="none", moe_imbalance=imbalance)
+    (traffic,) = parallel.ep_phase(L, parallel.compute_phase(L), [])
+    return traffic
 
 
 def ep_scan(model_="deepseek-v3", system="dgx-h100", degrees=EP_DEGREES, **kw) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import costmodel, hardware, units, validate
+from .. import costmodel, hardware, systemfile, units, validate
 from ..diagnostics import nccl_tests
 from ..views import your_cluster as views
 from ..widgets import explorer, gpu_count_slider, link_speed_slider
@@ -27,7 +27,7 @@ SIZES = 2.0 ** np.arange(20, 33)  # 1 MiB to 4 GiB, nccl-tests style
 @lru_cache(maxsize=1)
 def example_system() -> hardware.System:
     """The shipped 4x RTX 4090 machine, read from its system file."""
-    return hardware.load_system(EXAMPLE_SYSTEM)
+    return systemfile.load_system(EXAMPLE_SYSTEM)
 
 
 @lru_cache(maxsize=1)

@@ -90,5 +90,9 @@ def launch_latency() -> float:
 def nvls_efficiency(nvlink_generation) -> float:
     """NVLS algbw / per-direction NVLink rate for an NVLink generation (4: Hopper, 5: Blackwell), <= 1."""
     table = efficiency_data()["technologies"]["nvls"]["by_nvlink_generation"]
-    key = validate.choice("nvlink_generation", str(nvlink_generation), table)
+    if str(nvlink_generation) not in table:  # a new NVLink generation: the table to extend is named
+        raise ValueError(f"nvlink_generation {validate.describe(str(nvlink_generation))} has no row in efficiency.json "
+                         f"technologies.nvls.by_nvlink_generation (NVLS efficiency per NVLink generation); "
+                         f"known generations: {', '.join(table)}")
+    key = str(nvlink_generation)
     return min(1.0, float(table[key]["efficiency"]))

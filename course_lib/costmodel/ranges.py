@@ -335,10 +335,17 @@ def coverage_by_regime() -> list[dict]:
     return out
 
 
+def _regime_rows(rows) -> list:
+    """``rows`` as given to the coverage summaries: a list of :func:`coverage_by_regime` rows, else ValueError."""
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) and "made" in r for r in rows):
+        raise ValueError(f"rows must be a list of coverage_by_regime() rows; got {type(rows).__name__}")
+    return list(rows)
+
+
 def coverage_summary(rows=None) -> dict:
     """Nominal coverage and the coverage out of sample, pooled over regimes: {nominal, by_case, by_source,
     by_family: {checked, covered, coverage}, met_by_family: LOFO coverage within 10 points of nominal or above}."""
-    rows = coverage_by_regime() if rows is None else rows
+    rows = coverage_by_regime() if rows is None else _regime_rows(rows)
     out: dict = {"nominal": SHARE}
     for way in LEAVE_OUT:
         checked = sum(r[way]["checked"] for r in rows)
@@ -351,9 +358,10 @@ def coverage_summary(rows=None) -> dict:
 
 def coverage_summary_lines(rows=None) -> list[str]:
     """validation's summary of the ranges: the nominal coverage and how often ranges held cases they did not see."""
+    rows = coverage_by_regime() if rows is None else _regime_rows(rows)
     s = coverage_summary(rows)
     made: dict = {}
-    for r in (coverage_by_regime() if rows is None else rows):
+    for r in rows:
         made[r["made"]] = made.get(r["made"], 0) + 1
     lines = [f"# ranges: nominal coverage {SHARE:.0%}; every regime prints one ("
              + ", ".join(f"{v} {k}" for k, v in made.items()) + "); held out of sample:"]

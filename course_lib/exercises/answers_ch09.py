@@ -6,7 +6,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .. import costmodel, hardware, systemfile, units
+from .. import costmodel, systemfile, units
 from ..diagnostics import nccl_tests
 from . import key_field
 
@@ -14,7 +14,7 @@ SYSTEMS = Path(__file__).resolve().parent.parent / "data" / "systems"
 
 
 def _rtx4090_box():
-    return hardware.load_system(SYSTEMS / "rtx4090x4_p2p.toml")
+    return systemfile.load_system(SYSTEMS / "rtx4090x4_p2p.toml")
 
 
 @lru_cache(maxsize=None)
@@ -46,7 +46,7 @@ def system_file_busbw(system_toml: str) -> float:
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "system.toml"
         path.write_text(system_toml, encoding="utf-8")
-        system = hardware.load_system(path)
+        system = systemfile.load_system(path)
     nodes = systemfile.nodes_default(system)
     return costmodel.predict("all_reduce", 2**30, system, nodes=nodes).busbw[0] / units.GB
 

@@ -40,12 +40,11 @@ In a notebook::
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import evidence, units, validate
+from .. import collectives, evidence, units, validate
 from .processes import usable_cores as _cores
 
 DEFAULT_SIZES = (1024, 16 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024)
@@ -114,8 +113,15 @@ def ring_all_reduce_time(nbytes, ranks, alpha, beta, gamma=0.0, stretch=1.0, ove
     gamma = validate.non_negative("gamma", gamma)
     stretch = validate.number("stretch", stretch, low=1.0)
     overhead = validate.non_negative("overhead", overhead)
-    out = stretch * (overhead + 2 * (p - 1) * alpha + (p - 1) / p * n * (2 * beta + gamma))
+    ring, reduced = _ring_terms(p)
+    out = stretch * (overhead + ring.steps(p) * alpha + ring.volume(p) * n * beta + reduced.volume(p) * n * gamma)
     return float(out) if out.ndim == 0 else out
+
+
+def _ring_terms(p: int):
+    """The registry's ring all-reduce (steps 2(p-1), volume 2(p-1)/p) and its reduce-scatter half, whose
+    p-1 steps each add one share ((p-1)/p of the buffer is reduced): one home for the ring's terms."""
+    return (collectives.get("all_reduce").algorithm("ring"), collectives.get("reduce_scatter").algorithm("ring"))
 
 
 def _links_worker(rank, world_size, sizes, iters, warmup):
@@ -342,7 +348,8 @@ def step_model_time(step: dict, ranks, stretch=1.0, alone: bool = False) -> floa
     stretch = validate.number("stretch", stretch, low=1.0)
     step_time = step["step_alone_s" if alone and "step_alone_s" in step else "step_s"]
     call = min(step.get("call_s", 0.0), step_time)
-    return stretch * (call + 2 * (p - 1) * (step_time - call) + (p - 1) * step["add_s"])
+    ring, reduced = _ring_terms(p)
+    return stretch * (call + ring.steps(p) * (step_time - call) + reduced.steps(p) * step["add_s"])
 
 
 @dataclass

@@ -74,7 +74,6 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
         return []
     cp, t, b = L.cp, L.tp, L.micro_batch
     fwd_passes = 1 + (1 if L.recompute == "full" else 0)
-    kv_dim = m.hidden * m.kv / m.heads
     chunk = m.seq_len / cp
     per_pass = L.layers_per_stage * L.micro_batches
     if L.cp_kind == "ring":

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .. import datafiles, evidence, hardware, units
+from .. import datafiles, evidence, hardware, units, validate
 from ..transformer import model_state_bytes
 from .layouts import published
 from .links import _members_per_node, all_to_all_time
@@ -223,6 +223,9 @@ def _role(case: dict) -> str:
     return "informed" if role == "fit" else role   # a fit source's other runs: not independent of the fit
 
 
+REGIMES = tuple(f"{kind} {precision}" for kind in ("dense", "MoE") for precision in ("BF16", "FP8"))  # _regime's
+
+
 def _regime(e: Estimate) -> str:
     """The regime a step time belongs to for its range: dense or MoE, BF16 or FP8 (MXFP8 counts as FP8)."""
     return f"{'MoE' if e.ep > 1 or 'EP' in e.layout else 'dense'} {'BF16' if e.precision == 'bf16' else 'FP8'}"
@@ -255,6 +258,7 @@ def regime_spread(regime: str) -> dict:
     """The test runs' spread of predicted / measured throughput in one regime (``_regime``): cases, low, high;
     ``known`` False with fewer than two test runs. ``all`` is every test run's spread, whatever its regime."""
     tests = [r for r in training_validation_table() if r["role"] == "test"]
+    regime = validate.choice("regime", regime, REGIMES + ("all",))
     ratios = [r["ratio"] for r in tests if r["regime"] == regime] if regime != "all" else [r["ratio"] for r in tests]
     return {"regime": regime, "cases": len(ratios), "known": len(ratios) >= 2,
             "low": min(ratios) if ratios else None, "high": max(ratios) if ratios else None}

@@ -72,8 +72,6 @@ def _ratio_ticks(ax, ticks):
 def draw_validation_ratios(ax, by_regime, worst, role):
     """predicted / measured busbw against size, one marker per node-count regime (``by_regime``: (name, rows)
     pairs in costmodel.SCALE_REGIMES order; ``worst``: the rows to name)."""
-    from matplotlib.ticker import FuncFormatter
-
     ax.axhspan(1 / 1.2, 1.2, color=style.AGREEMENT, alpha=0.12, label="within 20%")
     ax.axhspan(0.5, 2.0, color=style.AGREEMENT, alpha=0.05, label="within 50%")
     ax.axhline(1.0, color=style.GUIDE, lw=0.8)

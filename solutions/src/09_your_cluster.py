@@ -24,7 +24,7 @@
 
 # %%
 # %matplotlib inline
-from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, prose, units
+from course_lib import checks, cli_predict, costmodel, diagnostics, hardware, prose, systemfile, units
 from course_lib.cli_inspect import format_report, inspect_text, inspect_texts
 from course_lib.diagnostics import acs, local, nccl_tests, topo
 
@@ -232,7 +232,7 @@ print(format_report(inspect_text(diagnostics.sample_text("nccl_tests_4gpu_docker
 # The catalog (`python -m course_lib systems`) knows DGX systems, cloud instances (AWS p4d and p5 on EFA,
 # Azure ND H100 v5, Google A3 Mega), PCIe boxes (L40S, H100 NVL), GH200 on Slingshot, MI300X and B300.
 # For anything else, write a small TOML file: GPU, GPU link, PCIe, NICs (their fabric, rate and count), the
-# number of nodes. `hardware.load_system(path)` reads it; errors name the field and its line. The course
+# number of nodes. `systemfile.load_system(path)` reads it; errors name the field and its line. The course
 # ships one: four GeForce RTX 4090 cards, each in its own PCIe Gen4 x16 slot, with peer-to-peer enabled by
 # a patched driver, a machine that was benchmarked in public (tinygrad/open-gpu-kernel-modules issue 36).
 
@@ -242,7 +242,7 @@ from pathlib import Path
 SYSTEMS = Path(hardware.__file__).parent / "data" / "systems"
 box_file = SYSTEMS / "rtx4090x4_p2p.toml"
 print(box_file.read_text())
-box = hardware.load_system(box_file)
+box = systemfile.load_system(box_file)
 print(hardware.system_summary(box))
 
 # %% [markdown]
@@ -262,7 +262,7 @@ with tempfile.TemporaryDirectory() as folder:
     bad = Path(folder) / "bad_system.toml"
     bad.write_text(box_file.read_text().replace("switches = 0", "switches = -1"))
     try:
-        hardware.load_system(bad)
+        systemfile.load_system(bad)
     except ValueError as exc:
         print("ValueError:", str(exc).replace(folder, "..."))
 
@@ -401,7 +401,7 @@ predicted_over_measured = costmodel.predict("all_reduce", 2**30, box).busbw[0] /
 # each with **8 L40S** (catalog GPU `l40s`) on **PCIe Gen4 x16**, **2 CPU sockets**, and **2 RoCE ports of
 # 100 Gb/s** per node (in `[network]`: fabric `roce`, `gbit_s` and `count`). Write the TOML text into
 # `my_cluster_toml`, and store the predicted all-reduce busbw of a **1 GiB** message on **both nodes**, in
-# GB/s, in `my_cluster_busbw_gb_s` (`hardware.load_system` reads a file; `costmodel.predict(...,
+# GB/s, in `my_cluster_busbw_gb_s` (`systemfile.load_system` reads a file; `costmodel.predict(...,
 # nodes=2)`). The docstring of `course_lib.systemfile` shows every field.
 
 # %% exercise="09.8"
@@ -429,7 +429,7 @@ count = 2
 with tempfile.TemporaryDirectory() as scratch:
     toml_path = Path(scratch) / "my_cluster.toml"
     toml_path.write_text(my_cluster_toml)
-    my_cluster = hardware.load_system(toml_path)
+    my_cluster = systemfile.load_system(toml_path)
 my_cluster_busbw_gb_s = costmodel.predict("all_reduce", 2**30, my_cluster, nodes=2).busbw[0] / units.GB
 
 # %% [markdown]

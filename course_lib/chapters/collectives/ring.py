@@ -6,7 +6,7 @@ from ... import style, validate
 from ...views import ring as views
 from ...widgets import explorer
 from .patterns import _ranks
-from .steps import _ring, simulate
+from .steps import _ring, ring_schedule, simulate
 
 
 RING_RANKS = (2, 3, 4, 5, 6, 8)
@@ -15,25 +15,6 @@ RING_RANKS = (2, 3, 4, 5, 6, 8)
 def ring_steps(ranks) -> int:
     """Number of steps of a ring all-reduce on ``ranks`` (1-64): 2(p-1)."""
     return 2 * (_ranks("ranks", ranks, low=1, high=64) - 1)
-
-
-def ring_schedule(ranks) -> list[list[dict]]:
-    """The transfers of each ring step (index 0 is step 1), in the library's chunk order.
-
-    Reduce-scatter step s (0-based): rank r sends chunk (r-s-1) mod p to rank r+1 and adds
-    the chunk (r-s-2) mod p it receives from rank r-1. All-gather step s: rank r sends
-    chunk (r-s) mod p and stores the chunk (r-s-1) mod p it receives. Each transfer is a
-    dict ``src``, ``dst``, ``chunk``, ``phase`` ('reduce-scatter' or 'all-gather').
-    """
-    p = _ranks("ranks", ranks, low=1, high=64)
-    out = []
-    for s in range(p - 1):
-        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s - 1) % p, "phase": "reduce-scatter"}
-                    for r in range(p)])
-    for s in range(p - 1):
-        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s) % p, "phase": "all-gather"}
-                    for r in range(p)])
-    return out
 
 
 def ring_states(ranks) -> list[list[list[frozenset]]]:

@@ -121,9 +121,26 @@ def simulate(ranks, chunks, steps) -> tuple:
 
 # ---------------------------------------------------------------- the three schedules
 
-def _ring(p) -> list[Step]:
-    from .ring import ring_schedule
+def ring_schedule(ranks) -> list[list[dict]]:
+    """The transfers of each ring step (index 0 is step 1), in the library's chunk order.
 
+    Reduce-scatter step s (0-based): rank r sends chunk (r-s-1) mod p to rank r+1 and adds
+    the chunk (r-s-2) mod p it receives from rank r-1. All-gather step s: rank r sends
+    chunk (r-s) mod p and stores the chunk (r-s-1) mod p it receives. Each transfer is a
+    dict ``src``, ``dst``, ``chunk``, ``phase`` ('reduce-scatter' or 'all-gather').
+    """
+    p = _ranks("ranks", ranks, low=1, high=64)
+    out = []
+    for s in range(p - 1):
+        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s - 1) % p, "phase": "reduce-scatter"}
+                    for r in range(p)])
+    for s in range(p - 1):
+        out.append([{"src": r, "dst": (r + 1) % p, "chunk": (r - s) % p, "phase": "all-gather"}
+                    for r in range(p)])
+    return out
+
+
+def _ring(p) -> list[Step]:
     steps = []
     for k, transfers in enumerate(ring_schedule(p), start=1):
         phase = transfers[0]["phase"]
