@@ -26,7 +26,7 @@ def test_ranges_come_from_the_catalog_and_the_messages_state_them(tmp_path):
     assert plausible.check("x", high, "link_gb_s_per_direction") == high
     with pytest.warns(plausible.PlausibilityWarning, match=f"the catalog's machines have {low:g}-{high:g} {unit}"):
         plausible.check("x", high * plausible.PLAUSIBLE_FACTOR * 1.5, "link_gb_s_per_direction")
-    with pytest.raises(ValueError, match=rf"^x must be within 100x of what real machines have"):
+    with pytest.raises(ValueError, match=r"^x must be within 100x of what real machines have"):
         plausible.check("x", high * plausible.PHYSICAL_FACTOR * 1.5, "link_gb_s_per_direction")
 
 

@@ -12,7 +12,6 @@ whatever its kind. Published samples of each kind ship in ``course_lib/data/samp
 """
 from __future__ import annotations
 
-import re
 
 from . import (acs, failures, ibstat, iblinkinfo, nccl_log, nccl_tests, nccl_topo, nvlink, pasted, rdma_link,
                smi_pcie, topo)

@@ -2,7 +2,6 @@
 GB vs GiB, ...), an exercise's own factor hints, unit slips by a power of 1000, and the hint levels' text."""
 from __future__ import annotations
 
-from .session import HINT_LEVELS
 
 # Named mistakes and the factor (answer / expected) that gives them away.
 COMMON_MISTAKES = {
@@ -70,7 +69,7 @@ def unit_slip(exponent: int, unit: str) -> str:
     if abs(exponent) == 9 and "GB" in unit:
         return head + (": did you leave it in bytes (or bytes/s)? 1 GB = 1e9 bytes." if exponent > 0 else
                        ": did you divide by 1e9 twice, or give GB where bytes were asked?")
-    return head + f": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
+    return head + ": check each prefix on the way (k = 1e3, M = 1e6, G = 1e9, T = 1e12; m = 1e-3, µ = 1e-6)."
 
 
 def achievable(name: str, unit: str) -> list[tuple[float, str]]:
