@@ -72,6 +72,7 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     for label, text in items:
         try:
             readings = diagnostics.read_parts(text)
+            _refuse_a_document(text, readings)
         except ValueError as exc:
             raise ValueError(f"{label}: {_unread(text, exc)}") from None
         parsed.append((label, readings, diagnostics.read(text).skipped_json()))
@@ -106,6 +107,19 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
 
 
 _DOCUMENT = re.compile(r"^\s*(?:```|\|[\s:|-]*---[\s:|-]*\||<!DOCTYPE|<html|\{\s*\"cells\")", re.MULTILINE | re.IGNORECASE)
+
+
+def _refuse_a_document(text: str, readings: list) -> None:
+    """ValueError for a document that only quotes outputs (a README, a notebook, a web page): Markdown fences,
+    tables or HTML, with most of its lines in no tool's part. A paste from an issue keeps its fences around an
+    output that fills most of it, and is read."""
+    if not _DOCUMENT.search(text):
+        return
+    lines = sum(1 for line in text.splitlines() if line.strip())
+    other = sum(b - a + 1 for r in readings if r["kind"] in ("other", "prompt")
+                for a, b in r["part"].to_json()["ranges"])
+    if lines and other > lines / 2:
+        raise ValueError(f"{other} of its {lines} lines are no tool's output")
 
 
 def _unread(text: str, exc: ValueError) -> str:

@@ -284,3 +284,12 @@ def test_a_document_that_quotes_outputs_is_not_read_as_one(capsys):
     assert cli.main(["inspect", str(ROOT / "README.md")]) == 2  # it quotes '=== System : maxBw' in a table
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "README.md: not a recognised tool output: it is a document" in err, err
+
+
+def test_a_paste_in_code_fences_is_read_not_refused_as_a_document(tmp_path):
+    """An output pasted from an issue keeps its Markdown fences and a line of its own; it is still the output."""
+    sample = (Path(diagnostics.__file__).parent.parent / "data" / "samples" / "nccl_tests_4gpu_docker.txt").read_text(
+        encoding="utf-8")
+    pasted = tmp_path / "fenced.txt"
+    pasted.write_text("Here is my run:\n```\n" + sample + "```\n", encoding="utf-8")
+    assert cli.main(["inspect", str(pasted)]) == 0
