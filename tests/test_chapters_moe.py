@@ -80,7 +80,7 @@ def test_exercise_answers_follow_from_the_library():
     k = _members_per_node(h100, 16, 2)
     assert grading.expected("10.3") == pytest.approx((16 - k) / 16)
     nic, nvlink = h100.nic_bandwidth_per_gpu, h100.gpu_link.per_direction
-    assert (16 - k) / 16 / nic > (k - 1) / 16 / nvlink and grading.expected("10.4") == "B"
+    assert (16 - k) / 16 / nic > (k - 1) / 16 / nvlink and grading.expected("10.4") == "A"
     # 10.5: on 40 GB A100s EP 8 alone does not fit; among the layouts that fit, C is fastest: TP 4 (D) cuts every
     # GEMM to a quarter of its width, which the GEMM-shape compute prices (11.3 vs 12.7 s), more than C's bubble
     layouts = {"A": dict(tp=1, ep=8, pp=1), "B": dict(tp=8, ep=8, pp=1), "C": dict(tp=1, ep=8, pp=2),

@@ -32,7 +32,7 @@ def test_unsupported_pair_names_algorithm():
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(nbytes=-1), "nbytes"), (dict(ranks=0), "ranks"), (dict(bandwidth=0), "bandwidth"),
-    (dict(latency=-1e-6), "latency"), (dict(collective="allreduce"), "collective"), (dict(algorithm="magic"), "algorithm"),
+    (dict(latency=-1e-6), "latency"), (dict(collective="all_reduse"), "collective"), (dict(algorithm="magic"), "algorithm"),
 ])
 def test_bad_input_names_parameter(kwargs, name):
     args = dict(collective="all_reduce", nbytes=1e6, ranks=8, bandwidth=1e9, latency=1e-6)

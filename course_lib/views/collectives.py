@@ -265,7 +265,7 @@ def draw_sweeps(ax, sweeps, grid, model):
                               frameon=False, title="measured sweep (colour)", title_fontsize=style.FONT_NORMAL)
     ax.add_artist(sweeps_legend)
     sweeps_legend.set_clip_on(False)  # add_artist clips to the Axes; this legend sits under them
-    ax.legend(handles=kinds, fontsize=style.FONT_NORMAL, loc="center left", bbox_to_anchor=(0.0, 0.62))
+    ax.legend(handles=kinds, fontsize=style.FONT_NORMAL, loc="center left", bbox_to_anchor=(0.0, 0.74))
     return ax
 
 
