@@ -153,8 +153,12 @@ def export_notebook(path: Path, out_dir: Path, timeout: int = 300, slides: bool 
         with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
             km = (KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
                   if os.name == "posix" else None)  # Windows has no IPC sockets: TCP there
-            ExecutePreprocessor(timeout=timeout, kernel_name="python3", store_widget_state=False).preprocess(
-                nb, {"metadata": {"path": str(path.parent)}}, km=km)
+            try:
+                ExecutePreprocessor(timeout=timeout, kernel_name="python3", store_widget_state=False).preprocess(
+                    nb, {"metadata": {"path": str(path.parent)}}, km=km)
+            finally:  # nbclient shuts down only a kernel it made itself: this one is ours to stop
+                if km is not None and km.has_kernel:
+                    km.shutdown_kernel(now=True)
     except CellTimeoutError:
         raise ExportError(f"{path.name}: a cell ran past the {timeout} s limit (--timeout)") from None
     except DeadKernelError:
