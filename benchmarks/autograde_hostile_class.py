@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from course_lib import authoring, instructor  # noqa: E402
+from tests.submission_fixtures import mark_collected, place_hostile  # noqa: E402
 
 ATTACK = ("ip = get_ipython()\nip.events.register('pre_run_cell', lambda *a: print('ok'))\n"
           "import importlib, sys, types\nimportlib.reload = lambda m: types.SimpleNamespace(grade=lambda *a: None)\n"
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     def save(student, nb):
         nbformat.write(nb, work / f"{student}.ipynb")
         instructor.submit(course, chapter, student, work / f"{student}.ipynb")
-        (course / "submitted" / student / chapter / "timestamp.txt").write_text("2026-12-02 12:00:00.000000 UTC")
+        mark_collected(course, chapter, student)
 
     save("a_full", _answered(release, solution))
     save("blank_attacks", _answered(release, solution, lambda g, src: ATTACK + src))  # the release's stubs
@@ -78,17 +79,7 @@ def main(argv=None) -> int:
     save("collective", _answered(release, solution,
                                  lambda g, src: collective if any(f"def {n}" in src for n in names) else src))
     save("z_full", _answered(release, solution))
-    for student in ("link", "fifo", "sparse"):
-        folder = course / "submitted" / student / chapter
-        folder.mkdir(parents=True)
-        target = folder / f"{chapter}.ipynb"
-        if student == "link":
-            target.symlink_to(course / "source" / chapter / f"{chapter}.ipynb")
-        elif student == "fifo":
-            os.mkfifo(target)
-        else:
-            with open(target, "wb") as handle:
-                handle.truncate(2 * 1000 ** 3)
+    place_hostile(course, chapter)
     print(f"class of {len(list((course / 'submitted').iterdir()))} in {course}; code items {sorted(code_cells)}",
           flush=True)
     start = time.monotonic()

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from course_lib import instructor, sandbox
+from tests.submission_fixtures import mark_collected, place_hostile
 
 pytestmark = pytest.mark.slow
 CHAPTER = "03_nvswitch"
@@ -25,18 +26,8 @@ def course(tmp_path_factory):
     course = instructor.init_course(tmp_path_factory.mktemp("class") / "course", [CHAPTER])
     for student, notebook in (("full", instructor.SOLUTIONS), ("blank", instructor.STUDENT)):
         instructor.submit(course, CHAPTER, student, notebook / f"{CHAPTER}.ipynb")
-        (course / "submitted" / student / CHAPTER / "timestamp.txt").write_text("2026-12-02 12:00:00.000000 UTC")
-    for student in ("link", "fifo", "sparse"):  # as a course folder may hold them (by hand, or nbgrader's collect)
-        folder = course / "submitted" / student / CHAPTER
-        folder.mkdir(parents=True)
-        notebook = folder / f"{CHAPTER}.ipynb"
-        if student == "link":
-            notebook.symlink_to(course / "source" / CHAPTER / f"{CHAPTER}.ipynb")
-        elif student == "fifo":
-            os.mkfifo(notebook)
-        else:
-            with open(notebook, "wb") as handle:
-                handle.truncate(2 * 1000 ** 3)
+        mark_collected(course, CHAPTER, student)
+    place_hostile(course, CHAPTER)
     return course
 
 
