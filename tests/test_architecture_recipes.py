@@ -204,37 +204,34 @@ def test_recipe_add_an_algorithm(tmp_path):
         assert named in recipe, f"the recipe does not name {named}"
     repo = _copy(tmp_path)
     before = {p.name: p.read_text(encoding="utf-8") for p in (repo / GOLDEN).glob("*.txt")}
-    # 1-2. one Algorithm with its alpha-beta terms, added to all_reduce's entry: two rings in opposite
-    #      directions, each carrying half of the buffer, so each direction of a port moves (p-1)/p of it
+    # 1-2. one Algorithm with its alpha-beta terms, added to all_reduce's entry: one-shot, every rank sends its whole
+    #      buffer to every other and reduces what it receives (one step, p - 1 buffers out of each port)
     _edit(repo, COLLECTIVES, "\nregister(Collective(\"all_reduce\"",
-          '\nBIDIRECTIONAL_RING = Algorithm("bidirectional_ring", "two rings, opposite directions",\n'
-          '                               lambda p: 2 * (p - 1), _share, "each ring carries half the buffer")\n'
+          '\nONE_SHOT = Algorithm("one_shot", "one-shot (every rank sends its buffer to every other)",\n'
+          '                     lambda p: 1, lambda p: p - 1, "each rank reduces the p-1 buffers it receives")\n'
           '\nregister(Collective("all_reduce"')
     _edit(repo, COLLECTIVES, "HALVING_DOUBLING, NAIVE,\n                           IN_NETWORK)",
-          "HALVING_DOUBLING, NAIVE,\n                           IN_NETWORK, BIDIRECTIONAL_RING)")
+          "HALVING_DOUBLING, NAIVE,\n                           IN_NETWORK, ONE_SHOT)")
     # 3. its colour
-    _edit(repo, STYLE, 'ALGORITHM_COLOURS = {\n', 'ALGORITHM_COLOURS = {\n    "bidirectional_ring": "#aec7e8",\n')
+    _edit(repo, STYLE, 'ALGORITHM_COLOURS = {\n', 'ALGORITHM_COLOURS = {\n    "one_shot": "#aec7e8",\n')
     # 4. chapter 04 teaches it: its own tuple
-    _edit(repo, CHAPTER_04, '"double_binary_tree")\n', '"double_binary_tree", "bidirectional_ring")\n')
-    # 5. the style test passes, and the goldens: predict's own choice is NCCL's, so only chapter 04's
-    #    cost explorer moves (its "Fastest here")
+    _edit(repo, CHAPTER_04, '"double_binary_tree")\n', '"double_binary_tree", "one_shot")\n')
+    # 5. the style test passes, and the goldens: predict's own choice is NCCL's, and at the cost explorer's
+    #    1 GB the one-shot sends p - 1 buffers where halving-doubling sends 2(p-1)/p: no golden moves
     _pytest(repo, "tests/test_style.py")
     _run(repo, f"{GOLDEN}/record.py")
     changed = [name for name in before if (repo / GOLDEN / name).read_text(encoding="utf-8") != before[name]]
-    assert changed == ["explorers.txt"]
-    moved = [line for line in difflib.ndiff(before["explorers.txt"].splitlines(),
-                                            (repo / GOLDEN / "explorers.txt").read_text(encoding="utf-8").splitlines())
-             if line.startswith("+ ")]
-    assert len(moved) == 1 and "Fastest here: <b>two rings, opposite directions</b>" in moved[0]
+    assert changed == []
     # nothing else: predict offers and prices it under the registry's label; chapter 04's table lists it
     out = _run(repo, "-m", "course_lib", "predict", "all_reduce", "--system", "dgx-h100", "--algo",
-               "bidirectional_ring", "-b", "1G", "-e", "1G")
-    assert "two rings, opposite directions" in out or "bidirectional_ring" in out
+               "one_shot", "-b", "1G", "-e", "1G")
+    assert "one-shot (every rank sends its buffer to every other)" in out or "one_shot" in out
     table = _run(repo, "-c", f"from {CHAPTER_04_MODULE} import algorithm_table\n"
                              "rows = {r['algorithm']: r for r in algorithm_table(1e9, 8, 100e9, 5e-6)}\n"
-                             "print(rows['bidirectional_ring']['label'], rows['bidirectional_ring']['time_s'])")
+                             "print(rows['one_shot']['label'], rows['one_shot']['time_s'])")
     label, seconds = table.rsplit(" ", 1)
-    assert label == "two rings, opposite directions" and float(seconds) == 14 * 5e-6 + 7 / 8 * 1e9 / 100e9
+    assert label == "one-shot (every rank sends its buffer to every other)" and \
+        float(seconds) == 1 * 5e-6 + 7 * 1e9 / 100e9
     # and every test file the edit reaches: the registry's, the palette's and chapter 04's importers
     _run_reached(repo, COLLECTIVES, STYLE, CHAPTER_04)
 
@@ -245,7 +242,8 @@ def test_recipe_add_an_algorithm(tmp_path):
 @pytest.mark.timeout(1800)
 def test_recipe_add_a_chapter(tmp_path):
     recipe = _recipe("Add a chapter")
-    for named in ("course.toml", "solutions/src", "course_lib/exercises", "exercise=\"", ANSWER_KEY, "grading seal", "authoring build",
+    for named in ("course.toml", "solutions/src", "course_lib/exercises", "solutions/feedback.json", "exercise=\"",
+                  ANSWER_KEY, "grading seal", "authoring build",
                   "README", "tests/test_contract.py", "tests/test_readme.py", "glossary", "`skill`", "`demand`",
                   "exercise_audit.md", "**Exercise <id>**", "authoring check", "course_lib/conventions.py"):
         assert named in recipe, f"the recipe does not name {named}"
@@ -262,12 +260,14 @@ def test_recipe_add_a_chapter(tmp_path):
         "# %% [markdown]\n# **Exercise 99.1** (1 point). *Predict.* A vendor quotes an H100's NVLink as 900 GB/s. "
         "What does one direction carry, in GB/s? Store it in `nvlink4_gb_s`.\n\n"
         '# %% exercise="99.1"\nnvlink4_gb_s = 900 / 2\n', encoding="utf-8")
-    # 3. its exercises file, without keys, with skill and demand, and its row in the audit table
+    # 3. its exercises file, without keys, with skill and demand; its hints in solutions/feedback.json (never in
+    #    the learner's package); its row in the audit table
     (repo / EXERCISES / "99.json").write_text(json.dumps({"99.1": {
         "variable": "nvlink4_gb_s", "kind": "number", "points": 1, "rtol": 0.001, "unit": "GB/s per direction",
-        "skill": "predict", "demand": "plug-in", "concept": "a vendor's NVLink total counts both directions",
-        "formula": "per direction = the vendor's total / 2"}},
+        "skill": "predict", "demand": "plug-in"}},
         indent=1) + "\n", encoding="utf-8")
+    _add_to_object(repo, "solutions/feedback.json", "", {"99.1": {
+        "concept": "a vendor's NVLink total counts both directions", "formula": "per direction = the vendor's total / 2"}})
     with open(repo / "docs/exercise_audit.md", "a", encoding="utf-8") as audit:
         audit.write("| 99 | 99.1 | plug-in | plug-in | new: the demo chapter's one item |\n")
     judge = ("from course_lib import checks, grading, instructor\nprint('self-check', checks.evaluate('99.1', 450.0).status)\n"
@@ -314,7 +314,10 @@ def test_recipe_add_a_gpu_generation(tmp_path):
                                                "link_gb_s_per_direction": 50, "year": 2026, "source": "nvidia-nvlink"})
     # 2. the GPU, with its NCCL generation (a new one: "rubin")
     _append_to_list(repo, HARDWARE, "gpus", {"id": "rubin-example", "name": "Example NVLink-6 GPU", "memory_gb": 288,
-                                             "bf16_dense_tflops": 2500, "nvlink_generation": 6, "nccl_arch": "rubin",
+                                             "bf16_dense_tflops": 2500, "fp8_dense_tflops": 5000,
+                                             "mxfp8_dense_tflops": 5000, "hbm_tb_s": 13.0,
+                                             "fp8_note": "example figures for the recipe, not a real GPU's",
+                                             "nvlink_generation": 6, "nccl_arch": "rubin",
                                              "pcie_generation": 6, "source": "nvidia-nvlink"})
     # 5. its NVSwitch generation, naming a layout, and 6. a system that uses it (the catalog-system recipe)
     _append_to_list(repo, HARDWARE, "nvswitch", {"generation": 5, "nvlink_generation": 6, "ports": 72,
