@@ -212,24 +212,26 @@ def _set_bars(bars, key, values, fmt) -> float:
 
 
 def draw_validation(ax, rows):
-    """Predicted vs measured TFLOP/s per GPU (``rows`` from ``validation_rows``)."""
-    groups = {"weak-scaling": ("o", style.series(0), "Table 1 weak scaling, 1.7B -> 1T"),
-              "gpt3-175b": ("*", style.series(1), "GPT-3 175B, 1024 GPUs"),
-              "ptdp-vs-zero3-175b": ("s", style.series(2), "GPT-3 175B, 384-1536 GPUs (Table 2)")}
-    for key, (marker, colour, label) in groups.items():
-        sel = [r for r in rows if r["group"] == key]
+    """Predicted vs measured TFLOP/s per GPU (``rows`` from ``validation_rows``), marked by each case's role:
+    fit (set the compute-efficiency constants), informed (shaped a choice) or test (set nothing)."""
+    roles = {"fit": ("o", style.series(0), "fit: set the constants", "none"),
+             "informed": ("s", style.series(1), "informed: shaped a choice", None),
+             "test": ("*", style.series(2), "test: set nothing", None)}
+    for role, (marker, colour, label, face) in roles.items():
+        sel = [r for r in rows if r.get("role", "test") == role]
         if sel:
-            ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour, ms=9 if marker == "*" else 6,
-                    ls="none", label=label)
+            ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour,
+                    ms=10 if marker == "*" else 6, ls="none", label=label,
+                    **({"markerfacecolor": face} if face else {}))
     lo = min(min(r["measured"], r["predicted"]) for r in rows) * 0.85
     hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.1
     ax.plot([lo, hi], [lo, hi], "-", color=style.INK, lw=0.8, label="model = measurement")
     ax.fill_between([lo, hi], [0.9 * lo, 0.9 * hi], [1.1 * lo, 1.1 * hi], color=style.SHADE, label="within 10%")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured TFLOP/s per GPU (Narayanan et al. 2021)")
+    ax.set_xlabel("measured TFLOP/s per GPU (published runs)")
     ax.set_ylabel("parallel.estimate, TFLOP/s per GPU")
-    ax.set_title("Model vs published Megatron-LM runs on DGX A100", fontsize=style.FONT_TITLE)
+    ax.set_title("Model vs published training runs", fontsize=style.FONT_TITLE)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=style.FONT_SMALL, loc="upper left")
     return ax
@@ -299,8 +301,8 @@ def plan_table(rows) -> str:
 
 
 def validation_table(rows) -> str:
-    """Predicted vs measured TFLOP/s per GPU (``validation_rows``), with the source of each measurement."""
+    """Predicted vs measured TFLOP/s per GPU (``validation_rows``), with each case's role and source."""
     return html_table(rows, {
-        "case": lambda r: r["id"], "configuration": lambda r: r["config"],
-        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.0f}", "measured": lambda r: f"{r['measured']:.0f}",
+        "case": lambda r: r["id"], "role": lambda r: r.get("role", "test"), "configuration": lambda r: r["config"],
+        "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.1f}", "measured": lambda r: f"{r['measured']:.0f}",
         "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]})
