@@ -56,10 +56,36 @@ def _constant(node) -> bool:
                               ast.unaryop, ast.Load)) for n in ast.walk(node))
 
 
+# What an honest answer may read from ``os`` and ``sys`` (a rank from the environment, a message on stderr):
+# plain reads of these attributes only; anything else of either module (``sys.modules``, ``os.system``, a
+# store, the module passed around as a value) stays refused as machinery.
+HARMLESS_ATTRIBUTES = {"os": ("environ", "getenv", "getpid", "cpu_count", "path", "sep", "linesep"),
+                       "sys": ("stdout", "stderr", "maxsize", "float_info", "version_info", "byteorder")}
+
+
+def _harmless_uses(tree) -> set:
+    """The ids of the ``os``/``sys`` name nodes and imports that only read a harmless attribute."""
+    ok = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load)
+                and node.attr in HARMLESS_ATTRIBUTES.get(node.value.id, ())):
+            ok.add(id(node.value))
+        elif isinstance(node, ast.Import) and all(a.name in HARMLESS_ATTRIBUTES and a.asname is None
+                                                  for a in node.names):
+            ok.add(id(node))
+        elif (isinstance(node, ast.ImportFrom) and node.module in HARMLESS_ATTRIBUTES
+              and all(a.name in HARMLESS_ATTRIBUTES[node.module] for a in node.names)):
+            ok.add(id(node))
+    return ok
+
+
 def screen(code: str) -> str | None:
     """Why ``code`` (as :func:`extract` gives it) scores 0 without running, in one line, or None."""
     tree = ast.parse(code)
+    harmless = _harmless_uses(tree)
     for node in ast.walk(tree):
+        if id(node) in harmless:
+            continue
         names = []
         if isinstance(node, ast.Name):
             names.append(node.id)

@@ -97,3 +97,25 @@ def test_extract_keeps_definitions_and_drops_statements():
     assert "register" not in code and "display('Correct.')" not in code and "N = 2 * 3" in code and "def my_ring" in code
     with pytest.raises(ValueError, match="no function my_ring_all_reduce"):
         grading_code.extract("x = 1", "my_ring_all_reduce")
+
+
+@pytest.mark.parametrize("code", [
+    "import os\ndef f(tensor, rank, world_size):\n    return int(os.environ.get('RANK', rank))\n",
+    "import sys\ndef f(tensor, rank, world_size):\n    print('rank', rank, file=sys.stderr)\n",
+    "from os import environ\ndef f(tensor, rank, world_size):\n    return environ.get('X')\n",
+])
+def test_an_honest_answer_may_read_the_environment_and_write_to_stderr(code):
+    assert grading_code.screen(code) is None
+
+
+@pytest.mark.parametrize("code, word", [
+    ("import sys\ndef f(t, r, w):\n    sys.modules['x'] = None\n", "sys"),
+    ("import os\ndef f(t, r, w):\n    os.system('true')\n", "os"),
+    ("import sys\ndef f(t, r, w):\n    sys.stdout = None\n", "sys"),
+    ("import os as o\ndef f(t, r, w):\n    return o.environ\n", "os"),
+    ("import sys\ndef f(t, r, w):\n    g(sys)\n", "sys"),
+    ("from sys import modules\ndef f(t, r, w):\n    return modules\n", "sys"),
+])
+def test_the_rest_of_os_and_sys_stays_machinery(code, word):
+    assert grading_code.screen(code) == (f"it uses {word}, which an answer never needs (the interpreter's or the "
+                                         "grader's machinery)")
