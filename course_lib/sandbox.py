@@ -22,8 +22,9 @@ course, the repository, the venv and the home folder. Where user namespaces are 
 the instructor, unisolated, and autograde says so. ``python -m course_lib.sandbox --check --course DIR``
 shows, on this machine, what a kernel could reach.
 
-Limits: the network is shared (the kernel talks to nbgrader over loopback TCP), so a submission can
-open connections; files elsewhere on the machine that are readable by every user stay readable (keep
+Limits: a submission's kernel shares the network (it talks to nbgrader over loopback TCP), so it can open
+connections; a code exercise's judge (``--run``) does not: it runs in its own network namespace with only
+a loopback of its own (its gloo ranks meet there), where this machine allows one (:func:`_net_namespaces`); files elsewhere on the machine that are readable by every user stay readable (keep
 the answer key ``chmod 600``, or out of the repository); CPU, memory and disk are not capped beyond
 nbgrader's time limit per cell.
 """
@@ -60,6 +61,26 @@ def _user_namespaces() -> bool:
                               timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def _net_namespaces() -> bool:
+    """Whether a network namespace can be made here (as root, or inside this user's own user namespace)."""
+    userns = ["--user", "--map-root-user"] if rootless() else []
+    try:
+        return subprocess.run(["unshare", *userns, "--net", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _loopback_up() -> None:
+    """Bring up ``lo`` in a fresh network namespace (it starts down): SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP."""
+    import fcntl
+    import socket
+    import struct
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, 0x8913, request))[1]
+        fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", flags | 0x1))
 
 
 def available() -> tuple[bool, str]:
@@ -188,6 +209,11 @@ def _inside(course_dir: Path, connection: str | None, extra: list[str], home_out
     command = (list(run) if run else
                [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", str(conn), *extra] if connection is not None
                else [sys.executable, "-I", "-c", CHECK, str(course_dir), str(key), str(home_outside or ""), str(PACKAGE)])
+    if run:  # the judge's own network namespace (main asked unshare for it): its loopback starts down
+        try:
+            _loopback_up()
+        except OSError:
+            pass  # no namespace of its own after all: the shared loopback is already up
     os.chdir(home)
     limits = caps()
     child = os.fork()  # the kernel is not PID 1, so it can die (os.kill of itself) like any kernel
@@ -314,9 +340,10 @@ def main(argv=None) -> None:
             sys.exit(1)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra])
     userns = ["--user", "--map-root-user"] if rootless() else []
+    net = ["--net"] if run and _net_namespaces() else []
     home_args = ["--home", os.environ.get("HOME") or str(Path.home())] if rootless() else []
     os.execv(shutil.which("unshare"), [
-        "unshare", *userns, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
+        "unshare", *userns, *net, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
         sys.executable, "-m", "course_lib.sandbox", "--inside", *home_args,
         *(["--check"] if check and not run else []), "--course", str(course_dir),
         *([] if check else [str(Path(connection_file).resolve())]), *extra, *(["--run", *run] if run else [])])

@@ -90,3 +90,31 @@ def test_a_kernel_in_the_rootless_sandbox_cannot_write_the_package_or_read_the_k
     assert "wrote" not in text and ("empty key" in text or "key: FileNotFoundError" in text), text
     assert text.count("OSError") + text.count("FileNotFoundError") + text.count("PermissionError") >= 3, text
     assert (course / "gradebook.db").read_text() == "grades" and (home / "notes.txt").read_text() == "private"
+
+
+PROBE_NET = """
+import socket
+server = socket.create_server(("127.0.0.1", 0))
+with socket.create_connection(server.getsockname(), timeout=5):
+    print("loopback: up")
+print("interfaces:", " ".join(sorted(name for _, name in socket.if_nameindex())))
+"""
+
+
+@pytest.mark.parametrize("mode", ["rootless", "root"])
+def test_a_code_judge_has_its_own_loopback_and_no_way_out(laptop, mode):
+    """``--run`` (a code exercise's judge) gets a network namespace: its ranks meet on a loopback of their own, and
+    it has no other interface, so nothing outside is reachable."""
+    course, _, _, env = laptop
+    if mode == "root":
+        if os.geteuid() != 0:
+            pytest.skip("needs root")
+        env = {k: v for k, v in env.items() if k != "COURSE_LIB_SANDBOX"}
+    if not subprocess.run(["unshare", *(["--user", "--map-root-user"] if mode == "rootless" else []), "--net", "true"],
+                          capture_output=True).returncode == 0:
+        pytest.skip("this machine refuses network namespaces")
+    run = subprocess.run([sys.executable, "-m", "course_lib.sandbox", "--course", str(course), "--run",
+                          sys.executable, "-I", "-c", PROBE_NET], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines()[0] == "loopback: up"
+    assert run.stdout.splitlines()[1] == "interfaces: lo", run.stdout
