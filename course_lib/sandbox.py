@@ -24,9 +24,10 @@ shows, on this machine, what a kernel could reach.
 
 Limits: a submission's kernel shares the network (it talks to nbgrader over loopback TCP), so it can open
 connections; a code exercise's judge (``--run``) does not: it runs in its own network namespace with only
-a loopback of its own (its gloo ranks meet there), where this machine allows one (:func:`_net_namespaces`); files elsewhere on the machine that are readable by every user stay readable (keep
-the answer key ``chmod 600``, or out of the repository); CPU, memory and disk are not capped beyond
-nbgrader's time limit per cell.
+a loopback of its own (its gloo ranks meet there), where this machine allows one (:func:`_net_namespaces`);
+files elsewhere on the machine that are readable by every user stay readable (keep the answer key
+``chmod 600``, or out of the repository); CPU, memory and disk are not capped beyond nbgrader's time limit
+per cell.
 """
 from __future__ import annotations
 

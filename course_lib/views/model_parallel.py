@@ -218,7 +218,7 @@ def draw_validation(ax, rows):
              "informed": ("s", style.series(1), "informed: shaped a choice", None),
              "test": ("*", style.series(2), "test: set nothing", None)}
     for role, (marker, colour, label, face) in roles.items():
-        sel = [r for r in rows if r.get("role", "test") == role]
+        sel = [r for r in rows if r["role"] == role]
         if sel:
             ax.plot([r["measured"] for r in sel], [r["predicted"] for r in sel], marker, color=colour,
                     ms=10 if marker == "*" else 6, ls="none", label=label,
@@ -303,6 +303,6 @@ def plan_table(rows) -> str:
 def validation_table(rows) -> str:
     """Predicted vs measured TFLOP/s per GPU (``validation_rows``), with each case's role and source."""
     return html_table(rows, {
-        "case": lambda r: r["id"], "role": lambda r: r.get("role", "test"), "configuration": lambda r: r["config"],
+        "case": lambda r: r["id"], "role": lambda r: r["role"], "configuration": lambda r: r["config"],
         "model TFLOP/s per GPU": lambda r: f"{r['predicted']:.1f}", "measured": lambda r: f"{r['measured']:.0f}",
         "model / measured": lambda r: f"{r['ratio']:.2f}", "where": lambda r: r["where"], "source": lambda r: r["url"]})
