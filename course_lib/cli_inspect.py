@@ -20,7 +20,7 @@ from .diagnostics import system as _system
 _PART_NAMES = {"nccl_tests": "nccl-tests table", "nccl_debug": "NCCL log", "topo": "topo -m matrix",
                "nvlink_status": "nvlink -s", "smi_pcie": "nvidia-smi -q", "ibstat": "ibstat", "rdma_link": "rdma link",
                "iblinkinfo": "iblinkinfo", "lspci_acs": "lspci ACSCtl", "nccl_topo": "NCCL topology dump",
-               "prompt": "prompt/command", "env": "environment dump", "other": "other text"}
+               "rocm_smi": "rocm-smi --showtopo", "prompt": "prompt/command", "env": "environment dump", "other": "other text"}
 
 
 def part_summary(kind: str, result) -> str:
@@ -36,6 +36,9 @@ def part_summary(kind: str, result) -> str:
         return (f"NCCL {result.nccl_version}: " if result.nccl_version else "") + net
     if kind == "topo":
         return f"{len(result.gpus)} GPU(s), {len(result.nics)} NIC(s)" + (" (cut off)" if result.missing_rows else "")
+    if kind == "rocm_smi":
+        pairs = result.pair_counts()
+        return f"{result.gpus} AMD GPU(s)" + (": " + ", ".join(f"{v} {k}" for k, v in pairs.items()) if pairs else "")
     if kind == "ibstat":
         return f"{result.tool}, {len(result.ports)} port(s), {sum(p.state == 'Active' for p in result.ports)} Active"
     return _PART_NAMES.get(kind, kind)
