@@ -129,6 +129,8 @@ def test_a_headerless_old_table_and_the_first_releases_time_unit():
     assert not run.failures  # kind 5: an error of 1e-06 / 0e+00 is a max difference, not wrong elements
     headerless = nccl_tests.parse(rows)  # no header at all: '1e-06' printed with %le is still not a count
     assert len(headerless.rows) == 2 and not headerless.failures
+    assert headerless.rows[0]["time_us"] == pytest.approx(1583.0)  # size / algbw says the time is in ms
+    assert nccl_tests.parse(COLS + ROWS).rows[-1]["time_us"] == pytest.approx(10 + (8 << 24) / 2e5, abs=0.01)
 
 
 def test_a_prompt_then_one_failure_line_is_a_run_that_failed():

@@ -339,6 +339,8 @@ def parse(text) -> NcclTestsRun:
     if not rows and not header_seen and not refused:
         raise ValueError("text has no nccl-tests result rows (lines starting with size and count) and no "
                          "nccl-tests header")
+    if rows and not time_in_ms and _times_are_ms(rows):
+        rows = [dict(r, time_us=r["time_us"] * 1000) for r in rows]
     cut_after, partial = None, False
     if rows and not closed:
         cut_after = rows[-1]["size"]
@@ -351,6 +353,15 @@ def parse(text) -> NcclTestsRun:
                         refused_rows=tuple(refused), command=cmd,
                         failures=found + _wrong_failure(wrong_rows), avg_busbw=avg, cut_after=cut_after, last_row_partial=partial,
                         error_column=error_column, jobs=jobs)
+
+
+def _times_are_ms(rows) -> bool:
+    """Whether the rows' time column is in ms (nccl-tests before 2019 printed deltaSec * 1e3), told from the rows
+    themselves where no header says: algbw = size / time, so size / algbw is the time, and a printed time 1000
+    times smaller than that (within 10 %, on the median of the rows with algbw >= 0.1 GB/s) is in ms."""
+    ratios = sorted(r["size"] / (r["algbw"] * 1e3) / r["time_us"] for r in rows
+                    if math.isfinite(r["algbw"]) and r["algbw"] >= 0.1 and r["time_us"] > 0)
+    return bool(ratios) and abs(ratios[len(ratios) // 2] / 1000 - 1) < 0.1
 
 
 def _wrong_failure(wrong_rows) -> tuple:
