@@ -231,6 +231,16 @@ def test_ncclS_own_tuning_table_is_read_and_listed():
     assert "NCCL's own cost model" in found and "Ring/Simple 28 us, 118 GB/s" in found and "CollNetDirect/" not in found
 
 
+def test_the_older_one_line_tuning_header_is_read_too():
+    # src/graph/tuning.cc (v2.12.12-1): 'Latency/AlgBw |' + ' %7s/%6s |' per algorithm x protocol
+    pre = "n0:1:2 [0] NCCL INFO "
+    pairs = [(a, p) for a in ("Tree", "Ring") for p in ("LL", "LL128", "Simple")]
+    text = (pre + "Latency/AlgBw |" + "".join(" %7s/%6s |" % ap for ap in pairs) + "\n"
+            + pre + "%13s |" % "AllReduce" + "".join("%8.1f/%6.1f |" % (5.0 + i, 10.0 * i) for i in range(6)) + "\n")
+    table = {(a, p): (lat, bw) for _, a, p, lat, bw in nccl_log.parse(text).tuning}
+    assert table[("Ring", "Simple")] == (10.0, 50.0) and table[("Tree", "LL")] == (5.0, 0.0) and len(table) == 6
+
+
 def test_mnnvl_lines_and_an_unhealthy_fabric():
     # src/init.cc (v2.27.3-1) 'MNNVL busId 0x%lx fabric UUID %lx.%lx cliqueId 0x%x state %d healthMask 0x%x';
     # src/mnnvl.cc 'MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d'

@@ -179,6 +179,7 @@ class _Scan:
     tune_algos: list = field(default_factory=list)
     tune_protos: list = field(default_factory=list)
     tuning: dict = field(default_factory=dict)
+    tune_flat: bool = False  # the older one-line 'Latency/AlgBw' header: one algorithm/protocol per cell
 
 
 def _read_tuning(scan: _Scan, body: str) -> bool:
@@ -189,17 +190,23 @@ def _read_tuning(scan: _Scan, body: str) -> bool:
     head = cells[0].strip()
     if head == "Algorithm":
         scan.tune_algos = [w for c in cells[1:] for w in c.split()]
-        scan.tune_protos = []
+        scan.tune_protos, scan.tune_flat = [], False
         return True
     if head == "Protocol":
         scan.tune_protos = [c.strip() for c in cells[1:] if c.strip()]
+        return True
+    if head == "Latency/AlgBw":  # NCCL 2.8-2.18: one header of 'Tree/    LL |' cells, algorithm/protocol each
+        pairs = [c.split("/") for c in cells[1:] if c.strip()]
+        scan.tune_algos = [a.strip() for a, *_ in pairs]
+        scan.tune_protos = [(rest[0].strip() if rest else "?") for _, *rest in pairs]
+        scan.tune_flat = True
         return True
     if head == "Max NThreads":
         return True
     if head not in _TUNE_FUNCS or not scan.tune_algos or not scan.tune_protos:
         return False
     values = [_TUNE_CELL.match(c) for c in cells[1:] if c.strip()]
-    per = max(1, len(scan.tune_protos) // len(scan.tune_algos))
+    per = 1 if scan.tune_flat else max(1, len(scan.tune_protos) // len(scan.tune_algos))
     for i, m in enumerate(values):
         if m is None or i // per >= len(scan.tune_algos) or i >= len(scan.tune_protos):
             continue
