@@ -27,7 +27,8 @@ def part_summary(kind: str, result) -> str:
     """A few words on what one part says (``nccl-tests all_reduce, 16 ranks``; ``NET/Socket (no IB device found)``)."""
     if kind == "nccl_tests":
         ranks = f"{result.ranks} ranks" if result.ranks else "ranks not in the file"
-        return f"{result.tool.split(' (')[0]} {result.collective or 'collective not in the file'}, {ranks}"
+        cut = f" (the copy ends after {result.cut_after} B)" if result.cut_after is not None else ""
+        return f"{result.tool.split(' (')[0]} {result.collective or 'collective not in the file'}, {ranks}{cut}"
     if kind == "nccl_debug":
         if result.socket_fallback:
             net = "NET/Socket" + (" (no IB device found)" if result.ib_missing else "")

@@ -52,10 +52,10 @@ def test_a_cut_off_table_is_a_run_with_results_that_the_copy_cut(cut):
     assert "Avg bus bandwidth" in " ".join(cli_inspect.inspect_text(HEAD + COLS + ROWS + CLOSING)["findings"])
 
 
-@pytest.mark.parametrize("prefix", ["node-1: ", "10.3.35.83: ", "Thu Jul 18 10:00:00 2024<stdout>:",
+@pytest.mark.parametrize("prefix", ["node-1: ", "10.3.35.83: ", "0: ", "Thu Jul 18 10:00:00 2024<stdout>:",
                                     "Thu Jul 18 10:00:00 2024[1,0]<stdout>:"])
 def test_a_prefix_before_every_line_is_taken_off(prefix):
-    """pdsh/clush put 'host: ' before each line; Open MPI --timestamp-output (with or without --tag-output) a
+    """pdsh/clush put 'host: ' before each line, srun --label the task's number; Open MPI --timestamp-output (with or without --tag-output) a
     ctime and '<stdout>:' (ompi/orte iof)."""
     text = "".join(prefix + line + "\n" for line in (HEAD + COLS + ROWS + CLOSING).splitlines())
     run = d.parse(text)[1]

@@ -55,7 +55,7 @@ class Pasted:
 # (--timestamp-output alone prints the ctime and '<stdout>:' without the '[job,rank]' tag)
 _TAG = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}(?:\[\d{1,9},\d{1,9}\])?|"
                   r"\[\d{1,9},\d{1,9}\])<std(?:out|err)>:")
-# pdsh / clush / 'mpirun --tag-output'-style wrappers put the host before every line: 'node-1: ', '10.3.35.83: '.
+# pdsh / clush put the host before every line ('node-1: ', '10.3.35.83: '), srun --label the task ('0: ').
 # A host name here holds a digit (node-1, gpu07, ip-10-0-0-1, an IPv4 address), which no tool's own
 # 'Key: value' line at the start of a line does (CA:, hca_id:, Switch:); a prefix is only stripped when it
 # opens most of the paste's lines
