@@ -20,14 +20,15 @@ from .diagnostics import system as _system
 _PART_NAMES = {"nccl_tests": "nccl-tests table", "nccl_debug": "NCCL log", "topo": "topo -m matrix",
                "nvlink_status": "nvlink -s", "smi_pcie": "nvidia-smi -q", "ibstat": "ibstat", "rdma_link": "rdma link",
                "iblinkinfo": "iblinkinfo", "lspci_acs": "lspci ACSCtl", "nccl_topo": "NCCL topology dump",
-               "prompt": "prompt/command", "env": "environment dump", "other": "other text"}
+               "rocm_smi": "rocm-smi --showtopo", "prompt": "prompt/command", "env": "environment dump", "other": "other text"}
 
 
 def part_summary(kind: str, result) -> str:
     """A few words on what one part says (``nccl-tests all_reduce, 16 ranks``; ``NET/Socket (no IB device found)``)."""
     if kind == "nccl_tests":
         ranks = f"{result.ranks} ranks" if result.ranks else "ranks not in the file"
-        return f"{result.tool.split(' (')[0]} {result.collective or 'collective not in the file'}, {ranks}"
+        cut = f" (the copy ends after {result.cut_after} B)" if result.cut_after is not None else ""
+        return f"{result.tool.split(' (')[0]} {result.collective or 'collective not in the file'}, {ranks}{cut}"
     if kind == "nccl_debug":
         if result.socket_fallback:
             net = "NET/Socket" + (" (no IB device found)" if result.ib_missing else "")
@@ -36,6 +37,9 @@ def part_summary(kind: str, result) -> str:
         return (f"NCCL {result.nccl_version}: " if result.nccl_version else "") + net
     if kind == "topo":
         return f"{len(result.gpus)} GPU(s), {len(result.nics)} NIC(s)" + (" (cut off)" if result.missing_rows else "")
+    if kind == "rocm_smi":
+        pairs = result.pair_counts()
+        return f"{result.gpus} AMD GPU(s)" + (": " + ", ".join(f"{v} {k}" for k, v in pairs.items()) if pairs else "")
     if kind == "ibstat":
         return f"{result.tool}, {len(result.ports)} port(s), {sum(p.state == 'Active' for p in result.ports)} Active"
     return _PART_NAMES.get(kind, kind)

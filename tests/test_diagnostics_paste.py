@@ -82,7 +82,7 @@ def _fewer(whole, part, where: str) -> None:
         for key in part:
             if key in ("notes", "missing_rows", "header", "failures", "refused_rows", "last_words",
                        "failed_before_first_size", "excerpt", "truncated", "gpu_indices", "ranks_from",
-                       "collective_from"):
+                       "collective_from", "cut_after", "last_row_partial"):
                 continue  # what the copy lacks is reported there
             assert key in whole, (where, key)
             _fewer(whole[key], part[key], f"{where}.{key}")

@@ -39,6 +39,7 @@ KEYS = {"topo": {"gpus", "nics", "gpu_pairs", "nv_counts"},
         "rdma_link": {"ports"},
         "iblinkinfo": {"cas", "switches", "ports", "active", "down", "rates", "aggregation_nodes", "links"},
         "nccl_topo": {"form", "gpus", "nvlinks_per_gpu", "nvswitch", "nets", "max_bw_gb_s", "truncated"},
+        "rocm_smi": {"gpus", "link_type", "pairs_by_link_type", "numa", "notes"},
         "nccl_tests": {"tool", "collective", "collective_from", "ranks", "ranks_from", "hosts", "sizes",
                        "nccl_version", "failed_before_first_size", "last_words", "refused_rows", "failures"}}
 

@@ -12,20 +12,21 @@ whatever its kind. Published samples of each kind ship in ``course_lib/data/samp
 """
 from __future__ import annotations
 
+import dataclasses
 
 from . import (acs, failures, ibstat, iblinkinfo, nccl_log, nccl_tests, nccl_topo, nvlink, pasted, rdma_link,
-               smi_pcie, topo)
+               rocm_smi, smi_pcie, topo)
 from .common import fail, lines, sample_names, sample_path, sample_sources, sample_text
 
 READERS = {"topo": topo.parse, "nvlink_status": nvlink.parse, "smi_pcie": smi_pcie.parse,
            "ibstat": ibstat.parse, "nccl_debug": nccl_log.parse, "lspci_acs": acs.parse,
            "nccl_tests": nccl_tests.parse, "nccl_topo": nccl_topo.parse, "rdma_link": rdma_link.parse,
-           "iblinkinfo": iblinkinfo.parse}
+           "iblinkinfo": iblinkinfo.parse, "rocm_smi": rocm_smi.parse}
 KINDS = tuple(READERS)
 
 _CONTEXT_KINDS = ("prompt", "env", "other")
 # a paste's main part, when it has several: a result table before the matrix, the matrix before the log
-_MAIN_ORDER = ("nccl_tests", "topo", "nvlink_status", "smi_pcie", "ibstat", "rdma_link", "iblinkinfo", "lspci_acs",
+_MAIN_ORDER = ("nccl_tests", "topo", "rocm_smi", "nvlink_status", "smi_pcie", "ibstat", "rdma_link", "iblinkinfo", "lspci_acs",
                "nccl_topo", "nccl_debug")
 
 
@@ -88,7 +89,23 @@ def read_parts(text) -> list[dict]:
     if not any(i["result"] is not None for i in out):
         bad = next(i for i in out if i["error"])
         raise ValueError(bad["error"])
+    _ranks_from_log(out)
     return out
+
+
+def _ranks_from_log(readings: list[dict]) -> None:
+    """An nccl-tests part whose copy names no rank count takes the ``nranks`` of the NCCL log inside the paste
+    (the communicator's 'comm 0x... rank 0 nranks 16' line), and says so."""
+    log = next((i for i in readings if i["kind"] == "nccl_debug" and i["result"] is not None
+                and i["result"].nranks), None)
+    if log is None:
+        return
+    for item in readings:
+        run = item["result"]
+        if item["kind"] == "nccl_tests" and run is not None and run.ranks is None:
+            item["result"] = dataclasses.replace(
+                run, ranks=log["result"].nranks,
+                ranks_from=f"nranks in the NCCL INFO lines ({log['part'].span()}); the table part names none")
 
 
 def main_part(readings: list[dict]) -> dict:
@@ -111,4 +128,4 @@ def parse(text, kind: str | None = None):
 
 __all__ = ["KINDS", "READERS", "detect", "main_part", "parse", "read", "read_parts", "fail", "lines", "sample_names", "sample_path",
            "sample_sources", "sample_text", "acs", "failures", "ibstat", "iblinkinfo", "nccl_log", "nccl_tests",
-           "nccl_topo", "nvlink", "pasted", "rdma_link", "smi_pcie", "topo"]
+           "nccl_topo", "nvlink", "pasted", "rdma_link", "rocm_smi", "smi_pcie", "topo"]

@@ -19,7 +19,7 @@ NCCL_CODES = {1: "unhandled cuda error", 2: "unhandled system error", 3: "intern
 IBV_STATUS = {4: "IBV_WC_LOC_PROT_ERR", 5: "IBV_WC_WR_FLUSH_ERR", 10: "IBV_WC_REM_ACCESS_ERR",
               11: "IBV_WC_REM_OP_ERR", 12: "IBV_WC_RETRY_EXC_ERR", 13: "IBV_WC_RNR_RETRY_EXC_ERR"}
 _PREFIX = re.compile(r"^\s*(?:\[\d+\]\s*)?([\w.-]{1,128}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\]")
-_TEST_HOST = re.compile(r"^\s*([\w.-]{1,128}): Test NCCL failure")
+_TEST_HOST = re.compile(r"^\s*([\w.-]{1,128}): Test (?:NCCL|CUDA|HIP) failure")
 _GIDS = re.compile(r"localGid ([0-9a-fA-F:.]{2,64}) remoteGids ?([0-9a-fA-F:.]{2,64})")
 _COMM = re.compile(r"\bcomm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
 _IB_USING = re.compile(r"NET/IB ?: Using ((?:\[\d+\]\S+ ?)+)")
@@ -38,9 +38,13 @@ _CODE_CLIMB = re.compile(r"NCCL INFO [\w/.]+:\d+ -> (\d)\b")
 _NCCL_ERROR = re.compile(r"NCCL Error (\d)|(unhandled (?:system|cuda|hip) error|internal error|remote process "
                          r"exited or there was a network error|remote process error|invalid usage|invalid argument)",
                          re.IGNORECASE)
+# nccl-tests' CUDACHECK (src/common.h): 'HOST: Test CUDA failure common.cu:892 'invalid argument'' (the first
+# releases: 'Cuda failure file:line '...''), rccl-tests' HIPCHECK the same with HIP: cudaGetErrorString's text,
+# not an NCCL error, so no NCCL code goes with it
+_CUDA_FAILURE = re.compile(r"(?:CUDA|Cuda|HIP|Hip|hip) failure (\S{1,200}) '([^']{0,200})'")
 _WRONG = re.compile(r"Out of bounds values : (\d{1,12}) FAILED|#wrong=(\d{1,12})")
 _OFI = re.compile(r"NET/OFI.{0,80}(?:Couldn't find any optimal provider|Unable to find a usable provider|"
-                  r"fi_getinfo\(?\)? call failed|No providers? (?:found|available))|"
+                  r"fi_getinfo\(?\)? call failed|No providers? (?:found|available)|No eligible providers)|"
                   r"OFI fi_getinfo\(\) call failed", re.IGNORECASE)
 _SOCKET = re.compile(r"Connection (?:closed by remote peer|refused|reset by peer|timed out)|socketPollConnect|"
                      r"Connect to (\S+) failed|bootstrap.{0,40}(?:failed|timeout)")
@@ -159,14 +163,23 @@ def _classify(line):
         m = _OFI.search(line)
         if m:
             return "ofi_no_provider", None, m.group(0)[:100], None, None
+    if "failure" in line and ("CUDA" in line or "Cuda" in line or "HIP" in line or "ip failure" in line):
+        m = _CUDA_FAILURE.search(line)
+        if m:
+            api = "HIP" if "ip failure" in m.group(0) or "HIP" in m.group(0) else "CUDA"
+            return "cuda_error", None, f"{api} error '{m.group(2)}' at {m.group(1)}", None, None
     if "rror" in line or "NCCL failure" in line or "RROR" in line or "nvalid" in line:
         m = _NCCL_ERROR.search(line)
         if m:
             text = (m.group(2) or "").lower().replace(" hip ", " cuda ")
-            code = int(m.group(1)) if m.group(1) else next(
-                (c for c, t in NCCL_CODES.items() if t == text), 6 if text.startswith("remote") else 3)
-            kind = {1: "cuda_error", 2: "system_error", 6: "remote_error"}.get(code, "nccl_failure")
-            return kind, None, NCCL_CODES.get(code, ""), code, None
+            # a code only where the text prints one: 'NCCL Error 2', or NCCL's own error string quoted by an NCCL
+            # failure or WARN line (ncclGetErrorString maps each code to one string); a bare 'invalid argument'
+            # elsewhere may be any library's
+            ncclish = "NCCL" in line or "ncclUnhandled" in line or "ncclInvalid" in line or "ncclSystem" in line
+            named = next((c for c, t in NCCL_CODES.items() if t == text), 6 if text.startswith("remote") else None)
+            code = int(m.group(1)) if m.group(1) else (named if ncclish else None)
+            kind = {1: "cuda_error", 2: "system_error", 6: "remote_error"}.get(code if code else named, "nccl_failure")
+            return kind, None, NCCL_CODES.get(code, text), code, None
     if "WARN" in line or "rror" in line:
         if _SHM.search(line):
             return "shm_error", None, line.split("WARN", 1)[-1].strip()[:120], None, None

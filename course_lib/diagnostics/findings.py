@@ -131,7 +131,9 @@ def _lost_nvlinks(t: TopoMatrix) -> list[str]:
 def nccl_findings(log: NcclLog) -> list[str]:
     """Findings for an NCCL_DEBUG=INFO log: which transports carried the data, and what that costs."""
     out = [_failures.finding(f, log.ib_link_layers) for f in log.failures]
-    head = [f"NCCL {log.nccl_version}" if log.nccl_version else "NCCL version: not in the file"]
+    head = [f"{log.library} {log.nccl_version}" if log.nccl_version else f"{log.library} version: not in the file"]
+    if log.library == "RCCL":
+        head[0] += " (RCCL: AMD's port of NCCL for ROCm GPUs)"
     if log.nranks:
         head.append(f"{log.nranks} rank(s)" + (f" on {log.nnodes} node(s)" if log.nnodes else ""))
     out.append(", ".join(head) + "; transports: " + (", ".join(log.transports) or "none named"))
@@ -179,6 +181,14 @@ def nccl_findings(log: NcclLog) -> list[str]:
         state = "in use" if log.mnnvl else "not in use (MNNVL 0)" if log.mnnvl is False else "reported"
         out.append(f"multi-node NVLink (MNNVL, GB200 NVL72-class) {state}{size}{fabric}: GPUs of different trays reach "
                    f"each other over NVLink through the NVLink switch trays, not over the NICs")
+    if log.clique_ids and (log.mnnvl or log.fabric_uuids):
+        out.append(f"MNNVL cliqueId(s): {', '.join(log.clique_ids[:4])}" + (
+            " (several cliques: GPUs in different cliques do not share multi-node NVLink)" if len(log.clique_ids) > 1 else ""))
+    if log.health_masks:
+        out.append(f"MNNVL healthMask {', '.join(log.health_masks[:3])} (not 0x0): the GPU reports its NVLink fabric "
+                   "degraded; Next: nvidia-smi -q | grep -i -A8 fabric on that node, and the NVLink switch trays' health")
+    if log.tuning:
+        out += _tuning_findings(log.tuning)
     if log.collnet_plugin:
         out.append("a CollNet plugin (SHARP) is loaded: reductions can run in the InfiniBand switches")
     if log.rings or log.trees:
@@ -187,6 +197,25 @@ def nccl_findings(log: NcclLog) -> list[str]:
         out.append("PXN: some network sends leave through a peer GPU's NIC (the proxy rank in parentheses)")
     if log.warnings:
         out.append(f"{len(log.warnings)} NCCL WARN line(s); the first: {log.warnings[0]}")
+    return out
+
+
+def _tuning_findings(tuning) -> list[str]:
+    """NCCL's own predictions (the TUNING table rank 0 prints), listed per collective, the usable ones only."""
+    by_coll: dict = {}
+    for coll, algo, proto, lat, bw in tuning:
+        by_coll.setdefault(coll, []).append((algo, proto, lat, bw))
+    out = [f"NCCL's own cost model is in the log (NCCL_DEBUG_SUBSYS=TUNING table, rank 0): per collective, its "
+           f"prediction of latency (us) and bandwidth (GB/s) for each algorithm x protocol; {len(tuning)} entries "
+           f"for {len(by_coll)} collective(s); bandwidth 0 means NCCL will not use that pair"]
+    for coll, rows in by_coll.items():
+        used = [r for r in rows if r[3] > 0]
+        if not used:
+            out.append(f"NCCL predicts for {coll}: no usable algorithm x protocol (all bandwidths 0)")
+            continue
+        best = max(used, key=lambda r: r[3])
+        out.append(f"NCCL predicts for {coll}: " + ", ".join(f"{a}/{p} {lat:g} us, {bw:g} GB/s" for a, p, lat, bw in used)
+                   + f" (highest bandwidth: {best[0]}/{best[1]})")
     return out
 
 
@@ -386,21 +415,61 @@ def nccl_tests_findings(r) -> list[str]:
            + (f" on {len(r.hosts)} host(s)" if r.hosts else "")
            + f"; NCCL version: {r.nccl_version or 'not in the file'}"]
     if r.failed_before_first_size:
-        out.append("the run failed before its first size: the header was printed, no result row"
+        out.append("the run failed before its first size: no result row"
                    + (f"; it printed last: {r.last_words}" if r.last_words else "; nothing after the header"))
     elif r.rows:
         big = max(r.rows, key=lambda row: row["size"])
         out.append(f"{len(r.rows)} size(s) up to {units.format_bytes(big['size'], binary=True)}: busbw "
                    f"{big['busbw']:g} GB/s at the largest (python -m course_lib compare FILE sets it beside the model)")
+        if r.cut_after is not None:
+            out.append(f"the copy ends after size {units.format_bytes(r.cut_after, binary=True)}"
+                       + (" inside a row (its last columns are missing)" if r.last_row_partial else "")
+                       + ", before the run's closing 'Avg bus bandwidth' line: the rows shown are results; the "
+                       "larger sizes, if any ran, are not in the copy")
+    if r.avg_busbw is not None:
+        out.append(f"Avg bus bandwidth (nccl-tests' mean busbw over all sizes, small ones included): {r.avg_busbw:g} GB/s")
+    if r.jobs > 1:
+        out.append(f"rank 0 is listed by {r.jobs} different processes: {r.jobs} separate jobs were pasted together (or "
+                   "mpirun started copies of a binary built without MPI=1, each a job of its own); their rows are "
+                   "not one run of more ranks")
+    if r.error_column == "max error" and r.rows:
+        out.append("the error column of this (older) nccl-tests is the largest difference from the expected values "
+                   "(0e+00 or a rounding-size number is fine), not a count of wrong elements")
     if r.refused_rows:
         out.append(f"{len(r.refused_rows)} row(s) refused: a time or bandwidth that is negative or not a number "
                    f"(lines {', '.join(map(str, r.refused_rows[:5]))}): the copy is damaged there")
     return out
 
 
+def rocm_smi_findings(t) -> list[str]:
+    """Findings for ``rocm-smi --showtopo``: GPU pairs by link type (XGMI is AMD's Infinity Fabric GPU link)."""
+    counts = t.pair_counts()
+    out = [f"rocm-smi --showtopo: {t.gpus} AMD GPU(s)" + ("; GPU pairs by link type: "
+           + ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "; no GPU pairs in the link-type matrix")]
+    out += [f"the copy is incomplete: {note}" for note in t.notes]
+    known = {k: v for k, v in counts.items() if k != "not in the copy"}
+    if known and set(known) == {"XGMI"}:
+        out.append("every GPU pair the copy shows is XGMI (Infinity Fabric links between the GPUs): RCCL's P2P "
+                   "transport runs over xGMI, not PCIe")
+    elif "XGMI" in known:
+        pcie = next(((i, j) for i, row in enumerate(t.link_type) for j in range(i + 1, len(row)) if row[j] == "PCIE"), None)
+        out.append(f"{known['XGMI']} GPU pair(s) are XGMI, {known.get('PCIE', 0)} PCIE"
+                   + (f" (e.g. GPU{pcie[0]}-GPU{pcie[1]})" if pcie else "")
+                   + ": keep tensor-parallel groups on XGMI-connected GPUs; the PCIE pairs cross the host")
+    elif known and set(known) == {"PCIE"}:
+        out.append("every GPU pair is PCIE: no Infinity Fabric (xGMI) link between the GPUs (a missing or unseated "
+                   "bridge card on MI100/MI210-class boards); GPU-to-GPU traffic crosses PCIe")
+    nodes = sorted({n for _, n in t.numa})
+    if len(nodes) > 1:
+        out.append("NUMA: " + "; ".join(f"{', '.join(f'GPU{g}' for g, n in t.numa if n == node)} on node {node}"
+                                        for node in nodes) + ": bind each rank to its GPU's node")
+    return out
+
+
 FINDERS = {"topo": topo_findings, "lspci_acs": acs_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,
            "nvlink_status": nvlink_findings, "smi_pcie": pcie_findings, "rdma_link": rdma_link_findings,
-           "iblinkinfo": iblinkinfo_findings, "nccl_topo": nccl_topo_findings, "nccl_tests": nccl_tests_findings}
+           "iblinkinfo": iblinkinfo_findings, "nccl_topo": nccl_topo_findings, "nccl_tests": nccl_tests_findings,
+           "rocm_smi": rocm_smi_findings}
 
 
 def findings(kind: str, result) -> list[str]:

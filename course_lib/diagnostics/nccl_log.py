@@ -15,12 +15,19 @@ from . import failures as _failures
 from .common import fail, lines
 
 TRANSPORTS = ("CollNet", "NET/IB", "NET/OFI", "NET/Socket", "NVLS", "P2P", "SHM")
-_VERSION = re.compile(r"NCCL version (\S+)")
+# 'NCCL version 2.19.3+cuda12.3' (init.cc), RCCL's 'RCCL version 2.18.3+hip6.0' (ROCm/rccl src/init.cc VERSION_STRING)
+# and the 'RCCL version : 2.30.4-HEAD:2b22ab0' of RCCL's newer banner
+_VERSION = re.compile(r"([NR])CCL version\s{0,4}:?\s{0,4}(\S+)")
 _VERSION_OK = re.compile(r"^\d+\.\d+\.\d+")
 _NRANKS = re.compile(r"\bn[Rr]anks (\S+)")
 _NNODES = re.compile(r"\bnNodes (\S+)")
-_CHANNEL_VIA = re.compile(r"^Channel (\d+)/\d+ : (\d+)\[[0-9a-fA-F]+\] -> (\d+)\[[0-9a-fA-F]+\](?: \[(send|receive)\])? via (.*)$")
-_CHANNEL_START = re.compile(r"^Channel \d+/\d+ : \d+\[")
+# a connection, as src/transport/{p2p,shm,net}.cc print it across releases: 'Ring 00 : 0[0] -> 1[1] via P2P/IPC' and
+# 'Ring 00 : 1 -> 0 [receive] via NET/Socket/0' (2.4), 'Channel 00 : 0[1b000] -> 1[1c000] via direct shared memory'
+# (2.5-2.12; SHM keeps 'Channel NN :' without '/conn' later too), 'Channel 00/0 : 0[0] -> 8[0] [send] via
+# NET/IB/0/GDRDMA' (2.12 on; the rank's [x] is its busId, later its NVML index)
+_CHANNEL_VIA = re.compile(r"^(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)(?:\[[0-9a-fA-F]+\])?"
+                          r"(?: \[(send|receive)\])? via (.*)$")
+_CHANNEL_START = re.compile(r"^(?:Channel|Ring) \d+(?:/\d+)? : \d+(?:\[| -> )")
 _RING = re.compile(r"^(?:Ring (\d+) :|Channel (\d+)/\d+ :\s+\d)")
 _TREE = re.compile(r"^Tree (\d+) :")
 _TREES = re.compile(r"\[(\d+)\] \S*->")
@@ -31,7 +38,14 @@ _NETWORK = re.compile(r"^Using network (.+)$")
 _OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is ([\w;.-]+)")
 # GB200 / NVL72 multi-node NVLink (src/init.cc, src/mnnvl.cc): 'MNNVL busId 0x... fabric UUID a.b cliqueId 0x7fff
 # state 3 healthMask 0x0' per GPU, 'MNNVL 1 cliqueId 7fff cliqueSize 72 cliqueRank 3 nvlDomainSize 72' per comm
-_MNNVL_FABRIC = re.compile(r"^MNNVL busId \S+ fabric UUID ([0-9a-fA-F.]{1,40}) cliqueId (0x[0-9a-fA-F]{1,16}) state (\d+)")
+_MNNVL_FABRIC = re.compile(r"^MNNVL busId \S+ fabric UUID ([0-9a-fA-F.]{1,40}) cliqueId (0x[0-9a-fA-F]{1,16}) state (\d+)"
+                           r"(?: healthMask (0x[0-9a-fA-F]{1,16}))?")
+# NCCL_DEBUG_SUBSYS=TUNING: rank 0 prints NCCL's own model (src/graph/tuning.cc, ncclTopoTuneModel, 2.x): blocks of
+# '  Algorithm   |   Tree   Ring   CollNetDirect |', '  Protocol    |  LL | LL128 | Simple | ...',
+# ' Max NThreads |', then per collective 'AllReduce |  14.4/ 11.1 | ...': latency (us) / bandwidth (GB/s)
+_TUNE_CELL = re.compile(r"^\s*(-?[0-9.]{1,20}(?:e[+-]?\d{1,3})?)\s*/\s*(-?[0-9.]{1,20}(?:e[+-]?\d{1,3})?)\s*$")
+_TUNE_FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv", "AllToAll", "Send",
+               "Recv", "AllGatherV", "ReduceScatterV")
 _MNNVL_COMM = re.compile(r"^MNNVL (\d) cliqueId ([0-9a-fA-F]{1,16}) cliqueSize (\d{1,7})")
 _MNNVL_FLAG = re.compile(r"\bMNNVL (\d)\s*$")
 _NVLS_CHANNELS = re.compile(r"(\d+) nvls channels")
@@ -71,6 +85,10 @@ class NcclLog:
     mnnvl: bool | None = None          # multi-node NVLink (GB200 NVL72): the comm line's 'MNNVL 1'
     mnnvl_clique_size: int | None = None
     fabric_uuids: tuple[str, ...] = ()  # NVLink fabric UUIDs the GPUs report (one per NVL domain)
+    library: str = "NCCL"               # RCCL where the log prints 'RCCL version'
+    clique_ids: tuple[str, ...] = ()    # MNNVL cliqueIds the GPUs report
+    health_masks: tuple[str, ...] = ()  # MNNVL healthMask values other than 0x0 (a degraded NVLink fabric)
+    tuning: tuple = ()                  # NCCL's own predictions: (collective, algorithm, protocol, latency_us, bw_GB_s)
 
     def to_json(self) -> dict:
         return {"nccl_version": self.nccl_version or "not in the file", "nranks": self.nranks, "nnodes": self.nnodes,
@@ -79,14 +97,18 @@ class NcclLog:
                 "socket_fallback": self.socket_fallback, "ofi_provider": self.ofi_provider,
                 "nvls_available": self.nvls_available, "rings": self.rings, "trees": self.trees, "pxn": self.pxn,
                 "mnnvl": self.mnnvl, "mnnvl_clique_size": self.mnnvl_clique_size,
-                "fabric_uuids": list(self.fabric_uuids), "failures": [f.to_json() for f in self.failures]}
+                "fabric_uuids": list(self.fabric_uuids), "library": self.library, "clique_ids": list(self.clique_ids),
+                "health_masks": list(self.health_masks),
+                "tuning": [{"collective": c, "algorithm": a, "protocol": p, "latency_us": lat, "bandwidth_gb_s": bw}
+                           for c, a, p, lat, bw in self.tuning],
+                "failures": [f.to_json() for f in self.failures]}
 
 
 def _family(detail: str) -> str | None:
     """The transport family of a channel's ``via ...`` text (``P2P/IPC/read`` -> ``P2P``)."""
     if detail.startswith("P2P/"):
         return "P2P"
-    if detail.startswith("SHM"):
+    if detail.startswith("SHM") or detail.startswith("direct shared memory"):
         return "SHM"
     if detail.startswith("NVLS"):
         return "NVLS"
@@ -98,7 +120,7 @@ def _family(detail: str) -> str | None:
             return "NET/IB"
         if name == "Socket":
             return "NET/Socket"
-        if name in ("OFI", "AWS Libfabric", "Libfabric"):
+        if name in ("OFI", "AWS Libfabric", "Libfabric") or "Libfabric" in name:
             return "NET/OFI"
     return None
 
@@ -115,6 +137,8 @@ def _network_family(name: str) -> str | None:
 
 def _detail(via: str) -> str:
     """``P2P/IPC/read`` -> ``P2P/IPC``; ``NET/IB/0/GDRDMA`` -> ``NET/IB/GDRDMA``; ``NET/Socket/3`` -> ``NET/Socket``."""
+    if via.startswith("direct shared memory"):
+        return "SHM"
     parts = via.split("/")
     if parts[0] == "NET":
         keep = [parts[0], parts[1]] + [p for p in parts[2:] if p in ("GDRDMA", "Shared")]
@@ -127,6 +151,7 @@ class _Scan:
     """What ``parse`` has read so far from one log (filled line by line by the ``_read_*`` helpers)."""
 
     version: str | None = None
+    library: str = "NCCL"
     nranks: int | None = None
     nnodes: int | None = None
     network: str | None = None
@@ -149,6 +174,49 @@ class _Scan:
     mnnvl: bool | None = None
     clique_size: int | None = None
     fabric_uuids: list = field(default_factory=list)
+    clique_ids: list = field(default_factory=list)
+    health_masks: list = field(default_factory=list)
+    tune_algos: list = field(default_factory=list)
+    tune_protos: list = field(default_factory=list)
+    tuning: dict = field(default_factory=dict)
+    tune_flat: bool = False  # the older one-line 'Latency/AlgBw' header: one algorithm/protocol per cell
+
+
+def _read_tuning(scan: _Scan, body: str) -> bool:
+    """A line of NCCL's TUNING table (see ``_TUNE_CELL``); True when the line was one."""
+    if "|" not in body:
+        return False
+    cells = body.split("|")
+    head = cells[0].strip()
+    if head == "Algorithm":
+        scan.tune_algos = [w for c in cells[1:] for w in c.split()]
+        scan.tune_protos, scan.tune_flat = [], False
+        return True
+    if head == "Protocol":
+        scan.tune_protos = [c.strip() for c in cells[1:] if c.strip()]
+        return True
+    if head == "Latency/AlgBw":  # NCCL 2.8-2.18: one header of 'Tree/    LL |' cells, algorithm/protocol each
+        pairs = [c.split("/") for c in cells[1:] if c.strip()]
+        scan.tune_algos = [a.strip() for a, *_ in pairs]
+        scan.tune_protos = [(rest[0].strip() if rest else "?") for _, *rest in pairs]
+        scan.tune_flat = True
+        return True
+    if head == "Max NThreads":
+        return True
+    if head not in _TUNE_FUNCS or not scan.tune_algos or not scan.tune_protos:
+        return False
+    values = [_TUNE_CELL.match(c) for c in cells[1:] if c.strip()]
+    per = 1 if scan.tune_flat else max(1, len(scan.tune_protos) // len(scan.tune_algos))
+    for i, m in enumerate(values):
+        if m is None or i // per >= len(scan.tune_algos) or i >= len(scan.tune_protos):
+            continue
+        try:
+            lat, bw = float(m.group(1)), float(m.group(2))
+        except ValueError:
+            continue
+        scan.tuning[(head, scan.tune_algos[i // per], scan.tune_protos[i])] = (lat, bw)
+    scan.recognised += 1
+    return True
 
 
 def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
@@ -158,9 +226,12 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
         scan.recognised += 1
     m = _VERSION.search(line) if "version" in line else None
     if m:
-        if not _VERSION_OK.match(m.group(1)):
-            raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(1))
-        scan.version, scan.recognised = m.group(1), scan.recognised + 1
+        if not _VERSION_OK.match(m.group(2)):
+            raise fail(no, "an NCCL version such as 2.19.3+cuda12.3", m.group(2))
+        if scan.version is None or m.group(1) == "R":
+            scan.version, scan.recognised = m.group(2), scan.recognised + 1
+        if m.group(1) == "R":
+            scan.library = "RCCL"
     m = _NRANKS.search(body) if "anks" in body else None
     if m and ("comm " in body or "Init" in body):
         if not m.group(1).isdigit():
@@ -173,8 +244,10 @@ def _read_header(scan: _Scan, no: int, line: str, body: str) -> None:
 
 def _read_channel(scan: _Scan, no: int, body: str) -> bool:
     """A channel connection 'N/M : a[x] -> b[y] via TRANSPORT'; True when the line was one."""
-    if not (body.startswith("Channel") and _CHANNEL_START.match(body) and "->" in body):
+    if not (body[:1] in "CR" and _CHANNEL_START.match(body) and "->" in body):
         return False
+    if body[:1] == "R" and " via " not in body:
+        return False  # 'Ring 00 : 0 -> 1 -> 0': a ring's order (2.5-2.6), not a connection
     if " via" not in body:
         raise fail(no, "'via TRANSPORT' after the channel's ranks", body)
     m = _CHANNEL_VIA.match(body)
@@ -266,10 +339,16 @@ def _read_network(scan: _Scan, no: int, body: str) -> None:
         if m:
             if m.group(1) not in scan.fabric_uuids:
                 scan.fabric_uuids.append(m.group(1))
+            if m.group(2) not in scan.clique_ids:
+                scan.clique_ids.append(m.group(2))
+            if m.group(4) and int(m.group(4), 16) and m.group(4) not in scan.health_masks:
+                scan.health_masks.append(m.group(4))
             scan.recognised += 1
         m = _MNNVL_COMM.match(body)
         if m:
             scan.mnnvl, scan.clique_size = m.group(1) != "0", int(m.group(3))
+            if "0x" + m.group(2) not in scan.clique_ids and m.group(2) not in scan.clique_ids:
+                scan.clique_ids.append("0x" + m.group(2))
             scan.recognised += 1
         m = _MNNVL_FLAG.search(body)
         if m and scan.mnnvl is None:
@@ -292,7 +371,9 @@ def _result(scan: _Scan, failures=()) -> NcclLog:
                    ib_missing=scan.ib_missing, ofi_provider=scan.provider, nvls_available=scan.nvls,
                    collnet_plugin=scan.collnet, rings=len(scan.rings), trees=len(scan.trees), pxn=scan.pxn,
                    warnings=tuple(scan.warnings), failures=tuple(failures), mnnvl=scan.mnnvl,
-                   mnnvl_clique_size=scan.clique_size, fabric_uuids=tuple(scan.fabric_uuids))
+                   mnnvl_clique_size=scan.clique_size, fabric_uuids=tuple(scan.fabric_uuids), library=scan.library,
+                   clique_ids=tuple(scan.clique_ids), health_masks=tuple(scan.health_masks),
+                   tuning=tuple((c, a, p, lat, bw) for (c, a, p), (lat, bw) in scan.tuning.items()))
 
 
 def _body(line: str) -> str:
@@ -318,6 +399,8 @@ def parse(text) -> NcclLog:
             scan.info_lines += 1
         _read_header(scan, no, line, body)
         if _read_channel(scan, no, body):
+            continue
+        if "|" in body and _read_tuning(scan, body):
             continue
         _read_graphs(scan, body)
         _read_ib(scan, no, body)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .. import collectives, validate
 from . import failures as _failures
 from . import pasted
+from .json_results import read_json, version_of_code  # noqa: F401  (version_of_code: part of this module's API)
 
 _MPI_PREFIX = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
 _RANK = re.compile(r"#?\s*Rank\s+(\d{1,7})(?:\s+Group\s+\d+)?(?:\s+Pid\s+\d+)?\s+on\s+(\S+)\s+device\b")
@@ -32,6 +33,13 @@ _HEADER = re.compile(r"^#?\s*(?:nThread \d+ nGpus|Collective test starting|Using
                      r"NCCL Tests compiled|\s*size\s+count\s+type|\s*bytes\s+N\s+type|\s*\(B\)\s+\(elements\))")
 _FAILURE = re.compile(r"NCCL failure|Test failure|NCCL WARN|Cuda failure|error|Error|failed|Aborted|Killed")
 _WORD = re.compile(r"[A-Za-z_]+")
+# the closing lines of a run that finished: ' Out of bounds values : 0 OK', ' Avg bus bandwidth    : 186.5 '
+# (a '#' before them from nccl-tests 2.x on; common.cu)
+_AVG = re.compile(r"Avg bus bandwidth\s{0,40}:\s{0,20}([0-9][0-9.]{0,20}(?:[eE][+-]?\d{1,3})?)")
+_CLOSING = ("Avg bus bandwidth", "Out of bounds values", "Collective test concluded")
+# a rank line's index, host and pid ('#  Rank  0 Group  0 Pid  41233 on gpu-a01 device 0', older '#   Rank  0 Pid
+# 1234 on host device 0' and '#   Rank  0 on host device 0'); used to tell one job from several pasted together
+_RANK_PID = re.compile(r"Rank\s+(\d{1,7})(?:\s+Group\s+\d+)?(?:\s+Pid\s+(\d+))?\s+on\s+(\S+)")
 _UNKNOWN_TOOL = "nccl-tests or rccl-tests (the output does not say which)"
 
 
@@ -62,6 +70,11 @@ class NcclTestsRun:
     refused_rows: tuple[int, ...]
     command: dict
     failures: tuple = ()  # failures.Failure found in the output (NCCL WARN lines, "Test NCCL failure ...")
+    avg_busbw: float | None = None     # the '# Avg bus bandwidth : X' line (GB/s), where the copy has it
+    cut_after: int | None = None       # the last size of a copy that ends without the run's closing lines
+    last_row_partial: bool = False     # the copy ends inside a row (fewer columns than the others)
+    error_column: str = "not in the file"       # '#wrong' (a count), 'max error' (older releases: 'error'/'res')
+    jobs: int = 1                      # separate jobs pasted together (each lists its own rank 0)
 
     def as_dict(self) -> dict:
         """The dict ``compare`` and the chapters read (rows as dicts of size, time_us, algbw, busbw)."""
@@ -70,7 +83,8 @@ class NcclTestsRun:
                 "gpus_per_process": self.gpus_per_process, "ranks_from": self.ranks_from,
                 "collective_from": self.collective_from, "tool": self.tool,
                 "failed_before_first_size": self.failed_before_first_size, "last_words": self.last_words,
-                "refused_rows": list(self.refused_rows), "command": dict(self.command)}
+                "refused_rows": list(self.refused_rows), "command": dict(self.command), "avg_busbw": self.avg_busbw,
+                "cut_after": self.cut_after, "jobs": self.jobs}
 
     def to_json(self) -> dict:
         big = max(self.rows, key=lambda r: r["size"]) if self.rows else None
@@ -80,6 +94,8 @@ class NcclTestsRun:
                 "largest_size": big["size"] if big else None, "busbw_at_largest_gb_s": big["busbw"] if big else None,
                 "failed_before_first_size": self.failed_before_first_size, "last_words": self.last_words,
                 "refused_rows": list(self.refused_rows), "env": dict(self.env),
+                "avg_busbw_gb_s": self.avg_busbw, "cut_after": self.cut_after, "last_row_partial": self.last_row_partial,
+                "error_column": self.error_column, "jobs": self.jobs,
                 "failures": [f.to_json() for f in self.failures]}
 
 
@@ -108,14 +124,9 @@ def _row(tokens: list[str]):
     if not all(gone or (math.isfinite(v) and v >= 0) for v, gone in zip((algbw, busbw), absent[1:3])):
         return "refused"
     wrong = nums[3] if len(nums) > 3 and not absent[3] and math.isfinite(nums[3]) and nums[3] > 0 else 0
-    return int(tokens[0]), time_us, algbw, busbw, wrong
-
-
-def version_of_code(code: int) -> str:
-    """NCCL_VERSION_CODE -> 'X.Y.Z': X*10000 + Y*100 + Z from NCCL 2.9 on, X*1000 + Y*100 + Z before (nccl.h)."""
-    if code >= 10000:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+    col = rest[len(rest) - len(nums) + 3] if len(nums) > 3 else ""
+    exp = "e" in col or "E" in col  # '0e+00': a max error printed with %le, not a count
+    return int(tokens[0]), time_us, algbw, busbw, wrong, len(nums), exp
 
 
 def _int(value):
@@ -171,6 +182,31 @@ def ranks_from_bandwidths(collective, rows):
     return p if p >= 2 and abs(coll.busbw_factor(p) - f) < 0.02 else None
 
 
+def _from_json(text, data: dict) -> NcclTestsRun:
+    """The run that a JSON output describes (see ``read_json``)."""
+    cmd = pasted.command_facts([" ".join(data["args"])]) if data["args"] else {}
+    collective, collective_from = None, "not in the file"
+    for name, where in ((cmd.get("test"), "JSON args"), (data["name"], "JSON record")):
+        if name and collective is None:
+            try:
+                collective, collective_from = collective_id(name), where
+            except ValueError:
+                pass
+    ranks = max(data["ranks"]) + 1 if data["ranks"] else None
+    tool = "rccl-tests" if "rccl" in text[:4096].lower() or cmd.get("suite") else "nccl-tests"
+    wrong = ()
+    if data["wrong"]:
+        wrong = (_failures.Failure(kind="wrong_results", line=1, count=len(data["wrong"]),
+                                   detail=f"{sum(data['wrong']):g} wrong value(s) in the nwrong field of "
+                                          f"{len(data['wrong'])} record(s)"),)
+    return NcclTestsRun(tool=tool, collective=collective, collective_from=collective_from, ranks=ranks,
+                        ranks_from="highest rank index in the JSON rank records + 1" if ranks else "not in the file",
+                        hosts=tuple(sorted(data["hosts"])), rows=tuple(data["rows"]), env={},
+                        nccl_version=data["version"], gpus_per_process=None, failed_before_first_size=False,
+                        last_words=None, refused_rows=(), command=cmd, failures=wrong,
+                        error_column="#wrong" if data["wrong"] else "not in the file")
+
+
 def parse(text) -> NcclTestsRun:
     """Read an nccl-tests / rccl-tests output; ValueError when it has neither result rows nor a header."""
     p = pasted.read(text)
@@ -178,8 +214,11 @@ def parse(text) -> NcclTestsRun:
     hosts, rank_lines, rows, refused, env, top_rank, elided = [], 0, [], [], {}, -1, False
     wrong_rows: list = []
     after_ranks = True  # something (the column header, a row) came after the last rank line
-    version = ngpus = None
+    version = ngpus = avg = None
     tool, header_seen, last_words = p.command.get("suite", _UNKNOWN_TOOL), False, None
+    error_column, time_in_ms, closed, widths = "not in the file", False, False, []
+    fragment = 0
+    rank_ids: dict = {}  # rank index -> the distinct (pid, host) that listed it
     for no, raw in enumerate(p.text.split("\n"), start=1):
         line = _MPI_PREFIX.sub(" ", raw).strip() if "[" in raw else raw.strip()
         if not line:
@@ -205,9 +244,17 @@ def parse(text) -> NcclTestsRun:
         if ngpus is None and "nGpus" in line:
             gm = _NGPUS.search(line)
             ngpus = int(gm.group(1)) if gm else None
+        if "Avg bus" in line or "Out of bounds" in line or "concluded" in line:
+            if any(c in line for c in _CLOSING):
+                closed = True
+                am = _AVG.search(line)
+                if am and avg is None:
+                    avg = float(am.group(1))
         if "Rank" in line:
             found = _RANK.findall(line)
             if found:
+                for rid, pid, host in _RANK_PID.findall(line):
+                    rank_ids.setdefault(int(rid), set()).add((pid, host))
                 rank_lines += len(found)
                 hosts.extend(h for _, h in found)
                 top_rank = max([top_rank] + [int(r) for r, _ in found])
@@ -218,6 +265,12 @@ def parse(text) -> NcclTestsRun:
             after_ranks = True  # a line that is not a rank line: the rank list ended before the copy did
         if _HEADER.match(line):
             header_seen = True
+            if "#wrong" in line:       # nccl-tests from 2022 on: the count of wrong elements
+                error_column = "#wrong"
+            elif " error" in line or " res" in line:  # older releases: the largest difference found, %le
+                error_column = "max error"
+            if " bytes " in line and " N " in line:   # the first releases (2017) printed the time in ms
+                time_in_ms = True
             continue
         if rank_lines and not rows and set(line.lstrip("#").strip()) <= {"."} and "..." in line:
             elided = True  # '#  ...' between rank lines: ranks were left out of the copy
@@ -229,11 +282,15 @@ def parse(text) -> NcclTestsRun:
             refused.append(no)
         elif r is not None:
             after_ranks = True
-            rows.append({"size": r[0], "time_us": r[1], "algbw": r[2], "busbw": r[3]})
-            if r[4]:
+            rows.append({"size": r[0], "time_us": r[1] * 1000 if time_in_ms else r[1], "algbw": r[2], "busbw": r[3]})
+            widths.append((no, r[5]))
+            counted = error_column == "#wrong" or (error_column == "not in the file" and not r[6])
+            if r[4] and counted:
                 wrong_rows.append((no, r[4]))
         elif _FAILURE.search(line) or header_seen:
             last_words = line[:300]
+            if rows and line[:1].isdigit() and r is None:
+                fragment = no  # the start of a row the copy cut short
     cmd = p.command
     if collective is None and "test" in cmd:
         try:
@@ -244,12 +301,20 @@ def parse(text) -> NcclTestsRun:
         if name in ("NCCL_ALGO", "NCCL_PROTO"):
             env.setdefault(name[5:].lower(), value)
     g = ngpus or _int(cmd.get("gpus_per_process"))
-    if rank_lines and not after_ranks and not elided:  # the copy ends inside the rank list: a count would be low
+    jobs = max((len(v) for v in rank_ids.values()), default=1)
+    if jobs > 1 and rank_lines:  # rank 0 listed by several processes: several jobs pasted together
+        per_job = top_rank + 1
+        ranks, ranks_from = per_job, (f"highest rank index ({top_rank}) + 1, per job: rank 0 is listed {jobs} times "
+                                      f"(by different processes), so these are {jobs} separate jobs of {per_job} "
+                                      "rank(s) each, not one job")
+    elif rank_lines and not after_ranks and not elided:  # the copy ends inside the rank list: a count would be low
         ranks, ranks_from = None, (f"not in the file: the copy ends in the rank list after {rank_lines} rank line(s), "
                                    f"so there are at least {max(rank_lines, top_rank + 1)}")
     elif rank_lines and top_rank + 1 > rank_lines:
         ranks, ranks_from = top_rank + 1, (f"highest rank index ({top_rank}); {rank_lines} rank lines shown"
                                            + (", the others elided" if elided else ""))
+    elif rank_lines and top_rank + 1 < rank_lines:  # the same rank lines twice (a file pasted twice)
+        ranks, ranks_from = top_rank + 1, f"highest rank index ({top_rank}) + 1; {rank_lines} rank lines, some repeated"
     elif rank_lines:
         ranks, ranks_from = rank_lines, "rank lines"
     elif _int(cmd.get("processes")):
@@ -260,16 +325,43 @@ def parse(text) -> NcclTestsRun:
         ranks, ranks_from = None, "not in the file"
     if collective is None and ranks and rows:
         collective, collective_from = _from_bandwidths(rows, ranks)
+    if not rows and not refused:
+        data = read_json(pasted.clean(text))
+        if data is not None:
+            return _from_json(text, data)
+    found = tuple(_failures.find(enumerate(p.text.split("\n"), start=1)))
+    if not rows and not header_seen and not refused and any(
+            "failure" in (line := p.text.split("\n")[f.line - 1]) and ("Test " in line or line.lstrip()[:4] in
+                                                                         ("NCCL", "Cuda", "CUDA", "HIP "))
+            for f in found):
+        header_seen = True  # nccl-tests' own failure line (common.h) and nothing before it: the run failed at once
+        last_words = last_words or p.text.split("\n")[found[0].line - 1].strip()[:300]
     if not rows and not header_seen and not refused:
         raise ValueError("text has no nccl-tests result rows (lines starting with size and count) and no "
                          "nccl-tests header")
+    if rows and not time_in_ms and _times_are_ms(rows):
+        rows = [dict(r, time_us=r["time_us"] * 1000) for r in rows]
+    cut_after, partial = None, False
+    if rows and not closed:
+        cut_after = rows[-1]["size"]
+        full = max(w for _, w in widths)
+        partial = (widths[-1][1] < full and len(widths) > 1) or fragment > widths[-1][0]
     return NcclTestsRun(tool=tool, collective=collective, collective_from=collective_from, ranks=ranks,
                         ranks_from=ranks_from, hosts=tuple(sorted(set(hosts) or set(cmd.get("hosts", [])))),
                         rows=tuple(rows), env=env, nccl_version=version, gpus_per_process=g,
                         failed_before_first_size=not rows and header_seen, last_words=None if rows else last_words,
                         refused_rows=tuple(refused), command=cmd,
-                        failures=tuple(_failures.find(enumerate(p.text.split("\n"), start=1)))
-                        + _wrong_failure(wrong_rows))
+                        failures=found + _wrong_failure(wrong_rows), avg_busbw=avg, cut_after=cut_after, last_row_partial=partial,
+                        error_column=error_column, jobs=jobs)
+
+
+def _times_are_ms(rows) -> bool:
+    """Whether the rows' time column is in ms (nccl-tests before 2019 printed deltaSec * 1e3), told from the rows
+    themselves where no header says: algbw = size / time, so size / algbw is the time, and a printed time 1000
+    times smaller than that (within 10 %, on the median of the rows with algbw >= 0.1 GB/s) is in ms."""
+    ratios = sorted(r["size"] / (r["algbw"] * 1e3) / r["time_us"] for r in rows
+                    if math.isfinite(r["algbw"]) and r["algbw"] >= 0.1 and r["time_us"] > 0)
+    return bool(ratios) and abs(ratios[len(ratios) // 2] / 1000 - 1) < 0.1
 
 
 def _wrong_failure(wrong_rows) -> tuple:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import json_results
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 # tools whose command line may open a paste; the prompt before it is optional
 TOOLS = ("nvidia-smi", "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "lspci", "rdma", "iblinkinfo",
@@ -50,7 +52,14 @@ class Pasted:
 # decorations a paste carries on every line, each anchored and bounded (linear in the line's length):
 # Open MPI --tag-output '[1,0]<stdout>:' (with --timestamp-output a ctime before it), kubectl logs --timestamps
 # and CloudWatch ISO 8601 stamps, syslog-style 'Mon DD HH:MM:SS', tmux/screen pane borders
-_TAG = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d{1,9},\d{1,9}\]<std(?:out|err)>:")
+# (--timestamp-output alone prints the ctime and '<stdout>:' without the '[job,rank]' tag)
+_TAG = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}(?:\[\d{1,9},\d{1,9}\])?|"
+                  r"\[\d{1,9},\d{1,9}\])<std(?:out|err)>:")
+# pdsh / clush put the host before every line ('node-1: ', '10.3.35.83: '), srun --label the task ('0: ').
+# A host name here holds a digit (node-1, gpu07, ip-10-0-0-1, an IPv4 address), which no tool's own
+# 'Key: value' line at the start of a line does (CA:, hca_id:, Switch:); a prefix is only stripped when it
+# opens most of the paste's lines
+_HOST = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): ")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:\s|\t|\|)")
 _STAMP_ANYWHERE = re.compile(r"\n\d{4}-\d\d-\d\d[T ]\d\d:")
 _BORDER = "│┃║"
@@ -73,6 +82,25 @@ def undecorate(line: str) -> str:
     return line
 
 
+def _host_of(line: str) -> str | None:
+    m = _HOST.match(line)
+    if m is None or not any(c.isdigit() for c in m.group(1)):
+        return None
+    return m.group(1)
+
+
+def strip_hosts(text: str) -> str:
+    """``text`` without the ``host: `` that a parallel shell (pdsh, clush, a launcher's tag) put before each line,
+    where such a prefix opens at least half of the non-blank lines (and at least two); else ``text`` unchanged."""
+    rows = text.split("\n")
+    hosts = [_host_of(line[:80]) if line[:1].isalnum() else None for line in rows]
+    filled = sum(1 for line in rows if line.strip())
+    prefixed = sum(1 for h in hosts if h is not None)
+    if prefixed < 2 or prefixed * 2 < filled:
+        return text
+    return "\n".join(line[len(h) + 2:] if h is not None else line for line, h in zip(rows, hosts))
+
+
 def clean(text) -> str:
     """``text`` without a BOM, ANSI escape codes and carriage returns (CRLF, CR CR LF and a lone CR become LF),
     and without per-line decorations (``undecorate``: MPI tags, timestamps, pane borders)."""
@@ -86,6 +114,8 @@ def clean(text) -> str:
     if ">:" in text or "│" in text or "┃" in text or "║" in text or _STAMP_ANYWHERE.search(text) \
             or _STAMP.match(text[:64]):
         text = "\n".join(undecorate(line) for line in text.split("\n"))
+    if ": " in text[:4096]:
+        text = strip_hosts(text)
     return text.lstrip("\ufeff")
 
 
@@ -219,7 +249,8 @@ _STARTS = (  # (kind, test), first match wins
                               or "NCCL Tests compiled" in l or bool(_ROW.match(l))
                               or bool(re.match(r"#\s*Rank\s+\d{1,7}\s+(?:Group|Pid|on)\s", l))
                               or bool(re.match(r"#\s+size\s+count\s+type\s+redop\s", l))
-                              or l.lstrip().startswith('{"nccl') or l.lstrip().startswith('{"rccl'))),
+                              or l.lstrip().startswith('{"nccl') or l.lstrip().startswith('{"rccl')
+                              or (l.lstrip()[:1] == "{" and ('"bus_bw"' in l or '"busbw"' in l)))),
     ("nccl_topo", lambda l: "<system version=" in l or "=== System : maxBw" in l),
     ("nccl_debug", lambda l: bool(re.match(r"\s*(?:NCCL version \d|Using network |NET/(?:IB|Socket|Plugin|OFI)"
                                            r"|Watchdog caught collective|RuntimeError: NCCL|torch.distributed.DistBackendError)", l))),
@@ -229,6 +260,7 @@ _STARTS = (  # (kind, test), first match wins
     ("rdma_link", lambda l: bool(re.match(r"link [\w.-]{1,64}/\d{1,4} ", l))),
     ("iblinkinfo", lambda l: ("==(" in l and ")==>" in l) or bool(re.match(r"(?:CA|Switch): \S", l))),
     ("nvlink_status", lambda l: bool(re.match(r"\s*GPU \d{1,3}: .{0,200}\(UUID: |\s*Link \d{1,3}: (?:<inactive>|[0-9.]+ GB/s)", l))),
+    ("rocm_smi", lambda l: "ROCm System Management Interface" in l or "between two GPUs" in l),
     ("topo", lambda l: bool(re.match(r"\s*GPU0\s+(?:GPU1|X\b|CPU Affinity|NIC0|\S+_\d)", l))
              or bool(re.match(r"\s*(?:GPU|NIC)\d{1,3}\s+" + _CELL + r"\s", l))),
 )
@@ -284,8 +316,9 @@ def line_kind(line: str) -> str | None:
     head = line[:_LONG]
     if "CCL INFO" in head or "CCL WARN" in head:
         return "nccl_log_line"
-    if "NCCL failure " in head or "CUDA failure " in head or "Test failure" in head:
-        return None  # nccl-tests' own failure line: it ends the table it stands in
+    if "NCCL failure " in head or "CUDA failure " in head or "Test failure" in head or "Cuda failure " in head \
+            or "HIP failure " in head:
+        return "test_failure"  # nccl-tests' own failure line: it ends the table it stands in, or is all there is
     if ("CCL " in head or "rror" in head or "atchdog" in head) and _NCCL_LINE.search(head):
         return "nccl_log_line"
     for kind, test in _STARTS:
@@ -305,7 +338,12 @@ def split(text) -> tuple[list[str], tuple[Part, ...]]:
     kind (or the same kind for those that print one block per device: ibstat, nvlink -s) or a prompt line;
     NCCL's log lines make one ``nccl_debug`` part wherever they stand. Lines before any part are ``other``.
     """
-    all_lines = clean(text).split("\n")
+    cleaned = clean(text)
+    all_lines = cleaned.split("\n")
+    if cleaned.lstrip()[:1] in ("{", "["):  # a JSON document (nccl-tests -J, pretty-printed or not): one part
+        if json_results.read_json(cleaned) is not None:
+            nos = [no for no, line in enumerate(all_lines, start=1) if line.strip()]
+            return all_lines, (Part("nccl_tests", tuple(nos)),)
     parts: list[tuple[str, list[int]]] = []
     log: list[int] = []
     current: list | None = None
@@ -315,6 +353,8 @@ def split(text) -> tuple[list[str], tuple[Part, ...]]:
                 current[1].append(no)
             continue
         kind = line_kind(line)
+        if kind == "test_failure":  # inside a part it continues it; after a prompt or alone it is an nccl-tests run
+            kind = None if current is not None and current[0] not in _CONTEXT else "nccl_tests"
         if kind == "nccl_debug":  # a log line without its prefix ('NCCL version ...'): the log, wherever it stands
             kind = "nccl_log_line"
         if kind == "nccl_log_line":
@@ -333,6 +373,8 @@ def split(text) -> tuple[list[str], tuple[Part, ...]]:
                 parts.append(current)
             current[1].append(no)
             continue
+        if current is not None and current[0] == "rocm_smi" and kind == "topo":
+            kind = "rocm_smi"  # a matrix's 'GPU0 GPU1 ...' header inside rocm-smi's output
         if current is not None and current[0] == kind and kind not in ("prompt",):
             current[1].append(no)
             continue
