@@ -419,10 +419,12 @@ def test_dgx_b300_nics_are_not_capped_by_a_gen5_slot():
 
 
 def test_nccl_generation_comes_from_data_and_an_unknown_one_is_refused():
-    """RCCL GPUs get their own (assumed) rows; a GPU whose generation has no row is refused by name."""
+    """RCCL GPUs get RCCL's own rows (its source named); a GPU whose generation has no row is refused by name."""
     assert cm.gpu_generation("amd-mi355x-8gpu") == "cdna4" and cm.gpu_generation("amd-mi325x-8gpu") == "cdna3"
     assert cm.gpu_generation("gb300-nvl72") == "blackwell" and cm.gpu_generation("hgx-h100-4gpu") == "hopper"
-    assert "assumed" in cm.protocol_table()["generations_note"]
+    table = cm.protocol_table()
+    assert table["rccl"]["source"] in datafiles.load("sources.json") and "RCCL" in table["generations_note"]
+    assert set(table["rccl"]["generations"]) == {cm.gpu_generation(s) for s in ("amd-mi355x-8gpu", "amd-mi325x-8gpu")}
     odd = dataclasses.replace(hardware.system("amd-mi355x-8gpu"),
                               gpu=dataclasses.replace(hardware.gpu("mi355x"), id="mystery", nccl_arch="cdna9"))
     with pytest.raises(ValueError, match="gpu mystery has NCCL generation 'cdna9'.*known generations: volta, ampere"):

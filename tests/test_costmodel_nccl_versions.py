@@ -88,3 +88,21 @@ def test_predict_cli_takes_the_version_and_refuses_a_bad_one(capsys):
     assert main(["predict", "all_reduce", "--system", "dgx-h100", "--nccl-version", "9.9"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--nccl-version" in err[0]
+
+
+def test_amd_gpus_are_priced_with_rccls_own_latencies_over_xgmi():
+    """RCCL maps xGMI to its NVLink path: an AMD node takes RCCL's xGMI row and base latencies (efficiency.json
+    nccl_protocols.rccl), not PCIe's; an NVIDIA node keeps NCCL's; LL128 stays off on xGMI (RCCL's default)."""
+    from course_lib.costmodel.nccl import base_latency_us
+    table = costmodel.protocol_table()
+    amd = costmodel.fabric("azure-nd-mi300x-v5")
+    assert amd.intra_tech == "xgmi" and amd.arch in table["rccl"]["generations"]
+    assert base_latency_us(amd, "ring", "LL") == table["rccl"]["base_latency_us"]["ring"]["LL"]
+    nv = costmodel.fabric("dgx-h100")
+    assert base_latency_us(nv, "ring", "LL") == table["base_latency_us"]["ring"]["LL"]
+    p = costmodel.predict("all_reduce", [2**10, 2**24], "azure-nd-mi300x-v5")
+    assert "LL128" not in set(p.protocols)
+    steps = 2 * (8 - 1)
+    row = table["hw_latency_us"]["xgmi"]["ring"]["LL"]
+    want = amd.launch + 1e-6 * (table["rccl"]["base_latency_us"]["ring"]["LL"] + steps * row)
+    assert p.protocols[0] == "LL" and p.time_s[0] > want and p.time_s[0] < want * 1.05  # latency-bound at 1 KiB

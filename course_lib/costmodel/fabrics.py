@@ -86,7 +86,8 @@ def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
     sys_ = hardware.resolve_system(system)
     if not isinstance(achievable, bool):
         raise ValueError(f"achievable must be True or False, got {achievable!r}")
-    intra_tech = "nvlink" if sys_.gpu_link.family == "nvlink" else "pcie"
+    # AMD Infinity Fabric: RCCL treats xGMI as its NVLink path type, with its own per-step latencies (efficiency.json)
+    intra_tech = {"nvlink": "nvlink", "infinity-fabric": "xgmi"}.get(sys_.gpu_link.family, "pcie")
     eff = (lambda t: efficiency(t)) if achievable else (lambda t: 1.0)
     intra = sys_.gpu_link.per_direction * eff(intra_tech)
     if intra_tech == "pcie" and not sys_.p2p:

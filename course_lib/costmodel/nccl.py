@@ -88,6 +88,15 @@ def two_node_tree_rule(version=None) -> str:
     return protocol_table(version)["releases"][protocol_table(version)["release"]]["two_node_tree_rule"]
 
 
+def base_latency_us(f: Fabric, algorithm, protocol, version=None) -> float:
+    """NCCL's base latency of ``algorithm`` (ring, tree) with ``protocol``, us: RCCL's own for its GPU generations
+    (efficiency.json ``nccl_protocols.rccl``), else the release's."""
+    T = protocol_table(version)
+    rccl = T["rccl"]
+    table = rccl["base_latency_us"] if f.arch in rccl["generations"] else T["base_latency_us"]
+    return float(table[algorithm][protocol])
+
+
 def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
     """Protocols NCCL would consider: LL128 needs NVLink inside the node; across nodes only those the
     fabric's NCCL setup allows (``Fabric.net_protocols``); ``protocol`` forces one."""
@@ -143,7 +152,8 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
         if N > 1:  # every step of a ring spanning nodes pays at least the network post overhead
             intra = max(intra, T["net_overhead_us"] * (T["net_overhead_simple_factor"] if proto == "Simple" else 1))
         inter = T["hw_latency_us"]["net"]["ring"][proto] + _net_extra_us(f)
-        lat = f.launch + 1e-6 * (T["base_latency_us"]["ring"][proto] + (steps - n_inter) * intra + n_inter * inter)
+        lat = f.launch + 1e-6 * (base_latency_us(f, "ring", proto, f.nccl_version) + (steps - n_inter) * intra
+                                 + n_inter * inter)
         if rating and proto == "Simple" and N > 1 and coll.id == "all_reduce":
             plateau = T["ring_plateau"]["before_sm80" if f.arch == "volta" else "sm80_on"]
             lat = f.launch + (lat - f.launch) * np.where(n / (f.channels * p) >= 64, plateau, 1.0)
@@ -298,7 +308,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
     fill = pipeline_fill_bytes(n, g * N, f.channels, N)
     out = {}
     for proto in _protocols(f, protocol, N):
-        lat = f.launch + 1e-6 * (T["base_latency_us"]["tree"][proto] + up_down * (
+        lat = f.launch + 1e-6 * (base_latency_us(f, "tree", proto, f.nccl_version) + up_down * (
             chain_steps * T["hw_latency_us"][f.intra_tech]["tree"][proto]
             + depth * (T["hw_latency_us"]["net"]["tree"][proto] + _net_extra_us(f))))
         t = t_bw / T["tree_bw_factor"]
