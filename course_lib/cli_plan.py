@@ -61,7 +61,7 @@ def _run(args) -> int:
     modern = dict(seq_len=args.seq_len, moe_imbalance=args.moe_imbalance, ep_overlap=args.ep_overlap,
                   cp_kind=args.cp_kind, precision=args.precision, fp8_dispatch=args.fp8_dispatch)
     if any(x is not None for x in (args.tp, args.pp, args.ep, args.cp, args.hsdp)) or args.fsdp:
-        est = parallel.estimate(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
+        est = parallel.estimate_choosing(model, system, tp=args.tp or 1, pp=args.pp or 1, global_batch=args.global_batch,
                                 pp_layers=_pp_layers(args.pp_layers), etp=args.etp,
                                 micro_batch=args.micro_batch, zero=args.zero, recompute=args.recompute,
                                 interleave=args.interleave, sequence_parallel=args.sequence_parallel,
@@ -85,6 +85,10 @@ def _run(args) -> int:
         if args.fsdp or args.hsdp is not None:
             search["zero_stages"] = (3,)
             search["hsdp_options"] = (args.hsdp,)
+        elif args.zero is not None:
+            search["zero_stages"] = (args.zero,)
+        # not given: the least recomputation that fits is searched too (the library's plan() keeps its own list)
+        search["recompute_options"] = parallel.AUTO_RECOMPUTE if args.recompute is None else (args.recompute,)
         result = parallel.plan(model, system, global_batch=args.global_batch, gpu_efficiency=args.gpu_efficiency,
                                dp_overlap=not args.no_dp_overlap, **kwargs, **search, **modern)
         out["plan"] = result.to_dict(top=args.top)
@@ -113,8 +117,12 @@ def register(subparsers) -> None:
     p.add_argument("--pp", type=cli.integer(low=1), default=None, help="pipeline-parallel size")
     p.add_argument("--global-batch", type=cli.integer(low=1, high=10**9), default=1536, help="global batch, sequences")
     p.add_argument("--micro-batch", type=cli.integer(low=1), default=1, help="micro-batch, sequences")
-    p.add_argument("--zero", type=cli.integer(low=0, high=3), default=0, help="ZeRO stage")
-    p.add_argument("--recompute", default="full", choices=list(parallel.RECOMPUTE), help="activation recomputation")
+    p.add_argument("--zero", type=cli.integer(low=0, high=3), default=None,
+                   help="ZeRO stage (default: chosen, and said: the fastest of ZeRO-0 and, with DP > 1, ZeRO-1 that "
+                        "fits; ZeRO-2/3 only if neither does)")
+    p.add_argument("--recompute", default=None, choices=list(parallel.RECOMPUTE),
+                   help="activation recomputation (default: chosen, and said: the fastest of none, selective, full "
+                        "that fits)")
     p.add_argument("--interleave", type=cli.integer(low=1), default=1, help="virtual pipeline stages per GPU")
     p.add_argument("--pp-layers", default=None, metavar="FIRST,LAST|N1,...,Np",
                    help="layers of the first and last pipeline stages (the rest split evenly; '-' leaves one to "

@@ -131,7 +131,7 @@ def test_does_not_fit_is_reported():
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(tp=5), "tp"), (dict(tp=8, pp=7), "pp"), (dict(global_batch=100), "global_batch"),
-    (dict(zero=2, pp=2), "zero"), (dict(zero=4), "zero"), (dict(recompute="some"), "recompute"),
+    (dict(zero=-1), "zero"), (dict(zero=4), "zero"), (dict(recompute="some"), "recompute"),
     (dict(gpu_efficiency=1.5), "gpu_efficiency"), (dict(interleave=5, pp=2), "interleave"),
     (dict(micro_batch=0), "micro_batch"), (dict(dp=3), "dp"),
 ])

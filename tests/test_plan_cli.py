@@ -17,7 +17,8 @@ def test_plan_layout_text(capsys):
 def test_plan_step_time_carries_its_range_or_says_why_not(capsys):
     from course_lib import costmodel, parallel
     args = ["--model", "megatron-7.5b", "--system", "dgx-h100", "--nodes", "16", "--tp", "8", "--global-batch", "512"]
-    est = parallel.estimate(parallel.model("megatron-7.5b"), "dgx-h100", tp=8, nodes=16, global_batch=512)
+    # the CLI prices what it prints: zero and recompute left unset are chosen (estimate_choosing)
+    est = parallel.estimate_choosing(parallel.model("megatron-7.5b"), "dgx-h100", tp=8, nodes=16, global_batch=512)
     r = costmodel.step_range(est, "dgx-h100")
     assert r["known"] and r["low_s"] < r["step_s"] < r["high_s"]
     assert main(["plan", *args]) == 0

@@ -68,7 +68,7 @@ from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  #
                     pair_bandwidth)
 from .phases import (Compute, compute_phase, memory_phase, pp_phase, stage_compute_s, stage_memory,  # noqa: F401
                      tp_phase)
-from .planner import Plan, plan  # noqa: F401
+from .planner import AUTO_RECOMPUTE, Plan, estimate_choosing, plan  # noqa: F401
 from .precision import PRECISIONS, fp8_dispatch_bytes, precision_data, precision_summary, recipe  # noqa: F401
 from .results import Estimate, Traffic  # noqa: F401
 from .sharding import (ZERO3_GATHERS_PER_MICRO_BATCH, ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH,  # noqa: F401

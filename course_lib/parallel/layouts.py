@@ -81,6 +81,15 @@ class Layout:
     etp: int = 0                 # expert tensor parallel (0: as tp, Megatron's default); EP x ETP lie over TP x CP x DP
     stage_layers: tuple = ()     # transformer layers of each pipeline stage, first to last (``stage_layer_counts``)
     pp_rule: str = "even"        # how they were split: even, accounted, pp_layers, spread
+    chosen: tuple = ()           # defaults ``layout`` chose where the caller left a setting unset, in words
+
+    @property
+    def state_zero(self) -> int:
+        """The ZeRO stage the model states and their traffic follow: ``zero``, except that ZeRO-2/3 under
+        pipeline parallelism run as FSDP does under torchtitan's pipeline schedules (weights gathered once per
+        step and kept for every micro-batch, gradients accumulated whole and reduce-scattered once after the
+        last): the memory and traffic of ZeRO-1, the distributed optimizer."""
+        return 1 if self.pp > 1 and self.zero >= 2 else self.zero
 
     @property
     def layers_per_stage(self) -> int:
@@ -206,7 +215,8 @@ PP_RULES = {
                  "a layer, so the first and last stages hold one layer fewer",
     "pp_layers": "the layer counts given (Megatron's num_layers_in_first/last_pipeline_stage, or a whole layout)",
     "spread": "the course's spread for an MoE whose layer count no Megatron rule splits (Megatron needs a layout "
-              "here): floor(l/p) or ceil(l/p) layers, the first and last stages holding the fewer",
+              "here): floor(l/p) or ceil(l/p) layers, the first and last stages holding the fewer (interleaved: "
+              "over the p x v virtual stages, the first and last chunks holding the fewer)",
 }
 
 
@@ -218,7 +228,8 @@ def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[
     must divide them), or one count per stage. Otherwise: l/p when p divides l; else the embedding and the
     loss counted as a layer each when p divides l + 2 (126 layers on 16 stages: 7, 8 x 14, 7), or the loss
     alone when p divides l + 1; else, for an MoE only, the course's spread. With ``interleave`` v > 1 every
-    stage's count (embedding and loss included when counted) must divide by v: each virtual stage takes 1/v.
+    stage's count (embedding and loss included when counted) must divide by v: each virtual stage takes 1/v;
+    an MoE whose counts do not is spread over the p x v virtual stages instead.
     """
     m = resolve_model(model_)
     l = m.layers
@@ -248,6 +259,8 @@ def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[
     for extra, rule in ((0, "even"), (2, "accounted"), (1, "accounted")):
         if (l + extra) % p == 0:
             n = (l + extra) // p
+            if v > 1 and n % v and m.experts:
+                break   # an MoE's chunks do not divide: the spread over the virtual stages below
             if v > 1 and n % v:
                 raise ValueError(f"interleave must divide the {n} layers of each stage ({rule} split of {l} layers "
                                  f"on {p} stages), got {v}")
@@ -261,14 +274,18 @@ def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[
         raise ValueError(f"pp must divide the number of layers ({l}), or {l} + 1 or {l} + 2 (the loss, and the "
                          f"embedding, counted as a layer: Megatron's account_for_*_in_pipeline_split); or give "
                          f"pp_layers (first, last); got {p}")
-    if v > 1:
-        raise ValueError(f"interleave must be 1 for the spread of {l} layers on {p} stages: give pp_layers, got {v}")
-    base, extra = divmod(l, p)
-    order = list(range(1, p - 1)) + [0, p - 1]        # the embedding and loss stages get the fewer layers
-    counts = [base] * p
+    # the spread over the p x v virtual stages (model chunk j of stage i is virtual stage j p + i); each
+    # physical stage holds the sum of its v chunks
+    q = p * v
+    if l < q:
+        raise ValueError(f"interleave must leave each of the pp x interleave = {q} virtual stages a layer "
+                         f"({l} layers), got {v}")
+    base, extra = divmod(l, q)
+    order = list(range(1, q - 1)) + [0, q - 1]        # the embedding and loss chunks get the fewer layers
+    chunks = [base] * q
     for i in order[:extra]:
-        counts[i] += 1
-    return tuple(counts), "spread"
+        chunks[i] += 1
+    return tuple(sum(chunks[j * p + i] for j in range(v)) for i in range(p)), "spread"
 
 
 def _check_precision(m: Transformer, sys_, precision, fp8_dispatch) -> str:
@@ -311,6 +328,12 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
     if e > 1 and not m.experts:
         raise ValueError(f"ep must be 1 for a dense model ({m.name} has no experts), got {e}")
     et = t if etp is None else validate.integer("etp", etp, low=1, high=10**4)
+    chosen = []
+    if etp is None and m.experts and e > 1 and (m.expert_ffn % t or (t * c * d) % (e * t)):
+        et = 1   # Megatron's default (etp = tp) cannot fold: EP x TP exceeds (or does not divide) TP x CP x DP
+        chosen.append(f"etp 1 (not given; Megatron's default etp = tp = {t} does not fold: ep x tp = {e * t} "
+                      f"must divide tp x cp x dp = {t * c * d} and tp the expert FFN {m.expert_ffn}), so expert "
+                      f"parallelism spans the attention's TP ranks (MoE parallel folding)")
     if et != t and not m.experts:
         raise ValueError(f"etp must be left unset for a dense model ({m.name} has no experts), got {et}")
     if m.experts and m.expert_ffn % et:
@@ -335,12 +358,17 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
             raise ValueError(f"hsdp must divide cp x dp ({c * d}) and, times tp, be a multiple of ep x etp "
                              f"({e * et}), got {shard}")
     if z >= 2 and p > 1:
-        raise ValueError(f"zero must be 0 or 1 with pipeline parallelism (pp={p}); stages 2-3 need pp=1, got {z}")
+        chosen.append(f"ZeRO-{z} with pipeline parallelism priced as torchtitan runs FSDP under a pipeline schedule: "
+                      f"each stage's weights gathered once per step and kept for all {mb} micro-batches, gradients "
+                      f"reduce-scattered once after the last (the memory and traffic of ZeRO-1)")
     rc = resolve_recompute(recompute)
     v = validate.integer("interleave", interleave, low=1, high=m.layers)
     if v > 1 and (p == 1 or mb % p):
         raise ValueError(f"interleave must be 1 unless pp > 1 and micro-batches ({mb}) are a multiple of pp; got {v}")
     stages, pp_rule = stage_layer_counts(m, p, v, pp_layers)
+    if pp_rule == "spread":
+        chosen.append(f"pipeline split {'/'.join(map(str, stages))} layers per stage ({PP_RULES['spread']}"
+                      + (f"; over the {p * v} virtual stages" if v > 1 else "") + "): give --pp-layers to set it")
     prec = _check_precision(m, sys_, precision, fp8_dispatch)
     eff = None if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
     bucket = DDP_BUCKET_BYTES if bucket_bytes is None else validate.positive("bucket_bytes", bucket_bytes)
@@ -353,4 +381,4 @@ def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, mic
                   cp_kind=kind, shard_group=shard,
                   moe_imbalance=validate.number("moe_imbalance", moe_imbalance, low=1.0, high=float(max(1, m.experts))),
                   ep_overlap=_flag("ep_overlap", ep_overlap), precision=prec, fp8_dispatch=fp8_dispatch,
-                  stage_layers=stages, pp_rule=pp_rule, etp=et)
+                  stage_layers=stages, pp_rule=pp_rule, etp=et, chosen=tuple(chosen))

@@ -27,8 +27,9 @@ def stage_memory(L: Layout, stage: int) -> dict:
     saved = rec["saved_linear_input_bytes"]
     shard = L.shard_group if L.zero == 3 else L.replicas
     dense_params, expert_params = L.stage_param_split(stage)
-    dense = model_state_bytes(dense_params, shard, L.zero)
-    experts = model_state_bytes(expert_params, max(1, shard * L.tp // (L.ep * L.etp)), L.zero) if m.experts else \
+    z = L.state_zero   # ZeRO-2/3 under PP keep whole weights and gradients for the step (``Layout.state_zero``)
+    dense = model_state_bytes(dense_params, shard, z)
+    experts = model_state_bytes(expert_params, max(1, shard * L.tp // (L.ep * L.etp)), z) if m.experts else \
         dict.fromkeys(dense, 0.0)
     states = {k: dense[k] + experts[k] for k in dense}
     # each context-parallel rank holds s/cp tokens of every activation (and of the logits below);

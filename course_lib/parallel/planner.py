@@ -11,6 +11,61 @@ from .results import Estimate
 from .step import estimate_layout
 
 
+AUTO_RECOMPUTE = ("none", "selective", "full")   # least recomputation first
+
+
+def estimate_choosing(model_, system, nodes=None, *, global_batch, zero=None, recompute=None, **kwargs) -> Estimate:
+    """``estimate`` with ``zero`` and ``recompute`` chosen where they are None, as a user expects of a tool (the
+    ``plan`` CLI's defaults); given values are kept.
+
+    Tried: recompute none, selective, full; with more than one data-parallel replica ZeRO-1 (the distributed
+    optimizer current recipes run), else ZeRO-0; only if none of those fits, ZeRO-2 and ZeRO-3 too (under PP as
+    ``Layout.state_zero`` prices them). The fastest that fits wins (ties: the least recomputation, the lower
+    stage); if nothing fits, the one needing the least memory, marked as not fitting. The choice and why lead
+    the estimate's notes.
+    """
+    model_ = _model_with_seq_len(model_)   # a bad model or system is refused by name before anything is tried
+    system = hardware.resolve_system(system)
+    kwargs["global_batch"] = global_batch
+    recomputes = AUTO_RECOMPUTE if recompute is None else (resolve_recompute(recompute),)
+    sharded = kwargs.get("fsdp") or kwargs.get("hsdp") is not None
+    if zero is not None or sharded:
+        zeros, more = ((3,) if sharded else (validate.integer("zero", zero, low=0, high=3),)), ()
+    else:   # ZeRO-1 (the distributed optimizer) wherever there are replicas to shard over; 0 without
+        zeros, more = None, (2, 3)
+    tried = []
+    replicas = layout(model_, system, nodes, zero=0 if zero is None else zero, recompute=recomputes[0],
+                      **kwargs).replicas   # and a wrong layout is refused here, as ``estimate`` refuses it
+    for group in (zeros, more):
+        if group is None:
+            group = (1,) if replicas > 1 else (0,)
+        elif group is more and replicas == 1:
+            break
+        for z in group:
+            for rc in recomputes:
+                tried.append(estimate_layout(layout(model_, system, nodes, zero=z, recompute=rc, **kwargs)))
+        if any(e.fits for e in tried):
+            break
+    fitting = [e for e in tried if e.fits]
+    best = min(fitting, key=lambda e: e.step_time_s) if fitting else min(tried, key=lambda e: e.memory["total"])
+    if zero is None and not sharded or recompute is None:
+        gb = units.GB
+        what = " and ".join(x for x, unset in ((f"recompute {best.recompute}", recompute is None),
+                                                (f"{best.sharding}", zero is None and not sharded)) if unset)
+        flags = "/".join(x for x, unset in (("--recompute", recompute is None),
+                                             ("--zero", zero is None and not sharded)) if unset)
+        lesser = [e for e in tried if (AUTO_RECOMPUTE.index(e.recompute), e.zero) <
+                  (AUTO_RECOMPUTE.index(best.recompute), best.zero) and not e.fits]
+        why = (f"the fastest of the {len(fitting)} of {len(tried)} settings tried that fit" if fitting else
+               f"none of the {len(tried)} settings tried fits; this one needs the least memory")
+        if lesser:
+            e = min(lesser, key=lambda e: e.memory["total"])
+            why += (f"; recompute {e.recompute} with {e.sharding} needs {e.memory['total'] / gb:.1f} GB of "
+                    f"{e.memory['usable'] / gb:.0f} GB usable")
+        best.notes.insert(0, f"chose {what} ({flags} not given): {why}; give {flags} to set it")
+    return best
+
+
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 

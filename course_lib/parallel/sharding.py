@@ -53,7 +53,7 @@ def _row(kind, ids, d, link: GroupLink, calls, size, time_s, exposed) -> tuple[G
 
 def _zero01_rows(L: Layout, groups: list, window: float) -> list:
     """DDP / ZeRO-1: one gradient reduction per step after the flush, hidden bucket by bucket behind ``window``."""
-    ids = ("all_reduce",) if L.zero == 0 else ("reduce_scatter", "all_gather")
+    ids = ("all_reduce",) if L.state_zero == 0 else ("reduce_scatter", "all_gather")
     parts = []
     for prefix, params, d, stride in groups:
         link = group_link(L.system, d, stride)
@@ -64,7 +64,8 @@ def _zero01_rows(L: Layout, groups: list, window: float) -> list:
     exposed = max(t_dp * first_bucket, t_dp - window) if L.dp_overlap else t_dp
     out = []
     for prefix, d, link, grad, t in parts:
-        kind = prefix + ("data parallel grads" if L.zero == 0 else "ZeRO-1 grads + weights")
+        kind = prefix + ("data parallel grads" if L.zero == 0 else "ZeRO-1 grads + weights" if L.zero == 1 else
+                         f"ZeRO-{L.zero} under PP grads + weights")
         out.append(_row(kind, ids, d, link, 1, grad, t, exposed * (t / t_dp)))
     return out
 
@@ -146,8 +147,8 @@ def dp_phase(L: Layout, c: Compute, notes: list) -> list:
     if not groups and not hsdp:
         return []
     window = c.backward_share * c.micro_batch_s / L.interleave  # last backward pass of the stage (one chunk)
-    if L.zero <= 1:
-        rows = _zero01_rows(L, groups, window)
+    if L.state_zero <= 1:   # ZeRO-2/3 under PP: once per step, as ZeRO-1 (``Layout.state_zero``)
+        rows = (_zero01_rows(L, groups, window) if groups else []) + (_hsdp_rows(L, window) if hsdp else [])
     elif L.zero == 2:
         rows = _zero2_rows(L, c, groups)
     else:

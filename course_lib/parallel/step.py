@@ -47,7 +47,7 @@ def estimate_layout(L: Layout) -> Estimate:
     """``estimate`` for a Layout already checked by ``layout``."""
     if not isinstance(L, Layout):
         raise ValueError(f"L must be a parallel.Layout (from parallel.layout(...)), got {type(L).__name__}")
-    notes = []
+    notes = list(L.chosen)
     memory = memory_phase(L)
     c = compute_phase(L)
     tp_traffic, pp_traffic = tp_phase(L, notes), pp_phase(L)

@@ -7,6 +7,7 @@ from functools import lru_cache
 from .. import datafiles, evidence, hardware, units, validate
 from ..transformer import model_state_bytes
 from .layouts import published
+from .planner import estimate_choosing
 from .links import _members_per_node, all_to_all_time
 from .results import Estimate
 from .step import estimate
@@ -21,9 +22,13 @@ def _case_estimate(case: dict, gpu_efficiency=None, defaults=None) -> Estimate:
     defaults = published()["defaults_for_unstated_fields"] if defaults is None else defaults
     keys = ("micro_batch", "zero", "recompute", "interleave", "sequence_parallel", "dp_overlap")
     stated = {k: case.get(k, defaults.get(k)) for k in keys if k in case or k in defaults}
-    return estimate(case["model"], _case_system(case["system"]), gpus=case["gpus"], tp=case.get("tp", 1),
-                    pp=case.get("pp", 1), global_batch=case["global_batch"], gpu_efficiency=gpu_efficiency,
-                    **stated, **{k: case[k] for k in CASE_KEYS if k in case})
+    price = estimate
+    if "chosen" in (stated.get("zero"), stated.get("recompute")):   # as the plan CLI chooses them
+        price = estimate_choosing
+        stated.update({k: None for k in ("zero", "recompute") if stated.get(k) == "chosen"})
+    return price(case["model"], _case_system(case["system"]), gpus=case["gpus"], tp=case.get("tp", 1),
+                 pp=case.get("pp", 1), global_batch=case["global_batch"], gpu_efficiency=gpu_efficiency,
+                 **stated, **{k: case[k] for k in CASE_KEYS if k in case})
 
 
 def case_prediction(case: dict, gpu_efficiency=None, defaults=None) -> dict:
@@ -234,7 +239,7 @@ def _regime(e: Estimate) -> str:
 @lru_cache(maxsize=1)
 def training_validation_table() -> tuple:
     """Every published training throughput run priced as a learner would (``plan``'s defaults for what the
-    source leaves out): id, role (fit / informed / test, by source), regime, predicted, measured, ratio (p/m).
+    source leaves out: recompute and ZeRO chosen as ``estimate_choosing`` chooses them): id, role (fit / informed / test, by source), regime, predicted, measured, ratio (p/m).
 
     From ``published_training.json`` (roles per case) and the throughput cases of
     ``published_parallel_modern.json`` (roles from ``source_roles``). Fit cases set the efficiency constants
@@ -242,7 +247,8 @@ def training_validation_table() -> tuple:
     """
     rows = []
     cases = [(c, None) for c in published()["cases"] if c["kind"] == "throughput"]
-    cases += [(c, {}) for c in published_modern()["cases"] if c["kind"] == "throughput"]  # estimate's defaults
+    chosen = {"recompute": "chosen", "zero": "chosen"}   # the rest: estimate's defaults
+    cases += [(c, chosen) for c in published_modern()["cases"] if c["kind"] == "throughput"]
     for case, defaults in cases:
         pr = case_prediction(case, defaults=defaults)
         e = pr["estimate"]
