@@ -4,16 +4,17 @@ Colours are keyed by what they mean, so the same thing has the same colour in ev
 an algorithm id (:mod:`course_lib.collectives`), a link family, a step-time category (chapters
 07 and 08 break a training step down the same way), a memory category (chapters 06 and 07), a
 network transport, where a transfer goes (inside the node or across nodes). Views and explorers
-take their colours from here and define none of their own (topology drawings, a lower layer that
-may not import this module, keep their device colours in ``topology.NODE_COLOURS``). Text sizes
-are named here too (FONT_SMALL, FONT_NORMAL, FONT_TITLE); ``tests/test_style.py`` fails on any colour
+take their colours from here and define none of their own (a topology's devices too: ``NODE_COLOURS``,
+drawn by :mod:`course_lib.views.graphs`). Text sizes are named here too (FONT_SMALL, FONT_NORMAL,
+FONT_TITLE, and ``readable_points``, what reads once a figure is shrunk to the notebook's width);
+``tests/test_style.py`` fails on any colour
 literal or numeric font size in the drawing code, naming its file and line.
 Axis helpers put bytes and times on an axis with the course's own unit formatting
 (:mod:`course_lib.units`).
 """
 from __future__ import annotations
 
-from . import topology, units
+from . import units
 
 # Algorithm ids of course_lib.collectives (plus the library / system ones the chapters name).
 ALGORITHM_COLOURS = {
@@ -55,6 +56,7 @@ SUMMED = "0.25"         # a buffer summed over all ranks (chapter 04's collectiv
 # Colour maps: one colour per rank's data; an order (step, level) or a quantity (MFU) from dark to light;
 # how much of a reduction a chunk holds; pipeline stages; forward and backward micro-batches by chunk.
 RANK_CMAP = "tab10"
+RAIL_CMAP = "tab10"      # one colour per rail of a rail-optimised fat tree
 ORDER_CMAP = "viridis"
 FILL_CMAP = "Blues"
 STAGE_CMAP = "Set2"
@@ -62,6 +64,7 @@ WORK_CMAPS = {"forward": "Blues", "backward": "Oranges"}
 INK = "black"           # marks and lines that must read on any background; text on light fills
 PAPER = "white"         # text on dark fills, gaps between bars, hollow markers
 GUIDE = "0.35"          # reference lines: limits, budgets, "ideal", node boundaries; secondary text
+LABEL_INK = "0.2"       # a figure printed on a line (a link's GB/s)
 CONTEXT = "0.55"        # data drawn only as context behind the data that matter (the other sweeps, a range)
 SHADE = "0.9"           # shaded regions behind data
 HIGHLIGHT = "#f0e442"   # the learner's choice, behind data (drawn translucent)
@@ -73,10 +76,16 @@ MODEL = "tab:blue"      # the course model's prediction beside a measurement
 # A profiler trace of a training step (chapter 06): what ran on the training thread, and the buckets' all-reduces.
 TRACE_COLOURS = {"forward": WORK_COLOURS["forward"], "backward": WORK_COLOURS["backward"],
                  "all-reduce": STEP_COLOURS["data-parallel comm"], "copy back": CONTEXT, "optimizer": GUIDE}
+# A topology's devices (course_lib.views.graphs draws them).
+NODE_COLOURS = {"gpu": "#76b900", "cpu": "#6baed6", "pcie_switch": "#b39ddb", "nvswitch": "#ffb74d",
+                "nic": "#bcaaa4", "ib_switch": "#ef9a9a"}
 # Text sizes in points (before the notebook shrinks a figure wider than its column: see readable_points).
+NOTEBOOK_WIDTH_IN = 7.5   # JupyterLab shows a wider figure shrunk to about this width
+READABLE_POINTS = 8.5     # smallest text size as read in the notebook
 FONT_SMALL = 8          # annotations, legends, tick and cell labels
 FONT_NORMAL = 9         # axis labels, panel titles
 FONT_TITLE = 10         # a figure's title
+TITLE_SCALE = 1.1       # a title over text drawn at a readable size (a topology graph's: readable_points x this)
 
 
 def series(k: int) -> str:
@@ -84,10 +93,18 @@ def series(k: int) -> str:
     return SERIES_COLOURS[k % len(SERIES_COLOURS)]
 
 
+def readable_points(fig) -> float:
+    """Font size (points) that reads at READABLE_POINTS once ``fig`` (a matplotlib Figure) is shrunk to
+    the notebook's width."""
+    if not callable(getattr(fig, "get_figwidth", None)):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    return READABLE_POINTS * max(1.0, fig.get_figwidth() / NOTEBOOK_WIDTH_IN)
+
+
 def notebook_points(fig, points=FONT_SMALL) -> float:
     """Font size that reads at ``points`` once ``fig`` is shrunk to the notebook's width
-    (``topology.readable_points`` is this at ``topology.READABLE_POINTS``)."""
-    return topology.readable_points(fig) * points / topology.READABLE_POINTS
+    (``readable_points`` is this at ``READABLE_POINTS``)."""
+    return readable_points(fig) * points / READABLE_POINTS
 
 
 def larger(points, steps=1):

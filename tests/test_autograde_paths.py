@@ -63,9 +63,9 @@ def test_relative_course_path_as_root_grades(course):
 
 def test_a_missing_grading_kernel_is_named_once_as_the_instructors(course, monkeypatch, capsys):
     elsewhere = course.parent / "elsewhere"
-    monkeypatch.setattr(instructor.sandbox, "kernelspec", lambda folder, course_dir: elsewhere)  # spec never written
-    monkeypatch.setattr(instructor.sandbox, "available", lambda: (True, "test: isolated"))
-    monkeypatch.setattr(instructor.sandbox, "ensure_user", lambda: None)
+    monkeypatch.setattr(sandbox, "kernelspec", lambda folder, course_dir: elsewhere)  # spec never written
+    monkeypatch.setattr(sandbox, "available", lambda: (True, "test: isolated"))
+    monkeypatch.setattr(sandbox, "ensure_user", lambda: None)
     from course_lib import __main__ as cli_main
     status = cli_main.main(["nbgrader", "autograde", str(course), CHAPTER])
     out, err = capsys.readouterr()

@@ -142,7 +142,6 @@ EXEMPT = {
     "collectives.gather_factor": "registry term: called by collectives.terms with ranks already validated",
     "collectives.rooted_factor": "registry term: called by collectives.terms with ranks already validated",
     "collectives.log2_steps": "registry term: called by collectives.terms with ranks already validated",
-    "topology.node_label": "labels any node name of a drawn graph; nothing is invalid",
     "hardware.system_summary": "takes a hardware.System built by hardware.system(), not user input",
     "topology.summary": "takes a topology.Topology built by the library",
     "costmodel.validation_summary": "takes the rows of costmodel.validation_table()",

@@ -24,6 +24,7 @@ import pytest  # noqa: E402
 
 import course_lib  # noqa: E402
 from course_lib import topology  # noqa: E402
+from course_lib.views import graphs  # noqa: E402
 
 NOTEBOOK_WIDTH_IN = 7.5
 DPI = 100
@@ -84,7 +85,6 @@ ARGUMENTS = {
     "course_lib.chapters.planner.runs.plot_gpu_sweep": _sweep,
     "course_lib.chapters.planner.interactive.draw_breakdown": _breakdown,
     "course_lib.chapters.data_parallel.trace.draw_ddp_trace": _ddp_trace,
-    "course_lib.topology.draw_rails": lambda: ((topology.rail_fat_tree("dgx-h100", 2),), {}),
 }
 
 # Explorer figures (the views' authors' modules) that still fail, measured when this test was written:
@@ -196,7 +196,7 @@ def test_figure_is_readable_at_notebook_width(name):
 @pytest.mark.parametrize("name", TOPOLOGIES)
 def test_topology_drawing_is_readable_at_notebook_width(name):
     try:
-        figures = _render(lambda: topology.named(name).draw())
+        figures = _render(lambda: graphs.draw(topology.named(name)))
         found = [p for fig in figures for p in problems(fig)]
     finally:
         plt.close("all")

@@ -176,7 +176,7 @@ def test_a_sweep_too_slow_for_its_timeout_is_called_slow_with_its_figures(monkey
 
 
 def test_many_ranks_on_few_cores_are_announced_with_their_steps(monkeypatch):
-    monkeypatch.setattr(bench, "_cores", lambda: 2)
+    monkeypatch.setattr(bench.runner, "_cores", lambda: 2)  # where oversubscription_note reads it
     assert bench.oversubscription_note(2, "all_reduce", ("builtin",)) is None
     note = bench.oversubscription_note(64, "all_reduce", ("builtin", "ring"))
     assert note.startswith("note: 64 ranks share ") and "up to 126 steps" in note

@@ -51,7 +51,7 @@ def test_axis_helpers_write_units():
 
 
 def _drawing_modules():
-    """Every module of the views and the chapters, packages walked (topology, a lower layer, keeps its device colours)."""
+    """Every module of the views and the chapters, packages walked (views.graphs draws topologies with style's colours)."""
     import importlib
     import pkgutil
 
@@ -80,8 +80,7 @@ def test_chapter_06_memory_uses_the_memory_palette():
 
 
 # --- the palette lint: every colour and font size of the drawing code is a name of course_lib.style ---
-# Drawing code: views/, explorers/ and (after the move) chapters/. style.py itself, and topology (a lower
-# layer that keeps its device colours), are not scanned.
+# Drawing code: views/ (topology graphs too: views.graphs), explorers/ and chapters/. style.py itself is not scanned.
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "course_lib"
 DRAWING_DIRS = ("views", "explorers", "chapters")
@@ -269,13 +268,12 @@ def test_the_palette_lint_fails_on_a_literal_planted_in_a_real_view(tmp_path):
 
 
 def test_named_sizes_and_series_helpers():
-    from course_lib import topology
     assert style.FONT_SMALL < style.FONT_NORMAL < style.FONT_TITLE
     assert style.larger(style.FONT_SMALL, 2) == style.FONT_SMALL + 2
     assert [style.series(k) for k in range(len(style.SERIES_COLOURS) + 1)] == \
         list(style.SERIES_COLOURS) + [style.SERIES_COLOURS[0]]
-    fig = plt.figure(figsize=(2 * topology.NOTEBOOK_WIDTH_IN, 3))
-    assert style.notebook_points(fig, topology.READABLE_POINTS) == pytest.approx(topology.readable_points(fig))
+    fig = plt.figure(figsize=(2 * style.NOTEBOOK_WIDTH_IN, 3))
+    assert style.notebook_points(fig, style.READABLE_POINTS) == pytest.approx(style.readable_points(fig))
     assert style.notebook_points(fig) == pytest.approx(2 * style.FONT_SMALL)   # drawn twice as large, shrunk by 2
     plt.close(fig)
 

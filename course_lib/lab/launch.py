@@ -301,21 +301,9 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: dict | None = None,
-        backend: str = "gloo", start_method: str | None = None, threads: int = 1,
-        init: bool = True, echo: bool = True, progress=None) -> list:
-    """Run ``fn(rank, world_size, *args, **kwargs)`` on ``ranks`` local processes; return their results.
-
-    ``ranks`` in [1, 64]; ``timeout`` in (0, 3600] seconds for the whole run; ``backend``
-    ``"gloo"`` (CPU, 127.0.0.1) or ``"nccl"`` (one GPU per rank); ``start_method`` ``"fork"``
-    (notebook functions work; Linux) or ``"spawn"`` (``fn`` must be importable);
-    ``threads`` in [1, 64] torch threads per rank; ``init=False`` leaves joining the group
-    to ``fn`` (``init_process_group()``); ``progress(rank, value)`` is called in this process with each
-    value a rank hands over with ``report(value)``, as it arrives. Raises ``RankError`` naming the failed
-    rank, ``RankTimeout`` past the timeout, ``LabLimitError`` (one line) when a limit of the machine
-    (open files, processes, the temporary folder) stops the launch; every child is gone when it
-    returns or raises.
-    """
+def _checked(fn, ranks, timeout, args, kwargs, backend, start_method, threads, progress) -> tuple:
+    """``run``'s arguments, checked (a ValueError names the parameter and what it allows):
+    (ranks, timeout, threads, backend, start_method)."""
     ranks = validate.integer("ranks", ranks, low=1, high=MAX_RANKS)
     timeout = validate.number("timeout", timeout, low=0.0, high=MAX_TIMEOUT_S, low_inclusive=False)
     threads = validate.integer("threads", threads, low=1, high=64)
@@ -339,6 +327,44 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
         import torch
         if not torch.cuda.is_available():
             raise ValueError("backend must be 'gloo' on a machine without CUDA GPUs")
+    return ranks, timeout, threads, backend, start_method
+
+
+def _start_ranks(ctx, procs, held, workdir, fn, ranks, child_args) -> None:
+    """Start one process per rank into ``procs`` (``_child(fn, rank, ranks, *child_args)``), each in its own
+    process group, its pid and start time written to the pids file the watcher reads; no more once Stop
+    was pressed (``held.hit``)."""
+    with open(os.path.join(workdir, PIDS_FILE), "a") as pids:
+        for rank in range(ranks):
+            if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
+                break
+            proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
+                               args=(fn, rank, ranks, *child_args))
+            proc.start()
+            procs.append(proc)
+            proc.course_start_time = start_time(proc.pid)  # with the pid: this very process
+            _own_process_group(proc.pid)
+            pids.write(f"{proc.pid} {proc.course_start_time}\n")
+            pids.flush()
+
+
+def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: dict | None = None,
+        backend: str = "gloo", start_method: str | None = None, threads: int = 1,
+        init: bool = True, echo: bool = True, progress=None) -> list:
+    """Run ``fn(rank, world_size, *args, **kwargs)`` on ``ranks`` local processes; return their results.
+
+    ``ranks`` in [1, 64]; ``timeout`` in (0, 3600] seconds for the whole run; ``backend``
+    ``"gloo"`` (CPU, 127.0.0.1) or ``"nccl"`` (one GPU per rank); ``start_method`` ``"fork"``
+    (notebook functions work; Linux) or ``"spawn"`` (``fn`` must be importable);
+    ``threads`` in [1, 64] torch threads per rank; ``init=False`` leaves joining the group
+    to ``fn`` (``init_process_group()``); ``progress(rank, value)`` is called in this process with each
+    value a rank hands over with ``report(value)``, as it arrives. Raises ``RankError`` naming the failed
+    rank, ``RankTimeout`` past the timeout, ``LabLimitError`` (one line) when a limit of the machine
+    (open files, processes, the temporary folder) stops the launch; every child is gone when it
+    returns or raises.
+    """
+    ranks, timeout, threads, backend, start_method = _checked(fn, ranks, timeout, args, kwargs, backend,
+                                                              start_method, threads, progress)
     ctx = mp.get_context(start_method)
     root = temp_root()
     clean_stale_folders(root)
@@ -357,19 +383,8 @@ def run(fn, ranks: int = 2, timeout: float = 30, *, args: tuple = (), kwargs: di
                 write_owner(workdir)
                 echoer = _Echo(workdir, ranks, echo)
                 watcher = _start_watcher(workdir, os.getpid())
-                with open(os.path.join(workdir, PIDS_FILE), "a") as pids:
-                    for rank in range(ranks):
-                        if held.hit:  # Stop was pressed: fork no more, raise it on leaving the block
-                            break
-                        proc = ctx.Process(target=_child, name=f"course-lab-rank{rank}", daemon=True,
-                                           args=(fn, rank, ranks, args, kwargs or {}, workdir, backend,
-                                                 timeout, threads, init, os.getpid()))
-                        proc.start()
-                        procs.append(proc)
-                        proc.course_start_time = start_time(proc.pid)  # with the pid: this very process
-                        _own_process_group(proc.pid)
-                        pids.write(f"{proc.pid} {proc.course_start_time}\n")
-                        pids.flush()
+                _start_ranks(ctx, procs, held, workdir, fn, ranks,
+                             (args, kwargs or {}, workdir, backend, timeout, threads, init, os.getpid()))
             except OSError as exc:  # out of files, processes or room: one line naming the limit
                 limit = _explain_limit(exc, ranks, root)
                 if limit is None:

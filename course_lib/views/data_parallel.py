@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import style, topology, units
+from .. import style, units
 from ..widgets import html_table
+from . import graphs
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")   # colours: style.MEMORY_COLOURS
 
@@ -69,7 +70,7 @@ def draw_zero_memory(ax, rows, params, gpus, capacity_bytes=None):
 def draw_dp_ring(ax, topo, order, leaves, info, system_name, link_name, nodes, ring):
     """The fat tree ``topo`` with DP ring ``order`` drawn on it; ``leaves`` maps each node-crossing hop
     (a, b) to the leaf switch it passes; ``info`` is ``dp_ring_bandwidth``'s result."""
-    topo.draw(ax=ax, show_bandwidth=False)
+    graphs.draw(topo, ax=ax, show_bandwidth=False)
     for a, b in zip(order, order[1:] + order[:1]):
         (x1, y1), (x2, y2) = topo.pos[a], topo.pos[b]
         leaf = leaves.get((a, b))
@@ -86,7 +87,7 @@ def draw_dp_ring(ax, topo, order, leaves, info, system_name, link_name, nodes, r
     ax.set_title(f"DP ring {ring} over {nodes} x {system_name}:\ngreen hops on {link_name} (through the NVSwitch), "
                  f"orange hops leave the node on one rail.\nThis ring's slowest link: "
                  f"{units.format_bandwidth(info['one_ring'])}; {info['rings']} rings, one per rail, use every NIC.",
-                 fontsize=topology.readable_points(ax.figure))
+                 fontsize=style.readable_points(ax.figure))
     return ax
 
 
@@ -121,16 +122,10 @@ def _scaling_title(r):
             f"{'overlapped' if r.overlap else 'not overlapped'}")
 
 
-def draw_scaling(axes, r):
-    """The explorer's figure for a ``ScalingView`` result ``r``: step time (compute + exposed DP
-    communication) and scaling efficiency per GPU count above, memory per GPU per ZeRO stage below
-    (one column, read at notebook width). Returns ``update(r)``, which moves the same artists to
-    another result."""
-    from matplotlib.ticker import MaxNLocator
-    from matplotlib.transforms import offset_copy
-
-    ax1, ax2, twin = axes
-    x = np.log2(r.gpus)
+def _step_time_panel(ax1, twin, r, x) -> tuple:
+    """``draw_scaling``'s upper panel at GPU counts ``x`` (log2): compute and exposed DP communication per step,
+    the whole communication as a tick, the node boundary, the chosen count framed, scaling efficiency on
+    ``twin``. Returns the artists ``update`` moves: (compute bars, exposed bars, comm line, frame, efficiency)."""
     compute = ax1.bar(x, r.compute_s, color=style.colour("step", "compute"), width=0.7, label="compute")
     exposed = ax1.bar(x, r.exposed_s, bottom=r.compute_s, color=style.colour("step", "data-parallel comm"), width=0.7, label="exposed DP comm")
     (comm,) = ax1.plot(x, r.comm_s, "_", color=style.INK, ms=14, mew=2, label="DP comm if nothing hidden")
@@ -151,7 +146,12 @@ def draw_scaling(axes, r):
     extra = twin.get_legend_handles_labels()
     ax1.legend(handles + extra[0], labels + extra[1], fontsize=style.FONT_SMALL, loc="upper left", ncol=2)
     ax1.set_title(_scaling_title(r), fontsize=style.FONT_TITLE)
+    return compute, exposed, comm, chosen, eff
 
+
+def _memory_panel(ax2, r) -> tuple:
+    """``draw_scaling``'s lower panel: memory per GPU per ZeRO stage, stacked by part, the chosen stage framed
+    and the usable memory as a line. Returns the artists ``update`` moves: (bars by part, frame, line)."""
     stacks, bottom = {}, np.zeros(4)
     for i, part in enumerate(MEMORY_PARTS):
         stacks[part] = ax2.bar(range(4), r.memory_gb[:, i], bottom=bottom, color=style.colour("memory", part),
@@ -163,6 +163,21 @@ def draw_scaling(axes, r):
     ax2.set_ylabel("memory per GPU, GB", fontsize=style.FONT_NORMAL)
     ax2.set_title(f"memory per GPU at {r.selected_gpus} GPUs", fontsize=style.FONT_TITLE)
     ax2.legend(fontsize=style.FONT_SMALL, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: bars and line stay clear
+    return stacks, stage, usable
+
+
+def draw_scaling(axes, r):
+    """The explorer's figure for a ``ScalingView`` result ``r``: step time (compute + exposed DP
+    communication) and scaling efficiency per GPU count above, memory per GPU per ZeRO stage below
+    (one column, read at notebook width). Returns ``update(r)``, which moves the same artists to
+    another result."""
+    from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import offset_copy
+
+    ax1, ax2, twin = axes
+    x = np.log2(r.gpus)
+    compute, exposed, comm, chosen, eff = _step_time_panel(ax1, twin, r, x)
+    stacks, stage, usable = _memory_panel(ax2, r)
     for ax in (ax1, ax2):
         ax.tick_params(axis="y", labelsize=style.FONT_NORMAL)
         # Both y labels at one fixed place, clear of 5-digit tick labels: the layout is made once, at the

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import style, topology, units
+from .. import style, units
 from ..widgets import html_table, show_html
+from . import graphs
 
 RING_COLOURS = style.RING_COLOURS
 
@@ -69,13 +70,13 @@ def draw_mesh(ax, m):
 
 def draw_rings(ax, topo, rings, title=None):
     """Draw ``topo`` and overlay ``rings`` (lists of GPU names) in colours, each offset slightly."""
-    topo.draw(ax=ax)
+    graphs.draw(topo, ax=ax)
     for k, ring in enumerate(rings):
         dx = (k - (len(rings) - 1) / 2) * 0.09
         pts = [topo.pos[g] for g in list(ring) + [ring[0]]]
         ax.plot([x + dx for x, _ in pts], [y + dx for _, y in pts], "-", lw=2, color=RING_COLOURS[k % len(RING_COLOURS)],
                 alpha=0.85, label=f"ring {k + 1}", zorder=2.5)
-    ax.legend(loc="lower right", fontsize=topology.readable_points(ax.figure), frameon=False)
+    ax.legend(loc="lower right", fontsize=style.readable_points(ax.figure), frameon=False)
     if title:
         ax.set_title(title)
     return ax

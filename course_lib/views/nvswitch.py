@@ -9,8 +9,9 @@ import textwrap
 
 import numpy as np
 
-from .. import style, topology, units
+from .. import style, units
 from ..widgets import html_table, show_html
+from . import graphs
 
 GB = units.GB
 
@@ -28,7 +29,7 @@ def draw_fabric(axes, s):
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
     from matplotlib.transforms import ScaledTranslation, blended_transform_factory
     left, right = axes
-    size = topology.readable_points(left.figure)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
+    size = style.readable_points(left.figure)  # reads at 8.5 pt once shrunk to the notebook's 7.5 in
     counts, cut = s.counts, s.buildable
     lines = {
         "switch_ring": left.plot(counts, s.switch_ring, "o-", color=style.colour("algorithm", "ring"),
@@ -134,7 +135,7 @@ def draw_topologies(axes, topologies, titles=None, **draw_kwargs):
     """Draw each ``topology.Topology`` on its Axes; ``titles`` (or None: the topology's own). Text keeps the
     size Topology.draw chose for the figure's width, so it reads at 8.5 pt or more in the notebook."""
     for k, (ax, topo) in enumerate(zip(np.atleast_1d(axes), topologies)):
-        topo.draw(ax=ax, **draw_kwargs)
+        graphs.draw(topo, ax=ax, **draw_kwargs)
         if titles is not None:  # wrapped to the panel's width, as Topology.draw wraps its own
             size = ax.title.get_fontsize()
             chars = max(24, int(ax.get_window_extent().width * 72 / ax.figure.dpi / (0.55 * size)))

@@ -87,13 +87,13 @@ def draw_breakdown(ax, ranked, title=""):
 def draw_systems(axes, rails, h200, nvl72, gb200):
     """Left: the ``rails`` fat tree of DGX H200 nodes (``h200``: its System); right: the ``nvl72`` NVLink
     domain (``gb200``: its System). Titles give the links per direction."""
-    from .. import topology
-    size = topology.readable_points(axes[0].figure)  # reads at 8.5 pt once the figure is shrunk to the notebook
-    topology.draw_rails(rails, ax=axes[0])
+    from . import graphs
+    size = style.readable_points(axes[0].figure)  # reads at 8.5 pt once the figure is shrunk to the notebook
+    graphs.draw_rails(rails, ax=axes[0])
     axes[0].set_title(f"2 x DGX H200: 8 GPUs per node on NVSwitch\n({h200.gpu_link.per_direction / units.GB:.0f} GB/s "
                       f"per direction each); one {h200.nic.name} NIC per\nGPU to leaf k, one colour per rail "
                       f"({h200.nic.per_direction / units.GB:.0f} GB/s per direction)", fontsize=size)
-    nvl72.draw(ax=axes[1], show_bandwidth=False)
+    graphs.draw(nvl72, ax=axes[1], show_bandwidth=False)
     axes[1].set_title(f"GB200 NVL72: {gb200.gpus_per_node} GPUs in\none NVLink domain\n"
                       f"({gb200.gpu_link.per_direction / units.GB:.0f} GB/s per direction\nper GPU)", fontsize=size)
     for ax in axes:

@@ -26,6 +26,7 @@
 import matplotlib.pyplot as plt
 from course_lib import checks, costmodel, hardware, prose, units
 from course_lib.chapters import nvlink as nv
+from course_lib.views import graphs
 
 glue = prose.Glue("02")  # numbers the text quotes from the cells
 
@@ -99,7 +100,7 @@ print("links between GPU 0 and its peers:", [counts[(0, b)] for b in range(1, 8)
 glue("mesh_most", max(counts.values()) * hardware.nvlink(4, 1).per_direction / units.GB, "{:.0f} GB/s")
 glue("mesh_fewest", min(counts.values()) * hardware.nvlink(4, 1).per_direction / units.GB, "{:.0f} GB/s")
 mesh = nv.full_mesh(8, 18, hardware.nvlink(4, 1).per_direction, name="8 GPUs, 18 NVLink 4 links each, full mesh (hypothetical)")
-mesh.draw()
+graphs.draw(mesh)
 plt.show()
 
 # %% [markdown]

@@ -30,6 +30,7 @@
 from course_lib import checks, costmodel, hardware, parallel, prose, topology, units
 from course_lib.chapters import infiniband as ib
 from course_lib.chapters import model_parallel as mp
+from course_lib.views import graphs
 
 glue = prose.Glue("07")  # numbers the text quotes from the cells
 
@@ -356,7 +357,7 @@ mp.draw_rank_map(tp=4, pp=2, dp=4, system="dgx-a100");
 # leaf switch $k$ through its own NIC. The links come from the catalog (GB/s per direction):
 
 # %%
-topology.nvswitch_system("dgx-a100").draw();
+graphs.draw(topology.nvswitch_system("dgx-a100"));
 ib.draw_rails("dgx-a100", nodes=2);
 
 # %% [markdown]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import hardware, topology, validate
+from ...views import graphs
 from ...views import infiniband as views
 from ...widgets import show_html
 
@@ -75,5 +76,5 @@ def show_rank_table(nnodes=2, nproc_per_node=4):
 
 
 def draw_rails(system="dgx-h100", nodes=2, ax=None):
-    """Draw the rail-optimised fat tree: GPU k of every node on leaf switch k (``topology.draw_rails``)."""
-    return topology.draw_rails(rail_topology(system, nodes), ax=ax)
+    """Draw the rail-optimised fat tree: GPU k of every node on leaf switch k (``views.graphs.draw_rails``)."""
+    return graphs.draw_rails(rail_topology(system, nodes), ax=ax)

@@ -2,7 +2,8 @@
 """
 from __future__ import annotations
 
-from ... import costmodel, hardware, topology, units, validate
+from ... import costmodel, hardware, style, topology, units, validate
+from ...views import graphs
 from ...views import nvlink as views
 from .links import BRIDGE_SYSTEMS
 
@@ -150,8 +151,8 @@ def dgx1_topology() -> topology.Topology:
 
 def draw_dgx1(ax=None):
     """Draw the DGX-1 hybrid cube mesh (GB/s per direction on the links); returns the Axes."""
-    ax = dgx1_topology().draw(ax=ax)
-    ax.legend(loc="lower right", fontsize=topology.readable_points(ax.figure), frameon=False)
+    ax = graphs.draw(dgx1_topology(), ax=ax)
+    ax.legend(loc="lower right", fontsize=style.readable_points(ax.figure), frameon=False)
     return ax
 
 
@@ -164,8 +165,8 @@ def draw_consumer_pairs(axes=None):
         raise ValueError(f"axes must hold two matplotlib Axes, got {len(axes)}")
     titles = ("2x RTX 3090 + NVLink bridge", "2x RTX 4090: PCIe only, no peer-to-peer")
     for ax, sid, title in zip(axes, BRIDGE_SYSTEMS, titles):
-        topology.bridge_pair(sid).draw(ax=ax)  # its legend sits under the drawing, clear of the link labels
-        ax.set_title(f"{title}\n(GB/s per direction)", fontsize=topology.readable_points(ax.figure))
+        graphs.draw(topology.bridge_pair(sid), ax=ax)  # its legend sits under the drawing, clear of the link labels
+        ax.set_title(f"{title}\n(GB/s per direction)", fontsize=style.readable_points(ax.figure))
     return axes
 
 

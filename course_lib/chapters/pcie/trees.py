@@ -9,6 +9,7 @@ from html import escape
 import numpy as np
 
 from ... import hardware, style, topology, units, validate
+from ...views import graphs
 from ...views import pcie as views
 from ...widgets import explorer, gpu_count_slider, link_speed_slider
 from .links import LANES, describe_link, generations
@@ -79,7 +80,7 @@ def draw_pcie_trees(generation=4):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     for ax, switches in zip(axes, (False, True)):
-        topology.pcie_tree(switches, gpus=8, generation=generation).draw(ax=ax)  # text sized for the width
+        graphs.draw(topology.pcie_tree(switches, gpus=8, generation=generation), ax=ax)  # text sized for the width
     fig.tight_layout()
     return fig
 
@@ -123,7 +124,7 @@ def draw_system(system_id="consumer-4090-pcie"):
     """Draw a 2-GPU catalog system (CPU and both GPUs with their links) from :mod:`course_lib.topology`."""
     import matplotlib.pyplot as plt
     _, ax = plt.subplots(figsize=(6.5, 3.2))
-    topology.bridge_pair(system_id).draw(ax=ax)
+    graphs.draw(topology.bridge_pair(system_id), ax=ax)
     ax.set_title(ax.get_title(), fontsize=style.FONT_NORMAL)
     return ax
 
