@@ -1,8 +1,8 @@
 """Who stalled when a run times out: every unfinished rank dumps its stack, and the one not
 waiting for a peer (in a send, receive, ``wait`` or collective) is named, with where.
 
-Whether the ranks still move is read from what they do while their stacks are taken (at least
-``_SAMPLE_S``): the CPU time they use (``/proc/<pid>/stat``) and how often their threads wake
+Whether the ranks still move is read from what they do over ``_SAMPLE_S`` after their stacks
+are taken (the dump itself costs CPU): the CPU time they use (``/proc/<pid>/stat``) and how often their threads wake
 (context switches, ``/proc/<pid>/task/*/status``). Ranks that all wait for a peer, use next to no
 CPU and wake no more than an idle rank does (gloo keeps a thread ticking about 100 times a second)
 are deadlocked: each waits, none can go on. Ranks that all wait for a peer but still use CPU or
@@ -18,8 +18,8 @@ import time
 from .processes import _stat_fields
 
 _STACK_WAIT_S = 1.0
-_SAMPLE_S = 1.0       # the least time over which the ranks' CPU use is read
-IDLE_TICKS = 1        # CPU clock ticks (1/100 s) per rank a waiting rank may use while its stack is dumped
+_SAMPLE_S = 1.0       # the time over which the ranks' CPU use is read, after the dumps
+IDLE_TICKS = 1        # CPU clock ticks (1/100 s) a waiting rank may use over the sample
 IDLE_WAKEUPS_S = 200  # context switches per second per rank of a rank that waits (measured: ~100)
 _PEER_CALLS = ("wait(", "send(", "recv(", "barrier(", "all_reduce(", "all_gather", "reduce_scatter",
                "broadcast(", "all_to_all", "gather(", "scatter(", "reduce(", "monitored_barrier(")
@@ -106,8 +106,6 @@ def moving(cpu: dict, woke: dict, seconds: float) -> bool:
 def _who_stalled(procs, workdir, unfinished):
     """Ask every unfinished rank for its stack; return (stalled ranks, {rank: where}, ranks that were
     waiting for a peer, whether they were moving (``moving``), {rank: CPU ticks used over the sample})."""
-    started = time.monotonic()
-    before = {rank: (cpu_ticks(procs[rank].pid), wakeups(procs[rank].pid)) for rank in unfinished}
     if not hasattr(signal, "SIGUSR1"):
         return unfinished, {}, [], True, {}
     sizes = {}
@@ -137,7 +135,11 @@ def _who_stalled(procs, workdir, unfinished):
                 if frames:
                     stacks[rank] = frames
         time.sleep(0.01)
-    time.sleep(max(0.0, started + _SAMPLE_S - time.monotonic()))
+    # Sample only after the dumps: writing a stack costs CPU, which a loaded machine stretches past
+    # what a waiting rank uses, so a sample that covers the dump can call a deadlock "still moving".
+    started = time.monotonic()
+    before = {rank: (cpu_ticks(procs[rank].pid), wakeups(procs[rank].pid)) for rank in unfinished}
+    time.sleep(_SAMPLE_S)
     used, woke = {}, {}
     for rank in unfinished:
         cpu, wake = cpu_ticks(procs[rank].pid), wakeups(procs[rank].pid)
