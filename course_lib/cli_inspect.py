@@ -15,6 +15,7 @@ import sys
 from . import cli, diagnostics, systemfile, textfiles
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
+from .diagnostics import tuning_compare as _tuning
 
 
 _PART_NAMES = {"nccl_tests": "nccl-tests table", "nccl_debug": "NCCL log", "topo": "topo -m matrix",
@@ -70,7 +71,9 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     theirs, the main part's first, the others' named by part and lines. ``skipped_lines``: the prompt, command and
     launcher lines before the output, each with its line number and why. A topology matrix also gets
     ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too), on ``system``
-    (a ``hardware.System``, e.g. from a system file) when given, else on the closest catalog system.
+    (a ``hardware.System``, e.g. from a system file) when given, else on the closest catalog system. A paste whose
+    NCCL log has a TUNING table gets ``tuning_vs_course`` (``diagnostics.tuning_compare``: NCCL's own model beside
+    the course's per algorithm x protocol, on ``system``, the matrix's closest system, or a guess it names).
     """
     parsed = []
     for label, text in items:
@@ -106,6 +109,12 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
             obj["predicted_all_reduce"] = _system.predicted_busbw(topo_reading["result"], nvlink_status, system)
             if system is not None:
                 obj["findings"] += _system.mismatches(topo_reading["result"], system)
+        tuned = next((r for r in readings if r["kind"] == "nccl_debug" and r["result"] is not None
+                      and r["result"].tuning), None)
+        if tuned is not None:
+            closest = _system.closest_system(topo_reading["result"]) if topo_reading is not None else None
+            m = _tuning.machine(tuned["result"], system, closest)
+            obj["tuning_vs_course"] = _tuning.to_json(_tuning.compare(tuned["result"], m), m)
         out.append(obj)
     return out
 
@@ -185,6 +194,9 @@ def format_report(obj: dict) -> str:
         lines += [f"    note: {n}" for n in pred["notes"]]
     elif obj["kind"] == "topo" and obj["gpus"] >= 2:
         lines.append("  - no catalog system is close enough to predict this machine")
+    tuning = obj.get("tuning_vs_course")
+    if tuning:
+        lines += ["  " + line for line in _tuning.format_json(tuning)]
     return "\n".join(lines)
 
 
