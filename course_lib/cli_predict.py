@@ -219,17 +219,13 @@ def _compare(args) -> int:
     assumed = compare.assumptions(parsed, sys_, collective, nodes=args.nodes, gpus_per_node=args.ngpus,
                                   nics_per_node=args.nics, nic_gbit_s=args.nic_gbit, fabric=args.fabric,
                                   algorithm=args.algo, protocol=args.proto)
-    nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
-    g = min(g, sys_.gpus_per_node)
-    sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
+    nodes, g = assumed["nodes"][0], min(assumed["gpus_per_node"][0], sys_.gpus_per_node)
     version = args.nccl_version or (parsed["nccl_version"] if costmodel.nccl_version_stated(parsed["nccl_version"])
                                     else None)
-    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
-                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0],
-                             nccl_version=version)
+    pred, row_ranges = compare.prediction(parsed, sys_, collective, assumed, nics_per_node=args.nics,
+                                          nccl_version=args.nccl_version)
     assumed["nccl_version"] = (pred.nccl_version, "--nccl-version" if args.nccl_version else
                                pred.nccl_version_from if version is None else f"file: {parsed['nccl_version']}")
-    row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = compare.rows(parsed["rows"], pred, row_ranges)
     advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
