@@ -141,3 +141,20 @@ def test_finding_is_a_string_and_refuses_an_unknown_status():
     assert v.as_finding("plain").status == "ok" and v.worst(["plain", f]) == "warn"
     with pytest.raises(ValueError, match="status must be one of ok, warn, fail"):
         v.Finding("x", "bad")
+
+
+def test_a_gpu_with_fewer_nvlinks_than_its_peers_is_a_warning():
+    text = diagnostics.sample_text("topo_4x_h100_nv6_nic_rows.txt")
+    lines = text.splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("GPU2"))
+    lines[row] = lines[row].replace("NV6", "NV4")
+    for i, ln in enumerate(lines):  # the matrix is symmetric: GPU2's column too
+        if ln.startswith(("GPU0", "GPU1", "GPU3")):
+            cells = ln.split()
+            cells[3] = "NV4"
+            lines[i] = "    ".join(cells)
+    report = cli_inspect.inspect_text("\n".join(lines) + "\n")
+    warn = [x for x in report["verdicts"] if x["status"] == "warn" and "GPU2 shows NV4" in x["text"]]
+    assert warn and warn[0]["next_command"] == "nvidia-smi nvlink -s -i 2", report["verdicts"]
+    whole = cli_inspect.inspect_text(text)
+    assert not any("fewer NVLinks" in x["cause"] for x in whole["verdicts"])

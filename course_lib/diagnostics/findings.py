@@ -51,6 +51,7 @@ def topo_findings(t: TopoMatrix) -> list[str]:
     out += [Finding(f"the copy is incomplete: {note}", "warn", "a cut-off copy of nvidia-smi topo -m",
                     "nvidia-smi topo -m (paste all of it)") for note in t.notes]
     out += _lost_nvlinks(t)
+    out += _fewer_nvlinks(t)
     nv = t.nv_counts()
     if pairs and counts["NV"] == len(pairs):
         kinds = "/".join(f"NV{k}" for k in nv)
@@ -132,6 +133,30 @@ def _lost_nvlinks(t: TopoMatrix) -> list[str]:
             f"board or the NVSwitch tray); traffic to it goes over PCIe. Next: nvidia-smi nvlink -s -i {g}; "
             f"nvidia-smi nvlink -e -i {g}; nvidia-smi -q -i {g} | grep -i -A3 fabric", "warn",
             f"GPU{g} has fewer NVLinks than its peers", f"nvidia-smi nvlink -s -i {g}"))
+    return out
+
+
+def _fewer_nvlinks(t: TopoMatrix) -> list[Finding]:
+    """A GPU whose every pair shows fewer bonded NVLinks (NV#) than the pairs among its peers, which all agree
+    (behind an NVSwitch every pair shows all of a GPU's links): some of its NVLinks are down."""
+    n = len(t.gpus)
+
+    def links(i, j):
+        m = re.match(r"NV(\d+)$", t.gpu_links[i][j])
+        return int(m.group(1)) if m else None
+
+    out = []
+    for g in range(n):
+        mine = [links(g, j) for j in range(n) if j != g]
+        others = {links(i, j) for i in range(n) for j in range(i + 1, n) if g not in (i, j)}
+        if n < 3 or None in mine or len(others) != 1 or None in others:
+            continue
+        peers = others.pop()
+        if max(mine) < peers:
+            out.append(Finding(
+                f"GPU{g} shows NV{max(mine)} to its peers while they reach each other over NV{peers}: "
+                f"{peers - max(mine)} of its NVLinks are down or did not train; a ring through it runs at its pace",
+                "warn", f"GPU{g} has fewer NVLinks than its peers", f"nvidia-smi nvlink -s -i {g}"))
     return out
 
 
