@@ -13,7 +13,8 @@ import numpy as np
 
 from . import cli, collectives, costmodel, datafiles, plausible, systemfile, units, validate
 from .costmodel import ranges as regime_ranges
-from .diagnostics import compare, nccl_tests
+from .diagnostics import compare, nccl_log, nccl_tests
+from .diagnostics import tuning_compare as _tuning
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -229,11 +230,13 @@ def _compare(args) -> int:
     out = compare.rows(parsed["rows"], pred, row_ranges)
     advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
+    tuning = _tuning_of(text, sys_, g, nodes, version, assumed)
     if args.json:
         print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
                          "assumed": {k: {"value": v, "from": why} for k, (v, why) in assumed.items()},
                          "guessed": guessed, "advice": advice,
-                         "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
+                         "units": {"time": "us", "busbw": "GB/s"}, "rows": out,
+                         **({"tuning_vs_course": tuning} if tuning else {})}))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
           "ratio = predicted / measured busbw; n/a: not in the file")
@@ -271,7 +274,27 @@ def _compare(args) -> int:
         print(f"# advice: {line}")
     if not advice:
         print("# advice: every ratio is within 0.67-1.5")
+    if tuning:
+        print("\n".join("# tuning: " + line for line in _tuning.format_json(tuning)))
     return 0
+
+
+def _tuning_of(text, sys_, gpus_per_node, nodes, version, assumed) -> dict | None:
+    """A TUNING table in the file's NCCL INFO lines, beside the course's model on the machine compare assumed
+    (``diagnostics.tuning_compare``); None where the file has none."""
+    if "NCCL INFO" not in text:
+        return None
+    try:
+        log = nccl_log.parse(text)
+    except ValueError:
+        return None
+    if not log.tuning:
+        return None
+    facts = {"system": (sys_.id, "as compare assumes it"), "nodes": assumed["nodes"],
+             "gpus_per_node": (gpus_per_node, assumed["gpus_per_node"][1]),
+             "nccl_version": (version or "default", "file or --nccl-version" if version else "default")}
+    m = _tuning.Machine(sys_, gpus_per_node, nodes, version, facts)
+    return _tuning.to_json(_tuning.compare(log, m), m)
 
 
 def format_regimes(cells, title) -> str:

@@ -136,3 +136,20 @@ def test_no_tuning_table_no_comparison():
     obj = cli_inspect.inspect_text(diagnostics.sample_text("nccl_log_16_ranks_mlx5.log"))
     assert "tuning_vs_course" not in obj
     assert np.isfinite(tc.DIFFER)
+
+
+def test_compare_sets_the_tuning_table_beside_the_model_on_the_machine_it_assumes(tmp_path, capsys):
+    tuning = [ln for ln in diagnostics.sample_text(SAMPLE).splitlines() if "|" in ln]
+    rows = "".join(f"{s:12d}  {s // 4:12d}     float     sum      -1  {100.0:7.1f}  {s / 1e5:6.2f}  {s / 1e5 * 1.75:6.2f}"
+                   f"       0  {100.0:7.1f}  {s / 1e5:6.2f}  {s / 1e5 * 1.75:6.2f}       0\n" for s in (1 << 20, 1 << 22))
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(tuning) + "\n" + "# nThread 1 nGpus 8 minBytes 8 maxBytes 4194304\n"
+                    "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+                    + rows)
+    assert cli.main(["compare", str(path), "--system", "dgx-h100", "--collective", "all_reduce", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    table = data["tuning_vs_course"]
+    assert table["system"] == "dgx-h100" and table["nodes"] == data["nodes"] and table["gpus_per_node"] == data["gpus_per_node"]
+    assert len(table["rows"]) == len(_cells(diagnostics.sample_text(SAMPLE)))
+    assert cli.main(["compare", str(path), "--system", "dgx-h100", "--collective", "all_reduce"]) == 0
+    assert "# tuning: NCCL's own cost model (its TUNING table) beside the course's on dgx-h100" in capsys.readouterr().out
