@@ -15,6 +15,8 @@ import sys
 from . import cli, diagnostics, systemfile, textfiles
 from .diagnostics import findings as _findings
 from .diagnostics import system as _system
+from .diagnostics import tuning_compare as _tuning
+from .diagnostics import verdict as _verdict
 
 
 _PART_NAMES = {"nccl_tests": "nccl-tests table", "nccl_debug": "NCCL log", "topo": "topo -m matrix",
@@ -70,7 +72,9 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     theirs, the main part's first, the others' named by part and lines. ``skipped_lines``: the prompt, command and
     launcher lines before the output, each with its line number and why. A topology matrix also gets
     ``predicted_all_reduce`` (lowered by inactive links where an ``nvlink -s`` output is given too), on ``system``
-    (a ``hardware.System``, e.g. from a system file) when given, else on the closest catalog system.
+    (a ``hardware.System``, e.g. from a system file) when given, else on the closest catalog system. A paste whose
+    NCCL log has a TUNING table gets ``tuning_vs_course`` (``diagnostics.tuning_compare``: NCCL's own model beside
+    the course's per algorithm x protocol, on ``system``, the matrix's closest system, or a guess it names).
     """
     parsed = []
     for label, text in items:
@@ -85,29 +89,60 @@ def inspect_texts(items: list[tuple[str, str]], system=None) -> list[dict]:
     out = []
     for label, readings, skipped in parsed:
         main = diagnostics.main_part(readings)
-        parts, merged = [], []
+        topo_reading = next((r for r in readings if r["kind"] == "topo" and r["result"] is not None), None)
+        closest = _system.closest_system(topo_reading["result"]) if topo_reading is not None else None
+        log = next((r for r in readings if r["kind"] == "nccl_debug" and r["result"] is not None), None)
+        parts, merged, expected = [], [], None
         for r in readings:
             found = []
             if r["result"] is not None:
-                found = _findings.findings(r["kind"], r["result"])
+                found = [_verdict.as_finding(f) for f in _findings.findings(r["kind"], r["result"])]
                 if r["kind"] == "nccl_debug" and "=== System : maxBw" in r["text"]:
-                    found += _topology_of_log(r["text"])
+                    found += [_verdict.as_finding(f) for f in _topology_of_log(r["text"])]
+                if r["kind"] == "nccl_tests" and expected is None:
+                    expected, judged = _busbw_verdict(r["result"], system, closest, log)
+                    found += judged
             elif r["error"]:
-                found = [f"this part could not be read: {r['error']}"]
+                found = [_verdict.Finding(f"this part could not be read: {r['error']}", "warn", "a part no reader could "
+                                          "read", "python -m course_lib inspect FILE with that output alone")]
             parts.append({**r["part"].to_json(), "findings": found, **({"error": r["error"]} if r["error"] else {})})
             if r is main:
                 merged = found + merged
             elif found:
-                merged += [f"{_PART_NAMES[r['kind']]} part ({r['part'].span()}): {f}" for f in found]
+                merged += [f.relabel(f"{_PART_NAMES[r['kind']]} part ({r['part'].span()}): {f}") for f in found]
         obj = {"file": label, "kind": main["kind"], **main["result"].to_json(), "findings": merged,
                "skipped_lines": skipped, "parts": parts, "summary": _summary(readings, main)}
-        topo_reading = next((r for r in readings if r["kind"] == "topo" and r["result"] is not None), None)
+        if expected is not None:
+            obj["expected_busbw"] = expected
         if topo_reading is not None:
             obj["predicted_all_reduce"] = _system.predicted_busbw(topo_reading["result"], nvlink_status, system)
             if system is not None:
-                obj["findings"] += _system.mismatches(topo_reading["result"], system)
+                obj["findings"] += [_verdict.Finding(m, "warn", f"the matrix disagrees with {system.id}",
+                                                     "nvidia-smi topo -m; check the system file")
+                                    for m in _system.mismatches(topo_reading["result"], system)]
+        tuned = next((r for r in readings if r["kind"] == "nccl_debug" and r["result"] is not None
+                      and r["result"].tuning), None)
+        if tuned is not None:
+            m = _tuning.machine(tuned["result"], system, closest)
+            obj["tuning_vs_course"] = _tuning.to_json(_tuning.compare(tuned["result"], m), m)
+        obj["verdicts"] = [_verdict.as_finding(f).to_json() for f in obj["findings"]]
         out.append(obj)
     return out
+
+
+def _busbw_verdict(run, system, closest, log) -> tuple[dict | None, list]:
+    """(``verdict.expected_busbw``, [its verdict]) for an nccl-tests part, judged with the paste's NCCL log."""
+    try:
+        expected = _verdict.expected_busbw(run, system, closest,
+                                           log["result"].nccl_version if log is not None else None)
+    except ValueError as exc:
+        return None, [_verdict.Finding(f"the course could not price this run ({exc}): no expected busbw", "warn",
+                                       "the run's facts are outside the course's model",
+                                       "python -m course_lib compare FILE --system ID")]
+    if expected is None:
+        return None, []
+    span = f"the NCCL log part, {log['part'].span()}" if log is not None else "the NCCL log part"
+    return expected, [_verdict.busbw_verdict(expected, log["result"] if log is not None else None, span)]
 
 
 _DOCUMENT = re.compile(r"^\s*(?:```|\|[\s:|-]*---[\s:|-]*\||<!DOCTYPE|<html|\{\s*\"cells\")", re.MULTILINE | re.IGNORECASE)
@@ -177,7 +212,8 @@ def format_report(obj: dict) -> str:
         lines.append(f"  (skipped {len(obj['skipped_lines'])} line(s) that are not the output: "
                      + "; ".join(f"line {s['line']} {s['why']}" for s in obj["skipped_lines"][:3])
                      + (" ..." if len(obj["skipped_lines"]) > 3 else "") + ")")
-    lines += [f"  - {f}" for f in obj["findings"]]
+    verdicts = obj.get("verdicts") or [{"status": "ok", "text": f} for f in obj["findings"]]
+    lines += [f"  - {v['status']}: {v['text']}" for v in verdicts]
     pred = obj.get("predicted_all_reduce")
     if pred:
         lines.append(f"  - predicted all-reduce busbw for a 1 GiB message on {pred['gpus']} GPUs: "
@@ -185,6 +221,9 @@ def format_report(obj: dict) -> str:
         lines += [f"    note: {n}" for n in pred["notes"]]
     elif obj["kind"] == "topo" and obj["gpus"] >= 2:
         lines.append("  - no catalog system is close enough to predict this machine")
+    tuning = obj.get("tuning_vs_course")
+    if tuning:
+        lines += ["  " + line for line in _tuning.format_json(tuning)]
     return "\n".join(lines)
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from . import cli, collectives, costmodel, datafiles, plausible, systemfile, units, validate
 from .costmodel import ranges as regime_ranges
-from .diagnostics import compare, nccl_tests
+from .diagnostics import compare, nccl_log, nccl_tests
+from .diagnostics import tuning_compare as _tuning
 
 TYPE_SIZES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8, "int64": 8}
 
@@ -219,25 +220,23 @@ def _compare(args) -> int:
     assumed = compare.assumptions(parsed, sys_, collective, nodes=args.nodes, gpus_per_node=args.ngpus,
                                   nics_per_node=args.nics, nic_gbit_s=args.nic_gbit, fabric=args.fabric,
                                   algorithm=args.algo, protocol=args.proto)
-    nodes, g = assumed["nodes"][0], assumed["gpus_per_node"][0]
-    g = min(g, sys_.gpus_per_node)
-    sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
+    nodes, g = assumed["nodes"][0], min(assumed["gpus_per_node"][0], sys_.gpus_per_node)
     version = args.nccl_version or (parsed["nccl_version"] if costmodel.nccl_version_stated(parsed["nccl_version"])
                                     else None)
-    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
-                             nics_per_node=args.nics, network=assumed["fabric"][0], protocol=assumed["protocol"][0],
-                             nccl_version=version)
+    pred, row_ranges = compare.prediction(parsed, sys_, collective, assumed, nics_per_node=args.nics,
+                                          nccl_version=args.nccl_version)
     assumed["nccl_version"] = (pred.nccl_version, "--nccl-version" if args.nccl_version else
                                pred.nccl_version_from if version is None else f"file: {parsed['nccl_version']}")
-    row_ranges = prediction_ranges(pred, sys_, assumed["fabric"][0])
     out = compare.rows(parsed["rows"], pred, row_ranges)
     advice = costmodel.compare_advice(out, nodes, assumed["fabric"][0])
     guessed = [k for k, (_, why) in assumed.items() if "GUESSED" in why]
+    tuning = _tuning_of(text, sys_, g, nodes, version, assumed)
     if args.json:
         print(cli.dumps({"collective": collective, "system": sys_.id, "nodes": nodes, "gpus_per_node": g,
                          "assumed": {k: {"value": v, "from": why} for k, (v, why) in assumed.items()},
                          "guessed": guessed, "advice": advice,
-                         "units": {"time": "us", "busbw": "GB/s"}, "rows": out}))
+                         "units": {"time": "us", "busbw": "GB/s"}, "rows": out,
+                         **({"tuning_vs_course": tuning} if tuning else {})}))
         return 0
     print(f"# {collective} on {sys_.id}: {nodes} node(s) x {g} GPUs; busbw in GB/s, time in us; "
           "ratio = predicted / measured busbw; n/a: not in the file")
@@ -275,7 +274,27 @@ def _compare(args) -> int:
         print(f"# advice: {line}")
     if not advice:
         print("# advice: every ratio is within 0.67-1.5")
+    if tuning:
+        print("\n".join("# tuning: " + line for line in _tuning.format_json(tuning)))
     return 0
+
+
+def _tuning_of(text, sys_, gpus_per_node, nodes, version, assumed) -> dict | None:
+    """A TUNING table in the file's NCCL INFO lines, beside the course's model on the machine compare assumed
+    (``diagnostics.tuning_compare``); None where the file has none."""
+    if "NCCL INFO" not in text:
+        return None
+    try:
+        log = nccl_log.parse(text)
+    except ValueError:
+        return None
+    if not log.tuning:
+        return None
+    facts = {"system": (sys_.id, "as compare assumes it"), "nodes": assumed["nodes"],
+             "gpus_per_node": (gpus_per_node, assumed["gpus_per_node"][1]),
+             "nccl_version": (version or "default", "file or --nccl-version" if version else "default")}
+    m = _tuning.Machine(sys_, gpus_per_node, nodes, version, facts)
+    return _tuning.to_json(_tuning.compare(log, m), m)
 
 
 def format_regimes(cells, title) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import costmodel, evidence, systemfile, units
 from . import nccl_tests
 
@@ -87,6 +89,23 @@ def assumptions(parsed, sys_, collective, *, nodes=None, gpus_per_node=None, nic
         out["protocol"] = ("auto", "model's fastest per size")
     out["nccl_version"] = (parsed["nccl_version"] or "not in the file", "file" if parsed["nccl_version"] else "-")
     return out
+
+
+def prediction(parsed, sys_, collective, assumed, *, nics_per_node=None, nccl_version=None):
+    """``(Prediction, ranges)`` for the measured sizes of ``parsed`` on ``sys_`` with what :func:`assumptions`
+    assumed: ``costmodel.predict`` and, per size, the range published runs in its regime measured
+    (``costmodel.ranges_for``; None per size where the prediction uses spec bandwidth). ``nccl_version``: the
+    release to price with (default: the file's, where it names one the course reads)."""
+    nodes, g = assumed["nodes"][0], min(assumed["gpus_per_node"][0], sys_.gpus_per_node)
+    sizes = np.array([r["size"] for r in parsed["rows"]], dtype=float)
+    version = nccl_version or (parsed["nccl_version"] if costmodel.nccl_version_stated(parsed["nccl_version"])
+                               else None)
+    pred = costmodel.predict(collective, sizes, sys_, gpus_per_node=g, nodes=nodes, algorithm=assumed["algorithm"][0],
+                             nics_per_node=nics_per_node, network=assumed["fabric"][0],
+                             protocol=assumed["protocol"][0], nccl_version=version)
+    ranges = (costmodel.ranges_for(pred.nbytes, pred.nodes, sys_, assumed["fabric"][0]) if pred.achievable
+              else [None] * len(sizes))
+    return pred, ranges
 
 
 def rows(parsed_rows, pred: costmodel.Prediction, ranges) -> list[dict]:

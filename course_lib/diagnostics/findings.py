@@ -1,7 +1,9 @@
 """Findings with their reasons, for each kind of parsed output: what a practitioner concludes from it.
 
 Bandwidths are GB/s (1e9 bytes/s) per direction unless a sentence says bidirectional;
-link rates come from the hardware catalog, never typed here.
+link rates come from the hardware catalog, never typed here. A finding that names a problem is a
+``verdict.Finding`` (a str with ``status`` warn or fail, its ``cause`` and the ``next_command``); the others are
+plain strings, read as ``ok`` (``verdict.as_finding``).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .nccl_topo import LOC_BW_GB_S
 from .nvlink import NvlinkStatus
 from .smi_pcie import SmiPcie
 from .topo import PCIE_PATHS, TopoMatrix
+from .verdict import Finding
 
 _PATH_MEANING = {
     "PIX": "share one PCIe switch: P2P stays below the CPU",
@@ -45,8 +48,10 @@ def topo_findings(t: TopoMatrix) -> list[str]:
                 "between GPUs; collectives need a second GPU (busbw of an all-reduce over one rank is 0 by definition)"]
     out = [f"{n} GPU(s), {len(t.nics)} NIC(s); GPU pairs by path: "
            + ", ".join(f"{k} {v}" for k, v in counts.items() if v)]
-    out += [f"the copy is incomplete: {note}" for note in t.notes]
+    out += [Finding(f"the copy is incomplete: {note}", "warn", "a cut-off copy of nvidia-smi topo -m",
+                    "nvidia-smi topo -m (paste all of it)") for note in t.notes]
     out += _lost_nvlinks(t)
+    out += _fewer_nvlinks(t)
     nv = t.nv_counts()
     if pairs and counts["NV"] == len(pairs):
         kinds = "/".join(f"NV{k}" for k in nv)
@@ -86,8 +91,9 @@ def topo_findings(t: TopoMatrix) -> list[str]:
             elif "?" in col:
                 continue  # the rows that would say whether a GPU shares its switch are not in the copy
             else:
-                out.append(f"{nic} shares no PCIe switch with any GPU (closest: {best}): GPUDirect RDMA to it "
-                           f"goes through the CPU; keep it for storage or management, or expect lower bandwidth")
+                out.append(Finding(f"{nic} shares no PCIe switch with any GPU (closest: {best}): GPUDirect RDMA to it "
+                                   f"goes through the CPU; keep it for storage or management, or expect lower bandwidth",
+                                   "warn", f"{nic} sits at {best} from every GPU", "nvidia-smi topo -m; ibdev2netdev"))
         if close:
             out.append("NICs behind a PCIe switch shared with GPUs (pair them as rails): " + "; ".join(close))
         for g in range(n):
@@ -121,16 +127,42 @@ def _lost_nvlinks(t: TopoMatrix) -> list[str]:
         paths = sorted({c for j, c in enumerate(t.gpu_links[g]) if j != g and c != "?"})
         if not paths:
             continue
-        out.append(f"GPU{g} has no NVLink to any GPU ({'/'.join(paths)} to its peers) while {len(linked)} other GPUs "
-                   f"reach each other over {'/'.join(peers)}: its NVLinks are down or did not train (the GPU, its "
-                   f"board or the NVSwitch tray); traffic to it goes over PCIe. Next: nvidia-smi nvlink -s -i {g}; "
-                   f"nvidia-smi nvlink -e -i {g}; nvidia-smi -q -i {g} | grep -i -A3 fabric")
+        out.append(Finding(
+            f"GPU{g} has no NVLink to any GPU ({'/'.join(paths)} to its peers) while {len(linked)} other GPUs "
+            f"reach each other over {'/'.join(peers)}: its NVLinks are down or did not train (the GPU, its "
+            f"board or the NVSwitch tray); traffic to it goes over PCIe. Next: nvidia-smi nvlink -s -i {g}; "
+            f"nvidia-smi nvlink -e -i {g}; nvidia-smi -q -i {g} | grep -i -A3 fabric", "warn",
+            f"GPU{g} has fewer NVLinks than its peers", f"nvidia-smi nvlink -s -i {g}"))
+    return out
+
+
+def _fewer_nvlinks(t: TopoMatrix) -> list[Finding]:
+    """A GPU whose every pair shows fewer bonded NVLinks (NV#) than the pairs among its peers, which all agree
+    (behind an NVSwitch every pair shows all of a GPU's links): some of its NVLinks are down."""
+    n = len(t.gpus)
+
+    def links(i, j):
+        m = re.match(r"NV(\d+)$", t.gpu_links[i][j])
+        return int(m.group(1)) if m else None
+
+    out = []
+    for g in range(n):
+        mine = [links(g, j) for j in range(n) if j != g]
+        others = {links(i, j) for i in range(n) for j in range(i + 1, n) if g not in (i, j)}
+        if n < 3 or None in mine or len(others) != 1 or None in others:
+            continue
+        peers = others.pop()
+        if max(mine) < peers:
+            out.append(Finding(
+                f"GPU{g} shows NV{max(mine)} to its peers while they reach each other over NV{peers}: "
+                f"{peers - max(mine)} of its NVLinks are down or did not train; a ring through it runs at its pace",
+                "warn", f"GPU{g} has fewer NVLinks than its peers", f"nvidia-smi nvlink -s -i {g}"))
     return out
 
 
 def nccl_findings(log: NcclLog) -> list[str]:
     """Findings for an NCCL_DEBUG=INFO log: which transports carried the data, and what that costs."""
-    out = [_failures.finding(f, log.ib_link_layers) for f in log.failures]
+    out = [_failure(f, log.ib_link_layers) for f in log.failures]
     head = [f"{log.library} {log.nccl_version}" if log.nccl_version else f"{log.library} version: not in the file"]
     if log.library == "RCCL":
         head[0] += " (RCCL: AMD's port of NCCL for ROCm GPUs)"
@@ -141,26 +173,31 @@ def nccl_findings(log: NcclLog) -> list[str]:
         eth100 = hardware.network("eth-100g").per_direction
         why = "the log says 'NET/IB : No device found'" if log.ib_missing else "no IB or libfabric transport is named"
         one_node = " (this run is one node, so nothing crossed it yet)" if log.nnodes == 1 else ""
-        out.append(f"NCCL used NET/Socket{one_node}: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
-                   f"at most the Ethernet line rate, about {units.format_bandwidth(eth100)} for a 100 Gb/s port and "
-                   f"usually less, against about {units.format_bandwidth(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
-                   f"port; install the RDMA stack or the cloud's NCCL net plugin")
+        at = f" (first shown on line {log.socket_line})" if log.socket_line else ""
+        out.append(Finding(
+            f"NCCL used NET/Socket{one_node}: no IB transport loaded ({why}); inter-node data goes over TCP, so expect "
+            f"at most the Ethernet line rate, about {units.format_bandwidth(eth100)} for a 100 Gb/s port and "
+            f"usually less, against about {units.format_bandwidth(hardware.network('ib-ndr').per_direction)} per NDR InfiniBand "
+            f"port; install the RDMA stack or the cloud's NCCL net plugin{at}", "ok" if log.nnodes == 1 else "warn",
+            f"NCCL fell back to NET/Socket ({why})", "ibv_devinfo; ls /sys/class/infiniband"))
     if "NET/IB" in log.transports:
         layers = "/".join(log.ib_link_layers) or "link layer not shown"
         devs = ", ".join(log.ib_devices) or "devices not listed"
         out.append(f"NCCL used NET/IB ({layers}) on {len(log.ib_devices)} port(s): {devs}")
     if log.gdr is False:
-        out.append(f"GPUDirect RDMA is disabled for {', '.join(log.gdr_disabled_hcas)}: NIC traffic is staged "
-                   f"through host memory; load nvidia_peermem (or use a DMA-BUF capable driver) and keep PCIe ACS "
-                   f"off outside virtual machines")
+        out.append(Finding(f"GPUDirect RDMA is disabled for {', '.join(log.gdr_disabled_hcas)}: NIC traffic is staged "
+                           f"through host memory; load nvidia_peermem (or use a DMA-BUF capable driver) and keep PCIe ACS "
+                           f"off outside virtual machines", "warn", "GPUDirect RDMA disabled",
+                           "lsmod | grep nvidia_peermem"))
     elif log.gdr:
         out.append("GPUDirect RDMA is in use: the NICs read and write GPU memory directly (GDRDMA)")
     if log.ofi_provider is not None:
         if "efa" in log.ofi_provider:
             out.append(f"NCCL used the libfabric plugin (NET/OFI) on EFA, provider {log.ofi_provider}")
         else:
-            out.append(f"NCCL used the libfabric plugin (NET/OFI) with provider {log.ofi_provider}: that is TCP, "
-                       f"not EFA RDMA; check that the EFA devices are visible (fi_info -p efa)")
+            out.append(Finding(f"NCCL used the libfabric plugin (NET/OFI) with provider {log.ofi_provider}: that is TCP, "
+                               f"not EFA RDMA; check that the EFA devices are visible (fi_info -p efa)", "warn",
+                               f"libfabric provider {log.ofi_provider}, not EFA", "fi_info -p efa"))
     meaning = {"P2P/IPC": "GPU to GPU directly between processes (NVLink or PCIe P2P)",
                "P2P/CUMEM": "GPU to GPU directly, memory shared through CUDA's cuMem API",
                "P2P/direct pointer": "GPU to GPU directly, one process driving several GPUs",
@@ -185,8 +222,9 @@ def nccl_findings(log: NcclLog) -> list[str]:
         out.append(f"MNNVL cliqueId(s): {', '.join(log.clique_ids[:4])}" + (
             " (several cliques: GPUs in different cliques do not share multi-node NVLink)" if len(log.clique_ids) > 1 else ""))
     if log.health_masks:
-        out.append(f"MNNVL healthMask {', '.join(log.health_masks[:3])} (not 0x0): the GPU reports its NVLink fabric "
-                   "degraded; Next: nvidia-smi -q | grep -i -A8 fabric on that node, and the NVLink switch trays' health")
+        out.append(Finding(f"MNNVL healthMask {', '.join(log.health_masks[:3])} (not 0x0): the GPU reports its NVLink fabric "
+                           "degraded; Next: nvidia-smi -q | grep -i -A8 fabric on that node, and the NVLink switch trays' health",
+                           "warn", "a degraded NVLink fabric", "nvidia-smi -q | grep -i -A8 fabric"))
     if log.tuning:
         out += _tuning_findings(log.tuning)
     if log.collnet_plugin:
@@ -196,7 +234,8 @@ def nccl_findings(log: NcclLog) -> list[str]:
     if log.pxn:
         out.append("PXN: some network sends leave through a peer GPU's NIC (the proxy rank in parentheses)")
     if log.warnings:
-        out.append(f"{len(log.warnings)} NCCL WARN line(s); the first: {log.warnings[0]}")
+        out.append(Finding(f"{len(log.warnings)} NCCL WARN line(s); the first: {log.warnings[0]}", "warn",
+                           "NCCL printed WARN lines", "grep 'NCCL WARN' in the whole log"))
     return out
 
 
@@ -242,14 +281,16 @@ def ibstat_findings(s: IbStatus) -> list[str]:
         else:
             per = units.gbit_to_gbyte(p.rate_gbps) * units.GB
             rate = f"{p.rate_gbps:g} Gb/s = {units.format_bandwidth(per)}{_port_name(p.rate_gbps, p.link_layer)}"
-        line = f"{where}: {p.state}, {layer}, {rate}"
+        line, status, cause = f"{where}: {p.state}, {layer}, {rate}", "ok", ""
         if p.state == UNKNOWN_STATE:
             line += "; the copy is cut before this port's State line: run ibstat again to see whether it is Active"
+            status, cause = "warn", f"{where}'s state is not in the copy"
         elif p.state != "Active":
             line += "; NCCL cannot use a port that is not Active: check the cable, the switch port and the subnet manager"
+            status, cause = "warn", f"{where} is {p.state}"
         if p.link_layer == "Ethernet":
             line += "; Ethernet link layer means RoCE: NCCL reaches it through NET/IB, with NCCL_IB_GID_INDEX for RoCE v2"
-        out.append(line)
+        out.append(Finding(line, status, cause, f"ibstat {p.ca} {p.port}" if status != "ok" else ""))
     return out
 
 
@@ -260,10 +301,11 @@ def nvlink_findings(s: NvlinkStatus) -> list[str]:
     for g in s.gpus:
         if g.inactive:
             active_bw = sum(r for r in g.links if r is not None)
-            out.append(f"GPU{g.index} has {g.active} of {len(g.links)} NVLinks active (inactive: "
-                       f"{', '.join(f'link {k}' for k in g.inactive)}): {active_bw:.4g} GB/s per direction instead "
-                       f"of {len(g.links) * (rate or 0):.4g}; a link that does not train points to the GPU board, "
-                       f"the NVSwitch tray or its connector (see nvidia-smi nvlink -e)")
+            out.append(Finding(f"GPU{g.index} has {g.active} of {len(g.links)} NVLinks active (inactive: "
+                               f"{', '.join(f'link {k}' for k in g.inactive)}): {active_bw:.4g} GB/s per direction instead "
+                               f"of {len(g.links) * (rate or 0):.4g}; a link that does not train points to the GPU board, "
+                               f"the NVSwitch tray or its connector (see nvidia-smi nvlink -e)", "warn",
+                               f"GPU{g.index} has fewer NVLinks active than its peers", f"nvidia-smi nvlink -e -i {g.index}"))
     shown = [g.index for g in s.gpus]
     if s.excerpt:  # GPUs left out before, between or after the ones shown
         out.append(f"the output shows only {', '.join(f'GPU{i}' for i in shown)}: the other GPUs were left out "
@@ -287,6 +329,8 @@ def pcie_findings(s: SmiPcie) -> list[str]:
         if g.trained_down:
             line += ("; the link reads below its maximum: GPUs lower it when idle to save power, so read it again "
                      "under load; if it stays low, suspect the slot, a riser or the BIOS setting")
+            line = Finding(line, "warn", f"{g.bus_id}'s PCIe link reads below its maximum",
+                           "nvidia-smi -q -d PCIE (under load)")
         out.append(line)
     return out
 
@@ -299,8 +343,9 @@ def acs_findings(s) -> list[str]:
         return [f"{n} PCIe bridge(s) print ACSCtl; none redirects peer requests (ReqRedir-/CmpltRedir-): "
                 "ACS does not block GPU peer-to-peer here"]
     lines_ = ", ".join(str(b.line) for b in s.bridges if b.redirects)
-    return [f"{redirect} of {n} PCIe bridges redirect peer requests (ReqRedir+ or CmpltRedir+; lines {lines_}); "
-            f"{on} have some ACS flag on",
+    return [Finding(f"{redirect} of {n} PCIe bridges redirect peer requests (ReqRedir+ or CmpltRedir+; lines {lines_}); "
+            f"{on} have some ACS flag on", "warn", "PCIe ACS redirects peer-to-peer requests",
+                    "sudo lspci -vvv | grep -i acsctl"),
             "with redirect on, a GPU's write to another GPU below that bridge goes up to the root complex and the "
             "IOMMU instead of across the switch: NCCL's P2P transport slows down, fails or hangs, and GPUDirect RDMA "
             "with it; on bare metal turn ACS off (BIOS, or setpci on the bridges) or boot with iommu=pt; "
@@ -314,7 +359,8 @@ def rdma_link_findings(r) -> list[str]:
         layer = {"Ethernet": f"Ethernet (RoCE) on netdev {p.netdev}", "InfiniBand": "InfiniBand"}.get(
             p.link_layer, "link layer not shown")
         line = f"{p.device} port {p.port}: {p.state}, {p.physical_state or 'physical state not shown'}, {layer}"
-        if p.state != "ACTIVE":
+        down = p.state != "ACTIVE"
+        if down:
             line += ("; NCCL cannot use a port that is not ACTIVE: check the cable and the switch port (ip link show "
                      f"{p.netdev}; ethtool {p.netdev})" if p.netdev else "; check the cable, the switch port and the "
                      "subnet manager (ibstat)")
@@ -323,7 +369,8 @@ def rdma_link_findings(r) -> list[str]:
                      "bandwidth and latency and without GPUDirect RDMA")
         elif p.link_layer == "Ethernet":
             line += "; NCCL reaches RoCE through NET/IB: set NCCL_IB_GID_INDEX to the port's RoCE v2 GID (show_gids)"
-        out.append(line)
+        out.append(Finding(line, "warn", f"{p.device} port {p.port} is {p.state}",
+                           f"ip link show {p.netdev}" if p.netdev else "ibstat") if down else line)
     out.append("rdma link prints no rate: ibstat (or ethtool NETDEV) gives each port's speed")
     return out
 
@@ -345,9 +392,10 @@ def iblinkinfo_findings(f) -> list[str]:
         slow = [l for l in rated if l.rate_gbps < best - 1e-9]
         if slow:
             l = slow[0]
-            out.append(f"{len(slow)} active link(s) run below the fastest (e.g. {l.node} port {l.port}: {l.width}X at "
-                       f"{l.lane_gbps:g} Gb/s per lane): a link trained down; reseat or replace the cable, check the "
-                       f"port with ibportstate and mlxlink")
+            out.append(Finding(f"{len(slow)} active link(s) run below the fastest (e.g. {l.node} port {l.port}: {l.width}X at "
+                               f"{l.lane_gbps:g} Gb/s per lane): a link trained down; reseat or replace the cable, check the "
+                               f"port with ibportstate and mlxlink", "warn", "a link trained below its peers' rate",
+                               f"mlxlink -d <device> -p {l.port}"))
     if down:
         sw = [l for l in down if l.node_type == "Switch"]
         if sw and len(sw) == len(down):
@@ -355,8 +403,8 @@ def iblinkinfo_findings(f) -> list[str]:
                        f"{down[0].physical_state}): nothing cabled, unless a node is missing from the CA list")
         else:
             ca = next((l for l in down if l.node_type != "Switch"), down[0])
-            out.append(f"{ca.node} port {ca.port} is {ca.state}/{ca.physical_state}: NCCL cannot use it; check its cable "
-                       f"and run ibstat on that host")
+            out.append(Finding(f"{ca.node} port {ca.port} is {ca.state}/{ca.physical_state}: NCCL cannot use it; check its cable "
+                               f"and run ibstat on that host", "warn", f"{ca.node} port {ca.port} is {ca.state}", "ibstat"))
     agg = [n for n in f.nodes("CA") if "Aggregation Node" in n]
     if agg:
         out.append(f"{len(agg)} SHARP aggregation node(s) ({agg[0]}): the switches can reduce in the network "
@@ -410,34 +458,38 @@ def nccl_tests_findings(r) -> list[str]:
     """Findings for an nccl-tests / rccl-tests output: what ran, where the facts came from, or how it failed."""
     what = r.collective or "collective not in the file"
     ranks = f"{r.ranks} rank(s) ({r.ranks_from})" if r.ranks else "ranks: not in the file"
-    out = [_failures.finding(f) for f in r.failures]
+    out = [_failure(f) for f in r.failures]
     out += [f"{r.tool}: {what} ({r.collective_from}), {ranks}"
            + (f" on {len(r.hosts)} host(s)" if r.hosts else "")
            + f"; NCCL version: {r.nccl_version or 'not in the file'}"]
     if r.failed_before_first_size:
-        out.append("the run failed before its first size: no result row"
-                   + (f"; it printed last: {r.last_words}" if r.last_words else "; nothing after the header"))
+        out.append(Finding("the run failed before its first size: no result row"
+                           + (f"; it printed last: {r.last_words}" if r.last_words else "; nothing after the header"),
+                           "fail", "the run stopped before its first result", "NCCL_DEBUG=INFO and rerun"))
     elif r.rows:
         big = max(r.rows, key=lambda row: row["size"])
         out.append(f"{len(r.rows)} size(s) up to {units.format_bytes(big['size'], binary=True)}: busbw "
                    f"{big['busbw']:g} GB/s at the largest (python -m course_lib compare FILE sets it beside the model)")
         if r.cut_after is not None:
-            out.append(f"the copy ends after size {units.format_bytes(r.cut_after, binary=True)}"
-                       + (" inside a row (its last columns are missing)" if r.last_row_partial else "")
-                       + ", before the run's closing 'Avg bus bandwidth' line: the rows shown are results; the "
-                       "larger sizes, if any ran, are not in the copy")
+            out.append(Finding(f"the copy ends after size {units.format_bytes(r.cut_after, binary=True)}"
+                               + (" inside a row (its last columns are missing)" if r.last_row_partial else "")
+                               + ", before the run's closing 'Avg bus bandwidth' line: the rows shown are results; the "
+                               "larger sizes, if any ran, are not in the copy", "warn", "a cut-off copy",
+                               "paste the whole output"))
     if r.avg_busbw is not None:
         out.append(f"Avg bus bandwidth (nccl-tests' mean busbw over all sizes, small ones included): {r.avg_busbw:g} GB/s")
     if r.jobs > 1:
-        out.append(f"rank 0 is listed by {r.jobs} different processes: {r.jobs} separate jobs were pasted together (or "
+        out.append(Finding(f"rank 0 is listed by {r.jobs} different processes: {r.jobs} separate jobs were pasted together (or "
                    "mpirun started copies of a binary built without MPI=1, each a job of its own); their rows are "
-                   "not one run of more ranks")
+                   "not one run of more ranks", "warn", "several jobs pasted as one",
+                   "build nccl-tests with MPI=1 and run one mpirun"))
     if r.error_column == "max error" and r.rows:
         out.append("the error column of this (older) nccl-tests is the largest difference from the expected values "
                    "(0e+00 or a rounding-size number is fine), not a count of wrong elements")
     if r.refused_rows:
-        out.append(f"{len(r.refused_rows)} row(s) refused: a time or bandwidth that is negative or not a number "
-                   f"(lines {', '.join(map(str, r.refused_rows[:5]))}): the copy is damaged there")
+        out.append(Finding(f"{len(r.refused_rows)} row(s) refused: a time or bandwidth that is negative or not a number "
+                   f"(lines {', '.join(map(str, r.refused_rows[:5]))}): the copy is damaged there", "warn",
+                   "damaged rows", "paste the output again"))
     return out
 
 
@@ -446,7 +498,8 @@ def rocm_smi_findings(t) -> list[str]:
     counts = t.pair_counts()
     out = [f"rocm-smi --showtopo: {t.gpus} AMD GPU(s)" + ("; GPU pairs by link type: "
            + ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "; no GPU pairs in the link-type matrix")]
-    out += [f"the copy is incomplete: {note}" for note in t.notes]
+    out += [Finding(f"the copy is incomplete: {note}", "warn", "a cut-off copy of rocm-smi --showtopo",
+                    "rocm-smi --showtopo (paste all of it)") for note in t.notes]
     known = {k: v for k, v in counts.items() if k != "not in the copy"}
     if known and set(known) == {"XGMI"}:
         out.append("every GPU pair the copy shows is XGMI (Infinity Fabric links between the GPUs): RCCL's P2P "
@@ -464,6 +517,11 @@ def rocm_smi_findings(t) -> list[str]:
         out.append("NUMA: " + "; ".join(f"{', '.join(f'GPU{g}' for g, n in t.numa if n == node)} on node {node}"
                                         for node in nodes) + ": bind each rank to its GPU's node")
     return out
+
+
+def _failure(f, link_layers=()) -> Finding:
+    """A failure's finding (``failures.finding``) as a ``fail`` verdict with its meaning and next step."""
+    return Finding(_failures.finding(f, link_layers), "fail", _failures.MEANING[f.kind], _failures.NEXT[f.kind])
 
 
 FINDERS = {"topo": topo_findings, "lspci_acs": acs_findings, "nccl_debug": nccl_findings, "ibstat": ibstat_findings,

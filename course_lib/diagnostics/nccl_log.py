@@ -7,6 +7,7 @@ not a version) is an error naming the line.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ class NcclLog:
     clique_ids: tuple[str, ...] = ()    # MNNVL cliqueIds the GPUs report
     health_masks: tuple[str, ...] = ()  # MNNVL healthMask values other than 0x0 (a degraded NVLink fabric)
     tuning: tuple = ()                  # NCCL's own predictions: (collective, algorithm, protocol, latency_us, bw_GB_s)
+    socket_line: int | None = None      # the first line that shows NET/Socket or 'NET/IB : No device found'
 
     def to_json(self) -> dict:
         return {"nccl_version": self.nccl_version or "not in the file", "nranks": self.nranks, "nnodes": self.nnodes,
@@ -180,6 +182,7 @@ class _Scan:
     tune_protos: list = field(default_factory=list)
     tuning: dict = field(default_factory=dict)
     tune_flat: bool = False  # the older one-line 'Latency/AlgBw' header: one algorithm/protocol per cell
+    socket_line: int | None = None
 
 
 def _read_tuning(scan: _Scan, body: str) -> bool:
@@ -214,6 +217,8 @@ def _read_tuning(scan: _Scan, body: str) -> bool:
             lat, bw = float(m.group(1)), float(m.group(2))
         except ValueError:
             continue
+        if not (math.isfinite(lat) and math.isfinite(bw)) or lat < 0 or bw < 0:
+            continue  # tuning.cc prints 0 where a pair is off, never a negative or infinite number: a damaged cell
         scan.tuning[(head, scan.tune_algos[i // per], scan.tune_protos[i])] = (lat, bw)
     scan.recognised += 1
     return True
@@ -258,6 +263,8 @@ def _read_channel(scan: _Scan, no: int, body: str) -> bool:
                    "(P2P/..., SHM, NET/IB, NET/Socket, NET/OFI, NVLS, CollNet)", got)
     scan.channels[_detail(m.group(5))] += 1
     scan.families.add(fam)
+    if fam == "NET/Socket" and scan.socket_line is None:
+        scan.socket_line = no
     scan.pxn = scan.pxn or bool(_PXN.search(body))
     if "GDRDMA" in m.group(5):
         scan.gdr_on.append("channel")
@@ -288,6 +295,7 @@ def _read_ib(scan: _Scan, no: int, body: str) -> None:
         return
     if body.startswith("NET/IB") and "No device found" in body:
         scan.ib_missing, scan.recognised = True, scan.recognised + 1
+        scan.socket_line = scan.socket_line or no
     m = _IB_USING.match(body)
     if m:
         devs = _IB_DEV.findall(m.group(1))
@@ -322,6 +330,8 @@ def _read_network(scan: _Scan, no: int, body: str) -> None:
                        scan.network)
         scan.families.add(fam)
         scan.recognised += 1
+        if fam == "NET/Socket" and scan.socket_line is None:
+            scan.socket_line = no
     m = _OFI_PROVIDER.search(body)
     if m:
         scan.provider = m.group(1)
@@ -373,7 +383,8 @@ def _result(scan: _Scan, failures=()) -> NcclLog:
                    warnings=tuple(scan.warnings), failures=tuple(failures), mnnvl=scan.mnnvl,
                    mnnvl_clique_size=scan.clique_size, fabric_uuids=tuple(scan.fabric_uuids), library=scan.library,
                    clique_ids=tuple(scan.clique_ids), health_masks=tuple(scan.health_masks),
-                   tuning=tuple((c, a, p, lat, bw) for (c, a, p), (lat, bw) in scan.tuning.items()))
+                   tuning=tuple((c, a, p, lat, bw) for (c, a, p), (lat, bw) in scan.tuning.items()),
+                   socket_line=scan.socket_line if socket_fallback else None)
 
 
 def _body(line: str) -> str:
