@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from .. import hardware, units, validate
 from .layouts import ACT_BYTES, Layout, _model_with_seq_len, assumption
-from .links import all_to_all_time, group_link, pair_bandwidth
+from ..transformer import Transformer
+from .links import GroupLink, all_to_all_time, group_link, pair_bandwidth
 from .phases import Compute
 from .results import Traffic
 
 
-def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
+def _ring_step(m: Transformer, link: GroupLink, bw: float, flops: float, chunk: int, b: int, tp: int) -> tuple[float, float, float]:
     """One ring-attention step on ``link``: (K/V bytes sent, transfer seconds, attention compute seconds).
 
     The next K and V chunk, 4 (s/cp) b h_kv / tp bytes (16-bit), crosses the link (bw bytes/s,
@@ -20,7 +21,7 @@ def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
     return size, link.latency + size / bw, 2 * chunk * chunk * b * (w["q"] + w["v"]) / tp / flops
 
 
-def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
+def ring_attention_condition(model_: str | Transformer, system: str | hardware.System, cp: int, tp: int = 1, gpu_efficiency: float | None = None, seq_len: int | None = None) -> dict:
     """When ring attention hides its K/V passing: each step's attention compute >= its K/V transfer.
 
     One step computes attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP, while
@@ -45,7 +46,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
             "link_bw": bw, "flops": flops}
 
 
-def ulysses_kv_heads(model_, tp, cp) -> int:
+def ulysses_kv_heads(model_: str | Transformer, tp: int, cp: int) -> int:
     """KV heads Ulysses' all-to-all moves for a model (catalog id or Transformer) under tp x cp ranks:
     the model's KV heads, or tp x cp when that is a multiple of them (each rank then holds a replica
     of one KV head; ``layouts._ulysses_fits`` allows no other case)."""

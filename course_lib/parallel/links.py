@@ -23,7 +23,7 @@ class GroupLink:
     crosses_nodes: bool
 
 
-def group_link(system, size, stride) -> GroupLink:
+def group_link(system: str | hardware.System, size: int, stride: int) -> GroupLink:
     """The link a group of ``size`` ranks, ``stride`` ranks apart, uses on ``system``.
 
     Inside one node: the GPU fabric (NVLink/NVSwitch or PCIe) at its achievable bandwidth
@@ -37,18 +37,18 @@ def group_link(system, size, stride) -> GroupLink:
 
 
 @lru_cache(maxsize=256)
-def _fabric(sys_) -> costmodel.Fabric:
+def _fabric(sys_: hardware.System) -> costmodel.Fabric:
     """``costmodel.fabric`` of a (hashable) System, kept: the planner asks thousands of times."""
     return costmodel.fabric(sys_)
 
 
-def _members_per_node(sys_, ranks, stride) -> int:
+def _members_per_node(sys_: hardware.System, ranks: int, stride: int) -> int:
     """How many of a group's ``ranks`` (``stride`` ranks apart) sit in one node: at least 1."""
     return max(1, min(ranks, sys_.gpus_per_node // stride))
 
 
 @lru_cache(maxsize=8192)
-def _group_link(sys_, size, stride) -> GroupLink:
+def _group_link(sys_: hardware.System, size: int, stride: int) -> GroupLink:
     f = _fabric(sys_)
     if size == 1 or stride * size <= sys_.gpus_per_node:
         return GroupLink(sys_.gpu_link.name, f.intra_bw, f.intra_hop, False)
@@ -57,7 +57,7 @@ def _group_link(sys_, size, stride) -> GroupLink:
                      f.net_hop, True)
 
 
-def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
+def _coll(collective: str, nbytes: float, ranks: int, link: GroupLink) -> float:
     """A collective inside one node: the registry's ring on the GPU fabric (alpha-beta), plus one launch."""
     if ranks <= 1 or nbytes <= 0:
         return 0.0
@@ -71,7 +71,7 @@ def _coll(collective, nbytes, ranks, link: GroupLink) -> float:
 CROSS_NODE_ALGORITHMS = {"all_reduce": ("ring", "tree"), "reduce_scatter": ("ring",), "all_gather": ("ring",)}
 
 
-def cross_node_time(system, collective, nbytes, ranks, stride=1) -> float:
+def cross_node_time(system: str | hardware.System, collective: str, nbytes: float, ranks: int, stride: int = 1) -> float:
     """One ``collective`` of ``nbytes`` over ``ranks`` ranks ``stride`` apart that span nodes, seconds: the
     one cross-node price that tensor, data and sharded data parallelism all use.
 
@@ -92,18 +92,18 @@ def cross_node_time(system, collective, nbytes, ranks, stride=1) -> float:
 
 
 @lru_cache(maxsize=8192)
-def _cross_node_time(sys_, collective, nbytes, ranks, stride) -> float:
+def _cross_node_time(sys_: hardware.System, collective: str, nbytes: float, ranks: int, stride: int) -> float:
     per_node = _members_per_node(sys_, ranks, stride)
     return float(costmodel.predict(collective, nbytes, sys_, gpus_per_node=per_node, nodes=math.ceil(ranks / per_node),
                                    algorithm=CROSS_NODE_ALGORITHMS[collective]).time_s[0])
 
 
-def cross_node_all_reduce_time(system, nbytes, ranks, stride=1) -> float:
+def cross_node_all_reduce_time(system: str | hardware.System, nbytes: float, ranks: int, stride: int = 1) -> float:
     """``cross_node_time`` of an all-reduce (chapter 07's tensor parallelism across nodes)."""
     return cross_node_time(system, "all_reduce", nbytes, ranks, stride)
 
 
-def group_collective_time(system, collective, nbytes, ranks, stride=1) -> float:
+def group_collective_time(system: str | hardware.System, collective: str, nbytes: float, ranks: int, stride: int = 1) -> float:
     """One ``collective`` of a parallel group of ``ranks`` ranks ``stride`` apart, seconds: the ring on
     the GPU fabric inside one node (``_coll``), ``cross_node_time`` across nodes. Every phase prices its
     reduce_scatter, all_gather and all-reduce here, so one group pays one price whichever phase asks."""
@@ -114,12 +114,12 @@ def group_collective_time(system, collective, nbytes, ranks, stride=1) -> float:
     return _coll(collective, nbytes, ranks, link)
 
 
-def pair_bandwidth(system, link: GroupLink) -> float:
+def pair_bandwidth(system: str | hardware.System, link: GroupLink) -> float:
     """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
     return _fabric(hardware.resolve_system(system)).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
 
 
-def all_to_all_time(system, nbytes, ranks, stride) -> tuple[float, GroupLink]:
+def all_to_all_time(system: str | hardware.System, nbytes: float, ranks: int, stride: int) -> tuple[float, GroupLink]:
     """One all-to-all of ``nbytes`` per rank (its whole send buffer) over ``ranks`` ranks ``stride`` apart.
 
     Inside one NVLink domain: the registry's direct algorithm on the GPU fabric. Across nodes:

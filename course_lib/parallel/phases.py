@@ -90,7 +90,7 @@ def _gemm_stage_compute_s(L: Layout) -> tuple:
     full = 1 if L.recompute == "full" else 0
     attn_passes = 3 + (1 if L.recompute != "none" else 0)
 
-    def layer(kind):
+    def layer(kind: str) -> float:
         x = ls[kind]
         gemm = x["gemm"]
         if kind == "moe" and L.moe_load != 1.0:   # the busiest rank's experts do moe_load x the fair share

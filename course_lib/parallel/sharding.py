@@ -15,7 +15,7 @@ ZERO3_GATHERS_PER_MICRO_BATCH = 2          # before each unit's forward and agai
 ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH = 1  # its gradients, once
 
 
-def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
+def zero3_step_bytes(param_bytes: float, micro_batches: int = 1) -> dict:
     """Whole-buffer bytes the ZeRO-3 / FSDP collectives move in one step, as ``dp_phase`` counts them."""
     n = validate.non_negative("param_bytes", param_bytes)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
@@ -23,7 +23,7 @@ def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
             "reduce_scatter": ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb * n}
 
 
-def bucket_count(nbytes, bucket_bytes=DDP_BUCKET_BYTES) -> int:
+def bucket_count(nbytes: float, bucket_bytes: float = DDP_BUCKET_BYTES) -> int:
     """Buckets DDP fills for ``nbytes`` of gradients (bytes > 0) with buckets of ``bucket_bytes``
     (bytes > 0; default 25 MiB), when every tensor is much smaller than a bucket: ceil(n / bucket)."""
     n = validate.positive("nbytes", nbytes)
@@ -45,7 +45,7 @@ def _dp_groups(L: Layout) -> list:
             ("expert ", L.stage_expert_params, d * L.tp // (L.ep * L.etp), L.etp * L.ep)]
 
 
-def _row(kind, ids, d, link: GroupLink, calls, size, time_s, exposed) -> tuple[GroupLink, Traffic]:
+def _row(kind: str, ids: tuple[str, ...], d: int, link: GroupLink, calls: int, size: float, time_s: float, exposed: float) -> tuple[GroupLink, Traffic]:
     """(the link, one Traffic row) of a data-parallel collective; the label is its id, or RS + AG for two."""
     return link, Traffic(kind, ids, d, link.name, link.crosses_nodes, calls, size, time_s, exposed,
                          ids[0] if len(ids) == 1 else "RS + AG")
