@@ -126,4 +126,5 @@ def lower_bound_time(nbytes: validate.Sizes, ranks: int, bandwidth: float) -> fl
     p = validate.integer("ranks", ranks, low=1)
     bw = validate.positive("bandwidth", bandwidth)
     with np.errstate(over="ignore"):
-        return _ret(validate.finite_result("nbytes / bandwidth", 2 * (p - 1) / p * n / bw), scalar)
+        bound = collectives.get("all_reduce").algorithm("ring").volume(p) * n / bw
+        return _ret(validate.finite_result("nbytes / bandwidth", bound), scalar)

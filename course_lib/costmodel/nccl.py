@@ -143,8 +143,7 @@ def _ring(coll: collectives.Collective, n: np.ndarray, g: int, N: int, f: Fabric
     T = protocol_table(f.nccl_version)
     p = g * N
     steps, vol = coll.algorithm("ring").terms(p)
-    n_inter = (2 * (N - 1) if coll.id == "all_reduce" else N - 1) if N > 1 else 0
-    n_inter = min(n_inter, steps)
+    n_inter = min(coll.algorithm("ring").steps(N), steps)   # the ring's steps between the N nodes
     fill = pipeline_fill_bytes(n, p, f.channels, N)
     out = {}
     for proto in _protocols(f, protocol, N):
