@@ -12,6 +12,7 @@ from typing import Sequence
 
 from .. import datafiles, hardware, validate
 from ..transformer import Transformer, resolve_model, resolve_recompute
+from .links import Links
 from .precision import PRECISIONS, recipe
 
 ACT_BYTES = 2  # 16-bit activations
@@ -66,6 +67,11 @@ class Layout:
     ep_overlap: bool = False     # all-to-alls hidden behind another micro-batch's compute (DualPipe-style)
     precision: str = "bf16"      # the recipe (``data/precision.json``): bf16, fp8 or mxfp8
     fp8_dispatch: bool = False   # the MoE dispatch all-to-all in FP8 (DeepSeek-V3), the combine in BF16
+
+    @property
+    def links(self) -> Links:
+        """The group links and collective prices of this layout's (resolved) system: ``links.Links``."""
+        return Links(self.system)
 
     @property
     def attention_flops(self) -> float:

@@ -31,9 +31,11 @@ def group_link(system: str | hardware.System, size: int, stride: int) -> GroupLi
     per GPU)`` where k members of the group sit in each node (every GPU of a node communicates at once).
     """
     sys_ = hardware.resolve_system(system)
-    size = validate.integer("size", size, low=1, high=10**7)
-    stride = validate.integer("stride", stride, low=1, high=10**7)
-    return _group_link(sys_, size, stride)
+    return _group_link(sys_, *_check_group(size, stride))
+
+
+def _check_group(size: int, stride: int) -> tuple[int, int]:
+    return validate.integer("size", size, low=1, high=10**7), validate.integer("stride", stride, low=1, high=10**7)
 
 
 @lru_cache(maxsize=256)
@@ -82,13 +84,15 @@ def cross_node_time(system: str | hardware.System, collective: str, nbytes: floa
     shares the NICs.
     """
     sys_ = hardware.resolve_system(system)
-    collective = validate.choice("collective", collective, CROSS_NODE_ALGORITHMS)
-    nbytes = validate.non_negative("nbytes", nbytes)
+    collective, nbytes = _check_cross_node(collective, nbytes)
     ranks = validate.integer("ranks", ranks, low=1, high=10**7)
     stride = validate.integer("stride", stride, low=1, high=10**7)
-    if ranks <= 1 or nbytes <= 0:
-        return 0.0
-    return _cross_node_time(sys_, collective, float(nbytes), ranks, stride)
+    return Links(sys_).cross_node_time(collective, nbytes, ranks, stride)
+
+
+def _check_cross_node(collective: str, nbytes: float) -> tuple[str, float]:
+    return (validate.choice("collective", collective, CROSS_NODE_ALGORITHMS),
+            validate.non_negative("nbytes", nbytes))
 
 
 @lru_cache(maxsize=8192)
@@ -108,15 +112,15 @@ def group_collective_time(system: str | hardware.System, collective: str, nbytes
     the GPU fabric inside one node (``_coll``), ``cross_node_time`` across nodes. Every phase prices its
     reduce_scatter, all_gather and all-reduce here, so one group pays one price whichever phase asks."""
     sys_ = hardware.resolve_system(system)
-    link = group_link(sys_, ranks, stride)
-    if link.crosses_nodes:
-        return cross_node_time(sys_, collective, nbytes, ranks, stride)
-    return _coll(collective, nbytes, ranks, link)
+    ranks, stride = _check_group(ranks, stride)
+    if _group_link(sys_, ranks, stride).crosses_nodes:
+        collective, nbytes = _check_cross_node(collective, nbytes)
+    return Links(sys_).collective_time(collective, nbytes, ranks, stride)
 
 
 def pair_bandwidth(system: str | hardware.System, link: GroupLink) -> float:
     """Bytes/s per direction of one send between two GPUs: one GPU's NIC share across nodes, else the link."""
-    return _fabric(hardware.resolve_system(system)).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+    return Links(hardware.resolve_system(system)).pair_bandwidth(link)
 
 
 def all_to_all_time(system: str | hardware.System, nbytes: float, ranks: int, stride: int) -> tuple[float, GroupLink]:
@@ -130,13 +134,48 @@ def all_to_all_time(system: str | hardware.System, nbytes: float, ranks: int, st
     Returns (seconds, the link that bounds it).
     """
     sys_ = hardware.resolve_system(system)
-    link = group_link(sys_, ranks, stride)
-    if ranks <= 1 or nbytes <= 0:
-        return 0.0, link
-    if not link.crosses_nodes:
-        return costmodel.launch_latency() + float(costmodel.collective_time(
-            "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
-    k = _members_per_node(sys_, ranks, stride)
-    f = _fabric(sys_)
-    t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
-    return float(t), link
+    ranks, stride = _check_group(ranks, stride)
+    return Links(sys_).all_to_all_time(nbytes, ranks, stride)
+
+
+@dataclass(frozen=True)
+class Links:
+    """The prices above for one already resolved ``System``, with arguments already checked: what every phase
+    of an estimate asks (through ``Layout.links``), so one estimate resolves its system once, in ``layout``.
+    The module's functions check their arguments, resolve the system and ask this."""
+
+    system: hardware.System
+
+    def link(self, size: int, stride: int) -> GroupLink:
+        """``group_link`` on this system."""
+        return _group_link(self.system, size, stride)
+
+    def cross_node_time(self, collective: str, nbytes: float, ranks: int, stride: int = 1) -> float:
+        """``cross_node_time`` on this system."""
+        if ranks <= 1 or nbytes <= 0:
+            return 0.0
+        return _cross_node_time(self.system, collective, float(nbytes), ranks, stride)
+
+    def collective_time(self, collective: str, nbytes: float, ranks: int, stride: int = 1) -> float:
+        """``group_collective_time`` on this system."""
+        link = self.link(ranks, stride)
+        if link.crosses_nodes:
+            return self.cross_node_time(collective, nbytes, ranks, stride)
+        return _coll(collective, nbytes, ranks, link)
+
+    def pair_bandwidth(self, link: GroupLink) -> float:
+        """``pair_bandwidth`` on this system."""
+        return _fabric(self.system).net_bw_per_gpu if link.crosses_nodes else link.bandwidth
+
+    def all_to_all_time(self, nbytes: float, ranks: int, stride: int) -> tuple[float, GroupLink]:
+        """``all_to_all_time`` on this system."""
+        link = self.link(ranks, stride)
+        if ranks <= 1 or nbytes <= 0:
+            return 0.0, link
+        if not link.crosses_nodes:
+            return costmodel.launch_latency() + float(costmodel.collective_time(
+                "all_to_all", nbytes, ranks, link.bandwidth, link.latency, "direct")), link
+        k = _members_per_node(self.system, ranks, stride)
+        f = _fabric(self.system)
+        t = costmodel.two_tier_all_to_all(nbytes, ranks, k, f.intra_bw, f.net_bw_per_gpu, f.net_hop, f.launch)
+        return float(t), link
