@@ -22,7 +22,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence, TextIO
 
 from . import validate
 from .textfiles import read_text  # noqa: F401 (the one reader of a learner's file; commands call cli.read_text)
@@ -31,7 +31,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def one_line(message) -> str:
+def one_line(message: object) -> str:
     """``message`` as one line: whitespace (newlines included) collapsed to single spaces."""
     return " ".join(str(message).split())
 
@@ -42,17 +42,17 @@ class ArgumentParser(argparse.ArgumentParser):
     Subparsers made with ``add_subparsers`` inherit the class, so sub-commands behave alike.
     """
 
-    def error(self, message):  # noqa: D102 (argparse's hook)
+    def error(self, message: str) -> NoReturn:  # noqa: D102 (argparse's hook)
         self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
 
-    def _check_value(self, action, value):  # noqa: D102 (argparse's hook): a bad choice gets a suggestion
+    def _check_value(self, action: argparse.Action, value: object) -> None:  # noqa: D102 (argparse's hook): a bad choice gets a suggestion
         if action.choices is not None and value not in action.choices:
             names = [str(c) for c in action.choices]
             raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(names)})"
                                                  f"{validate.did_you_mean(value, names)}")
 
 
-def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
+def _range_text(low: float | None, high: float | None, low_inclusive: bool = True, high_inclusive: bool = True) -> str:
     if low is not None and high is not None:
         return f"in {'[' if low_inclusive else '('}{low:g}, {high:g}{']' if high_inclusive else ')'}"
     if low is not None:
@@ -105,13 +105,13 @@ def _quiet_stdout() -> None:
         pass
 
 
-def report(message) -> int:
+def report(message: object) -> int:
     """Print ``error: <message>`` as one line on stderr; return the usage status (2)."""
     print(f"error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
-def _options(parser: argparse.ArgumentParser, args=None) -> dict:
+def _options(parser: argparse.ArgumentParser, args: argparse.Namespace | None = None) -> dict:
     """dest -> option strings (``"-g/--ngpus"``) of ``parser`` and of the sub-command ``args`` chose."""
     out = {}
     for action in parser._actions:
@@ -125,7 +125,7 @@ def _options(parser: argparse.ArgumentParser, args=None) -> dict:
     return out
 
 
-def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
+def _with_flag(message: str, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """Prefix a library message that starts with a parameter name with the flag that sets it.
 
     ``gpus_per_node must be in [1, 8], got 0`` -> ``-g/--ngpus: gpus_per_node must be ...``; a command
@@ -138,9 +138,9 @@ def _with_flag(message: str, parser: argparse.ArgumentParser, args) -> str:
     return f"{flag}: {message}" if flag and not message.startswith("-") else message
 
 
-def _show_input_warning(previous):
+def _show_input_warning(previous: Callable[..., None]) -> Callable[..., None]:
     """warnings.showwarning for a command: an ``InputWarning`` is one line ``warning: ...`` on stderr."""
-    def show(message, category, filename, lineno, file=None, line=None):
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None, line: str | None = None) -> None:
         if issubclass(category, validate.InputWarning):
             print(f"warning: {one_line(message)}", file=sys.stderr)
         else:
@@ -190,7 +190,7 @@ def exit_with(main: Callable[[], int]) -> None:
     sys.exit(status)
 
 
-def _nulls(obj):
+def _nulls(obj: object) -> object:
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
@@ -200,7 +200,7 @@ def _nulls(obj):
     return obj
 
 
-def dumps(obj, **kwargs) -> str:
+def dumps(obj: object, **kwargs: object) -> str:
     """``json.dumps`` for a command's output: NaN and infinities become ``null`` (valid JSON, never ``NaN``)."""
     kwargs.setdefault("indent", 2)
     return json.dumps(_nulls(obj), allow_nan=False, **kwargs)

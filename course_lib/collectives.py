@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import validate
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def log2_steps(p: int) -> int:
@@ -67,14 +70,14 @@ class Collective:
     algorithms: dict = field(default_factory=dict)      # id -> Algorithm (flat, alpha-beta terms)
     system_algorithms: tuple = ()                        # costmodel.predict's fabric-level algorithms
 
-    def algorithm(self, algorithm_id) -> Algorithm:
+    def algorithm(self, algorithm_id: str) -> Algorithm:
         """The flat algorithm ``algorithm_id`` of this collective (ValueError naming the allowed ids)."""
         if not isinstance(algorithm_id, str) or algorithm_id not in self.algorithms:
             raise ValueError(f"algorithm must be one of {', '.join(self.algorithms)} for {self.id}; "
                              f"got {algorithm_id!r}")
         return self.algorithms[algorithm_id]
 
-    def elements(self, nbytes, ranks, type_bytes):
+    def elements(self, nbytes: float | np.ndarray, ranks: int, type_bytes: int) -> float | np.ndarray:
         """nccl-tests' count column: elements per rank's buffer (``total`` sizes are split over ranks)."""
         per = nbytes / type_bytes
         return per / ranks if self.size_convention == "total" else per
@@ -131,7 +134,7 @@ NAIVE_ROOTED = Algorithm("naive", "naive (root sends p-1 copies)", lambda p: p -
 IN_NETWORK_ROOTED = Algorithm("in_network", "in-network (switch multicast / reduction)", lambda p: 1, lambda p: 1.0)
 
 
-def _by_id(*algorithms) -> dict:
+def _by_id(*algorithms: Algorithm) -> dict:
     return {a.id: a for a in algorithms}
 
 
@@ -190,7 +193,7 @@ def ids() -> tuple:
     return tuple(_REGISTRY)
 
 
-def get(collective_id) -> Collective:
+def get(collective_id: str) -> Collective:
     """The registered collective ``collective_id`` (ValueError naming the allowed ids).
 
     Case, hyphens and underscores are ignored: ``all-reduce``, ``allreduce`` and ``All_Reduce`` are ``all_reduce``.
@@ -198,19 +201,19 @@ def get(collective_id) -> Collective:
     return _REGISTRY[validate.choice("collective", collective_id, _REGISTRY, fold=True)]
 
 
-def algorithm_ids(collective_id=None) -> tuple:
+def algorithm_ids(collective_id: str | None = None) -> tuple:
     """Flat algorithm ids of one collective, or of all collectives (registry order, no repeats)."""
     colls = [get(collective_id)] if collective_id is not None else _REGISTRY.values()
     return tuple(dict.fromkeys(a for c in colls for a in c.algorithms))
 
 
-def busbw_factor(collective_id, ranks) -> float:
+def busbw_factor(collective_id: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw factor of ``collective_id`` on ``ranks`` (>= 1) ranks."""
     coll = get(collective_id)
     return float(coll.busbw_factor(validate.integer("ranks", ranks, low=1, high=10_000_000)))
 
 
-def label(collective_id, algorithm_id=None) -> str:
+def label(collective_id: str, algorithm_id: str | None = None) -> str:
     """Display label of a collective, or of one of its algorithms (flat or system-level)."""
     coll = get(collective_id)
     if algorithm_id is None:
@@ -223,6 +226,6 @@ def label(collective_id, algorithm_id=None) -> str:
                      f"for {collective_id}; got {algorithm_id!r}")
 
 
-def terms(collective_id, algorithm_id, ranks) -> tuple[float, float]:
+def terms(collective_id: str, algorithm_id: str, ranks: int) -> tuple[float, float]:
     """(latency steps, bytes-per-rank factor) of a flat algorithm: time = steps x alpha + factor x n / B."""
     return get(collective_id).algorithm(algorithm_id).terms(ranks)

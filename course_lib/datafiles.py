@@ -38,7 +38,7 @@ def source(source_id: str) -> dict:
     return dict(bib[source_id])
 
 
-def cited_ids(node) -> set[str]:
+def cited_ids(node: object) -> set[str]:
     """Source ids a data row (or a whole data file) cites: values of ``source``, ``*_source``, ``sources``
     and ``also`` keys, at any depth."""
     found = set()

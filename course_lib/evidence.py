@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Iterable
 
 from . import datafiles, validate
 
@@ -27,7 +28,7 @@ class Measurement:
     high: float | None = None
     what: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         value = validate.number("value", self.value)
         object.__setattr__(self, "value", value)
         if self.high is not None:
@@ -59,7 +60,7 @@ class Comparison:
     model: float
     measured: Measurement
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "model", validate.number("model", self.model))
 
     @property
@@ -72,7 +73,7 @@ class Comparison:
         """measured / model: the achieved fraction when the model is a spec or a bound."""
         return ratio(self.measured.mid, self.model)
 
-    def within(self, tolerance) -> bool:
+    def within(self, tolerance: float) -> bool:
         """True when model / measured is within 1 +- ``tolerance``."""
         return within(self.ratio, tolerance)
 
@@ -84,31 +85,31 @@ class Comparison:
                 "source": m.source_id, "url": m.url}
 
 
-def measurement(value, unit, source_id=None, *, high=None, what="") -> Measurement:
+def measurement(value: float, unit: str, source_id: str | None = None, *, high: float | None = None, what: str = "") -> Measurement:
     """Shorthand for :class:`Measurement`."""
     return Measurement(value, unit, source_id, high, what)
 
 
-def compare(case, model, measured: Measurement) -> Comparison:
+def compare(case: str, model: float, measured: Measurement) -> Comparison:
     """Model vs one measurement."""
     if not isinstance(measured, Measurement):
         raise ValueError(f"measured must be an evidence.Measurement; got {type(measured).__name__}")
     return Comparison(str(case), model, measured)
 
 
-def ratio(numerator, denominator) -> float:
+def ratio(numerator: float, denominator: float) -> float:
     """``numerator / denominator``; nan when the denominator is 0 (a measurement of 0 compares with nothing)."""
     numerator, denominator = validate.number("numerator", numerator), validate.number("denominator", denominator)
     return numerator / denominator if denominator else float("nan")
 
 
-def within(value_ratio, tolerance) -> bool:
+def within(value_ratio: float, tolerance: float) -> bool:
     """True when a model/measured ratio lies within 1 +- ``tolerance`` (e.g. 0.2 for +-20%)."""
     tolerance = validate.non_negative("tolerance", tolerance)
     return abs(value_ratio - 1) <= tolerance
 
 
-def median(values) -> float:
+def median(values: Iterable[float]) -> float:
     """The median of a non-empty list of ratios."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise ValueError(f"values must be a list of ratios; got {values!r}")
@@ -119,19 +120,19 @@ def median(values) -> float:
     return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
 
 
-def _comparisons(comparisons) -> list[Comparison]:
+def _comparisons(comparisons: Iterable[Comparison]) -> list[Comparison]:
     items = list(comparisons) if not isinstance(comparisons, (str, bytes)) and hasattr(comparisons, "__iter__") else None
     if items is None or not all(isinstance(c, Comparison) for c in items):
         raise ValueError(f"comparisons must be a list of evidence.Comparison; got {comparisons!r}"[:200])
     return items
 
 
-def table(comparisons) -> list[dict]:
+def table(comparisons: Iterable[Comparison]) -> list[dict]:
     """Rows of several comparisons (:meth:`Comparison.row`)."""
     return [c.row() for c in _comparisons(comparisons)]
 
 
-def summary(comparisons, tolerance=0.2) -> dict:
+def summary(comparisons: Iterable[Comparison], tolerance: float = 0.2) -> dict:
     """How many comparisons, the share within +- ``tolerance``, the median and the worst model/measured."""
     comparisons = _comparisons(comparisons)
     ratios = [c.ratio for c in comparisons if not math.isnan(c.ratio)]

@@ -69,12 +69,12 @@ class Link:
 
 # ---------------------------------------------------------------- PCIe
 
-def _pcie_entry(generation):
+def _pcie_entry(generation: int) -> dict:
     generation = validate.integer("generation", generation, low=1, high=len(catalog()["pcie"]))
     return catalog()["pcie"][generation - 1]
 
 
-def pcie_lane_bandwidth(generation) -> float:
+def pcie_lane_bandwidth(generation: int) -> float:
     """Payload bandwidth of one PCIe lane, bytes/s per direction.
 
     transfer rate (GT/s, one bit per transfer per lane) x encoding efficiency / 8.
@@ -85,7 +85,7 @@ def pcie_lane_bandwidth(generation) -> float:
     return entry["transfer_rate_gt_s"] * 1e9 * efficiency / units.BITS_PER_BYTE
 
 
-def pcie_link(generation, lanes=16) -> Link:
+def pcie_link(generation: int, lanes: int = 16) -> Link:
     """A PCIe link of ``lanes`` lanes (1, 2, 4, 8 or 16) of one generation (1-7)."""
     entry = _pcie_entry(generation)
     lanes = validate.integer("lanes", lanes, low=1, high=16)
@@ -99,12 +99,12 @@ def pcie_link(generation, lanes=16) -> Link:
 
 # ---------------------------------------------------------------- NVLink
 
-def _nvlink_entry(generation):
+def _nvlink_entry(generation: int) -> dict:
     generation = validate.integer("generation", generation, low=1, high=len(catalog()["nvlink"]))
     return catalog()["nvlink"][generation - 1]
 
 
-def nvlink(generation, links=None) -> Link:
+def nvlink(generation: int, links: int | None = None) -> Link:
     """NVLink of one generation (1-5): ``links`` links (default: all of a GPU's)."""
     entry = _nvlink_entry(generation)
     if links is None:
@@ -126,7 +126,7 @@ def nvswitch_generations() -> list[dict]:
     return [dict(row) for row in catalog()["nvswitch"]]
 
 
-def nvswitch_generation(generation) -> dict:
+def nvswitch_generation(generation: int) -> dict:
     """One NVSwitch generation's catalog row; an unknown generation raises ValueError naming the known ones."""
     rows = {row["generation"]: row for row in catalog()["nvswitch"]}
     if generation not in rows:
@@ -135,7 +135,7 @@ def nvswitch_generation(generation) -> dict:
     return dict(rows[generation])
 
 
-def nvswitch_layout_id(generation) -> str:
+def nvswitch_layout_id(generation: int) -> str:
     """The ``data/nvswitch.json`` layout that shows an NVSwitch generation (its catalog row's ``layout``).
 
     An unknown generation, or one whose row names no layout of nvswitch.json, raises ValueError naming it.
@@ -154,7 +154,7 @@ def network_ids() -> list[str]:
     return [row["id"] for row in catalog()["networks"]]
 
 
-def network(network_id) -> Link:
+def network(network_id: str) -> Link:
     """One network port (InfiniBand or Ethernet) by id, e.g. ``"ib-ndr"``: bytes/s per direction."""
     network_id = validate.choice("network_id", network_id, network_ids())
     row = next(r for r in catalog()["networks"] if r["id"] == network_id)
@@ -171,7 +171,7 @@ def links() -> list[Link]:
     return out
 
 
-def link(link_id) -> Link:
+def link(link_id: str) -> Link:
     """A link by id: ``pcie-gen5-x16``, ``nvlink-4`` (all links) or ``nvlink-4-x2``, ``ib-ndr``, ``eth-400g``."""
     if not isinstance(link_id, str):
         raise ValueError(f"link_id must be a string such as 'pcie-gen5-x16', 'nvlink-4' or 'ib-ndr', got {link_id!r}")
@@ -209,7 +209,7 @@ class GPU:
     hbm_bytes_per_s: float | None = None  # memory bandwidth, bytes/s (read + write together, as vendors quote it)
     fp8_note: str = ""
 
-    def peak_flops(self, precision="bf16") -> float:
+    def peak_flops(self, precision: str = "bf16") -> float:
         """Dense tensor peak in FLOP/s for ``precision`` (``PRECISIONS``); a GPU without that peak is refused."""
         precision = validate.choice("precision", precision, PRECISIONS)
         value = {"bf16": self.bf16_flops, "fp8": self.fp8_flops, "mxfp8": self.mxfp8_flops}[precision]
@@ -222,7 +222,7 @@ class GPU:
 PRECISIONS = ("bf16", "fp8", "mxfp8")  # the precisions of a GPU's tensor peaks (hardware.json) and of parallel's recipes
 
 
-def gpu(gpu_id) -> GPU:
+def gpu(gpu_id: str) -> GPU:
     """A GPU by id (``h100-sxm``, ``a100-sxm`` ...): memory in bytes, dense BF16/FP8/MXFP8 peaks in FLOP/s, HBM
     bandwidth in bytes/s, NCCL generation."""
     rows = {r["id"]: r for r in catalog()["gpus"]}
@@ -268,8 +268,8 @@ class System:
         """Network bandwidth one GPU gets when every GPU sends at once, bytes/s per direction."""
         return self.nic.per_direction * self.nics_per_node / self.gpus_per_node
 
-    def variant(self, *, gpus_per_node=None, nics_per_node=None, nic_gbit_s=None, gpu_link_gb_s=None,
-                name=None, fabric=None) -> "System":
+    def variant(self, *, gpus_per_node: int | None = None, nics_per_node: int | None = None, nic_gbit_s: float | None = None, gpu_link_gb_s: float | None = None,
+                name: str | None = None, fabric: str | None = None) -> "System":
         """This system with other counts or link rates, for what-if questions.
 
         gpus_per_node, nics_per_node: counts (1-72); nic_gbit_s: one NIC port in Gb/s (bits, as
@@ -345,12 +345,12 @@ def system_ids() -> list[str]:
     return [row["id"] for row in catalog()["systems"]]
 
 
-def system(system_id) -> System:
+def system(system_id: str) -> System:
     """A whole system by id, e.g. ``"dgx-h100"``; ``system_ids()`` lists them."""
     return _system_by_id(validate.choice("system_id", system_id, system_ids()))
 
 
-def _system_by_id(system_id) -> System:
+def _system_by_id(system_id: str) -> System:
     row = next(r for r in catalog()["systems"] if r["id"] == system_id)
     pcie = pcie_link(row["pcie_generation"], row["pcie_lanes_per_gpu"])
     if row["gpu_interconnect"] == "pcie":
@@ -375,7 +375,7 @@ def _system_by_id(system_id) -> System:
                   note=row.get("note", ""), fabric=row.get("fabric", ""), raw=dict(row))
 
 
-def resolve_system(system, name: str = "system") -> System:
+def resolve_system(system: str | System, name: str = "system") -> System:
     """``system`` as a ``System``: one already, or a catalog id such as ``"dgx-h100"`` (``system_ids()``).
 
     The one resolver for systems: a bad value raises ValueError naming ``name`` and the catalog ids.

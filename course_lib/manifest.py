@@ -50,7 +50,7 @@ class Chapter:
         return self.root / self.exercises if self.exercises else None
 
 
-def _entry(row, index: int, root: Path) -> Chapter:
+def _entry(row: dict, index: int, root: Path) -> Chapter:
     where = f"course.toml chapter {index + 1}"
     if not isinstance(row, dict) or set(row) != set(FIELDS):
         got = sorted(row) if isinstance(row, dict) else type(row).__name__
@@ -69,7 +69,7 @@ def _entry(row, index: int, root: Path) -> Chapter:
     return Chapter(number, slug, title, minutes, exercises, root)
 
 
-def load(path=None) -> tuple[Chapter, ...]:
+def load(path: str | Path | None = None) -> tuple[Chapter, ...]:
     """Parse and check a manifest (default: the repository's ``course.toml``); chapters in number order."""
     path = _path(path)
     try:
@@ -88,7 +88,7 @@ def load(path=None) -> tuple[Chapter, ...]:
     return tuple(sorted(chapters, key=lambda c: c.number))
 
 
-def _path(path) -> Path:
+def _path(path: str | Path | None) -> Path:
     if path is None:
         if not MANIFEST.is_file():
             raise FileNotFoundError(f"{MANIFEST} is missing: course_lib runs from the course repository "
@@ -104,12 +104,12 @@ def _default() -> tuple[Chapter, ...]:
     return load()
 
 
-def chapters(path=None) -> tuple[Chapter, ...]:
+def chapters(path: str | Path | None = None) -> tuple[Chapter, ...]:
     """Every chapter of the manifest, in number order (``path``: another manifest, e.g. in a test)."""
     return _default() if path is None else load(path)
 
 
-def chapter(number, path=None) -> Chapter:
+def chapter(number: str, path: str | Path | None = None) -> Chapter:
     """One chapter by number ("05") or stem ("05_infiniband")."""
     every = chapters(path)
     found = {c.number: c for c in every} | {c.stem: c for c in every}

@@ -44,18 +44,18 @@ def static_view(title: str, png_b64: str, readout_html: str, settings: str | Non
             f"<p><b>{lead}</b> {readout_html}</p>")
 
 
-def _has_static_view(data) -> bool:
+def _has_static_view(data: dict) -> bool:
     html = data.get("text/html", "")
     html = "".join(html) if isinstance(html, list) else str(html)
     return STATIC_MARK in html and "image/png" in data
 
 
-def _child_ids(entry) -> list[str]:
+def _child_ids(entry: dict | None) -> list[str]:
     children = (entry or {}).get("state", {}).get("children", [])
     return [c.removeprefix("IPY_MODEL_") for c in children if isinstance(c, str)]
 
 
-def _setting(entry) -> str | None:
+def _setting(entry: dict) -> str | None:
     """``description value`` of one control's saved state (None for a model that is not a control)."""
     state, name = entry.get("state", {}), entry.get("model_name", "")
     description = state.get("description")
@@ -98,14 +98,14 @@ def _last_view(models: dict, box_id: str):
     return png_b64, readout, ", ".join(settings), seen
 
 
-def _widget_models(nb) -> dict:
+def _widget_models(nb: dict) -> dict:
     saved = nb.get("metadata", {}).get("widgets", {})
     state = saved.get(WIDGET_STATE, {}) if isinstance(saved, dict) else {}
     models = state.get("state", {}) if isinstance(state, dict) else {}
     return models if isinstance(models, dict) else {}
 
 
-def static_fallback(nb) -> int:
+def static_fallback(nb: dict) -> int:
     """Drop the widget view from each output of ``nb`` (a notebook dict or NotebookNode) that also
     carries an explorer's static view, first redrawing that view at the explorer's last settings where
     the notebook saved its widgets' state; returns how many outputs changed. Other outputs are untouched."""
@@ -138,7 +138,7 @@ def static_fallback(nb) -> int:
     return changed
 
 
-def pre_save_hook(model, **kwargs):
+def pre_save_hook(model: dict, **kwargs: object) -> None:
     """jupyter_server's ``ContentsManager.pre_save_hook``: a notebook is saved with static explorer views."""
     if not isinstance(model, dict):
         raise ValueError(f"model must be a contents model (a dict with 'type' and 'content'), got {type(model).__name__}")

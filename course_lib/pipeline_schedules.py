@@ -62,7 +62,7 @@ class Schedule:
         return (self.stages - 1) / (self.interleave * self.micro_batches)
 
 
-def _orders(p, m, v, schedule):
+def _orders(p: int, m: int, v: int, schedule: str) -> list[list[tuple[str, int, int]]]:
     """Each device's op order: (kind, chunk, micro_batch)."""
     orders = []
     for d in range(p):
@@ -79,7 +79,7 @@ def _orders(p, m, v, schedule):
         # interleaved 1F1B (Megatron-LM): micro-batches in groups of p, chunk by chunk
         total = m * v
 
-        def step(k, forward):
+        def step(k: int, forward: bool) -> tuple[str, int, int]:
             group, within = divmod(k, p * v)
             chunk = within // p
             return ("F" if forward else "B", chunk if forward else v - 1 - chunk, group * p + k % p)
@@ -92,8 +92,8 @@ def _orders(p, m, v, schedule):
     return orders
 
 
-def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forward_time=1.0, backward_time=2.0,
-                      send_time=0.0) -> Schedule:
+def pipeline_schedule(stages: int, micro_batches: int, schedule: str = "1f1b", interleave: int = 1, forward_time: float = 1.0, backward_time: float = 2.0,
+                      send_time: float = 0.0) -> Schedule:
     """Simulate a pipeline schedule and measure its bubble.
 
     stages p (devices), micro_batches m, schedule ``gpipe`` or ``1f1b`` (with ``interleave`` v > 1:
@@ -159,7 +159,7 @@ def pipeline_schedule(stages, micro_batches, schedule="1f1b", interleave=1, forw
                     send_time=ts, ops=ops, makespan=max(o.end for o in ops), peak_in_flight=peaks, sends=sends)
 
 
-def stage_timing(model_id="gpt3-175b", system="dgx-a100", stages=8, tp=8, micro_batch=1) -> dict:
+def stage_timing(model_id: str = "gpt3-175b", system: str | hardware.System = "dgx-a100", stages: int = 8, tp: int = 8, micro_batch: int = 1) -> dict:
     """Seconds of one micro-batch's forward and backward pass on one pipeline stage, and one send between stages.
 
     From ``parallel.estimate`` with no recomputation (backward = 2 x forward) and one pipeline of

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TextIO
 
 from . import validate
 
@@ -44,7 +45,7 @@ class Progress:
     goes outside a notebook (default stderr); ``notebook``: force (True) or refuse (False) the in-place
     notebook line (default: in a notebook kernel)."""
 
-    def __init__(self, total: int, label: str, unit: str = "items", stream=None, notebook: bool | None = None):
+    def __init__(self, total: int, label: str, unit: str = "items", stream: TextIO | None = None, notebook: bool | None = None) -> None:
         self.total = validate.integer("total", total, low=0)
         self.label, self.unit = str(label), str(unit)
         self.done, self.note = 0, ""
@@ -98,10 +99,10 @@ class Progress:
             self._stream.write(final + "\n")
             self._stream.flush()
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self.close()
         return False
 

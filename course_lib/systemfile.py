@@ -39,13 +39,17 @@ Errors name the file, the field and its line: ``lab.toml: field pcie.generation 
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import tomllib
 import warnings
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from . import hardware, plausible, textfiles, units, validate
+
+T = TypeVar("T")
 
 _FIELDS = {
     "system": {"id", "name", "gpu", "gpus_per_node", "nodes", "cpu_sockets", "p2p", "source", "note", "mnnvl"},
@@ -70,7 +74,7 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
 class _Where:
     """Line numbers of tables and keys in the file, for error messages (tomllib does not keep them)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str) -> None:
         self.lines: dict[str, int] = {}
         table, counts = "", {}
         for no, line in enumerate(text.splitlines(), start=1):
@@ -95,13 +99,13 @@ class _Where:
         return None
 
 
-def _error(path, where: _Where, field: str, problem: str) -> ValueError:
+def _error(path: str | Path, where: _Where, field: str, problem: str) -> ValueError:
     line = where.line(field)
     at = f" (line {line})" if line else ""
     return ValueError(f"{path}: field {field}{at}: {problem}")
 
 
-def _check(path, where, field, fn, *args, **kwargs):
+def _check(path: str | Path, where: _Where, field: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """Run a validate.* check and re-raise its ValueError naming the file, field and line."""
     try:
         return fn(field, *args, **kwargs)
@@ -109,7 +113,7 @@ def _check(path, where, field, fn, *args, **kwargs):
         raise _error(path, where, field, str(exc).removeprefix(f"{field} ")) from None
 
 
-def _plausible(path, where, field, value, quantity):
+def _plausible(path: str | Path, where: _Where, field: str, value: float, quantity: str) -> float:
     """``plausible.check`` of a physical field: a refusal or a warning names the file, field and line."""
     value = _check(path, where, field, validate.positive, value)
     with warnings.catch_warnings(record=True) as caught:
@@ -125,7 +129,7 @@ def _plausible(path, where, field, value, quantity):
     return value
 
 
-def _table(path, where, data, name):
+def _table(path: str | Path, where: _Where, data: dict, name: str) -> dict:
     table = data.get(name)
     if table is None:
         raise _error(path, where, name, f"missing table [{name}]")
@@ -141,25 +145,25 @@ def _table(path, where, data, name):
     return table
 
 
-def _string(path, where, field, value):
+def _string(path: str | Path, where: _Where, field: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _error(path, where, field, f"must be a non-empty string, got {value!r}")
     return value
 
 
-def _bool(path, where, field, value):
+def _bool(path: str | Path, where: _Where, field: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise _error(path, where, field, f"must be true or false, got {value!r}")
     return value
 
 
-def _int(path, where, field, value, low=None, high=None):
+def _int(path: str | Path, where: _Where, field: str, value: object, low: int | None = None, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _error(path, where, field, f"must be a whole number, got {value!r}")
     return _check(path, where, field, validate.integer, value, low=low, high=high)
 
 
-def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
+def _read_gpu(p: Path, where: _Where, data: dict, s: dict, gpu_id: str) -> hardware.GPU:
     """The [gpu] table (a GPU the catalog does not know), else the catalog GPU ``system.gpu`` names."""
     if "gpu" not in data:
         return hardware.gpu(_check(p, where, "system.gpu", validate.choice, gpu_id,
@@ -177,7 +181,7 @@ def _read_gpu(p, where, data, s, gpu_id) -> hardware.GPU:
         if "hbm_tb_s" in g else None)
 
 
-def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:
+def _read_pcie(p: Path, where: _Where, data: dict) -> tuple[hardware.Link, int]:
     """The [pcie] table: (the PCIe link of one GPU, the number of PCIe switches)."""
     pc = _table(p, where, data, "pcie")
     pcie_gen = _int(p, where, "pcie.generation", pc["generation"], low=1, high=len(hardware.catalog()["pcie"]))
@@ -188,7 +192,7 @@ def _read_pcie(p, where, data) -> tuple[hardware.Link, int]:
     return hardware.pcie_link(pcie_gen, lanes), switches
 
 
-def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Link, int | None]:
+def _read_gpu_link(p: Path, where: _Where, data: dict, sys_id: str, pcie: hardware.Link) -> tuple[str, str, hardware.Link, int | None]:
     """The [gpu_link] table: (interconnect, topology, the GPU-to-GPU link, NVSwitch generation or None)."""
     gl = _table(p, where, data, "gpu_link")
     kind = _check(p, where, "gpu_link.kind", validate.choice, gl["kind"], ("pcie", "nvlink", "infinity_fabric"))
@@ -225,7 +229,7 @@ def _read_gpu_link(p, where, data, sys_id, pcie) -> tuple[str, str, hardware.Lin
     return interconnect, topology, gpu_link, nvswitch_gen
 
 
-def _read_infinity_fabric(p, where, gl) -> tuple[str, str, hardware.Link, None]:
+def _read_infinity_fabric(p: Path, where: _Where, gl: dict) -> tuple[str, str, hardware.Link, None]:
     """[gpu_link] kind = "infinity_fabric": an AMD Instinct mesh, ``links`` x ``link_gb_s_per_direction``."""
     extra = sorted(set(gl) - {"kind", "links", "link_gb_s_per_direction"})
     if extra:
@@ -241,7 +245,7 @@ def _read_infinity_fabric(p, where, gl) -> tuple[str, str, hardware.Link, None]:
         per_direction=links * rate * units.GB, source=str(p), detail=f"{links} links x {rate:g} GB/s per direction"), None
 
 
-def _read_nic(p, where, net, fabric, source) -> hardware.Link:
+def _read_nic(p: Path, where: _Where, net: dict, fabric: str, source: str) -> hardware.Link:
     """The NIC of [network]: a catalog id (``kind``), or a fabric and a rate in Gb/s (``gbit_s``)."""
     if "kind" in net:
         if "gbit_s" in net:
@@ -260,7 +264,7 @@ def _read_nic(p, where, net, fabric, source) -> hardware.Link:
                          detail=f"{gbit:g} Gb/s per direction (from {p.name})")
 
 
-def _read_nic_rows(p, where, net, gpus, count) -> list[dict]:
+def _read_nic_rows(p: Path, where: _Where, net: dict, gpus: int, count: int) -> list[dict]:
     """The [[network.nic]] rows: each NIC's name and the GPU indices it serves."""
     nic_gpus = []
     nic_rows = net.get("nic", [])
@@ -282,7 +286,7 @@ def _read_nic_rows(p, where, net, gpus, count) -> list[dict]:
     return nic_gpus
 
 
-def _read_network(p, where, data, gpus, source) -> tuple[int, str, hardware.Link, list[dict]]:
+def _read_network(p: Path, where: _Where, data: dict, gpus: int, source: str) -> tuple[int, str, hardware.Link, list[dict]]:
     """The [network] table: (NICs per node, fabric id or "" for the family's default, the NIC, NIC rows)."""
     net = _table(p, where, data, "network")
     count = _int(p, where, "network.count", net["count"], low=1, high=100_000)
@@ -334,7 +338,7 @@ def _toml_nesting(text: str) -> int:
     return deepest
 
 
-def _read_toml(path) -> tuple[Path, str, dict]:
+def _read_toml(path: str | Path) -> tuple[Path, str, dict]:
     """(path, text, parsed TOML) of a system file; refuses a missing, oversized, binary, too deeply nested
     or non-TOML file."""
     text = textfiles.read_text(path, MAX_FILE_BYTES, "system file",
@@ -353,7 +357,7 @@ def _read_toml(path) -> tuple[Path, str, dict]:
                          "(see course_lib/data/systems/)") from None
 
 
-def load_system(path) -> hardware.System:
+def load_system(path: str | Path) -> hardware.System:
     """A ``hardware.System`` from a TOML system file; ValueError names the field and its line."""
     p, text, data = _read_toml(path)
     where = _Where(text)
@@ -387,7 +391,7 @@ def load_system(path) -> hardware.System:
 
 # ---------------------------------------------------------------- the CLI's --system / --system-file
 
-def add_system_arguments(parser, *, required: bool = True, default: str | None = None) -> None:
+def add_system_arguments(parser: argparse.ArgumentParser, *, required: bool = True, default: str | None = None) -> None:
     """Add ``--system ID`` and ``--system-file PATH`` (one of them) to an argparse parser."""
     if not hasattr(parser, "add_mutually_exclusive_group"):
         raise ValueError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
@@ -399,7 +403,7 @@ def add_system_arguments(parser, *, required: bool = True, default: str | None =
     parser.set_defaults(system_default=default)
 
 
-def system_from_args(args) -> hardware.System | None:
+def system_from_args(args: argparse.Namespace) -> hardware.System | None:
     """The system the parsed ``--system``/``--system-file`` name (None where neither was given nor defaulted)."""
     if not (hasattr(args, "system") and hasattr(args, "system_file")):
         raise ValueError("args must be the parsed arguments of a parser given add_system_arguments "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 from . import units
 
@@ -19,14 +20,14 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _not_regular(mode) -> str | None:
+def _not_regular(mode: int) -> str | None:
     """What a file of ``mode`` is when it is not a regular file ("a FIFO (named pipe)", ...), else None."""
     if stat.S_ISREG(mode):
         return None
     return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
-def read_text(path, max_bytes: int, name: str = "file", what: str = "a text file") -> str:
+def read_text(path: str | Path, max_bytes: int, name: str = "file", what: str = "a text file") -> str:
     """The text of ``path`` (UTF-8, a byte-order mark dropped), read without taking more than ``max_bytes``.
 
     ValueError, in plain words and starting with ``name`` (the parameter or what the file is), for a

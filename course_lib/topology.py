@@ -14,6 +14,7 @@ import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Iterable, Sequence
 
 from . import datafiles, hardware, units, validate
 
@@ -36,11 +37,11 @@ class Topology:
     pos: dict = field(default_factory=dict)        # node -> (x, y) for drawing
     ring_order: list = field(default_factory=list)  # default GPU order for ring_bottleneck
 
-    def add(self, node, kind, xy=(0.0, 0.0)):
+    def add(self, node: str, kind: str, xy: tuple[float, float] = (0.0, 0.0)) -> None:
         self.kinds[node] = validate.choice("kind", kind, KINDS)
         self.pos[node] = xy
 
-    def connect(self, a, b, bandwidth, label=""):
+    def connect(self, a: str, b: str, bandwidth: float, label: str = "") -> None:
         """Join a and b with a full-duplex link of ``bandwidth`` bytes/s per direction (adds to an existing one)."""
         for node in (a, b):
             if node not in self.kinds:
@@ -63,13 +64,13 @@ class Topology:
             nb[b][a] = bw
         return nb
 
-    def _check_gpu(self, name, node):
+    def _check_gpu(self, name: str, node: str) -> str:
         if node not in self.kinds or self.kinds[node] != "gpu":
             raise ValueError(f"{name} must be one of the GPUs {self.gpus[:8]}{'...' if len(self.gpus) > 8 else ''}; got {node!r}")
         return node
 
     # ------------------------------------------------------------ flows
-    def _max_flow(self, sources, sinks) -> float:
+    def _max_flow(self, sources: Iterable[str], sinks: Iterable[str]) -> float:
         nb = self._neighbours()
         cap = {(a, b): bw for a in nb for b, bw in nb[a].items()}
         src, snk = ("__src__",), ("__snk__",)
@@ -108,7 +109,7 @@ class Topology:
                 v = u
             flow += path_cap
 
-    def pair_bandwidth(self, a, b) -> float:
+    def pair_bandwidth(self, a: str, b: str) -> float:
         """Most bytes/s GPU ``a`` can send to GPU ``b`` (per direction) using every path at once."""
         a, b = self._check_gpu("a", a), self._check_gpu("b", b)
         if a == b:
@@ -137,7 +138,7 @@ class Topology:
         return best
 
     # ------------------------------------------------------------ rings
-    def _widest_path(self, a, b, through_gpus=False):
+    def _widest_path(self, a: str, b: str, through_gpus: bool = False):
         nb = self._neighbours()
         best = {a: float("inf")}
         parent = {a: None}
@@ -165,7 +166,7 @@ class Topology:
             v = parent[v]
         return path[::-1]
 
-    def ring_bottleneck(self, order=None) -> dict:
+    def ring_bottleneck(self, order: Sequence[str] | None = None) -> dict:
         """Lay one ring over the GPUs (``order``, default catalog order) and find its slowest link.
 
         Each hop follows the widest path (through switches and CPUs; through other GPUs only
@@ -196,7 +197,7 @@ class Topology:
 
 # ---------------------------------------------------------------- builders
 
-def socket_link(generation) -> dict:
+def socket_link(generation: int) -> dict:
     """The CPU-to-CPU link of a two-socket server of PCIe ``generation``'s era (1-7), from topology.json.
 
     Keys: ``cpu``, ``name``, ``gb_s_per_direction``, ``assumed`` (True where no CPU of that era is in
@@ -207,7 +208,7 @@ def socket_link(generation) -> dict:
     return dict(next(r for r in rows if r["pcie_generation"] == generation))
 
 
-def pcie_tree(switches=True, gpus=8, generation=4, lanes=16) -> Topology:
+def pcie_tree(switches: bool = True, gpus: int = 8, generation: int = 4, lanes: int = 16) -> Topology:
     """Two CPU sockets, GPUs on PCIe (behind PCIe switches, two GPUs each, or on CPU root ports).
 
     The sockets are joined by the socket link of the generation's era (``socket_link``).
@@ -255,7 +256,7 @@ def dgx1_hybrid_cube_mesh() -> Topology:
     return topo
 
 
-def bridge_pair(system_id="workstation-3090-bridge") -> Topology:
+def bridge_pair(system_id: str = "workstation-3090-bridge") -> Topology:
     """Two GPUs joined by an NVLink bridge, both also on the CPU's PCIe."""
     sys_ = hardware.system(system_id)
     if sys_.gpus_per_node != 2:
@@ -271,7 +272,7 @@ def bridge_pair(system_id="workstation-3090-bridge") -> Topology:
     return topo
 
 
-def nvswitch_system(system_id="dgx-h100") -> Topology:
+def nvswitch_system(system_id: str = "dgx-h100") -> Topology:
     """An NVSwitch node (DGX A100/H100/B200, GB200 NVL72): every GPU on one non-blocking switch."""
     sys_ = hardware.system(system_id)
     if sys_.interconnect != "nvswitch":
@@ -287,7 +288,7 @@ def nvswitch_system(system_id="dgx-h100") -> Topology:
     return topo
 
 
-def rail_fat_tree(system_id="dgx-h100", nodes=4, spines=None) -> Topology:
+def rail_fat_tree(system_id: str = "dgx-h100", nodes: int = 4, spines: int | None = None) -> Topology:
     """Rail-optimised two-level InfiniBand fat tree: NIC k of every node on leaf switch k (rail k), full bisection to spines."""
     sys_ = hardware.system(system_id)
     nodes = validate.integer("nodes", nodes, low=1, high=64)
@@ -331,7 +332,7 @@ BUILDERS = {
 }
 
 
-def named(name) -> Topology:
+def named(name: str) -> Topology:
     """One of the course's topologies by name (``BUILDERS`` lists them)."""
     name = validate.choice("name", name, BUILDERS)
     return BUILDERS[name]()

@@ -24,12 +24,12 @@ def scan_ids() -> tuple:
     return tuple(s["id"] for s in published()["scans"])
 
 
-def _scan(scan_id) -> dict:
+def _scan(scan_id: str) -> dict:
     scans = {s["id"]: s for s in published()["scans"]}
     return scans[validate.choice("scan", scan_id, scans)]
 
 
-def scan_table(scan_id=None) -> list[dict]:
+def scan_table(scan_id: str | None = None) -> list[dict]:
     """One row per scan and TP degree: measured and predicted tokens/s per GPU, both relative to the anchor TP.
 
     scan_id: one scan (``scan_ids()``) or None for all. Row keys: scan, split, tp, micro_batch,
@@ -56,13 +56,13 @@ def scan_table(scan_id=None) -> list[dict]:
     return rows
 
 
-def _check_rows(rows) -> list:
+def _check_rows(rows: list[dict] | None) -> list:
     if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "predicted_rel" in r for r in rows)):
         raise ValueError(f"rows must be the rows of tp_scans.scan_table(); got {rows!r}"[:200])
     return list(rows)
 
 
-def fall(rows, scan_id, tp_from=8, tp_to=16) -> dict:
+def fall(rows: list[dict], scan_id: str, tp_from: int = 8, tp_to: int = 16) -> dict:
     """Measured and predicted fall of throughput per GPU from ``tp_from`` to ``tp_to`` in one scan (1 - ratio).
 
     Returns {measured, predicted, factor}: factor = predicted fall / measured fall (1 = the same fall).
@@ -78,7 +78,7 @@ def fall(rows, scan_id, tp_from=8, tp_to=16) -> dict:
     return {"measured": meas, "predicted": pred, "factor": pred / meas if meas else float("nan")}
 
 
-def scan_summary(rows=None) -> str:
+def scan_summary(rows: list[dict] | None = None) -> str:
     """The TP-scan validation as text: one line per point, then the TP 8 -> 16 and 8 -> 32 falls per scan."""
     rows = scan_table() if rows is None else _check_rows(rows)
     lines = [f"{'scan':<14} {'split':<8} {'TP':>3} {'mb':>4} {'nodes':<6} {'measured':>9} {'model':>9} "

@@ -75,7 +75,7 @@ class Transformer:
     v_head_dim: int | None = None         # MLA: value width per head
     mtp_layers: int = 0                   # multi-token prediction modules (DeepSeek-V3: 1), on the last stage
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         validate.integer("layers", self.layers, low=1, high=100_000)
         validate.integer("hidden", self.hidden, low=1, high=10_000_000)
         validate.integer("heads", self.heads, low=1, high=self.hidden)
@@ -239,7 +239,7 @@ def model_ids() -> list[str]:
     return [m["id"] for m in models_data()["models"]]
 
 
-def model(model_id) -> Transformer:
+def model(model_id: str) -> Transformer:
     """A transformer from ``data/models.json`` by id (``gpt3-175b``, ``llama3-70b`` ...)."""
     model_id = validate.choice("model_id", model_id, model_ids())
     row = next(m for m in models_data()["models"] if m["id"] == model_id)
@@ -250,7 +250,7 @@ def model(model_id) -> Transformer:
                        **{k: row[k] for k in MOE_FIELDS + ATTENTION_FIELDS if k in row})
 
 
-def resolve_model(value, name: str = "model") -> Transformer:
+def resolve_model(value: str | Transformer, name: str = "model") -> Transformer:
     """``value`` as a ``Transformer``: one already, or a catalog id (``model_ids()``). The one model resolver."""
     if isinstance(value, Transformer):
         return value
@@ -259,7 +259,7 @@ def resolve_model(value, name: str = "model") -> Transformer:
     raise ValueError(f"{name} must be a catalog id ({', '.join(model_ids())}) or a Transformer, got {value!r}")
 
 
-def resolve_recompute(value) -> str:
+def resolve_recompute(value: str | bool | None) -> str:
     """``none``, ``selective`` or ``full`` from a name or a bool (True = full, False/None = none)."""
     if value is True:
         return "full"
@@ -278,13 +278,13 @@ def _layer_forward_flops(m: Transformer) -> tuple[float, float]:
     return 2 * (m.active_layer_params - 13 * m.hidden), 2 * m.seq_len * (w["q"] + w["v"])
 
 
-def layer_forward_flops_per_token(model_) -> float:
+def layer_forward_flops_per_token(model_: str | Transformer) -> float:
     """Forward FLOPs per token of one layer, as :func:`training_flops` counts them (a step is 3x this per layer,
     plus the output layer and any recomputation)."""
     return sum(_layer_forward_flops(resolve_model(model_)))
 
 
-def training_flops_parts(model_, global_batch, recompute="none") -> dict:
+def training_flops_parts(model_: str | Transformer, global_batch: int, recompute: str | bool | None = "none") -> dict:
     """FLOPs of one training step split by where they run: ``linear`` (the layers' weight matmuls, which an FP8
     recipe runs in FP8), ``attention`` (score and value matmuls) and ``logits`` (the output layer); both stay BF16.
 
@@ -302,12 +302,12 @@ def training_flops_parts(model_, global_batch, recompute="none") -> dict:
             "logits": float(tokens * 2 * m.hidden * m.vocab * 3 * (1 + m.mtp_layers))}
 
 
-def training_flops(model_, global_batch, recompute="none") -> float:
+def training_flops(model_: str | Transformer, global_batch: int, recompute: str | bool | None = "none") -> float:
     """FLOPs of one training step (forward + backward [+ recomputation]) for global_batch sequences."""
     return sum(training_flops_parts(model_, global_batch, recompute).values())
 
 
-def model_state_bytes(params, dp=1, zero=0) -> dict:
+def model_state_bytes(params: float, dp: int = 1, zero: int = 0) -> dict:
     """Weights, gradients and optimizer bytes per GPU for ``params`` parameters on ``dp`` ranks.
 
     Mixed-precision Adam: 2 + 2 + 12 bytes per parameter (ZeRO paper, K = 12). ZeRO stage 1
@@ -322,8 +322,8 @@ def model_state_bytes(params, dp=1, zero=0) -> dict:
     return {"weights": w, "gradients": g, "optimizer": o, "total": w + g + o}
 
 
-def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", sequence_parallel=False,
-                               saved_linear_input_bytes=2.0) -> float:
+def activation_bytes_per_layer(model_: str | Transformer, micro_batch: int = 1, tp: int = 1, recompute: str | bool | None = "none", sequence_parallel: bool = False,
+                               saved_linear_input_bytes: float = 2.0) -> float:
     """Activation bytes one layer stores for one micro-batch (Korthikanti et al. 2022, 16-bit).
 
     ``recompute="none"`` stores the s x s attention scores (eager attention); fused (flash) attention never
@@ -357,7 +357,7 @@ def activation_bytes_per_layer(model_, micro_batch=1, tp=1, recompute="none", se
     return sbh * (replicated + split / t + scores / t)
 
 
-def routed_expert_flops(model_, global_batch, recompute="none") -> float:
+def routed_expert_flops(model_: str | Transformer, global_batch: int, recompute: str | bool | None = "none") -> float:
     """FLOPs of one step spent in routed experts (top-k per token and MoE layer); 0 for a dense model."""
     m = resolve_model(model_)
     if not m.experts:

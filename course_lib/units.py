@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 
 from . import validate
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BITS_PER_BYTE = 8
 
@@ -29,27 +33,27 @@ MAX_SIZE_BYTES = 1e18  # 1 EB: far above any buffer, and exact arithmetic in flo
 DIRECTIONS = ("per direction", "bidirectional")
 
 
-def bits_to_bytes(bits):
+def bits_to_bytes(bits: float | np.ndarray) -> float | np.ndarray:
     """Bits -> bytes (divide by 8). Works on rates too: Gb/s -> GB/s."""
     return validate.non_negative("bits", bits) / BITS_PER_BYTE
 
 
-def bytes_to_bits(nbytes):
+def bytes_to_bits(nbytes: float | np.ndarray) -> float | np.ndarray:
     """Bytes -> bits (multiply by 8). Works on rates too: GB/s -> Gb/s."""
     return validate.finite_result("nbytes", validate.non_negative("nbytes", nbytes) * BITS_PER_BYTE)
 
 
-def gbit_per_s(bytes_per_s):
+def gbit_per_s(bytes_per_s: float | np.ndarray) -> float | np.ndarray:
     """A rate in bytes/s -> Gb/s, as NICs are sold: 50e9 B/s -> 400 Gb/s."""
     return bytes_to_bits(validate.non_negative("bytes_per_s", bytes_per_s)) / 1e9
 
 
-def gbit_to_gbyte(gbit_per_s):
+def gbit_to_gbyte(gbit_per_s: float | np.ndarray) -> float | np.ndarray:
     """A network rate in Gb/s (what NICs are sold by) -> GB/s. 400 Gb/s -> 50 GB/s."""
     return validate.non_negative("gbit_per_s", gbit_per_s) / BITS_PER_BYTE
 
 
-def per_direction(bidirectional_bw):
+def per_direction(bidirectional_bw: float | np.ndarray) -> float | np.ndarray:
     """Bidirectional total -> per-direction bandwidth (half of it), bytes/s.
 
     Vendors quote NVLink as a bidirectional total (H100: 900 GB/s); a collective
@@ -58,7 +62,7 @@ def per_direction(bidirectional_bw):
     return validate.non_negative("bidirectional_bw", bidirectional_bw) / 2
 
 
-def bidirectional(per_direction_bw):
+def bidirectional(per_direction_bw: float | np.ndarray) -> float | np.ndarray:
     """Per-direction bandwidth -> bidirectional total (twice it), bytes/s."""
     return validate.finite_result("per_direction_bw", validate.non_negative("per_direction_bw", per_direction_bw) * 2)
 
@@ -66,7 +70,7 @@ def bidirectional(per_direction_bw):
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(i?)([bB]?)\s*$")
 
 
-def parse_size(text, *, bare_prefix: str = "binary", name: str = "size") -> float:
+def parse_size(text: str | float, *, bare_prefix: str = "binary", name: str = "size") -> float:
     """Parse a size such as ``"16G"``, ``"1.5 GB"``, ``"64KiB"`` or ``"8"`` into bytes.
 
     ``GB``/``MB``... are SI (1e9, 1e6), ``GiB``/``MiB``... binary (2**30, 2**20).
@@ -101,7 +105,7 @@ def parse_size(text, *, bare_prefix: str = "binary", name: str = "size") -> floa
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)([bB])(?:/s|ps)\s*$")
 
 
-def parse_bandwidth(text) -> float:
+def parse_bandwidth(text: str | float) -> float:
     """Parse ``"400 Gb/s"`` (bits) or ``"900 GB/s"`` (bytes) into bytes per second (SI)."""
     if not isinstance(text, str):
         raise ValueError(f"bandwidth must be a string like '400 Gb/s' or '450 GB/s', got {text!r}")
@@ -122,7 +126,7 @@ def _scaled(value: float, table: dict, names: list[str]):
     return value, names[0]
 
 
-def format_bytes(nbytes, *, binary: bool = False, digits: int = 3) -> str:
+def format_bytes(nbytes: float, *, binary: bool = False, digits: int = 3) -> str:
     """``140e9`` -> ``'140 GB'``; with ``binary=True`` -> ``'130 GiB'``."""
     nbytes = validate.non_negative("nbytes", nbytes)
     digits = validate.integer("digits", digits, low=1, high=12)
@@ -134,7 +138,7 @@ def format_bytes(nbytes, *, binary: bool = False, digits: int = 3) -> str:
     return f"{value:.{digits}g} {name}"
 
 
-def format_bandwidth(bytes_per_s, *, direction: str = "per direction", bits: bool = False,
+def format_bandwidth(bytes_per_s: float, *, direction: str = "per direction", bits: bool = False,
                      digits: int = 3) -> str:
     """``450e9`` -> ``'450 GB/s per direction'``; ``bits=True`` -> ``'3.6 Tb/s ...'``."""
     bytes_per_s = validate.non_negative("bytes_per_s", bytes_per_s)
@@ -147,7 +151,7 @@ def format_bandwidth(bytes_per_s, *, direction: str = "per direction", bits: boo
     return f"{value:.{digits}g} {name} {direction}"
 
 
-def format_time(seconds, *, digits: int = 3) -> str:
+def format_time(seconds: float, *, digits: int = 3) -> str:
     """``0.00123`` -> ``'1.23 ms'``; picks ns, us, ms, s, min or h."""
     seconds = validate.non_negative("seconds", seconds)
     digits = validate.integer("digits", digits, low=1, high=12)

@@ -9,16 +9,21 @@ import difflib
 import math
 import re
 from numbers import Integral, Real
-from typing import Iterable
+from typing import Iterable, Sequence, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
+# A size in bytes or a sweep of them, as the cost model takes ``nbytes``: a number, a sequence, an array, or a
+# string such as "16M" (``units.parse_size``).
+Sizes = float | str | Sequence[float] | np.ndarray
 
 
 class InputWarning(UserWarning):
     """An input that is allowed but suspicious (``plausible``); the command line prints it as one ``warning:`` line."""
 
 
-def describe(value) -> str:
+def describe(value: object) -> str:
     """A short repr of ``value`` for a message (60 characters at most; never raises)."""
     try:
         text = repr(value)
@@ -29,14 +34,14 @@ def describe(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _to_float(name: str, value) -> float:
+def _to_float(name: str, value: object) -> float:
     try:
         return float(value)
     except OverflowError:
         raise ValueError(f"{name} must be finite, got {describe(value)} (too large for a float)") from None
 
 
-def number(name: str, value, *, low: float | None = None, high: float | None = None,
+def number(name: str, value: object, *, low: float | None = None, high: float | None = None,
            low_inclusive: bool = True, high_inclusive: bool = True) -> float:
     """Return ``value`` as a float after checking it is a finite real in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
@@ -48,22 +53,22 @@ def number(name: str, value, *, low: float | None = None, high: float | None = N
     return value
 
 
-def positive(name: str, value) -> float:
+def positive(name: str, value: object) -> float:
     """A finite number > 0."""
     return number(name, value, low=0.0, low_inclusive=False)
 
 
-def non_negative(name: str, value) -> float:
+def non_negative(name: str, value: object) -> float:
     """A finite number >= 0."""
     return number(name, value, low=0.0)
 
 
-def fraction(name: str, value) -> float:
+def fraction(name: str, value: object) -> float:
     """A number in (0, 1]: an efficiency or a share."""
     return number(name, value, low=0.0, high=1.0, low_inclusive=False)
 
 
-def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
+def integer(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
     """An integer (bools refused) in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)):
         if isinstance(value, float) and value.is_integer():
@@ -80,7 +85,7 @@ def _folded(text: str) -> str:
     return re.sub(r"[-_\s]+", "", str(text).lower())
 
 
-def closest(value, allowed: Iterable, n: int = 3) -> list[str]:
+def closest(value: object, allowed: Iterable, n: int = 3) -> list[str]:
     """The names of ``allowed`` closest to ``value`` (at most ``n``, best first; [] when none is close).
 
     Compared lower-cased without hyphens or underscores (``dgxh100`` is close to ``dgx-h100``), by
@@ -101,7 +106,7 @@ def closest(value, allowed: Iterable, n: int = 3) -> list[str]:
     return found[:n]
 
 
-def did_you_mean(value, allowed: Iterable) -> str:
+def did_you_mean(value: object, allowed: Iterable) -> str:
     """``"; did you mean dgx-h100?"`` (or ``"dgx-h100 or hgx-h100"``) for ``value``, or "" when no name is close."""
     found = closest(value, allowed)
     if not found:
@@ -109,7 +114,7 @@ def did_you_mean(value, allowed: Iterable) -> str:
     return f"; did you mean {found[0] if len(found) == 1 else ', '.join(found[:-1]) + ' or ' + found[-1]}?"
 
 
-def choice(name: str, value, allowed: Iterable[str], *, fold: bool = False) -> str:
+def choice(name: str, value: object, allowed: Iterable[str], *, fold: bool = False) -> str:
     """One of ``allowed`` (case-insensitive for strings); returns the canonical spelling.
 
     ``fold``: hyphens, underscores and spaces are ignored too (``all-reduce``, ``allreduce`` -> ``all_reduce``).
@@ -128,7 +133,7 @@ def choice(name: str, value, allowed: Iterable[str], *, fold: bool = False) -> s
     raise ValueError(f"{name} must be one of {listed}; got {describe(value)}{hint}")
 
 
-def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np.ndarray:
+def sizes(name: str, value: object, *, low: float = 0.0, allow_zero: bool = False) -> np.ndarray:
     """A scalar or array of finite sizes; returns a float64 array (0-d for scalars)."""
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -148,7 +153,7 @@ def sizes(name: str, value, *, low: float = 0.0, allow_zero: bool = False) -> np
     return array
 
 
-def finite_result(what: str, value):
+def finite_result(what: str, value: T) -> T:
     """Return a computed ``value`` (scalar or array) after checking it holds no inf or NaN.
 
     ``what`` names the inputs that made it (``"nbytes / bandwidth"``): a ValueError names them when
@@ -161,7 +166,7 @@ def finite_result(what: str, value):
     return value
 
 
-def _check_bounds(name, value, low, high, low_inclusive, high_inclusive):
+def _check_bounds(name: str, value: float, low: float | None, high: float | None, low_inclusive: bool, high_inclusive: bool) -> None:
     too_low = low is not None and (value < low if low_inclusive else value <= low)
     too_high = high is not None and (value > high if high_inclusive else value >= high)
     if too_low or too_high:

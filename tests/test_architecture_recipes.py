@@ -148,6 +148,17 @@ def test_the_layer_table_matches_the_layering_test():
             assert f"`{module}`" in rows[str(layer)], f"ARCHITECTURE.md: {module} missing from layer {layer}"
 
 
+
+def test_the_sub_layer_table_matches_the_layering_test():
+    from .test_layering import SUBLAYERS
+    rows = dict(re.findall(r"^\| (5[a-z]) [^|]*\| (.+?) \|", DOC, re.MULTILINE))
+    assert list(rows) == [sid for sid, _, _ in SUBLAYERS], "ARCHITECTURE.md: the sub-layers, lowest first"
+    for sid, _, patterns in SUBLAYERS:
+        for pattern in patterns:
+            shown = pattern.replace("[0-9][0-9]", "NN")
+            assert f"`{shown}`" in rows[sid], f"ARCHITECTURE.md: {shown} missing from sub-layer {sid}"
+
+
 # ---------------------------------------------------------------- recipe: a catalog system
 
 @pytest.mark.slow  # a copy of the repository, the recipe's commands, then the tests it reaches

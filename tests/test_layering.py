@@ -14,6 +14,18 @@ Layers, lowest first; a module may import its own layer or lower ones, never a h
       exercises, widgets, style, tables, cli_* commands, tools, diagnostics, prose (numbers glued into a
       chapter's text), glossary (the course's terms)
 
+Layer 5 in ordered sub-layers (SUBLAYERS; rule "sublayers": a module imports its own sub-layer or a lower one):
+
+    5a toolkit                style, tables, widgets, glossary, prose, diagnostics, gradebook, submissions,
+                              hub_limits, and the lab's machinery (lab.launch, lab.traffic, lab.algorithms, ...)
+    5b exercises and grading  exercises (specs, keys, judging, the ring checker), checks, grading, grading_code,
+                              sandbox, hub_class, collect
+    5c lab runs and views     lab.bench, lab.calibrate, lab.ddp_run, lab.ddp_trace, lab.fsdp_step; views
+    5d chapters               chapters, and each chapter's checkers and answer models (exercises.chNN,
+                              exercises.answers_chNN)
+    5e commands               cli_predict, cli_plan, cli_inspect, __main__, authoring, conventions, instructor,
+                              export
+
 Rules inside layer 5 (each a RULES entry, each shown failing on a planted import below):
 
     chapter-alone      no chapter (course_lib/chapters/X, a module or a package) imports another chapter
@@ -30,6 +42,7 @@ is fine: drawing helpers import them lazily).
 from __future__ import annotations
 
 import ast
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -50,7 +63,21 @@ LAYERS = {
     "collect": 5, "grading_code": 5, "hub_class": 5, "hub_limits": 5, "submissions": 5,
     "conventions": 5,
 }
-RULES = ("layers", "gui", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises",
+# Layer 5 in ordered sub-layers, lowest first, read from the import graph: a layer-5 module imports its own
+# sub-layer or a lower one (rule "sublayers"). Each entry names module patterns relative to course_lib (fnmatch;
+# a pattern also covers the modules under it); a module takes the most specific pattern that matches it.
+SUBLAYERS = (
+    ("5a", "toolkit", ("style", "tables", "widgets", "glossary", "prose", "diagnostics", "gradebook", "submissions",
+                       "hub_limits", "lab")),
+    ("5b", "exercises and grading", ("exercises", "checks", "grading", "grading_code", "sandbox", "hub_class",
+                                     "collect")),
+    ("5c", "lab runs and views", ("lab.bench", "lab.calibrate", "lab.ddp_run", "lab.ddp_trace", "lab.fsdp_step",
+                                  "views")),
+    ("5d", "chapters", ("chapters", "exercises.ch[0-9][0-9]", "exercises.answers_ch[0-9][0-9]")),
+    ("5e", "commands", ("cli_predict", "cli_plan", "cli_inspect", "__main__", "authoring", "conventions",
+                        "instructor", "export")),
+)
+RULES = ("layers", "gui", "sublayers", "chapter-alone", "views-draw-only", "chapters-no-cli", "grading-exercises",
          "exercises-below")
 TOP = max(LAYERS.values())
 GUI = ("matplotlib", "ipywidgets", "anywidget")
@@ -107,6 +134,19 @@ def imports(path: Path, root: Path):
                 yield (full if _is_module(full, root) else target), node.lineno, top
 
 
+def sublayer(module: str) -> tuple[int, str, str] | None:
+    """(rank, id, name) of a layer-5 module's sub-layer (``SUBLAYERS``, rank 0 lowest); None if none matches."""
+    rel = module.partition(".")[2]
+    best = None
+    for rank, (sid, name, patterns) in enumerate(SUBLAYERS):
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + ".*"):
+                key = (pattern.count("."), len(pattern))
+                if best is None or key > best[0]:
+                    best = (key, (rank, sid, name))
+    return best[1] if best else None
+
+
 def _group(module: str) -> str:
     """The top-level group of a course_lib module name: ``course_lib.chapters.pcie.links`` -> ``chapters``."""
     parts = module.split(".")
@@ -122,6 +162,11 @@ def _chapter(module: str) -> str | None:
 def rule_breaks(mod: str, own: int, target: str, theirs: int | None) -> list[tuple[str, str]]:
     """(rule, message) for each layer-5 rule that ``mod`` importing ``target`` (both course_lib names) breaks."""
     out = []
+    if own == TOP and theirs == TOP:
+        mine_sub, their_sub = sublayer(mod), sublayer(target)
+        if mine_sub and their_sub and their_sub[0] > mine_sub[0]:
+            out.append(("sublayers", f"{mod} (sub-layer {mine_sub[1]}, {mine_sub[2]}) imports {target} "
+                                     f"(sub-layer {their_sub[1]}, {their_sub[2]}), a higher sub-layer"))
     group, their_group = _group(mod), _group(target)
     mine, their_chapter = _chapter(mod), _chapter(target)
     if mine and their_chapter and their_chapter != mine:
@@ -153,6 +198,9 @@ def violations(root: Path = PACKAGE, rules=RULES) -> list[str]:
         if own is None:
             out.append(f"{rel}: module {mod} has no layer; add it to LAYERS in tests/test_layering.py")
             continue
+        if "sublayers" in rules and own == TOP and sublayer(mod) is None:
+            out.append(f"{rel}: layer-{TOP} module {mod} has no sub-layer; add it to SUBLAYERS in "
+                       "tests/test_layering.py")
         for target, line, top in imports(path, root):
             first = target.split(".")[0]
             if "gui" in rules and first in GUI and own < TOP and top:
@@ -214,17 +262,24 @@ def test_the_checker_catches_each_kind_of_violation(tmp_path):
     assert len(found) == 6, text
 
 
-# A planted import for each layer-5 rule (file, line appended, the rule it breaks), and one that is now
-# allowed: cli, the error policy, sits in layer 0, so a model module may raise into it.
+# A planted import for each layer-5 rule (file, line appended, every rule it breaks: an import from views into a
+# chapter is also one from sub-layer 5c into 5d), and some that are allowed: cli, the error policy, sits in layer 0,
+# so a model module may raise into it; a module may import its own sub-layer (a view a lab run) or a lower one.
 PLANTED = (
-    ("views/pcie.py", "from ..chapters import pcie as _planted\n", "views-draw-only"),
-    ("chapters/gradients.py", "from .. import cli_predict as _planted\n", "chapters-no-cli"),
-    ("chapters/gradients.py", "from . import moe as _planted\n", "chapter-alone"),
-    ("grading.py", "def _planted():\n    from .views import planner\n", "grading-exercises"),
-    ("grading.py", "def _planted_command():\n    from . import cli_plan\n", "grading-exercises"),
-    ("exercises/judge.py", "def _planted():\n    from .. import checks\n", "exercises-below"),
+    ("views/pcie.py", "from ..chapters import pcie as _planted\n", ("views-draw-only", "sublayers")),
+    ("chapters/gradients.py", "from .. import cli_predict as _planted\n", ("chapters-no-cli", "sublayers")),
+    ("chapters/gradients.py", "from . import moe as _planted\n", ("chapter-alone",)),
+    ("grading.py", "def _planted():\n    from .views import planner\n", ("grading-exercises", "sublayers")),
+    ("grading.py", "def _planted_command():\n    from . import cli_plan\n", ("grading-exercises", "sublayers")),
+    ("exercises/judge.py", "def _planted():\n    from .. import checks\n", ("exercises-below",)),
+    ("exercises/specs.py", "def _planted():\n    from ..lab import bench\n", ("sublayers",)),
+    ("tables.py", "def _planted():\n    from . import exercises\n", ("sublayers",)),
+    ("exercises/answers_ch08.py", "def _planted_up():\n    from .. import instructor\n", ("sublayers",)),
 )
-ALLOWED = (("hardware.py", "from . import cli as _planted\n"), ("grading.py", "from . import exercises as _ok\n"))
+ALLOWED = (("hardware.py", "from . import cli as _planted\n"), ("grading.py", "from . import exercises as _ok\n"),
+           ("views/pcie.py", "def _ok():\n    from ..lab import calibrate\n"),
+           ("chapters/gradients.py", "def _ok():\n    from ..lab import bench\n"),
+           ("exercises/ch10.py", "def _ok_chapter():\n    from ..chapters import moe\n"))
 
 
 def test_each_rule_fails_on_a_planted_import_in_a_copy_of_the_package(tmp_path):
@@ -234,17 +289,42 @@ def test_each_rule_fails_on_a_planted_import_in_a_copy_of_the_package(tmp_path):
     (root / "exercises").mkdir(exist_ok=True)
     (root / "exercises" / "__init__.py").touch()
     before = set(violations(root))
-    for rel, text, _ in PLANTED + tuple((rel, text, None) for rel, text in ALLOWED):
-        with open(root / rel, "a") as f:
+    planted_at = []
+    for rel, text in [(rel, text) for rel, text, _ in PLANTED] + list(ALLOWED):
+        path = root / rel
+        first = len(path.read_text().splitlines()) + 1
+        with open(path, "a") as f:
             f.write(text)
+        planted_at.append((rel, range(first, first + text.count("\n"))))
     new = sorted(set(violations(root)) - before)
     report = "\n".join(new)
     print(report)      # the failure a real violation prints (pytest -s shows it)
-    for rel, text, rule in PLANTED:
-        assert any(line.startswith(f"course_lib/{rel}:") and f"[{rule}]" in line for line in new), (rule, report)
-    assert not any(line.startswith("course_lib/hardware.py") or "imports course_lib.exercises" in line
-                   for line in new), report
-    assert len(new) == len(PLANTED), report
+    expected = set()
+    for (rel, lines), (_, _, rules) in zip(planted_at, PLANTED):
+        expected |= {(rel, rule) for rule in rules}
+        for rule in rules:
+            assert any(line.startswith(f"course_lib/{rel}:") and int(line.split(":")[1]) in lines
+                       and f"[{rule}]" in line for line in new), (rel, rule, report)
+    found = {(line.split(":")[0].removeprefix("course_lib/"), line.split("[")[1].split("]")[0]) for line in new}
+    assert found == expected, report
+    assert len(new) == sum(len(rules) for _, _, rules in PLANTED), report
+
+
+def test_every_layer_5_module_has_a_sub_layer_and_each_sub_layer_is_used():
+    ranks = {sublayer(module_name(p, PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if layer(module_name(p, PACKAGE)) == TOP}
+    assert None not in ranks
+    assert {r[1] for r in ranks} == {sid for sid, _, _ in SUBLAYERS}
+
+
+@pytest.mark.parametrize("module, expected", [("course_lib.style", "5a"), ("course_lib.lab.launch", "5a"),
+                                               ("course_lib.lab.bench.runner", "5c"), ("course_lib.exercises.ring", "5b"),
+                                               ("course_lib.exercises.ch10", "5d"), ("course_lib.exercises.chains", "5b"),
+                                               ("course_lib.exercises.answers_ch08", "5d"),
+                                               ("course_lib.chapters.pcie.links", "5d"), ("course_lib.instructor.cli", "5e"),
+                                               ("course_lib.__main__", "5e")])
+def test_sub_layer_of_a_module_name(module, expected):
+    assert sublayer(module)[1] == expected
 
 
 def import_cycles(root: Path = PACKAGE) -> list[list[str]]:

@@ -28,7 +28,7 @@ PLUGIN_CHECKS["efa_v1"] = PLUGIN_CHECKS["efa"] + "; NCCL_PROTO=simple (the plugi
 NATIVE_FABRICS = ("infiniband", "roce", "ethernet_tcp")  # NCCL's own NET/IB and NET/Socket, no plugin
 
 
-def compare_advice(rows, nodes, fabric=None) -> list[str]:
+def compare_advice(rows: list[dict], nodes: int, fabric: str | None = None) -> list[str]:
     """Likely causes and NCCL flags to try where predicted/measured is above 1.5 or below 0.67.
 
     fabric: the fabric kind assumed (``costmodel.fabric_kind_ids()``); plugin fabrics (TCPXO, EFA, Slingshot)
@@ -98,7 +98,7 @@ def compare_advice(rows, nodes, fabric=None) -> list[str]:
     return out
 
 
-def unusual(ratio, rng):
+def unusual(ratio: float | None, rng: Range | None) -> str | None:
     """Why a row of compare is unusual: ``"range"`` where its measured/predicted (1 / ``ratio``) is unusual for
     the regime's range ``rng`` (``Range.unusual``); ``"fixed"`` where the regime has no range and ``ratio`` is
     beyond 0.67-1.5 (a fallback); None where it is not unusual or has no ratio."""

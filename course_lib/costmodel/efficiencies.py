@@ -23,13 +23,13 @@ def fabric_kind_ids() -> tuple:
     return tuple(fabrics_data()["fabrics"])
 
 
-def fabric_kind(fabric_id) -> dict:
+def fabric_kind(fabric_id: str) -> dict:
     """One fabric kind's row of ``fabrics.json`` (efficiency, hop_latency_us, derivations, sources)."""
     kinds = fabrics_data()["fabrics"]
     return dict(kinds[validate.choice("fabric", fabric_id, kinds)])
 
 
-def system_fabric_kind(system) -> str:
+def system_fabric_kind(system: str | hardware.System) -> str:
     """The fabric kind of a system: its ``fabric`` field, else the default for its NIC family
     (``hardware.System.nic_fabric``)."""
     return hardware.resolve_system(system).nic_fabric
@@ -40,7 +40,7 @@ def _technology_aliases() -> dict:
     return {"infiniband": "infiniband", "ethernet": hardware.default_fabric("ethernet")}
 
 
-def efficiency(technology) -> float:
+def efficiency(technology: str) -> float:
     """Achievable / spec bandwidth for ``nvlink``, ``nvls``, ``pcie``, a fabric kind, or ``ethernet``."""
     techs = efficiency_data()["technologies"]
     kinds = fabrics_data()["fabrics"]
@@ -72,7 +72,7 @@ def no_p2p_staging_factor() -> float:
     return float(efficiency_data()["no_p2p_staging"]["factor"])
 
 
-def hop_latency(technology) -> float:
+def hop_latency(technology: str) -> float:
     """Per-step latency of one hop over ``nvlink``, ``pcie``, a fabric kind, or ``ethernet``, seconds."""
     hops = {k: v for k, v in efficiency_data()["latency_us"]["hop"].items() if isinstance(v, (int, float))}
     kinds = fabrics_data()["fabrics"]
@@ -87,7 +87,7 @@ def launch_latency() -> float:
     return efficiency_data()["latency_us"]["launch"]["value"] * 1e-6
 
 
-def nvls_efficiency(nvlink_generation) -> float:
+def nvls_efficiency(nvlink_generation: int | str) -> float:
     """NVLS algbw / per-direction NVLink rate for an NVLink generation (4: Hopper, 5: Blackwell), <= 1."""
     table = efficiency_data()["technologies"]["nvls"]["by_nvlink_generation"]
     if str(nvlink_generation) not in table:  # a new NVLink generation: the table to extend is named

@@ -36,22 +36,22 @@ class Fabric:
         """One GPU's share of the node's NICs when every GPU sends at once, bytes/s per direction."""
         return self.net_bw_node / self.gpus_per_node
 
-    def net_bw_node_for(self, gpus) -> float:
+    def net_bw_node_for(self, gpus: int) -> float:
         """NIC bandwidth ``gpus`` GPUs of a node can drive: the NICs, or their PCIe links if fewer, bytes/s."""
         return min(self.net_bw_node, gpus * self.pcie_bw)
 
-    def net_bw_per_gpu_for(self, gpus) -> float:
+    def net_bw_per_gpu_for(self, gpus: int) -> float:
         """One GPU's share of ``net_bw_node_for(gpus)``, bytes/s per direction."""
         return self.net_bw_node_for(gpus) / gpus
 
 
-def _nvlink_generation(sys_):
+def _nvlink_generation(sys_: hardware.System) -> int | None:
     """The NVLink generation of a system's GPU (the catalog GPU row), else the system's own ``raw`` entry, else None."""
     gen = next((r.get("nvlink_generation") for r in hardware.catalog()["gpus"] if r["id"] == sys_.gpu.id), None)
     return gen if gen is not None else (sys_.raw or {}).get("nvlink_generation")
 
 
-def gpu_generation(system) -> str:
+def gpu_generation(system: str | hardware.System) -> str:
     """NCCL's GPU generation of a system (volta, ampere, hopper, blackwell, or an RCCL one: cdna3, cdna4): its GPU's
     ``nccl_arch`` (hardware.json, or a system file's [gpu] table). A GPU that states none, or one without a row in
     efficiency.json ``nccl_protocols``, raises ValueError naming it and the known generations."""
@@ -68,7 +68,7 @@ def gpu_generation(system) -> str:
     return arch
 
 
-def channels_for(link) -> int:
+def channels_for(link: hardware.Link) -> int:
     """NCCL channels on a GPU link: its per-direction rate over NCCL's per-channel rate, 2 to 32 (efficiency.json)."""
     if not isinstance(link, hardware.Link):
         raise ValueError(f"link must be a hardware.Link (e.g. hardware.link('nvlink-4')); got {link!r}")
@@ -77,7 +77,7 @@ def channels_for(link) -> int:
     return int(min(ch["max"], max(2, round(link.per_direction / per))))
 
 
-def fabric(system, achievable=True, nics_per_node=None, network=None) -> Fabric:
+def fabric(system: str | hardware.System, achievable: bool = True, nics_per_node: int | None = None, network: str | None = None) -> Fabric:
     """The bandwidths and latencies ``predict`` and ``parallel`` use for a system (spec x efficiency when achievable).
 
     network: a fabric kind (``fabric_kind_ids()``) overriding the system's (``system_fabric_kind``).

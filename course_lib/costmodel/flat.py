@@ -10,17 +10,17 @@ import numpy as np
 from .. import collectives, units, validate
 
 
-def _sizes(nbytes, name="nbytes"):
+def _sizes(nbytes: validate.Sizes, name: str = "nbytes") -> np.ndarray:
     if isinstance(nbytes, str):
         nbytes = units.parse_size(nbytes, name=name)
     return validate.sizes(name, nbytes, allow_zero=True)
 
 
-def _ret(array, scalar_in):
+def _ret(array: np.ndarray, scalar_in: bool) -> float | np.ndarray:
     return float(array) if scalar_in else array
 
 
-def algbw(nbytes, time_s):
+def algbw(nbytes: validate.Sizes, time_s: float | np.ndarray) -> float | np.ndarray:
     """Algorithm bandwidth as nccl-tests defines it: size / time, bytes/s."""
     n = _sizes(nbytes)
     t = validate.sizes("time_s", time_s)
@@ -29,12 +29,12 @@ def algbw(nbytes, time_s):
         return _ret(validate.finite_result("nbytes / time_s", n / t), scalar)
 
 
-def busbw_factor(collective, ranks) -> float:
+def busbw_factor(collective: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw factor, from the registry (``collectives``): e.g. all_reduce 2(n-1)/n."""
     return collectives.busbw_factor(collective, ranks)
 
 
-def busbw(collective, nbytes, time_s, ranks):
+def busbw(collective: str, nbytes: validate.Sizes, time_s: float | np.ndarray, ranks: int) -> float | np.ndarray:
     """Bus bandwidth as nccl-tests defines it: algbw x factor (see ``busbw_factor``), bytes/s.
 
     For all_gather / reduce_scatter / all_to_all, ``nbytes`` is the total buffer (nccl-tests' size column).
@@ -43,7 +43,7 @@ def busbw(collective, nbytes, time_s, ranks):
     return algbw(nbytes, time_s) * factor
 
 
-def collective_time(collective, nbytes, ranks, bandwidth, latency, algorithm="ring"):
+def collective_time(collective: str, nbytes: validate.Sizes, ranks: int, bandwidth: float, latency: float, algorithm: str = "ring") -> float | np.ndarray:
     """Time of one collective on a flat group, seconds (alpha-beta model).
 
     nbytes: bytes (scalar or array; see the module's size convention); ranks >= 1;
@@ -78,7 +78,7 @@ class TwoLevelPhases:
     launch_s: object = 0.0
 
     @property
-    def time_s(self):
+    def time_s(self) -> float | np.ndarray:
         """All phases one after another, seconds."""
         return self.launch_s + self.reduce_scatter_s + self.inter_node_s + self.all_gather_s
 
@@ -88,8 +88,8 @@ class TwoLevelPhases:
                 "inter_node_s": self.inter_node_s, "all_gather_s": self.all_gather_s}
 
 
-def two_level_all_reduce(nbytes, gpus_per_node, nodes, intra_bw, net_bw_per_gpu, intra_hop=0.0, net_hop=0.0,
-                         launch=0.0) -> TwoLevelPhases:
+def two_level_all_reduce(nbytes: validate.Sizes, gpus_per_node: int, nodes: int, intra_bw: float, net_bw_per_gpu: float, intra_hop: float = 0.0, net_hop: float = 0.0,
+                         launch: float = 0.0) -> TwoLevelPhases:
     """Phases of the two-level all-reduce of ``nbytes`` (bytes per GPU, scalar or array).
 
     gpus_per_node g and nodes N >= 1; intra_bw: one GPU's port into the node fabric and
@@ -105,7 +105,7 @@ def two_level_all_reduce(nbytes, gpus_per_node, nodes, intra_bw, net_bw_per_gpu,
                           launch_s=validate.non_negative("launch", launch))
 
 
-def two_tier_all_to_all(nbytes, ranks, per_node, intra_bw, net_bw_per_gpu, net_hop=0.0, launch=0.0):
+def two_tier_all_to_all(nbytes: validate.Sizes, ranks: int, per_node: int, intra_bw: float, net_bw_per_gpu: float, net_hop: float = 0.0, launch: float = 0.0) -> float | np.ndarray:
     """Direct all-to-all across nodes, seconds: each rank sends (p-k)/p of its buffer over its NIC share
     and (k-1)/p over the GPU fabric, all at once (k ranks per node). Vectorised over nbytes."""
     scalar = np.ndim(nbytes) == 0 and not isinstance(nbytes, (list, tuple))
@@ -119,11 +119,12 @@ def two_tier_all_to_all(nbytes, ranks, per_node, intra_bw, net_bw_per_gpu, net_h
     return _ret(launch + net_hop + np.maximum(t_net, t_intra), scalar)
 
 
-def lower_bound_time(nbytes, ranks, bandwidth):
+def lower_bound_time(nbytes: validate.Sizes, ranks: int, bandwidth: float) -> float | np.ndarray:
     """All-reduce bandwidth lower bound 2(p-1)/p * n / B, seconds (no in-network reduction)."""
     n = _sizes(nbytes)
     scalar = n.ndim == 0
     p = validate.integer("ranks", ranks, low=1)
     bw = validate.positive("bandwidth", bandwidth)
     with np.errstate(over="ignore"):
-        return _ret(validate.finite_result("nbytes / bandwidth", 2 * (p - 1) / p * n / bw), scalar)
+        bound = collectives.get("all_reduce").algorithm("ring").volume(p) * n / bw
+        return _ret(validate.finite_result("nbytes / bandwidth", bound), scalar)

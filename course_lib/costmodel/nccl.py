@@ -25,12 +25,12 @@ def default_nccl_version() -> str:
     return nccl_versions()[-1]
 
 
-def _version_key(text) -> tuple | None:
+def _version_key(text: str | None) -> tuple | None:
     m = re.match(r"\s*v?(\d+)\.(\d+)", str(text))
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def nccl_release(version=None) -> tuple[str, str]:
+def nccl_release(version: str | None = None) -> tuple[str, str]:
     """(release key of ``nccl_versions()``, how it was chosen) for an NCCL version such as ``"2.21.5"``.
 
     The newest listed release at or below the version (2.20.5 -> 2.19, whose tables 2.20 shares); None gives the
@@ -52,13 +52,13 @@ def nccl_release(version=None) -> tuple[str, str]:
     return key, f"NCCL {version}: the tuning rules of {key} (read at {efficiency_data()['nccl_protocols']['releases'][key]['tag']})"
 
 
-def nccl_version_stated(text) -> bool:
+def nccl_version_stated(text: str) -> bool:
     """Whether ``text`` (a log's or a source's NCCL version field) names a release X.Y the course can price."""
     key = _version_key(text) if text else None
     return key is not None and key[0] == 2 and key <= _version_key(nccl_versions()[-1])
 
 
-def _set_path(table: dict, path: str, value) -> None:
+def _set_path(table: dict, path: str, value: object) -> None:
     *head, last = path.split(".")
     for k in head:
         table = table[k]
@@ -76,19 +76,19 @@ def _release_table(key: str) -> dict:
     return base
 
 
-def protocol_table(version=None) -> dict:
+def protocol_table(version: str | None = None) -> dict:
     """NCCL's latency and bandwidth terms per algorithm and protocol for one release (efficiency.json
     ``nccl_protocols``, with the terms of ``releases[version]`` where that release differs); default: the newest."""
     return _release_table(nccl_release(version)[0])
 
 
-def two_node_tree_rule(version=None) -> str:
+def two_node_tree_rule(version: str | None = None) -> str:
     """How the release's estimate rates a tree on one or two nodes: ``intra`` (through 2.30: the graph's intra-node
     bandwidth, which the search raises to twice the network's) or ``min`` (2.31: min(network, intra-node))."""
     return protocol_table(version)["releases"][protocol_table(version)["release"]]["two_node_tree_rule"]
 
 
-def base_latency_us(f: Fabric, algorithm, protocol, version=None) -> float:
+def base_latency_us(f: Fabric, algorithm: str, protocol: str, version: str | None = None) -> float:
     """NCCL's base latency of ``algorithm`` (ring, tree) with ``protocol``, us: RCCL's own for its GPU generations
     (efficiency.json ``nccl_protocols.rccl``), else the release's."""
     T = protocol_table(version)
@@ -97,7 +97,7 @@ def base_latency_us(f: Fabric, algorithm, protocol, version=None) -> float:
     return float(table[algorithm][protocol])
 
 
-def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
+def _protocols(f: Fabric, protocol: str | None, nodes: int = 1) -> tuple:
     """Protocols NCCL would consider: LL128 needs NVLink inside the node; across nodes only those the
     fabric's NCCL setup allows (``Fabric.net_protocols``); ``protocol`` forces one."""
     allowed = PROTOCOLS if f.intra_tech == "nvlink" else ("LL", "Simple")
@@ -108,7 +108,7 @@ def _protocols(f: Fabric, protocol, nodes=1) -> tuple:
     return (protocol,) if protocol in allowed else ()
 
 
-def _ll_cap(N, arch, version=None) -> float:
+def _ll_cap(N: int, arch: str, version: str | None = None) -> float:
     caps = protocol_table(version)["ll_max_bw_gb_s"]
     return (caps["one_node"][arch] if N == 1 else caps["2"] if N == 2 else caps["4"]) * units.GB
 
@@ -118,7 +118,7 @@ def _net_extra_us(f: Fabric) -> float:
     return max(0.0, f.net_hop - hop_latency("infiniband")) * 1e6
 
 
-def pipeline_fill_bytes(nbytes, ranks, channels, nodes=1):
+def pipeline_fill_bytes(nbytes: validate.Sizes, ranks: int, channels: int, nodes: int = 1) -> np.ndarray:
     """Bytes charged once more for filling the pipeline: share x min(size, ranks x channels x chunk) (efficiency.json).
 
     Fitted on one node (NVLink); across nodes the network's own latencies stand for it and this is 0.
@@ -133,7 +133,7 @@ def pipeline_fill_bytes(nbytes, ranks, channels, nodes=1):
     return fill["share"] * np.minimum(nbytes, ranks * channels * fill["chunk_bytes"])
 
 
-def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
+def _ring(coll: collectives.Collective, n: np.ndarray, g: int, N: int, f: Fabric, bw: float, protocol: str | None, rating: bool = False) -> dict[str, np.ndarray]:
     """NCCL ring per protocol: {protocol: seconds}. bw: the ring's busbw-sense bandwidth, bytes/s.
 
     rating: NCCL's own estimate, used only to choose (``nccl_prefers_tree``): its Simple latency across
@@ -143,8 +143,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
     T = protocol_table(f.nccl_version)
     p = g * N
     steps, vol = coll.algorithm("ring").terms(p)
-    n_inter = (2 * (N - 1) if coll.id == "all_reduce" else N - 1) if N > 1 else 0
-    n_inter = min(n_inter, steps)
+    n_inter = min(coll.algorithm("ring").steps(N), steps)   # the ring's steps between the N nodes
     fill = pipeline_fill_bytes(n, p, f.channels, N)
     out = {}
     for proto in _protocols(f, protocol, N):
@@ -167,7 +166,7 @@ def _ring(coll, n, g, N, f: Fabric, bw, protocol, rating=False):
     return out
 
 
-def _btree(nranks, rank) -> tuple:
+def _btree(nranks: int, rank: int) -> tuple:
     """NCCL's binary tree over ``nranks`` nodes (trees.cc ncclGetBtree): (parent or -1, [children])."""
     bit = 1
     while bit < nranks and not bit & rank:
@@ -186,7 +185,7 @@ def _btree(nranks, rank) -> tuple:
     return up, children
 
 
-def double_binary_tree_load(nodes) -> float:
+def double_binary_tree_load(nodes: int) -> float:
     """Bytes the busiest node of NCCL's double binary tree sends (and receives) per byte of all-reduce.
 
     Two trees (trees.cc ncclGetDtree: the second mirrors the first for an even node count and shifts
@@ -199,8 +198,8 @@ def double_binary_tree_load(nodes) -> float:
 
 
 @lru_cache(maxsize=None)
-def _dtree_load(N) -> float:
-    def halves(tree_rank):  # a node moves one half per child and one to its parent, each way
+def _dtree_load(N: int) -> float:
+    def halves(tree_rank: int) -> tuple[int, int]:  # a node moves one half per child and one to its parent, each way
         up, children = _btree(N, tree_rank)
         return len(children) + (up >= 0)
 
@@ -210,7 +209,7 @@ def _dtree_load(N) -> float:
     return max(halves(r) + halves(second(r)) for r in range(N)) / 2
 
 
-def _tree_net_bytes_per_byte(coll, N, forced, rule="min") -> float:
+def _tree_net_bytes_per_byte(coll: collectives.Collective, N: int, forced: bool, rule: str = "min") -> float:
     """Bytes each node pushes through its NICs, per direction, per byte of message, for NCCL's tree.
 
     All-reduce: the busiest node of the double binary tree (``double_binary_tree_load``: 1.0 on two
@@ -227,7 +226,7 @@ def _tree_net_bytes_per_byte(coll, N, forced, rule="min") -> float:
     return 1.0 if (rule == "intra" and N <= 2) else 2.0
 
 
-def tree_correction(nbytes, protocol):
+def tree_correction(nbytes: validate.Sizes, protocol: str) -> np.ndarray:
     """NCCL's ``treeCorrectionFactor`` for an all-reduce of ``nbytes``: the share of its tree bandwidth NCCL's
     estimate keeps at that size (efficiency.json ``nccl_protocols.tree_correction``; 1 from 512 MiB on)."""
     table = protocol_table()["tree_correction"]
@@ -239,7 +238,7 @@ def tree_correction(nbytes, protocol):
     return np.where(inside, row[np.clip(idx, 0, row.size - 1)], 1.0)
 
 
-def nccl_prefers_tree(collective, nbytes, gpus_per_node, nodes, fabric: Fabric, protocol):
+def nccl_prefers_tree(collective: str | collectives.Collective, nbytes: validate.Sizes, gpus_per_node: int, nodes: int, fabric: Fabric, protocol: str | None) -> np.ndarray:
     """Where NCCL's own estimate (``nccl_version``) picks its tree over its ring, per size: a bool array.
 
     NCCL rates both from one cost model (ring.cc, tree.cc): the tree at half its bus bandwidth x
@@ -263,7 +262,7 @@ def node_decline_constants() -> dict:
     return dict(efficiency_data()["node_decline"])
 
 
-def node_decline(nodes) -> float:
+def node_decline(nodes: int) -> float:
     """The measured fall of a fabric's delivered bandwidth with node count: per_doubling ** log2(nodes / from_nodes).
 
     1.0 up to ``from_nodes``; efficiency.json ``node_decline`` holds the constants, fit on one published
@@ -275,7 +274,7 @@ def node_decline(nodes) -> float:
     return float(c["per_doubling"] ** np.log2(nodes / c["from_nodes"])) if nodes > c["from_nodes"] else 1.0
 
 
-def tree_net_rate(f: Fabric, gpus) -> float:
+def tree_net_rate(f: Fabric, gpus: int) -> float:
     """Bytes/s per direction NCCL's tree moves through one node's NICs: the NICs, at most the SM-bound cap.
 
     At NCCL's default 16 SMs the tree is limited by the GPU's SMs, not the network, on Hopper and
@@ -290,7 +289,7 @@ def tree_net_rate(f: Fabric, gpus) -> float:
     return min(rate, cap["gb_s_per_node"] * units.GB) if f.arch in cap["generations"] else rate
 
 
-def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
+def _tree(coll: collectives.Collective, n: np.ndarray, g: int, N: int, f: Fabric, protocol: str | None, forced: bool = False, rating: bool = False) -> dict[str, np.ndarray]:
     """NCCL tree per protocol (chain inside a node, double binary tree between nodes): {protocol: seconds}.
 
     forced: the tree runs (NCCL_ALGO=Tree, or NCCL chose it): priced with what its double binary tree
@@ -324,7 +323,7 @@ def _tree(coll, n, g, N, f: Fabric, protocol, forced=False, rating=False):
     return out
 
 
-def _nvls(n, g, N, f: Fabric, protocol):
+def _nvls(n: np.ndarray, g: int, N: int, f: Fabric, protocol: str | None) -> dict[str, np.ndarray] | None:
     """NCCL NVLS (one node) or NVLS tree (several nodes): Simple protocol only; {"Simple": seconds} or None."""
     if f.nvls_bw is None or protocol not in (None, "auto", "Simple"):
         return None
@@ -349,7 +348,7 @@ def collnet_constants() -> dict:
     return dict(efficiency_data()["collnet"])
 
 
-def _collnet(n, g, N, f: Fabric, protocol):
+def _collnet(n: np.ndarray, g: int, N: int, f: Fabric, protocol: str | None) -> dict[str, np.ndarray] | None:
     """NCCL CollNet (InfiniBand SHARP) all-reduce across nodes: Simple only; {"Simple": seconds} or None.
 
     The switches reduce: each node's NICs send every byte once up the SHARP tree and receive the

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -44,11 +45,11 @@ class Prediction:
     nccl_version_from: str = ""      # how that release was chosen (asked for, default, assumed)
 
 
-def _hierarchical(n, g, N, f: Fabric) -> TwoLevelPhases:
+def _hierarchical(n: np.ndarray, g: int, N: int, f: Fabric) -> TwoLevelPhases:
     return two_level_all_reduce(n, g, N, f.intra_bw, f.net_bw_per_gpu_for(g), f.intra_hop, f.net_hop, f.launch)
 
 
-def _single_node(collective, n, g, f: Fabric, algorithm, protocol=None):
+def _single_node(collective: str, n: np.ndarray, g: int, f: Fabric, algorithm: str, protocol: str | None = None) -> dict[str, np.ndarray] | TwoLevelPhases | None:
     """Time within one node of g GPUs: {protocol: seconds}, TwoLevelPhases, or None if not applicable."""
     coll = collectives.get(collective)
     if algorithm in ("nvls", "in_network"):
@@ -66,7 +67,7 @@ def _single_node(collective, n, g, f: Fabric, algorithm, protocol=None):
     return {"-": f.launch + collective_time(collective, n, g, f.intra_bw, f.intra_hop, algorithm)}
 
 
-def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced=False):
+def _multi_node(collective: str, n: np.ndarray, g: int, N: int, f: Fabric, algorithm: str, protocol: str | None = None, forced: bool = False) -> dict[str, np.ndarray] | TwoLevelPhases | None:
     """Time across N nodes of g GPUs (NCCL-like algorithms): {protocol: seconds}, TwoLevelPhases or None.
 
     forced: the algorithm was asked for (NCCL_ALGO), not chosen by NCCL.
@@ -99,7 +100,7 @@ def _multi_node(collective, n, g, N, f: Fabric, algorithm, protocol=None, forced
     return None
 
 
-def _notes(sys_, N, order) -> list:
+def _notes(sys_: hardware.System, N: int, order: list[str]) -> list:
     notes = []
     if sys_.interconnect == "pcie" and sys_.cpu_sockets > 1:
         notes.append("PCIe box across CPU sockets: real busbw is often limited by the CPUs, below this model")
@@ -112,7 +113,7 @@ def _notes(sys_, N, order) -> list:
     return notes
 
 
-def _best(times: dict, shape):
+def _best(times: dict, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Fastest protocol per size of {protocol: seconds} -> (seconds, protocol names)."""
     names = list(times)
     stack = np.vstack([np.broadcast_to(np.asarray(times[k], dtype=float), shape) for k in names])
@@ -120,7 +121,7 @@ def _best(times: dict, shape):
     return stack[idx, np.arange(stack.shape[1])], np.array(names)[idx]
 
 
-def _fastest(coll, n, one, allowed=None):
+def _fastest(coll: collectives.Collective, n: np.ndarray, one: Callable[[str], tuple[np.ndarray, np.ndarray] | None], allowed: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, list[str]]:
     """auto: the fastest fabric-level algorithm per size (among ``allowed``, default all) ->
     (times, chosen names, protocols, label, order)."""
     names = [name for name in ("ring", "tree", "nvls", "direct")
@@ -138,8 +139,8 @@ def _fastest(coll, n, one, allowed=None):
     return time_s, chosen, protos[best, cols], order[0] if len(order) == 1 else "->".join(order), order
 
 
-def predict(collective, nbytes, system, gpus_per_node=None, nodes=None, algorithm="auto", achievable=True,
-            nics_per_node=None, network=None, protocol="auto", nccl_version=None) -> Prediction:
+def predict(collective: str, nbytes: validate.Sizes, system: str | hardware.System, gpus_per_node: int | None = None, nodes: int | None = None, algorithm: str = "auto", achievable: bool = True,
+            nics_per_node: int | None = None, network: str | None = None, protocol: str = "auto", nccl_version: str | None = None) -> Prediction:
     """Predict a sweep of one collective on a catalog system, as nccl-tests would report it.
 
     nbytes: bytes (scalar, array or a size string such as ``"16G"``); system: catalog id or
@@ -194,11 +195,11 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=None, algorith
         protocol = required  # the fabric's stack sets NCCL_PROTO for every collective (e.g. first-generation EFA)
     p = g * N
 
-    def raw(name, forced=False, fab=f):
+    def raw(name: str, forced: bool = False, fab: Fabric = f) -> dict[str, np.ndarray] | TwoLevelPhases | None:
         return _single_node(coll.id, n, g, fab, name, protocol) if N == 1 else \
             _multi_node(coll.id, n, g, N, fab, name, protocol, forced)
 
-    def best(t, chooser=None):  # {protocol: seconds} or TwoLevelPhases -> (seconds, protocol names) per size
+    def best(t: dict[str, np.ndarray] | TwoLevelPhases, chooser: object = None) -> tuple[np.ndarray, np.ndarray]:  # {protocol: seconds} or TwoLevelPhases -> (seconds, protocol names) per size
         if isinstance(t, TwoLevelPhases):
             return np.broadcast_to(t.time_s, n.shape), np.full(n.shape, "Simple")
         if release == f.nccl_version or not isinstance(chooser, dict) or set(chooser) != set(t):
@@ -213,7 +214,7 @@ def predict(collective, nbytes, system, gpus_per_node=None, nodes=None, algorith
             (allowed is None or a in allowed) and raw(a) is not None for a in ("ring", "tree")):
         picks_tree = nccl_prefers_tree(coll, n, g, N, f_choose, protocol)
 
-    def one(name):
+    def one(name: str) -> tuple[np.ndarray, np.ndarray] | None:
         forced = picks_tree is not None and name == "tree" and N == 2
         t = raw(name, forced=forced)
         if t is None:

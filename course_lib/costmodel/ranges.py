@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -37,13 +38,13 @@ ONE_NODE_STACKS = {"nvlink": "NVLink", "infinity-fabric": "xGMI", "pcie": "PCIe"
 PLUGIN_STACKS = ("EFA", "TCPX/TCPXO", "gIB", "Slingshot")  # a net plugin between NCCL and the NIC
 
 
-def size_band(nbytes) -> str:
+def size_band(nbytes: float) -> str:
     """The range's size band of ``nbytes`` (bytes): < 1 MiB, 1-128 MiB or >= 128 MiB."""
     nbytes = validate.non_negative("nbytes", nbytes)
     return next(name for name, lo, hi in SIZE_BANDS if lo <= nbytes < hi)
 
 
-def stack_of(system, nodes, network=None) -> str:
+def stack_of(system: str | hardware.System, nodes: int, network: str | None = None) -> str:
     """What carries the bytes: on one node the GPU links (NVLink, xGMI or PCIe), across nodes the network kind's
     software stack (fabrics.json ``stack``: InfiniBand, RoCE, gIB, EFA, TCPX/TCPXO, Slingshot, TCP sockets).
 
@@ -60,7 +61,7 @@ def stack_of(system, nodes, network=None) -> str:
 fabric_family = stack_of  # the older name: a regime's third part
 
 
-def family_of(system, nodes, network=None) -> str:
+def family_of(system: str | hardware.System, nodes: int, network: str | None = None) -> str:
     """A system family: vendor x GPU generation x stack, e.g. 'NVIDIA hopper InfiniBand', 'AMD cdna3 xGMI'."""
     sys_ = hardware.resolve_system(system)
     arch = sys_.gpu.nccl_arch or sys_.gpu.id
@@ -79,9 +80,29 @@ class Regime:
         return f"{self.size}, {self.scale}, {self.family}"
 
 
-def regime(nbytes, nodes, system, network=None) -> Regime:
+def regime(nbytes: float, nodes: int, system: str | hardware.System, network: str | None = None) -> Regime:
     """The regime of a prediction: ``nbytes`` (bytes) on ``nodes`` nodes of ``system`` (fabric kind ``network``)."""
     return Regime(size_band(nbytes), scale_regime(nodes), stack_of(system, nodes, network))
+
+
+class StepTraffic(Protocol):
+    """What ``step_range`` reads of one traffic row of a training step (``parallel.Traffic``)."""
+
+    kind: str
+    crosses_nodes: bool
+    group_size: int
+    bytes_per_call: float
+    exposed_s: float
+
+
+class StepEstimate(Protocol):
+    """What ``step_range`` reads of a training step's estimate (``parallel.Estimate``, a layer above this one)."""
+
+    step_time_s: float
+    nodes: int
+
+    @property
+    def traffic(self) -> Sequence[StepTraffic]: ...
 
 
 @dataclass(frozen=True)
@@ -121,7 +142,7 @@ def regime_ratios() -> dict:
     return {k: tuple(x for x, _ in v) for k, v in _regime_cases().items()}
 
 
-def spread(ratios) -> tuple[float, float]:
+def spread(ratios: Sequence[float]) -> tuple[float, float]:
     """(low, high): split-conformal bounds holding the central ``SHARE`` of measured/predicted ``ratios``: the k-th
     smallest and largest of n with k = floor((1 - SHARE) / 2 x (n + 1)), the extremes where k is 0."""
     ratios = np.asarray(ratios, dtype=float)
@@ -132,7 +153,7 @@ def spread(ratios) -> tuple[float, float]:
     return (float(x[k - 1]), float(x[x.size - k])) if k >= 1 else (float(x[0]), float(x[-1]))
 
 
-def source_spread(cases) -> tuple[float, float]:
+def source_spread(cases: Sequence[_Case]) -> tuple[float, float]:
     """(low, high) of measured / predicted over ``cases`` (``_Case`` rows), each source weighing the same: the
     question a range answers is where a NEW cluster lands, and one source's long sweep is one cluster. With S
     sources, the central ``SHARE`` of them: split-conformal at the source level, k = floor((1 - SHARE) / 2 x
@@ -156,12 +177,12 @@ def source_spread(cases) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _enough(cs) -> bool:
+def _enough(cs: Sequence[_Case]) -> bool:
     return len(cs) >= MIN_CASES and len({c.source for c in cs}) >= MIN_SOURCES and \
         len({c.family for c in cs}) >= MIN_FAMILIES
 
 
-def family_spread(band, cases=None) -> float:
+def family_spread(band: str, cases: Sequence[_Case] | None = None) -> float:
     """The across-family spread at a size band: the standard deviation of ln(median measured / predicted) over the
     families with at least two test cases there (0 where fewer than two families have)."""
     cases = _cases() if cases is None else cases
@@ -173,15 +194,15 @@ def family_spread(band, cases=None) -> float:
     return float(np.std(medians, ddof=1)) if len(medians) >= 2 else 0.0
 
 
-def _multi(scale) -> bool:
+def _multi(scale: str) -> bool:
     return scale != SCALE_REGIMES[0][0]
 
 
-def _band_index(band) -> int:
+def _band_index(band: str) -> int:
     return [b for b, _, _ in SIZE_BANDS].index(band)
 
 
-def _build(reg: Regime, cases) -> tuple:
+def _build(reg: Regime, cases: Sequence[_Case]) -> tuple:
     """(low, high, how, made, pool) for a regime from ``cases`` (the test cases left in)."""
     own = [c for c in cases if c.regime == reg]
     if _enough(own):
@@ -225,19 +246,19 @@ class Range:
     def known(self) -> bool:
         return self.low is not None
 
-    def busbw(self, predicted):
+    def busbw(self, predicted: float) -> tuple[float, float] | None:
         """(low, high) busbw a run may measure given the model's ``predicted`` busbw (same units); None if unknown."""
         return None if not self.known else (predicted * self.low, predicted * self.high)
 
-    def time(self, predicted):
+    def time(self, predicted: float) -> tuple[float, float] | None:
         """(low, high) time a run may take given the model's ``predicted`` time: time scales as 1 / busbw."""
         return None if not self.known else (predicted / self.high, predicted / self.low)
 
-    def holds(self, ratio) -> bool | None:
+    def holds(self, ratio: float) -> bool | None:
         """Whether a measured / predicted ``ratio`` lies inside the range (None where there is no range)."""
         return None if not self.known else bool(self.low <= ratio <= self.high)
 
-    def unusual(self, ratio) -> bool | None:
+    def unusual(self, ratio: float) -> bool | None:
         """Whether a measured / predicted ``ratio`` is unusual for its regime: outside the range and more than
         ``NEAR_MODEL`` from the model (None where there is no range)."""
         if not self.known:
@@ -261,7 +282,7 @@ class Range:
                 f"({SHARE:.0%} nominal; {self.how}){self.caveat}")
 
 
-def range_for(nbytes, nodes, system, network=None) -> Range:
+def range_for(nbytes: float, nodes: int, system: str | hardware.System, network: str | None = None) -> Range:
     """The range of a prediction of ``nbytes`` on ``nodes`` nodes of ``system`` (fabric kind ``network``)."""
     reg = regime(nbytes, nodes, system, network)
     return _range(reg)
@@ -278,7 +299,7 @@ def _range(reg: Regime) -> Range:
                  len({c.family for c in own}))
 
 
-def ranges_for(nbytes, nodes, system, network=None) -> list[Range]:
+def ranges_for(nbytes: validate.Sizes, nodes: int, system: str | hardware.System, network: str | None = None) -> list[Range]:
     """``range_for`` for each size of a sweep ``nbytes`` (bytes)."""
     sizes = [validate.non_negative("nbytes", n) for n in np.atleast_1d(np.asarray(nbytes, dtype=object))]
     return [range_for(n, nodes, system, network) for n in sizes]
@@ -335,14 +356,14 @@ def coverage_by_regime() -> list[dict]:
     return out
 
 
-def _regime_rows(rows) -> list:
+def _regime_rows(rows: list[dict] | None) -> list:
     """``rows`` as given to the coverage summaries: a list of :func:`coverage_by_regime` rows, else ValueError."""
     if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) and "made" in r for r in rows):
         raise ValueError(f"rows must be a list of coverage_by_regime() rows; got {type(rows).__name__}")
     return list(rows)
 
 
-def coverage_summary(rows=None) -> dict:
+def coverage_summary(rows: list[dict] | None = None) -> dict:
     """Nominal coverage and the coverage out of sample, pooled over regimes: {nominal, by_case, by_source,
     by_family: {checked, covered, coverage}, met_by_family: LOFO coverage within 10 points of nominal or above}."""
     rows = coverage_by_regime() if rows is None else _regime_rows(rows)
@@ -356,7 +377,7 @@ def coverage_summary(rows=None) -> dict:
     return out
 
 
-def coverage_summary_lines(rows=None) -> list[str]:
+def coverage_summary_lines(rows: list[dict] | None = None) -> list[str]:
     """validation's summary of the ranges: the nominal coverage and how often ranges held cases they did not see."""
     rows = coverage_by_regime() if rows is None else _regime_rows(rows)
     s = coverage_summary(rows)
@@ -373,7 +394,7 @@ def coverage_summary_lines(rows=None) -> list[str]:
     return lines
 
 
-def range_phrase(predicted_gb_s, rng: Range) -> str:
+def range_phrase(predicted_gb_s: float, rng: Range) -> str:
     """For a readout: 'published runs (R) measured 0.62-1.05x of the model (80% nominal; how it was made):
     232-393 GB/s' around a predicted busbw (GB/s)."""
     predicted_gb_s = validate.non_negative("predicted_gb_s", predicted_gb_s)
@@ -386,7 +407,7 @@ def range_phrase(predicted_gb_s, rng: Range) -> str:
             f"({SHARE:.0%} nominal; {rng.how}): {low:.3g}-{high:.3g} GB/s{rng.caveat}")
 
 
-def step_range(estimate, system, network=None) -> dict:
+def step_range(estimate: StepEstimate, system: str | hardware.System, network: str | None = None) -> dict:
     """The range of a training step's time: its exposed communication scaled by the range of each traffic kind.
 
     estimate: a ``parallel`` estimate (``step_time_s``, ``nodes`` and ``traffic``, each with ``kind``,
@@ -417,7 +438,7 @@ def step_range(estimate, system, network=None) -> dict:
             "missing": missing, "exposed": exposed}
 
 
-def step_phrase(estimate, system, network=None) -> str:
+def step_phrase(estimate: StepEstimate, system: str | hardware.System, network: str | None = None) -> str:
     """The step time with its range, for a readout: 'step 1.2 s (published collectives in these regimes: 1.1-1.4 s)'."""
     r = step_range(estimate, system, network)
     if not r["exposed"]:
@@ -433,7 +454,7 @@ def step_phrase(estimate, system, network=None) -> str:
             f"{', '.join(sorted(set(r['missing'])))} traffic)")
 
 
-def range_json(rng, busbw_gb_s):
+def range_json(rng: Range | None, busbw_gb_s: float) -> dict:
     """A row's range for JSON: regime, cases, measured/predicted low-high and the busbw band around the
     predicted ``busbw_gb_s`` (GB/s), or why none (``rng`` None: spec bandwidth)."""
     if rng is not None and not isinstance(rng, Range):

@@ -25,19 +25,19 @@ SIZE_REGIMES = (("< 64 KiB", 0, 2**16), ("64 KiB-1 MiB", 2**16, 2**20), ("1-128 
 SCALE_REGIMES = (("1 node", 1, 1), ("2 nodes", 2, 2), ("3-16 nodes", 3, 16), ("> 16 nodes", 17, 10**9))
 
 
-def size_regime(nbytes) -> str:
+def size_regime(nbytes: float) -> str:
     """The validation size regime of ``nbytes`` (bytes): < 64 KiB, 64 KiB-1 MiB, 1-128 MiB or >= 128 MiB."""
     nbytes = validate.non_negative("nbytes", nbytes)
     return next(name for name, lo, hi in SIZE_REGIMES if lo <= nbytes < hi)
 
 
-def scale_regime(nodes) -> str:
+def scale_regime(nodes: int) -> str:
     """The validation scale regime of a node count: 1 node, 2 nodes, 3-16 nodes or > 16 nodes."""
     nodes = validate.integer("nodes", nodes, low=1, high=10_000_000)
     return next(name for name, lo, hi in SCALE_REGIMES if lo <= nodes <= hi)
 
 
-def case_system(case) -> hardware.System:
+def case_system(case: dict) -> hardware.System:
     """The catalog system of a published case, with its NIC rate (``nic_gbit_s``) where the case overrides it."""
     if not isinstance(case, dict) or "system" not in case:
         raise ValueError(f"case must be a published case (a dict with 'system', as in published()['cases']); got {case!r}")
@@ -47,7 +47,7 @@ def case_system(case) -> hardware.System:
     return sys_
 
 
-def case_nccl_version(case) -> tuple[str | None, str]:
+def case_nccl_version(case: dict) -> tuple[str | None, str]:
     """(the NCCL version a published case ran, as its ``conditions.nccl`` states it, or None; how the model takes it):
     a case that states none is priced with the default release (``default_nccl_version``) and says so."""
     stated = (case.get("conditions") or {}).get("nccl")
@@ -63,7 +63,7 @@ def case_nccl_version(case) -> tuple[str | None, str]:
     return out[-1], f"assumed {out[-1]}: the source states no NCCL version; the newest release out at {when}"
 
 
-def validation_table(cases=None) -> list[dict]:
+def validation_table(cases: list[dict] | None = None) -> list[dict]:
     """Predicted vs measured for every published case: one dict per case with ``ratio`` = predicted/measured busbw.
 
     Each row carries the case's ``role`` (``ROLES``): ``fit`` (used to set a constant of the model),
@@ -91,11 +91,11 @@ def validation_table(cases=None) -> list[dict]:
     return rows
 
 
-def _within(rows, tol) -> int:
+def _within(rows: list[dict], tol: float) -> int:
     return sum(1 for r in rows if evidence.within(r["ratio"], tol))
 
 
-def _table_rows(rows):
+def _table_rows(rows: list[dict] | None) -> list[dict]:
     """rows, checked to be rows of validation_table(); None gives validation_table()."""
     rows = validation_table() if rows is None else rows
     if not (isinstance(rows, (list, tuple)) and all(isinstance(r, dict) and "ratio" in r for r in rows)):
@@ -103,7 +103,7 @@ def _table_rows(rows):
     return rows
 
 
-def _sweeps(rows) -> dict:
+def _sweeps(rows: list[dict]) -> dict:
     """Rows that belong to a published sweep, grouped by its name (in the rows' order)."""
     sweeps: dict = {}
     for r in rows:
@@ -112,14 +112,14 @@ def _sweeps(rows) -> dict:
     return sweeps
 
 
-def rows_of_role(rows, role):
+def rows_of_role(rows: list[dict] | None, role: str) -> tuple[list[dict], list[dict]]:
     """(all rows, the rows of one role: ``fit``, ``informed``, ``test`` or ``all``); rows default to validation_table()."""
     rows = _table_rows(rows)
     role = validate.choice("role", role, ROLES + ("all",))
     return rows, [r for r in rows if role == "all" or r["role"] == role]
 
 
-def validation_by_regime(rows=None, role="test") -> list[dict]:
+def validation_by_regime(rows: list[dict] | None = None, role: str = "test") -> list[dict]:
     """Cells of size regime x scale regime for one role (``fit``, ``informed``, ``test`` or ``all``).
 
     Each cell: cases, within +-20% and +-50% (counts and shares) and the worst case (largest
@@ -140,7 +140,7 @@ def validation_by_regime(rows=None, role="test") -> list[dict]:
     return cells
 
 
-def validation_summary(rows=None) -> dict:
+def validation_summary(rows: list[dict] | None = None) -> dict:
     """The headline, on the TEST cases only: within +-20% at >= 256 MB, +-50% below 1 MB (256 MB = 2**28).
 
     ``cases``, ``fit_cases``, ``informed_cases``, ``test_cases`` and ``sources`` count every row; the
@@ -169,7 +169,7 @@ GOALS = (  # the accuracy goals on the TEST set: (name, lowest size, size bound,
 )
 
 
-def validation_goals(rows=None, role="test") -> list[dict]:
+def validation_goals(rows: list[dict] | None = None, role: str = "test") -> list[dict]:
     """The accuracy goals by size on one role's cases, and node-count sweeps within 35%.
 
     One dict per goal: name, cases, within (count), share, wanted (share), met (bool). Node-count
@@ -195,7 +195,7 @@ def validation_goals(rows=None, role="test") -> list[dict]:
     return out
 
 
-def node_sweep_study(rows=None) -> list[dict]:
+def node_sweep_study(rows: list[dict] | None = None) -> list[dict]:
     """Each published node-count sweep against the model: what falls with node count beyond it?
 
     The model already holds ``node_decline`` (efficiency.json, fit on one sweep). One dict per sweep with

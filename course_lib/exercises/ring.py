@@ -24,7 +24,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from .. import validate
+from .. import collectives, validate
 from ..lab.traffic import Traffic
 from . import own_work
 
@@ -70,8 +70,9 @@ def _expected(size, dtype, world_size):
 
 
 def ring_bytes(size, itemsize, world_size) -> int:
-    """Bytes all ranks together must send in a ring all-reduce: each chunk travels p-1 hops, twice."""
-    return 2 * (world_size - 1) * size * itemsize
+    """Bytes all ranks together must send in a ring all-reduce: each chunk travels p-1 hops, twice. In each of
+    the registry's ring steps (``collectives``, 2(p-1)) the p ranks send one 1/p chunk each: one whole buffer."""
+    return int(collectives.get("all_reduce").algorithm("ring").steps(world_size)) * size * itemsize
 
 
 def _check_worker(rank, world_size, fn, cases, progress):

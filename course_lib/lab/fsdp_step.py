@@ -14,7 +14,7 @@ FSDP2 makes on purpose: the root unit keeps its weights gathered between forward
 from __future__ import annotations
 
 
-from .. import parallel, validate
+from .. import collectives, parallel, validate
 
 COUNTED = ("all_gather_single", "reduce_scatter_single")
 
@@ -86,7 +86,8 @@ def run_step(ranks=2, layers=4, width=512, micro_batches=1, batch=8, timeout=120
             "model_bytes_root_kept": model_root,
             "ratio": {k: counted[k] / model[k] for k in counted},
             "ratio_root_kept": {k: counted[k] / model_root[k] for k in counted},
-            "sent_per_rank_bytes": {k: v * (ranks - 1) / ranks for k, v in counted.items()}}
+            "sent_per_rank_bytes": {k: v * collectives.get(k).algorithm("ring").volume(ranks)   # (p-1)/p
+                                    for k, v in counted.items()}}
 
 
 def summary(result) -> str:

@@ -63,7 +63,7 @@ from .context import cp_phase, ring_attention_condition, ulysses_kv_heads  # noq
 from .experts import ep_phase, etp_phase  # noqa: F401
 from .layouts import (ACT_BYTES, CP_KINDS, DDP_BUCKET_BYTES, PP_RULES, Layout, assumption, layout,  # noqa: F401
                       published, stage_layer_counts)
-from .links import (CROSS_NODE_ALGORITHMS, GroupLink, _coll, all_to_all_time,  # noqa: F401
+from .links import (CROSS_NODE_ALGORITHMS, GroupLink, Links, _coll, all_to_all_time,  # noqa: F401
                     cross_node_all_reduce_time, cross_node_time, group_collective_time, group_link,
                     pair_bandwidth)
 from .phases import (Compute, compute_phase, memory_phase, pp_phase, stage_compute_s, stage_memory,  # noqa: F401

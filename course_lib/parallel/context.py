@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from .. import hardware, units, validate
 from .layouts import ACT_BYTES, Layout, _model_with_seq_len, assumption
-from .links import all_to_all_time, group_link, pair_bandwidth
+from ..transformer import Transformer
+from .links import GroupLink, Links
 from .phases import Compute
 from .results import Traffic
 
 
-def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
+def _ring_step(m: Transformer, link: GroupLink, bw: float, flops: float, chunk: int, b: int, tp: int) -> tuple[float, float, float]:
     """One ring-attention step on ``link``: (K/V bytes sent, transfer seconds, attention compute seconds).
 
     The next K and V chunk, 4 (s/cp) b h_kv / tp bytes (16-bit), crosses the link (bw bytes/s,
@@ -20,7 +21,7 @@ def _ring_step(m, link, bw, flops, chunk, b, tp) -> tuple[float, float, float]:
     return size, link.latency + size / bw, 2 * chunk * chunk * b * (w["q"] + w["v"]) / tp / flops
 
 
-def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_len=None) -> dict:
+def ring_attention_condition(model_: str | Transformer, system: str | hardware.System, cp: int, tp: int = 1, gpu_efficiency: float | None = None, seq_len: int | None = None) -> dict:
     """When ring attention hides its K/V passing: each step's attention compute >= its K/V transfer.
 
     One step computes attention of s/cp queries against s/cp keys, 4 (s/cp)^2 b h / tp FLOP, while
@@ -34,9 +35,10 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
     cp = validate.integer("cp", cp, low=1, high=m.seq_len)
     tp = validate.integer("tp", tp, low=1, high=m.heads)
     eff = assumption("gpu_efficiency") if gpu_efficiency is None else validate.fraction("gpu_efficiency", gpu_efficiency)
-    link = group_link(sys_, cp, tp)
+    links = Links(sys_)
+    link = links.link(cp, tp)
     flops = sys_.gpu.bf16_flops * eff
-    bw = pair_bandwidth(sys_, link)
+    bw = links.pair_bandwidth(link)
     chunk = m.seq_len / cp
     _, transfer_s, compute_s = _ring_step(m, link, bw, flops, chunk, 1, tp)
     threshold = flops / (bw * m.heads / m.kv)
@@ -45,7 +47,7 @@ def ring_attention_condition(model_, system, cp, tp=1, gpu_efficiency=None, seq_
             "link_bw": bw, "flops": flops}
 
 
-def ulysses_kv_heads(model_, tp, cp) -> int:
+def ulysses_kv_heads(model_: str | Transformer, tp: int, cp: int) -> int:
     """KV heads Ulysses' all-to-all moves for a model (catalog id or Transformer) under tp x cp ranks:
     the model's KV heads, or tp x cp when that is a multiple of them (each rank then holds a replica
     of one KV head; ``layouts._ulysses_fits`` allows no other case)."""
@@ -77,8 +79,8 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
     chunk = m.seq_len / cp
     per_pass = L.layers_per_stage * L.micro_batches
     if L.cp_kind == "ring":
-        link = group_link(L.system, cp, t)
-        size, step_s, attn_s = _ring_step(m, link, pair_bandwidth(L.system, link),
+        link = L.links.link(cp, t)
+        size, step_s, attn_s = _ring_step(m, link, L.links.pair_bandwidth(link),
                                           L.attention_flops, chunk, b, t)
         sends = (cp - 1) * per_pass * (fwd_passes + 2)          # backward: K/V and dK/dV (two sends' worth)
         total = sends * step_s
@@ -90,7 +92,7 @@ def cp_phase(L: Layout, c: Compute, notes: list) -> list:
                         "ring send/recv")]
     moved_kv_dim = m.hidden * ulysses_kv_heads(m, t, cp) / m.heads     # replicas count: every rank gets whole heads
     size = (2 * m.hidden + 2 * moved_kv_dim) * chunk * b / t * ACT_BYTES / 2   # q,k,v then out: two calls of the mean size
-    one, link = all_to_all_time(L.system, size, cp, t)
+    one, link = L.links.all_to_all_time(size, cp, t)
     calls = 2 * per_pass * (fwd_passes + 1)
     return [Traffic("context parallel all-to-all", ("all_to_all",), cp, link.name, link.crosses_nodes, calls, size,
                     calls * one, calls * one, "Ulysses heads")]

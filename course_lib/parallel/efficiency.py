@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 from functools import lru_cache
+from typing import Iterator
 
-from .. import datafiles, validate
+from .. import datafiles, hardware, validate
 from ..transformer import Transformer
 
 NORM_RESIDUAL_BYTES_PER_VALUE = 44   # two norms (read + write, forward; 2x backward) and two residual adds
@@ -39,7 +40,7 @@ def constants() -> dict:
 
 
 @contextlib.contextmanager
-def using(consts: dict):
+def using(consts: dict) -> Iterator[None]:
     """Price with ``consts`` instead of the stored constants (the fit script tries candidates this way)."""
     for k in ("e_max", "elementwise_scale"):
         if k not in consts:
@@ -53,7 +54,7 @@ def using(consts: dict):
         _layer_seconds.cache_clear()
 
 
-def layer_gemms(m: Transformer, tp=1, cp=1, micro_batch=1, ep=1, etp=None) -> dict:
+def layer_gemms(m: Transformer, tp: int = 1, cp: int = 1, micro_batch: int = 1, ep: int = 1, etp: int | None = None) -> dict:
     """One GPU's matrix products of one forward pass, as (m, k, n, count), for a ``dense`` layer, an ``moe``
     layer and the ``logits``. Tokens per GPU: s b / cp (attention and dense MLP, after sequence parallelism's
     gather); an expert sees s b / cp x top_k x etp x ep / (tp x E) tokens (the EP group's tokens spread over
@@ -83,7 +84,7 @@ def layer_gemms(m: Transformer, tp=1, cp=1, micro_batch=1, ep=1, etp=None) -> di
     return out
 
 
-def _gemm_s(m, k, n, count, peak, e_max, hbm, in_bytes, cast) -> float:
+def _gemm_s(m: int, k: int, n: int, count: int, peak: float, e_max: float, hbm: float, in_bytes: float, cast: bool) -> float:
     """Forward seconds of ``count`` products m x k x n: FLOPs at e_max of the peak plus their bytes at HBM speed."""
     flops = 2 * m * k * n
     nbytes = in_bytes * (m * k + k * n) + 2 * m * n
@@ -93,7 +94,7 @@ def _gemm_s(m, k, n, count, peak, e_max, hbm, in_bytes, cast) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _layer_seconds(m: Transformer, gpu, tp, cp, micro_batch, precision, ep, etp, sequence_parallel) -> dict:
+def _layer_seconds(m: Transformer, gpu: hardware.GPU, tp: int, cp: int, micro_batch: int, precision: str, ep: int, etp: int | None, sequence_parallel: bool) -> dict:
     from .precision import recipe   # noqa: PLC0415 - precision imports hardware only; kept local for clarity
     c = constants()
     rec = recipe(precision)
@@ -117,8 +118,8 @@ def _layer_seconds(m: Transformer, gpu, tp, cp, micro_batch, precision, ep, etp,
     return out
 
 
-def layer_seconds(m: Transformer, gpu, *, tp=1, cp=1, micro_batch=1, precision="bf16", ep=1, etp=None,
-                  sequence_parallel=False) -> dict:
+def layer_seconds(m: Transformer, gpu: hardware.GPU, *, tp: int = 1, cp: int = 1, micro_batch: int = 1, precision: str = "bf16", ep: int = 1, etp: int | None = None,
+                  sequence_parallel: bool = False) -> dict:
     """Forward seconds of one micro-batch on one GPU: per layer kind (``dense``, ``moe``) its products
     (``gemm``), ``attention`` and ``elementwise`` (forward + backward already), and the output layer (``logits``).
     A GPU with no HBM bandwidth in the catalog is refused by name."""

@@ -8,7 +8,6 @@ are one EP group, and EP leaves the node only past 8.
 from __future__ import annotations
 
 from .layouts import ACT_BYTES, Layout
-from .links import all_to_all_time, group_collective_time, group_link
 from .phases import Compute
 from .precision import fp8_dispatch_bytes
 from .results import Traffic
@@ -31,9 +30,9 @@ def ep_phase(L: Layout, c: Compute, notes: list) -> list:
     passes = 4 + (2 if L.recompute == "full" else 0)
     tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
     size = tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
-    one, link = all_to_all_time(L.system, size, L.ep, L.etp)
+    one, link = L.links.all_to_all_time(size, L.ep, L.etp)
     if L.fp8_dispatch:  # half the calls (forward dispatch, backward combine-gradient) go in FP8 (DeepSeek-V3)
-        fp8_one, _ = all_to_all_time(L.system, size * fp8_dispatch_bytes() / ACT_BYTES, L.ep, L.etp)
+        fp8_one, _ = L.links.all_to_all_time(size * fp8_dispatch_bytes() / ACT_BYTES, L.ep, L.etp)
         size, one = size * (1 + fp8_dispatch_bytes() / ACT_BYTES) / 2, (one + fp8_one) / 2
     calls = round(passes * moe_layers * L.micro_batches)
     total = passes * moe_layers * L.micro_batches * one
@@ -60,8 +59,8 @@ def etp_phase(L: Layout, c: Compute, notes: list) -> list:
     pairs = 2 + (1 if L.recompute == "full" else 0)
     tokens = m.seq_len * L.micro_batch / (L.cp * L.tp)
     size = L.etp * tokens * m.top_k * m.hidden * ACT_BYTES * L.moe_load
-    one = sum(group_collective_time(L.system, k, size, L.etp) for k in ("all_gather", "reduce_scatter"))
-    link = group_link(L.system, L.etp, 1)
+    one = sum(L.links.collective_time(k, size, L.etp) for k in ("all_gather", "reduce_scatter"))
+    link = L.links.link(L.etp, 1)
     calls = round(pairs * moe_layers * L.micro_batches)
     total = pairs * moe_layers * L.micro_batches * one
     return [Traffic("expert tensor parallel", ("all_gather", "reduce_scatter"), L.etp, link.name, link.crosses_nodes,

@@ -8,9 +8,11 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Sequence
 
 from .. import datafiles, hardware, validate
 from ..transformer import Transformer, resolve_model, resolve_recompute
+from .links import Links
 from .precision import PRECISIONS, recipe
 
 ACT_BYTES = 2  # 16-bit activations
@@ -29,7 +31,7 @@ def published() -> dict:
     return datafiles.load("published_training.json")
 
 
-def assumption(name) -> float:
+def assumption(name: str) -> float:
     """A stated model assumption (``gpu_efficiency``, ``memory_reserve_bytes``) from the data file."""
     table = published()["model_assumptions"]
     return float(table[validate.choice("name", name, table)]["value"])
@@ -65,6 +67,11 @@ class Layout:
     ep_overlap: bool = False     # all-to-alls hidden behind another micro-batch's compute (DualPipe-style)
     precision: str = "bf16"      # the recipe (``data/precision.json``): bf16, fp8 or mxfp8
     fp8_dispatch: bool = False   # the MoE dispatch all-to-all in FP8 (DeepSeek-V3), the combine in BF16
+
+    @property
+    def links(self) -> Links:
+        """The group links and collective prices of this layout's (resolved) system: ``links.Links``."""
+        return Links(self.system)
 
     @property
     def attention_flops(self) -> float:
@@ -166,7 +173,7 @@ class Layout:
         return float(cf) if cf is not None else self.moe_imbalance
 
 
-def _model_with_seq_len(model_, seq_len=None):
+def _model_with_seq_len(model_: str | Transformer, seq_len: int | None = None) -> Transformer:
     """The resolved model, with its sequence length replaced by ``seq_len`` when that is given."""
     m = resolve_model(model_)
     if seq_len is not None:
@@ -190,7 +197,7 @@ def _ulysses_cps(m: Transformer, tp: int) -> list[int]:
     return [c for c in range(1, m.heads // tp + 1) if m.seq_len % c == 0 and _ulysses_fits(m, tp, c)]
 
 
-def _gpu_count(sys_, nodes, gpus) -> int:
+def _gpu_count(sys_: hardware.System, nodes: int | None, gpus: int | None) -> int:
     gpn = sys_.gpus_per_node
     if gpus is not None:
         N = validate.integer("gpus", gpus, low=1, high=10**7)
@@ -202,7 +209,7 @@ def _gpu_count(sys_, nodes, gpus) -> int:
     return validate.integer("nodes", nodes, low=1, high=10**6) * gpn
 
 
-def _flag(name, value) -> bool:
+def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
@@ -220,7 +227,7 @@ PP_RULES = {
 }
 
 
-def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[int, ...], str]:
+def stage_layer_counts(model_: str | Transformer, pp: int, interleave: int = 1, pp_layers: Sequence[int] | None = None) -> tuple[tuple[int, ...], str]:
     """Transformer layers on each of ``pp`` pipeline stages as Megatron-LM assigns them, and the rule used
     (``PP_RULES``; source megatron-core-pipeline-split: ``get_num_layers_to_build``).
 
@@ -288,7 +295,7 @@ def stage_layer_counts(model_, pp, interleave=1, pp_layers=None) -> tuple[tuple[
     return tuple(sum(chunks[j * p + i] for j in range(v)) for i in range(p)), "spread"
 
 
-def _check_precision(m: Transformer, sys_, precision, fp8_dispatch) -> str:
+def _check_precision(m: Transformer, sys_: hardware.System, precision: str, fp8_dispatch: bool) -> str:
     """The checked precision: a recipe the GPU has a peak for; fp8_dispatch only for an MoE in FP8 or MXFP8."""
     prec = validate.choice("precision", precision, PRECISIONS)
     sys_.gpu.peak_flops(recipe(prec)["linear_peak"])   # a GPU without this peak is refused here, by name
@@ -297,11 +304,11 @@ def _check_precision(m: Transformer, sys_, precision, fp8_dispatch) -> str:
     return prec
 
 
-def layout(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
-           recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
-           bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-           hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
-           fp8_dispatch=False, pp_layers=None, etp=None) -> Layout:
+def layout(model_: str | Transformer, system: str | hardware.System, nodes: int | None = None, *, tp: int = 1, pp: int = 1, dp: int | None = None, global_batch: int, micro_batch: int = 1, zero: int = 0,
+           recompute: str | bool | None = "full", interleave: int = 1, sequence_parallel: bool = False, gpu_efficiency: float | None = None, dp_overlap: bool = True,
+           bucket_bytes: float | None = None, memory_reserve_bytes: float | None = None, gpus: int | None = None, ep: int = 1, cp: int = 1, cp_kind: str = "ring", fsdp: bool = False,
+           hsdp: int | None = None, moe_imbalance: float = 1.0, ep_overlap: bool = False, seq_len: int | None = None, precision: str = "bf16",
+           fp8_dispatch: bool = False, pp_layers: Sequence[int] | None = None, etp: int | None = None) -> Layout:
     """Check a layout's arguments (as ``estimate`` takes them) and return the ``Layout``."""
     m = _model_with_seq_len(model_, seq_len)
     sys_ = hardware.resolve_system(system)

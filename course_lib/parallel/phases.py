@@ -9,7 +9,6 @@ from ..transformer import (activation_bytes_per_layer, model_state_bytes, routed
 from .efficiency import layer_seconds
 from .layouts import ACT_BYTES, Layout
 from .precision import recipe
-from .links import group_collective_time, group_link, pair_bandwidth
 from .results import Traffic
 
 
@@ -90,7 +89,7 @@ def _gemm_stage_compute_s(L: Layout) -> tuple:
     full = 1 if L.recompute == "full" else 0
     attn_passes = 3 + (1 if L.recompute != "none" else 0)
 
-    def layer(kind):
+    def layer(kind: str) -> float:
         x = ls[kind]
         gemm = x["gemm"]
         if kind == "moe" and L.moe_load != 1.0:   # the busiest rank's experts do moe_load x the fair share
@@ -156,7 +155,7 @@ def tp_phase(L: Layout, notes: list) -> list:
     if L.tp == 1:
         return []
     m, t = L.model, L.tp
-    link = group_link(L.system, t, 1)
+    link = L.links.link(t, 1)
     # per layer: attention's and the MLP's collective, forward and backward; an MoE layer's experts talk over
     # their own ETP group instead (``experts.etp_phase``), so it keeps attention's half
     moe_share = (m.moe_layers / m.layers) if m.experts else 0.0
@@ -165,7 +164,7 @@ def tp_phase(L: Layout, notes: list) -> list:
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden
     if L.cp > 1:
         size /= L.cp
-    one = group_collective_time(L.system, "all_reduce", size, t)
+    one = L.links.collective_time("all_reduce", size, t)
     total = calls * one
     ids, label = (("reduce_scatter", "all_gather"), "RS+AG (SP)") if L.sequence_parallel else (("all_reduce",),
                                                                                                   "all_reduce")
@@ -179,11 +178,11 @@ def pp_phase(L: Layout) -> list:
     if L.pp == 1:
         return []
     m, t = L.model, L.tp
-    link = group_link(L.system, L.pp, t * L.dp * L.cp)
+    link = L.links.link(L.pp, t * L.dp * L.cp)
     size = ACT_BYTES * m.seq_len * L.micro_batch * m.hidden / (t if (link.crosses_nodes and t > 1) else 1)  # scatter-gather
     if L.cp > 1:
         size /= L.cp
-    one = link.latency + size / pair_bandwidth(L.system, link)
+    one = link.latency + size / L.links.pair_bandwidth(link)
     calls = 2 * L.interleave * L.micro_batches
     return [Traffic("pipeline send/recv", (), 2, link.name, link.crosses_nodes, calls, size, calls * one, calls * one,
                     "point-to-point")]

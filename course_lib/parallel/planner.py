@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
 
 from .. import hardware, units, validate
-from ..transformer import RECOMPUTE, resolve_recompute
+from ..transformer import RECOMPUTE, Transformer, resolve_recompute
 from .layouts import CP_KINDS, _check_precision, stage_layer_counts, _gpu_count, _model_with_seq_len, _ulysses_cps, _ulysses_fits, layout
 from .results import Estimate
 from .step import estimate_layout
@@ -14,7 +15,7 @@ from .step import estimate_layout
 AUTO_RECOMPUTE = ("none", "selective", "full")   # least recomputation first
 
 
-def estimate_choosing(model_, system, nodes=None, *, global_batch, zero=None, recompute=None, **kwargs) -> Estimate:
+def estimate_choosing(model_: str | Transformer, system: str | hardware.System, nodes: int | None = None, *, global_batch: int, zero: int | None = None, recompute: str | bool | None = None, **kwargs: object) -> Estimate:
     """``estimate`` with ``zero`` and ``recompute`` chosen where they are None, as a user expects of a tool (the
     ``plan`` CLI's defaults); given values are kept.
 
@@ -89,7 +90,7 @@ class Plan:
             raise ValueError("no layout fits in memory; add GPUs, raise zero or recompute, or lower micro_batch")
         return self.ranked[0]
 
-    def table(self, top=10) -> list[dict]:
+    def table(self, top: int = 10) -> list[dict]:
         """The top layouts as rows for a table or a plot."""
         top = validate.integer("top", top, low=1, high=10**6)
         return [{"rank": i + 1, "layout": e.layout, "tp": e.tp, "pp": e.pp, "dp": e.dp, "ep": e.ep, "cp": e.cp,
@@ -99,12 +100,12 @@ class Plan:
                  "tflops_per_gpu": e.tflops_per_gpu, "mfu": e.mfu, "memory_gb": e.memory["total"] / units.GB}
                 for i, e in enumerate(self.ranked[:top])]
 
-    def to_dict(self, top=10) -> dict:
+    def to_dict(self, top: int = 10) -> dict:
         return {"model": self.model, "system": self.system, "gpus": self.gpus, "global_batch": self.global_batch,
                 "searched": self.searched, "rejected_memory": self.rejected_memory, "top": self.table(top),
                 "best": self.best.to_dict() if self.ranked else None, "explanation": self.explanation}
 
-    def summary(self, top=10) -> str:
+    def summary(self, top: int = 10) -> str:
         lines = [f"Planner: {self.model} on {self.gpus} GPUs of {self.system}, batch {self.global_batch}: "
                  f"{self.searched} layouts searched, {self.rejected_memory} do not fit in memory"]
         rows = self.table(top)
@@ -120,7 +121,7 @@ class Plan:
         lines += [f"  - {x}" for x in self.explanation]
         return "\n".join(lines)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.summary()
 
 
@@ -141,8 +142,8 @@ class SearchSpace:
     etps: tuple | None = None    # expert tensor-parallel sizes (None: each tp and 1)
 
 
-def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options, interleave_options, ep_options,
-                  cp_options, cp_kind, hsdp_options) -> SearchSpace:
+def _search_space(m: Transformer, N: int, max_tp: int | None, *, micro_batches: Sequence[int], zero_stages: Sequence[int], recompute_options: Sequence[str], interleave_options: Sequence[int], ep_options: Sequence[int] | None,
+                  cp_options: Sequence[int], cp_kind: str, hsdp_options: Sequence[int | None]) -> SearchSpace:
     """Check ``plan``'s option lists and add the TP and PP degrees that fit the model and ``N`` GPUs."""
     for name, seq in (("micro_batches", micro_batches), ("zero_stages", zero_stages),
                       ("interleave_options", interleave_options)):
@@ -184,7 +185,7 @@ def _search_space(m, N, max_tp, *, micro_batches, zero_stages, recompute_options
                        recompute=tuple(recompute_options), interleave=tuple(interleave_options), cp_kind=cp_kind)
 
 
-def _interleaves(m, p: int, v: int) -> bool:
+def _interleaves(m: Transformer, p: int, v: int) -> bool:
     """Whether Megatron's split of ``m``'s layers on ``p`` stages gives every stage a multiple of ``v``."""
     try:
         stage_layer_counts(m, p, v)
@@ -193,7 +194,7 @@ def _interleaves(m, p: int, v: int) -> bool:
     return True
 
 
-def _etps(m, tp: int, options) -> tuple:
+def _etps(m: Transformer, tp: int, options: Sequence[int] | None) -> tuple:
     """Expert tensor-parallel sizes to try with attention TP ``tp``: ``options`` (None: tp and 1) that divide the
     expert FFN; one (tp) for a dense model."""
     if not m.experts:
@@ -202,7 +203,7 @@ def _etps(m, tp: int, options) -> tuple:
     return tuple(dict.fromkeys(x for x in opts if m.expert_ffn % x == 0))
 
 
-def _candidates(m, N, B, space: SearchSpace):
+def _candidates(m: Transformer, N: int, B: int, space: SearchSpace) -> Iterator[dict]:
     """Every combination of ``space`` that ``layout`` accepts, as its keyword arguments, in search order."""
     for t in space.tps:
         for c in space.cps:
@@ -233,11 +234,11 @@ def _candidates(m, N, B, space: SearchSpace):
                                                    ep=e_, cp=c, hsdp=g, etp=et if m.experts else None)
 
 
-def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(1, 2, 4), zero_stages=(0, 1),
-         recompute_options=("selective", "full"), interleave_options=(1, 2, 4), max_tp=None, sequence_parallel=True,
-         gpu_efficiency=None, dp_overlap=True, ep_options=None, cp_options=(1,), cp_kind="ring", hsdp_options=(None,),
-         moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16", fp8_dispatch=False,
-         etp_options=None) -> Plan:
+def plan(model_: str | Transformer, system: str | hardware.System, nodes: int | None = None, *, global_batch: int, gpus: int | None = None, micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1),
+         recompute_options: Sequence[str] = ("selective", "full"), interleave_options: Sequence[int] = (1, 2, 4), max_tp: int | None = None, sequence_parallel: bool = True,
+         gpu_efficiency: float | None = None, dp_overlap: bool = True, ep_options: Sequence[int] | None = None, cp_options: Sequence[int] = (1,), cp_kind: str = "ring", hsdp_options: Sequence[int | None] = (None,),
+         moe_imbalance: float = 1.0, ep_overlap: bool = False, seq_len: int | None = None, precision: str = "bf16", fp8_dispatch: bool = False,
+         etp_options: Sequence[int] | None = None) -> Plan:
     """Search TP x PP x DP (x micro-batch, ZeRO, recomputation, interleaving) and rank what fits by step time.
 
     TP runs over powers of two that divide the heads, up to ``max_tp`` (default: twice the GPUs
@@ -289,7 +290,7 @@ def plan(model_, system, nodes=None, *, global_batch, gpus=None, micro_batches=(
     return result
 
 
-def _explain(ranked, sys_) -> list[str]:
+def _explain(ranked: list[Estimate], sys_: hardware.System) -> list[str]:
     best = ranked[0]
     out = []
     bd = best.breakdown()
@@ -300,7 +301,7 @@ def _explain(ranked, sys_) -> list[str]:
     out.append(f"TP {best.tp} {'stays inside' if best.tp <= gpn else 'leaves'} the {gpn}-GPU {sys_.gpu_link.name} "
                f"domain; memory {best.memory['total'] / units.GB:.1f} of {best.memory['usable'] / units.GB:.0f} GB usable")
 
-    def best_where(pred):
+    def best_where(pred: Callable[[Estimate], bool]) -> Estimate | None:
         for e in ranked:
             if pred(e):
                 return e

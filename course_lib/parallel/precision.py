@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import datafiles, validate
+from .. import datafiles, hardware, validate
 from ..hardware import PRECISIONS  # noqa: F401 - the precisions of a GPU's peaks and of the recipes
 
 
@@ -14,7 +14,7 @@ def precision_data() -> dict:
     return datafiles.load("precision.json")
 
 
-def recipe(precision) -> dict:
+def recipe(precision: str) -> dict:
     """One recipe of ``data/precision.json`` by name (``bf16``, ``fp8``, ``mxfp8``): its linear-layer peak, the
     FP8 weight copies' bytes per linear parameter, the bytes per value of saved linear inputs, source and note."""
     table = precision_data()["recipes"]
@@ -26,7 +26,7 @@ def fp8_dispatch_bytes() -> float:
     return float(precision_data()["fp8_communication"]["dispatch"]["bytes_per_value"])
 
 
-def precision_summary(precision, gpu) -> str:
+def precision_summary(precision: str, gpu: hardware.GPU) -> str:
     """One line for a readout: the recipe, the peak its linear layers run at on ``gpu`` and what stays BF16."""
     r = recipe(precision)
     peak = gpu.peak_flops(r["linear_peak"]) / 1e12

@@ -178,5 +178,5 @@ class Estimate:
             lines.append(f"  note: {note}")
         return "\n".join(lines)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.summary()

@@ -6,7 +6,7 @@ import math
 from .. import units, validate
 from ..transformer import BYTES_PER_PARAM_ADAM
 from .layouts import DDP_BUCKET_BYTES, Layout
-from .links import GroupLink, group_collective_time, group_link
+from .links import GroupLink
 from .phases import Compute
 from .results import Traffic
 
@@ -15,7 +15,7 @@ ZERO3_GATHERS_PER_MICRO_BATCH = 2          # before each unit's forward and agai
 ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH = 1  # its gradients, once
 
 
-def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
+def zero3_step_bytes(param_bytes: float, micro_batches: int = 1) -> dict:
     """Whole-buffer bytes the ZeRO-3 / FSDP collectives move in one step, as ``dp_phase`` counts them."""
     n = validate.non_negative("param_bytes", param_bytes)
     mb = validate.integer("micro_batches", micro_batches, low=1, high=10**6)
@@ -23,7 +23,7 @@ def zero3_step_bytes(param_bytes, micro_batches=1) -> dict:
             "reduce_scatter": ZERO3_REDUCE_SCATTERS_PER_MICRO_BATCH * mb * n}
 
 
-def bucket_count(nbytes, bucket_bytes=DDP_BUCKET_BYTES) -> int:
+def bucket_count(nbytes: float, bucket_bytes: float = DDP_BUCKET_BYTES) -> int:
     """Buckets DDP fills for ``nbytes`` of gradients (bytes > 0) with buckets of ``bucket_bytes``
     (bytes > 0; default 25 MiB), when every tensor is much smaller than a bucket: ceil(n / bucket)."""
     n = validate.positive("nbytes", nbytes)
@@ -45,7 +45,7 @@ def _dp_groups(L: Layout) -> list:
             ("expert ", L.stage_expert_params, d * L.tp // (L.ep * L.etp), L.etp * L.ep)]
 
 
-def _row(kind, ids, d, link: GroupLink, calls, size, time_s, exposed) -> tuple[GroupLink, Traffic]:
+def _row(kind: str, ids: tuple[str, ...], d: int, link: GroupLink, calls: int, size: float, time_s: float, exposed: float) -> tuple[GroupLink, Traffic]:
     """(the link, one Traffic row) of a data-parallel collective; the label is its id, or RS + AG for two."""
     return link, Traffic(kind, ids, d, link.name, link.crosses_nodes, calls, size, time_s, exposed,
                          ids[0] if len(ids) == 1 else "RS + AG")
@@ -56,9 +56,9 @@ def _zero01_rows(L: Layout, groups: list, window: float) -> list:
     ids = ("all_reduce",) if L.state_zero == 0 else ("reduce_scatter", "all_gather")
     parts = []
     for prefix, params, d, stride in groups:
-        link = group_link(L.system, d, stride)
+        link = L.links.link(d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
-        parts.append((prefix, d, link, grad, sum(group_collective_time(L.system, i, grad, d, stride) for i in ids)))
+        parts.append((prefix, d, link, grad, sum(L.links.collective_time(i, grad, d, stride) for i in ids)))
     t_dp = sum(p[4] for p in parts)
     first_bucket = min(1.0, L.bucket_bytes / sum(p[3] for p in parts))
     exposed = max(t_dp * first_bucket, t_dp - window) if L.dp_overlap else t_dp
@@ -74,10 +74,10 @@ def _zero2_rows(L: Layout, c: Compute, groups: list) -> list:
     """ZeRO-2: gradients reduce-scattered every micro-batch (hidden behind its backward), weights gathered once."""
     mb, out = L.micro_batches, []
     for prefix, params, d, stride in groups:
-        link = group_link(L.system, d, stride)
+        link = L.links.link(d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
         first_bucket = min(1.0, L.bucket_bytes / grad)
-        t_rs, t_ag = (group_collective_time(L.system, i, grad, d, stride) for i in ("reduce_scatter", "all_gather"))
+        t_rs, t_ag = (L.links.collective_time(i, grad, d, stride) for i in ("reduce_scatter", "all_gather"))
         per_mb = max(t_rs * first_bucket, t_rs - c.backward_share * c.micro_batch_s) if L.dp_overlap else t_rs
         out += [_row(prefix + "ZeRO-2 grads", ("reduce_scatter",), d, link, mb, grad, mb * t_rs, mb * per_mb),
                 _row(prefix + "ZeRO-2 weights", ("all_gather",), d, link, 1, grad, t_ag, t_ag)]
@@ -88,10 +88,10 @@ def _zero3_rows(L: Layout, c: Compute, groups: list) -> list:
     """ZeRO-3 / FSDP: weights gathered twice and gradients reduce-scattered once per micro-batch, prefetched."""
     mb, parts, out = L.micro_batches, [], []
     for prefix, params, d, stride in groups:
-        link = group_link(L.system, d, stride)
+        link = L.links.link(d, stride)
         grad = BYTES_PER_PARAM_ADAM["gradients"] * params
-        parts.append((prefix, d, link, grad, group_collective_time(L.system, "all_gather", grad, d, stride),
-                      group_collective_time(L.system, "reduce_scatter", grad, d, stride)))
+        parts.append((prefix, d, link, grad, L.links.collective_time("all_gather", grad, d, stride),
+                      L.links.collective_time("reduce_scatter", grad, d, stride)))
     comm_mb = sum(2 * p[4] + p[5] for p in parts)
     # prefetching hides it behind compute, except one layer's gather
     per_mb = max(comm_mb / L.layers_per_stage, comm_mb - c.micro_batch_s) if L.dp_overlap else comm_mb
@@ -108,12 +108,12 @@ def _zero3_rows(L: Layout, c: Compute, groups: list) -> list:
 def _hsdp_rows(L: Layout, window: float) -> list:
     """HSDP: each rank's gradient shard all-reduced across the replicas once per step, hidden like DDP's."""
     r, stride = L.replicas // L.shard_group, L.tp * L.shard_group
-    link = group_link(L.system, r, stride)
+    link = L.links.link(r, stride)
     shards = [(prefix, BYTES_PER_PARAM_ADAM["gradients"] * params / max(1, d))
               for prefix, params, d, _ in _dp_groups(L)]
     out = []
     for prefix, size in shards:
-        t = group_collective_time(L.system, "all_reduce", size, r, stride)
+        t = L.links.collective_time("all_reduce", size, r, stride)
         first_bucket = min(1.0, L.bucket_bytes / size)
         exposed = max(t * first_bucket, t - window) if L.dp_overlap else t
         out.append(_row(prefix + "HSDP replica all-reduce", ("all_reduce",), r, link, 1, size, t, exposed))

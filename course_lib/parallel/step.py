@@ -1,6 +1,10 @@
 """One layout's step: the phases composed on the 1F1B pipeline schedule (``estimate``)."""
 from __future__ import annotations
 
+from typing import Sequence
+
+from .. import hardware
+from ..transformer import Transformer
 from .context import cp_phase
 from .experts import ep_phase, etp_phase
 from .layouts import Layout, layout
@@ -10,11 +14,11 @@ from .results import Estimate
 from .sharding import dp_phase
 
 
-def estimate(model_, system, nodes=None, *, tp=1, pp=1, dp=None, global_batch, micro_batch=1, zero=0,
-             recompute="full", interleave=1, sequence_parallel=False, gpu_efficiency=None, dp_overlap=True,
-             bucket_bytes=None, memory_reserve_bytes=None, gpus=None, ep=1, cp=1, cp_kind="ring", fsdp=False,
-             hsdp=None, moe_imbalance=1.0, ep_overlap=False, seq_len=None, precision="bf16",
-             fp8_dispatch=False, pp_layers=None, etp=None) -> Estimate:
+def estimate(model_: str | Transformer, system: str | hardware.System, nodes: int | None = None, *, tp: int = 1, pp: int = 1, dp: int | None = None, global_batch: int, micro_batch: int = 1, zero: int = 0,
+             recompute: str | bool | None = "full", interleave: int = 1, sequence_parallel: bool = False, gpu_efficiency: float | None = None, dp_overlap: bool = True,
+             bucket_bytes: float | None = None, memory_reserve_bytes: float | None = None, gpus: int | None = None, ep: int = 1, cp: int = 1, cp_kind: str = "ring", fsdp: bool = False,
+             hsdp: int | None = None, moe_imbalance: float = 1.0, ep_overlap: bool = False, seq_len: int | None = None, precision: str = "bf16",
+             fp8_dispatch: bool = False, pp_layers: Sequence[int] | None = None, etp: int | None = None) -> Estimate:
     """Memory per GPU, traffic per step and step time for one layout.
 
     model_: id or Transformer; system: catalog id or System; nodes (or gpus) sets the GPU count;

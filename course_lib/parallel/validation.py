@@ -16,7 +16,7 @@ from .step import estimate
 CASE_KEYS = ("cp", "ep", "etp", "fsdp", "hsdp", "seq_len", "precision", "fp8_dispatch", "pp_layers", "ep_overlap")
 
 
-def _case_estimate(case: dict, gpu_efficiency=None, defaults=None) -> Estimate:
+def _case_estimate(case: dict, gpu_efficiency: float | None = None, defaults: dict | None = None) -> Estimate:
     """The case priced: its fields, the unstated ones from ``defaults`` (published_training.json's
     ``defaults_for_unstated_fields`` unless given; ``{}`` leaves them to ``estimate``'s own defaults)."""
     defaults = published()["defaults_for_unstated_fields"] if defaults is None else defaults
@@ -31,7 +31,7 @@ def _case_estimate(case: dict, gpu_efficiency=None, defaults=None) -> Estimate:
                  **stated, **{k: case[k] for k in CASE_KEYS if k in case})
 
 
-def case_prediction(case: dict, gpu_efficiency=None, defaults=None) -> dict:
+def case_prediction(case: dict, gpu_efficiency: float | None = None, defaults: dict | None = None) -> dict:
     """One published throughput case priced: predicted and measured in the case's own quantity (hardware or
     model TFLOP/s per GPU, or tokens/s per GPU), their ratio, and the estimate (``defaults``: ``_case_estimate``)."""
     e = _case_estimate(case, gpu_efficiency, defaults)
@@ -44,7 +44,7 @@ def case_prediction(case: dict, gpu_efficiency=None, defaults=None) -> dict:
     return {"quantity": quantity, "predicted": pred, "measured": float(meas), "ratio": pred / meas, "estimate": e}
 
 
-def validation_table(gpu_efficiency=None) -> list[dict]:
+def validation_table(gpu_efficiency: float | None = None) -> list[dict]:
     """Every published case: predicted, measured, predicted/measured, and the ratio within its group.
 
     ``relative`` is (predicted/measured) divided by the median of that ratio in the case's group:
@@ -79,7 +79,7 @@ def validation_table(gpu_efficiency=None) -> list[dict]:
     return rows
 
 
-def validation_summary(rows=None) -> str:
+def validation_summary(rows: list[dict] | None = None) -> str:
     """The validation table as text: predicted / measured for each published case."""
     rows = validation_table() if rows is None else rows
     lines = [f"{'case':<26} {'configuration':<62} {'quantity':<20} {'pred':>7} {'meas':>7} {'p/m':>5} {'rel':>5}"]
@@ -99,7 +99,7 @@ def published_modern() -> dict:
     return datafiles.load("published_parallel_modern.json")
 
 
-def _case_system(name) -> hardware.System:
+def _case_system(name: str) -> hardware.System:
     """A catalog system, or one of the data file's named variants (H800 = an H100 node with less NVLink)."""
     variants = published_modern()["systems"]
     if name in variants:
@@ -108,7 +108,7 @@ def _case_system(name) -> hardware.System:
     return hardware.system(name)
 
 
-def all_to_all_bottleneck_bandwidth(system, nbytes, ranks, stride=1) -> float:
+def all_to_all_bottleneck_bandwidth(system: str | hardware.System, nbytes: float, ranks: int, stride: int = 1) -> float:
     """Bytes/s through the bottleneck link of one all-to-all (NVLink inside a node, the NIC across nodes).
 
     What DeepEP reports: the bytes that crossed the slower link divided by the time. ``nbytes`` is
@@ -162,7 +162,7 @@ def modern_validation_table() -> list[dict]:
     return rows
 
 
-def modern_validation_summary(rows=None) -> str:
+def modern_validation_summary(rows: list[dict] | None = None) -> str:
     """The FSDP/CP/MoE/all-to-all validation table as text, then each split's median |fitted - 1|."""
     rows = modern_validation_table() if rows is None else rows
     lines = [f"{'case':<28} {'split':<5} {'configuration':<64} {'quantity':<17} {'pred':>7} {'meas':>7} "
@@ -307,7 +307,7 @@ def training_range_phrase(e: Estimate) -> str:
                    f"{r['test_low']:.2f}-{r['test_high']:.2f}): step {ft(r['low_s'])} to {ft(r['high_s'])}")
 
 
-def training_validation_summary(rows=None, all_roles=False) -> str:
+def training_validation_summary(rows: list[dict] | None = None, all_roles: bool = False) -> str:
     """``plan --validate``: the test runs (p/m, and their median |p/m - 1| per regime), then the fit's residuals;
     fit and informed runs are listed only with ``all_roles``."""
     rows = list(training_validation_table()) if rows is None else rows

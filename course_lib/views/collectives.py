@@ -9,7 +9,7 @@ import numpy as np
 
 import math
 
-from .. import style, units
+from .. import collectives, style, units
 from ..widgets import html_table, show_html
 
 
@@ -110,7 +110,7 @@ def draw_patterns(axes, p, tree_steps, tree_pos, butterfly_steps):
     for r in range(p):
         arrow(ax, pos[r], pos[(r + 1) % p], style.colour("algorithm", "ring"), rad=-0.25)
     nodes(ax, pos)
-    ax.set_title(f"ring\n{2 * (p - 1)} steps of 1/{p} buffer each", fontsize=style.FONT_NORMAL)
+    ax.set_title(f"ring\n{collectives.get('all_reduce').algorithm('ring').steps(p)} steps of 1/{p} buffer each", fontsize=style.FONT_NORMAL)
     ax = axes[2]  # binomial tree: the reduce half
     levels = len(tree_steps) // 2
     for k, step in enumerate(tree_steps[:levels]):

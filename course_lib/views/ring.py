@@ -9,8 +9,13 @@ import math
 
 import numpy as np
 
-from .. import style
+from .. import collectives, style
 from .collectives import arrow, circle
+
+
+def _ring_steps(p: int) -> int:
+    """Steps of a ring all-reduce on ``p`` ranks, from the registry (``collectives``): 2(p-1)."""
+    return int(collectives.get("all_reduce").algorithm("ring").steps(p))
 
 
 def _ring_layout(p):
@@ -67,7 +72,7 @@ def draw_ring_state(ax, state, info, step, fontsize=style.FONT_SMALL):
     ax.set_aspect("equal")
     ax.axis("off")
     title = "start: every rank holds only its own data" if step == 0 else \
-        f"step {step} of {2 * (p - 1)}: {info['phase']}"
+        f"step {step} of {_ring_steps(p)}: {info['phase']}"
     ax.set_title(title, fontsize=style.larger(fontsize, 2))
     return ax
 
@@ -111,7 +116,7 @@ def draw_ring_table(ax, state, info, step, fontsize=style.FONT_SMALL):
     ax.set_ylim(-1.0 - (p - 1) * pitch - 0.5, 0.75)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title("start" if step == 0 else f"step {step} of {2 * (p - 1)}\n{info['phase']}", fontsize=style.larger(fontsize))
+    ax.set_title("start" if step == 0 else f"step {step} of {_ring_steps(p)}\n{info['phase']}", fontsize=style.larger(fontsize))
     return ax
 
 

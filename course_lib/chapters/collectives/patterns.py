@@ -118,7 +118,7 @@ def algorithm_pattern(algorithm, ranks=8) -> list[list[tuple[int, int]]]:
     if algorithm == "naive":
         return [[(r, 0) for r in range(1, p)], [(0, r) for r in range(1, p)]]
     if algorithm == "ring":
-        return [[(r, (r + 1) % p) for r in range(p)] for _ in range(2 * (p - 1))]
+        return [[(r, (r + 1) % p) for r in range(p)] for _ in range(int(collectives.get("all_reduce").algorithm("ring").steps(p)))]
     if algorithm == "binomial_tree":  # reduce to rank 0, then broadcast back down
         up, mask = [], 1
         while mask < p:

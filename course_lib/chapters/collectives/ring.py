@@ -2,7 +2,7 @@
 """
 from __future__ import annotations
 
-from ... import style, validate
+from ... import collectives, style, validate
 from ...views import ring as views
 from ...widgets import explorer
 from .patterns import _ranks
@@ -10,11 +10,12 @@ from .steps import _ring, ring_schedule, simulate
 
 
 RING_RANKS = (2, 3, 4, 5, 6, 8)
+_RING = collectives.get("all_reduce").algorithm("ring")
 
 
 def ring_steps(ranks) -> int:
-    """Number of steps of a ring all-reduce on ``ranks`` (1-64): 2(p-1)."""
-    return 2 * (_ranks("ranks", ranks, low=1, high=64) - 1)
+    """Number of steps of a ring all-reduce on ``ranks`` (1-64): 2(p-1), the registry's ring (``collectives``)."""
+    return int(_RING.steps(_ranks("ranks", ranks, low=1, high=64)))
 
 
 def ring_states(ranks) -> list[list[list[frozenset]]]:
@@ -40,7 +41,7 @@ def owned_chunks(state) -> dict[int, list[int]]:
 def ring_step_info(step, ranks=4) -> dict:
     """What happens at ``step`` (0 = start, up to 2(p-1)) of a ring on ``ranks`` (2-8): phase and a sentence."""
     p = _ranks("ranks", ranks, low=2, high=8)
-    step = validate.integer("step", step, low=0, high=2 * (p - 1))
+    step = validate.integer("step", step, low=0, high=ring_steps(p))
     if step == 0:
         return {"phase": "start", "step": 0, "text": f"Start: each of the {p} ranks holds its own buffer, "
                                                      f"cut into {p} chunks."}
@@ -70,7 +71,7 @@ def draw_ring_step(step=0, ranks=4, ax=None, fontsize=style.FONT_SMALL):
     """
     import matplotlib.pyplot as plt
     p = _ranks("ranks", ranks, low=2, high=8)
-    step = validate.integer("step", step, low=0, high=2 * (p - 1))
+    step = validate.integer("step", step, low=0, high=ring_steps(p))
     fontsize = validate.number("fontsize", fontsize, low=8, high=14)
     if ax is None:
         _, ax = plt.subplots(figsize=(5.2, 5.2))
@@ -85,17 +86,17 @@ def draw_ring_steps(ranks=4, ncols=4):
 
 
 def _ring_draw(ax, ranks, step):
-    draw_ring_step(min(step, 2 * (ranks - 1)), ranks, ax=ax)
+    draw_ring_step(min(step, ring_steps(ranks)), ranks, ax=ax)
 
 
 def _ring_readout(ranks, step):
-    step = min(step, 2 * (ranks - 1))
+    step = min(step, ring_steps(ranks))
     info = ring_step_info(step, ranks)
     owned = owned_chunks(ring_states(ranks)[step])
     done = sum(len(v) for v in owned.values())
     return (f"{info['text']} Fully reduced chunks so far: {done} of {ranks * ranks} "
             f"(ranks x chunks). Each step moves 1/{ranks} of the buffer per rank; "
-            f"{2 * (ranks - 1)} steps move 2({ranks}-1)/{ranks} = {2 * (ranks - 1) / ranks:.3g} buffers per rank.")
+            f"{ring_steps(ranks)} steps move 2({ranks}-1)/{ranks} = {_RING.volume(ranks):.3g} buffers per rank.")
 
 
 def ring_explorer(ranks=4, step=0):
@@ -107,10 +108,10 @@ def ring_explorer(ranks=4, step=0):
     import ipywidgets as w
     if ranks not in RING_RANKS:
         raise ValueError(f"ranks must be one of {RING_RANKS}, got {ranks!r}")
-    step = validate.integer("step", step, low=0, high=2 * (ranks - 1))
+    step = validate.integer("step", step, low=0, high=ring_steps(ranks))
     controls = {
         "ranks": w.SelectionSlider(options=RING_RANKS, value=ranks, description="ranks (GPUs)"),
-        "step": w.IntSlider(value=step, min=0, max=2 * (ranks - 1), description="step"),
+        "step": w.IntSlider(value=step, min=0, max=ring_steps(ranks), description="step"),
     }
     def _limit(change):  # the step slider follows the number of steps of the chosen ring (before the redraw)
         controls["step"].max = 2 * (change["new"] - 1)
